@@ -1,0 +1,53 @@
+# The two commands users type:  make testbed up && harness run vm-scaling   |   make test
+SHELL := /bin/bash
+VENV := $(CURDIR)/.venv
+HARNESS := $(VENV)/bin/harness
+PYTHON ?= python3
+LAUNCHER := /usr/local/bin/harness
+PYTEST_ARGS ?=
+
+.PHONY: testbed up down test bench bootstrap host-packages venv libvirtd provider image launcher
+
+# `make testbed up` / `make testbed down` read as one phrase: `testbed` itself does nothing.
+testbed:
+	@:
+
+up: bootstrap
+	$(HARNESS) testbed up
+
+# Always leaves a clean host: destroy the fleet, collect every vtb- leftover, stop the libvirtd
+# the testbed started (libvirtd is started first if needed, so that domains can be undefined).
+down:
+	@if [ -x $(HARNESS) ] && command -v libvirtd >/dev/null; then \
+	  scripts/libvirtd.sh start && $(HARNESS) testbed down --all; fi
+	scripts/libvirtd.sh stop
+
+test: bootstrap
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+bench: bootstrap
+	$(HARNESS) bench
+
+bootstrap: host-packages venv libvirtd provider image launcher
+
+host-packages:
+	scripts/host-packages.sh
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml | host-packages
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+libvirtd: host-packages
+	scripts/libvirtd.sh start
+
+provider:
+	scripts/provider.sh
+
+image: host-packages
+	images/build.sh
+
+# A launcher on PATH, so a new login shell finds `harness`.
+launcher: venv
+	@printf '#!/bin/sh\nexec %s "$$@"\n' '$(HARNESS)' > $(LAUNCHER).tmp && chmod +x $(LAUNCHER).tmp && mv $(LAUNCHER).tmp $(LAUNCHER)

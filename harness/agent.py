@@ -1,0 +1,96 @@
+"""Drives a guest through qemu-guest-agent (libvirt_qemu.qemuAgentCommand): no guest networking.
+
+Every call has a timeout, and every error names the VM, so a hung guest never hangs the harness.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from dataclasses import dataclass
+
+import libvirt
+import libvirt_qemu
+
+
+class AgentError(RuntimeError):
+    pass
+
+
+# libvirt prints every error to stderr by default; ours are raised as exceptions instead.
+libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+
+# Set on Ctrl-C so that threads waiting on guest commands stop polling at once.
+CANCEL = threading.Event()
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exitcode: int
+    stdout: bytes
+    stderr: bytes
+
+
+class GuestAgent:
+    POLL_S = 0.25
+
+    def __init__(self, domain: libvirt.virDomain):
+        self.domain = domain
+        self.vm = domain.name()
+
+    def command(self, execute: str, arguments: dict | None = None, timeout: int = 10) -> dict:
+        cmd = {"execute": execute, **({"arguments": arguments} if arguments else {})}
+        try:
+            reply = libvirt_qemu.qemuAgentCommand(self.domain, json.dumps(cmd), max(1, int(timeout)), 0)
+        except libvirt.libvirtError as e:
+            raise AgentError(f"{self.vm}: guest agent {execute} failed: {e.get_error_message()}") from None
+        return json.loads(reply).get("return", {})
+
+    def ping(self, timeout: int = 2) -> bool:
+        try:
+            self.command("guest-ping", timeout=timeout)
+            return True
+        except AgentError:
+            return False
+
+    def wait_ready(self, timeout: float) -> float:
+        """Seconds until the agent answered; raises naming the VM when it never does."""
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            if self.ping(timeout=2):
+                return time.monotonic() - start
+            time.sleep(0.2)
+        raise AgentError(f"{self.vm}: guest agent did not answer within {timeout:.0f} s "
+                         "(see the VM's console log under the state dir)")
+
+    def exec(self, path: str, args: list[str] = (), *, env: dict[str, str] | None = None,
+             stdin: bytes | None = None, timeout: float = 60) -> ExecResult:
+        """Runs a program in the guest and waits for it, returning its exit code and output."""
+        arguments: dict = {"path": path, "arg": list(args), "capture-output": True}
+        if env:
+            arguments["env"] = [f"{k}={v}" for k, v in env.items()]
+        if stdin is not None:
+            arguments["input-data"] = base64.b64encode(stdin).decode()
+        pid = self.command("guest-exec", arguments)["pid"]
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.command("guest-exec-status", {"pid": pid})
+            if status.get("exited"):
+                return ExecResult(
+                    exitcode=status.get("exitcode", -status.get("signal", 0) or -1),
+                    stdout=base64.b64decode(status.get("out-data", "")),
+                    stderr=base64.b64decode(status.get("err-data", "")))
+            if CANCEL.is_set():
+                self.kill(pid)
+                raise AgentError(f"{self.vm}: cancelled; killed {path} in the guest")
+            if time.monotonic() > deadline:
+                self.kill(pid)
+                raise AgentError(f"{self.vm}: {path} did not finish within {timeout:.0f} s; killed it")
+            time.sleep(self.POLL_S)
+
+    def kill(self, pid: int) -> None:
+        try:
+            self.command("guest-exec", {"path": "/bin/kill", "arg": ["-9", str(pid)]})
+        except AgentError:
+            pass

@@ -1,0 +1,193 @@
+"""One schema for everything a user can set. Errors name the field and say how to fix it."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness import paths
+
+FIX = "fix"  # key in a field's json_schema_extra: how to repair a bad value
+
+
+class ConfigError(Exception):
+    """A bad config: the message names the field and the fix. Raised before anything is provisioned."""
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class FleetConfig(Section):
+    name: str = Field("default", pattern=r"^[a-z0-9][a-z0-9-]{0,19}$",
+                      description="fleet name; resources are named vtb-<name>-*",
+                      json_schema_extra={FIX: "use 1-20 lowercase letters, digits or dashes"})
+    vms: int = Field(2, ge=1, le=64, description="number of VMs in the fleet")
+    vcpus: int = Field(1, ge=1, le=64, description="vCPUs per VM")
+    memory_mib: int = Field(512, ge=256, description="memory per VM in MiB")
+    disk_size_mib: int = Field(256, ge=16, description="each VM's data disk (its slice of the host device) in MiB")
+    device: Path | None = Field(None, description="a host block device to carve the data disks from; "
+                                "unset = a prefilled file under state_dir",
+                                json_schema_extra={FIX: "name an existing, unmounted, unused block device, or unset it"})
+    wipe: bool = Field(False, description="allow using a device that carries a partition table or filesystem signature")
+    accel: Literal["auto", "kvm", "tcg"] = Field("auto", description="accelerator; auto probes KVM by booting a guest")
+
+    @field_validator("device")
+    @classmethod
+    def _device_exists(cls, v: Path | None) -> Path | None:
+        if v is None:
+            return v
+        if not v.exists():
+            raise ValueError(f"{v} does not exist")
+        if not stat.S_ISBLK(v.stat().st_mode):
+            raise ValueError(f"{v} is not a block device")
+        return v
+
+    @model_validator(mode="after")
+    def _device_safe(self) -> "FleetConfig":
+        if self.device is not None:
+            from harness.devices import refuse_reason
+            reason = refuse_reason(self.device, allow_signature=self.wipe)
+            if reason:
+                raise ValueError(f"device {self.device} refused: {reason}")
+        return self
+
+
+class DiskConfig(Section):
+    backend: Literal["virtio-blk"] = Field("virtio-blk", description="how the VM's data disk is served")
+    cache: Literal["none", "writeback", "writethrough", "directsync", "unsafe"] = Field(
+        "none", description="QEMU cache mode of the data disk")
+    aio: Literal["native", "io_uring", "threads"] = Field("native", description="QEMU aio mode of the data disk")
+    iothreads: int = Field(1, ge=0, le=16, description="iothreads serving the data disk (0 = main loop)")
+
+    @model_validator(mode="after")
+    def _native_needs_direct(self) -> "DiskConfig":
+        if self.aio == "native" and self.cache not in ("none", "directsync"):
+            raise ValueError(f"aio=native needs cache=none or directsync (got cache={self.cache}); "
+                             "set disk.cache=none or disk.aio=io_uring")
+        return self
+
+
+class FioJobConfig(Section):
+    rw: Literal["randread", "randwrite", "read", "write", "randrw", "rw"] = Field(
+        "randread", description="fio access pattern")
+    bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size, e.g. 4k or 128k")
+    iodepth: int = Field(16, ge=1, le=4096, description="queue depth per fio job")
+    numjobs: int = Field(1, ge=1, le=256, description="fio jobs per VM (and per host slot)")
+    ioengine: Literal["libaio", "io_uring", "psync"] = Field("libaio", description="fio ioengine")
+    direct: bool = Field(True, description="O_DIRECT I/O")
+    runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
+    ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
+
+
+class VmScalingConfig(Section):
+    vm_counts: list[int] = Field([1, 2, 4], min_length=1, description="VM counts to sweep; capped by fleet.vms")
+    job: FioJobConfig = FioJobConfig()
+
+    @field_validator("vm_counts")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(n < 1 for n in v):
+            raise ValueError("every VM count must be >= 1")
+        return sorted(set(v))
+
+
+class Config(Section):
+    state_dir: Path = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks")
+    results_dir: Path = Field(paths.DEFAULT_RESULTS_DIR, description="where runs are written")
+    fleet: FleetConfig = FleetConfig()
+    disk: DiskConfig = DiskConfig()
+    vm_scaling: VmScalingConfig = VmScalingConfig()
+
+    @model_validator(mode="after")
+    def _fleet_fits_host(self) -> "Config":
+        need = self.fleet.vms * self.fleet.memory_mib
+        avail = paths.mem_available_mib()
+        if need > avail * 0.8:
+            raise ValueError(f"fleet.vms={self.fleet.vms} x fleet.memory_mib={self.fleet.memory_mib} needs "
+                             f"{need} MiB but the host has {avail} MiB available; lower fleet.vms or fleet.memory_mib")
+        return self
+
+    @property
+    def prefix(self) -> str:
+        return f"{paths.PREFIX}{self.fleet.name}"
+
+
+def _field_info(loc: tuple) -> Any:
+    """The pydantic FieldInfo at a dotted location, for its description and fix hint."""
+    model: Any = Config
+    info = None
+    for part in loc:
+        fields = getattr(model, "model_fields", None)
+        if not fields or part not in fields:
+            break
+        info = fields[part]
+        model = info.annotation
+    return info
+
+
+def describe(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = tuple(p for p in e["loc"] if isinstance(p, str))
+        field = ".".join(loc) or "config"
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            lines.append(f"{field}: unknown key. Fix: remove it or check its spelling (see README, Configuration)")
+            continue
+        info = _field_info(loc)
+        fix = ""
+        if info is not None:
+            extra = info.json_schema_extra or {}
+            fix = extra.get(FIX) or f"set {field} ({info.description})" if info.description else ""
+        got = f" (got {e['input']!r})" if not isinstance(e.get("input"), dict) else ""
+        lines.append(f"{field}: {msg}{got}." + (f" Fix: {fix}." if fix else ""))
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """'a.b=value' -> (['a','b'], value). Values are JSON where they parse (numbers, lists, booleans)."""
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. --set fleet.vms=2")
+    key, raw = item.split("=", 1)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def merge(data: dict, keys: list[str], value: Any) -> None:
+    for k in keys[:-1]:
+        node = data.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {'.'.join(keys)}: {k} is not a section")
+        data = node
+    data[keys[-1]] = value
+
+
+def load(path: Path | None = None, overrides: list[str] = ()) -> Config:
+    """Config file (TOML; default ./harness.toml if present) plus KEY=VALUE overrides."""
+    data: dict = {}
+    if path is None and Path("harness.toml").exists():
+        path = Path("harness.toml")
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist. Fix: pass an existing file to --config") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
+    for item in overrides:
+        merge(data, *parse_override(item))
+    if "VTB_STATE_DIR" in os.environ:
+        data.setdefault("state_dir", os.environ["VTB_STATE_DIR"])
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(describe(e)) from None

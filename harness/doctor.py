@@ -1,0 +1,60 @@
+"""`harness doctor`: what the host has and lacks, each with what to do about it."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import libvirt
+from rich.table import Table
+
+from harness import accel, paths
+from harness.config import Config
+from harness.console import console
+
+
+def checks(cfg: Config) -> list[tuple[str, bool, str]]:
+    out = []
+    try:
+        conn = libvirt.open(paths.LIBVIRT_URI)
+        out.append(("libvirtd", True, f"{paths.LIBVIRT_URI}, libvirt {conn.getLibVersion()}"))
+        conn.close()
+    except libvirt.libvirtError as e:
+        out.append(("libvirtd", False, f"not reachable ({e.get_error_message()}); run `make testbed up`"))
+    kernel = paths.IMAGE_DIR / "vmlinuz"
+    if kernel.exists():
+        choice = accel.choose("auto", kernel, cfg.state_dir)
+        out.append(("accelerator", True, f"{choice.accel}: {choice.reason}"))
+    else:
+        out.append(("accelerator", False, "not probed: the guest image (its kernel) is not built"))
+    md = Path("/proc/mdstat").exists()
+    out.append(("host md (software RAID)", md, "available" if md else
+                "the host kernel has no md; RAID experiments need a nested host (not built yet)"))
+    for tool, why in (("qemu-system-x86_64", "runs the guests"), ("qemu-storage-daemon", "vhost-user-blk backend"),
+                      ("fio", "the physical baseline"), ("mdadm", "host RAID arrays")):
+        path = shutil.which(tool)
+        out.append((tool, path is not None, path or f"missing ({why}); run `make testbed up`"))
+    image = paths.IMAGE_DIR / "rootfs.qcow2"
+    out.append(("guest image", image.exists(), str(image.resolve()) if image.exists() else
+                "not built; run `make testbed up`"))
+    tf = paths.TERRAFORM_CACHE / "bin" / "terraform"
+    out.append(("terraform", tf.exists(), str(tf) if tf.exists() else "missing; run `make testbed up`"))
+    mirror = list((paths.TERRAFORM_CACHE / "mirror").rglob("terraform-provider-libvirt_*")) \
+        if paths.TERRAFORM_CACHE.exists() else []
+    out.append(("terraform-provider-libvirt", bool(mirror), str(mirror[0]) if mirror else
+                "not built; run `make testbed up`"))
+    out.append(("/dev/kvm", os.path.exists("/dev/kvm"), "present (only the probe says whether it works)"
+                if os.path.exists("/dev/kvm") else "absent: guests run under TCG"))
+    return out
+
+
+def report(cfg: Config) -> bool:
+    table = Table(title="harness doctor")
+    for col in ("check", "ok", "detail"):
+        table.add_column(col)
+    results = checks(cfg)
+    for name, ok, detail in results:
+        table.add_row(name, "[green]yes[/green]" if ok else "[red]no[/red]", detail)
+    console.print(table)
+    required = {"libvirtd", "qemu-system-x86_64", "fio", "guest image", "terraform", "terraform-provider-libvirt"}
+    return all(ok for name, ok, _ in results if name in required)

@@ -1,0 +1,21 @@
+"""This machine as the testbed host."""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+
+from harness import paths
+
+
+@dataclass(frozen=True)
+class LocalHost:
+    uri: str = paths.LIBVIRT_URI
+    name: str = "local"
+
+    def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
+            timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, env=env, input=input, capture_output=True, timeout=timeout, check=check)
+
+    def popen(self, argv: list[str], *, env: dict | None = None) -> subprocess.Popen:
+        return subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)

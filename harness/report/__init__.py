@@ -1,0 +1,1 @@
+"""Plots and tables built from stored Samples only: nothing here measures anything."""

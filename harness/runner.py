@@ -1,0 +1,44 @@
+"""Runs one experiment against the deployed testbed and keeps everything it measured."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+
+from harness import environment
+from harness.agent import CANCEL
+from harness.config import Config
+from harness.console import step, warn
+from harness.experiments import RunContext, registry
+from harness.store import RunStore, new_run_id
+from harness.testbed import Testbed
+
+
+def run(cfg: Config, experiment_name: str) -> RunContext:
+    experiment = registry()[experiment_name]
+    record = Testbed(cfg).load()
+    env = environment.collect(record.accel, record.uri)
+    store = RunStore(cfg.results_dir, new_run_id(experiment_name))
+    step(f"run {store.run_id}: {experiment_name} on {len(record.vms)} VM fleet, accel={env['accel']}, "
+         f"backend={record.disk['backend']} -> {store.dir}")
+    store.update_manifest(experiment=experiment_name, config=json.loads(cfg.model_dump_json()),
+                          testbed=asdict(record), environment=env)
+    ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env)
+    status = "running"
+    try:
+        experiment.run(ctx)
+        failed = [s for s in store.samples if s.status != "ok"]
+        status = "completed" if not failed else "completed-with-failures"
+    except KeyboardInterrupt:
+        CANCEL.set()
+        status = "interrupted"
+        warn("interrupted: keeping the points measured so far")
+    except Exception as e:
+        status = "failed"
+        store.update_manifest(error=str(e))
+        raise
+    finally:
+        store.update_manifest(status=status, finished=time.time())
+        experiment.summarize(ctx)
+        step(f"results: {store.dir} ({status})")
+    return ctx

@@ -1,0 +1,63 @@
+"""results/<run-id>/: raw outputs, the tidy sample table, the run manifest. Every write is atomic
+(temp file + rename), so a crash or SIGKILL mid-run leaves complete files only."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from harness.samples import Sample
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are for everyone to read
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def new_run_id(experiment: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{experiment}-{os.getpid()}"
+
+
+class RunStore:
+    """One run's folder. Samples are kept in memory and the whole table is rewritten after each
+    point: small tables, and the files on disk are always whole."""
+
+    def __init__(self, root: Path, run_id: str):
+        self.run_id = run_id
+        self.dir = root / run_id
+        self.dir.mkdir(parents=True, exist_ok=False)
+        self.samples: list[Sample] = []
+        self.manifest: dict = {"run_id": run_id, "status": "running", "started": time.time()}
+
+    def save_raw(self, relpath: str, text: str) -> str:
+        write_atomic(self.dir / "raw" / relpath, text)
+        return f"raw/{relpath}"
+
+    def add(self, samples: list[Sample]) -> None:
+        self.samples.extend(samples)
+        rows = [s.row() for s in self.samples]
+        write_atomic(self.dir / "samples.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+        columns = sorted({k for r in rows for k in r})
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomic(self.dir / "samples.csv", buf.getvalue())
+
+    def update_manifest(self, **fields) -> None:
+        self.manifest.update(fields)
+        write_atomic(self.dir / "run.json", json.dumps(self.manifest, indent=2, default=str))

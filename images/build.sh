@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the guest image from Debian packages with mmdebstrap, cached by a hash of this recipe.
+# Output in $VTB_CACHE/images/<hash>/: rootfs.qcow2 (ext4, label vtbroot), vmlinuz, initrd.img,
+# packages.txt (exact package versions, the image's bill of materials) and recipe.sha.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+CACHE=${VTB_CACHE:-/var/cache/vtb}
+SUITE=bookworm
+MIRROR=${VTB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# A fixed timestamp makes file times, the filesystem UUID and hash seed repeatable.
+export SOURCE_DATE_EPOCH=1700000000
+PACKAGES=linux-image-cloud-amd64,initramfs-tools,kmod,procps,util-linux,qemu-guest-agent,fio,sysbench,mariadb-server,mdadm,xfsprogs,btrfs-progs,f2fs-tools,e2fsprogs,nilfs-tools
+
+key=$( (cd "$here" && cat build.sh guest/*) | sha256sum | cut -c1-16)
+out=$CACHE/images/$key
+mkdir -p "$CACHE/images"
+if [ -f "$out/rootfs.qcow2" ] && [ -f "$out/recipe.sha" ]; then
+  ln -sfn "$key" "$CACHE/images/current"
+  echo "guest image: cached ($out)"
+  exit 0
+fi
+for t in mmdebstrap mkfs.ext4 qemu-img; do
+  command -v $t >/dev/null || { echo "error: $t is missing: run scripts/host-packages.sh" >&2; exit 1; }
+done
+work=$(mktemp -d "$CACHE/images/.build-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+echo "guest image: building $SUITE with mmdebstrap (about 2 min)"
+mmdebstrap --variant=minbase --mode=root --include="$PACKAGES" \
+  --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
+  --essential-hook='mkdir -p "$1/etc/initramfs-tools/conf.d" && echo MODULES=most > "$1/etc/initramfs-tools/conf.d/vtb"' \
+  --customize-hook="copy-in $here/guest/vtb-init /sbin" \
+  --customize-hook='printf "127.0.0.1 localhost vtb-guest\n::1 localhost\n" > "$1/etc/hosts"' \
+  --customize-hook='echo vtb-guest > "$1/etc/hostname"' \
+  --customize-hook='chroot "$1" dpkg-query -W -f="\${Package}=\${Version}\n" > "$1/.packages.txt"' \
+  --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
+  "$SUITE" "$work/root" "$MIRROR"
+mkdir -p "$work/out"
+mv "$work/root/.packages.txt" "$work/out/packages.txt"
+cp "$(readlink -f "$work/root/vmlinuz")" "$work/out/vmlinuz"
+cp "$(readlink -f "$work/root/initrd.img")" "$work/out/initrd.img"
+size_mib=$(( $(du -sm "$work/root" | cut -f1) + 1024 ))
+mkfs.ext4 -q -L vtbroot -U 6b1c6a2e-0000-4000-8000-000000000001 -E hash_seed=6b1c6a2e-0000-4000-8000-000000000002 \
+  -d "$work/root" "$work/rootfs.raw" "${size_mib}M"
+qemu-img convert -O qcow2 "$work/rootfs.raw" "$work/out/rootfs.qcow2"
+echo "$key" > "$work/out/recipe.sha"
+rm -rf "$out" && mv "$work/out" "$out"
+ln -sfn "$key" "$CACHE/images/current"
+echo "guest image: built $out ($(du -sh "$out/rootfs.qcow2" | cut -f1) qcow2)"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the host packages the testbed needs. Idempotent: skips apt when all are present.
+set -euo pipefail
+pkgs=(qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
+      libvirt-dev pkg-config xsltproc mmdebstrap fio e2fsprogs util-linux ca-certificates
+      python3-venv python3-dev gcc git)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "host packages: all present"
+  exit 0
+fi
+echo "host packages: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Lists can be stale on a fresh machine; some package indices may be unreachable, so tolerate that.
+apt-get update -qq || echo "warning: apt-get update reported errors; trying the install anyway" >&2
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# start|stop libvirtd without assuming systemd. `start` records the PID only when it started
+# the daemon itself, so `stop` stops exactly what the testbed started and nothing else.
+set -euo pipefail
+RUN=${VTB_RUN_DIR:-/run/vtb}
+pidfile=$RUN/libvirtd.pid
+conf=/etc/libvirt/qemu.conf
+
+running() { virsh -c qemu:///system version >/dev/null 2>&1; }
+
+set_conf() { # key value: set `key = value` in qemu.conf, replacing any earlier setting
+  local k=$1 v=$2
+  if grep -Eq "^\s*$k\s*=" "$conf"; then
+    sed -i -E "s|^\s*$k\s*=.*|$k = $v|" "$conf"
+  else
+    echo "$k = $v" >> "$conf"
+  fi
+}
+
+case ${1:-start} in
+start)
+  if running; then echo "libvirtd: already running"; exit 0; fi
+  # Debian's libvirtd looks this user up even when qemu runs as root.
+  id libvirt-qemu >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin libvirt-qemu
+  mkdir -p /var/log/libvirt/qemu /var/lib/libvirt/qemu /var/run/libvirt "$RUN"
+  # Without systemd there is no virtlogd socket: let QEMU write its log files itself.
+  set_conf user '"root"'
+  set_conf group '"root"'
+  set_conf stdio_handler '"file"'
+  libvirtd -d --pid-file /var/run/libvirtd.pid
+  for _ in $(seq 1 50); do running && break; sleep 0.2; done
+  running || { echo "error: libvirtd did not come up; see /var/log/libvirt/libvirtd.log" >&2; exit 1; }
+  cat /var/run/libvirtd.pid > "$pidfile"
+  echo "libvirtd: started (pid $(cat "$pidfile"))"
+  ;;
+stop)
+  [ -f "$pidfile" ] || { echo "libvirtd: not started by the testbed; leaving it alone"; exit 0; }
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+    echo "libvirtd: stopped (pid $pid)"
+  fi
+  rm -f "$pidfile"
+  ;;
+*) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac

@@ -1,0 +1,53 @@
+# A directory pool holding the guest image; VM root disks are qcow2 overlays on it.
+terraform {
+  required_providers {
+    libvirt = { source = "dmacvicar/libvirt" }
+  }
+}
+variable "prefix" { type = string }
+variable "pool_dir" { type = string }
+variable "rootfs" { type = string }
+variable "device_bytes" {
+  description = "Size of the host device file to create; 0 when the user named a block device."
+  type        = number
+}
+
+resource "libvirt_pool" "this" {
+  name = var.prefix
+  type = "dir"
+  target {
+    path = var.pool_dir
+  }
+}
+
+resource "libvirt_volume" "base" {
+  name   = "${var.prefix}-base.qcow2"
+  pool   = libvirt_pool.this.name
+  source = var.rootfs
+  format = "qcow2"
+}
+
+# The default host "device": a raw file in the pool, prefilled with random data because a
+# sparse or zero-allocated file is read without any I/O and gives meaningless numbers.
+resource "libvirt_volume" "device" {
+  count  = var.device_bytes > 0 ? 1 : 0
+  name   = "${var.prefix}-device.raw"
+  pool   = libvirt_pool.this.name
+  size   = var.device_bytes
+  format = "raw"
+}
+
+resource "terraform_data" "prefill" {
+  count            = var.device_bytes > 0 ? 1 : 0
+  triggers_replace = [libvirt_volume.device[0].id]
+  provisioner "local-exec" {
+    command = "dd if=/dev/urandom of='${libvirt_volume.device[0].id}' bs=1M count=${ceil(var.device_bytes / 1048576)} conv=notrunc,fsync status=none"
+  }
+}
+
+output "pool" { value = libvirt_pool.this.name }
+output "base_volume_id" { value = libvirt_volume.base.id }
+output "device_volume_id" {
+  value      = var.device_bytes > 0 ? libvirt_volume.device[0].id : null
+  depends_on = [terraform_data.prefill]
+}

@@ -1,0 +1,131 @@
+"""Real libvirtd, real Terraform + provider, real TCG/KVM guests, real fio. Tests run in file order:
+bring-up, idempotence, a run, the agent's timeout, and last a SIGKILLed run followed by teardown."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import libvirt
+import pytest
+
+from harness import gc
+from harness.agent import AgentError, GuestAgent
+
+pytestmark = pytest.mark.integration
+CONFIG = Path(__file__).parents[1] / "ci.toml"
+PREFIX = "vtb-ci-"
+STATE = Path("/var/tmp/vtb-ci")
+HARNESS = str(Path(sys.executable).parent / "harness")
+
+
+def harness(*args, check=True, timeout=600):
+    out = subprocess.run([HARNESS, *args, "--config", str(CONFIG)], capture_output=True, text=True,
+                         timeout=timeout)
+    print(out.stdout, out.stderr)
+    if check:
+        assert out.returncode == 0, out.stdout + out.stderr
+    return out
+
+
+def domain_ids() -> dict[str, int]:
+    conn = libvirt.open("qemu:///system")
+    try:
+        return {d.name(): d.ID() for d in conn.listAllDomains() if d.name().startswith(PREFIX)}
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    harness("testbed", "down", check=False)  # a previous killed session's leftovers
+    harness("testbed", "up")
+    yield json.loads((STATE / "ci" / "testbed.json").read_text())
+    harness("testbed", "down")
+    assert gc.leftovers(PREFIX) == []
+    assert not (STATE / "ci").exists()
+
+
+def test_up_provisions_the_fleet(fleet):
+    assert [v["name"] for v in fleet["vms"]] == ["vtb-ci-vm0", "vtb-ci-vm1"]
+    assert fleet["accel"]["accel"] in ("kvm", "tcg") and fleet["accel"]["reason"]
+    device = Path(fleet["device_path"])
+    assert device.stat().st_size == 2 * 32 << 20
+    assert device.stat().st_blocks * 512 >= device.stat().st_size  # prefilled, not sparse
+    with open(device, "rb") as f:
+        assert f.read(1 << 20).count(0) < 1 << 16  # random data, not zeros
+
+
+def test_up_twice_changes_nothing(fleet):
+    before = domain_ids()
+    harness("testbed", "up")
+    assert domain_ids() == before  # same running domains: nothing recreated
+
+
+def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
+    out = harness("run", "vm-scaling", "--set", f"results_dir={tmp_path}")
+    assert "skipped" in out.stdout  # 4 VMs > fleet of 2
+    (run,) = list(tmp_path.iterdir())
+    manifest = json.loads((run / "run.json").read_text())
+    assert manifest["status"] == "completed"
+    assert manifest["skipped"] == {"4": "exceeds fleet size"}
+    raws = sorted(p.relative_to(run).as_posix() for p in (run / "raw").rglob("*.json"))
+    assert raws == ["raw/physical-n1/host-slot0.json", "raw/physical-n2/host-slot0.json",
+                    "raw/physical-n2/host-slot1.json", "raw/virtual-n1/vtb-ci-vm0.json",
+                    "raw/virtual-n2/vtb-ci-vm0.json", "raw/virtual-n2/vtb-ci-vm1.json"]
+    for raw in raws:
+        assert json.loads((run / raw).read_text())["jobs"]
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    with open(run / "samples.csv") as f:
+        assert len(list(csv.DictReader(f))) == len(rows)
+    for r in rows:
+        for key in ("backend", "cache", "aio", "iothreads", "iodepth", "bs", "vm_count", "data_size_bytes",
+                    "accel", "host_kernel", "qemu_version", "libvirt_version", "fio_version", "cpu_model",
+                    "harness_rev"):
+            assert r[key] not in (None, ""), key
+        assert r["status"] == "ok" and r["value"] > 0
+    ratios = [r for r in rows if r["metric"] == "ve_pe_ratio"]
+    assert sorted(r["vm_count"] for r in ratios) == [1, 2]
+    assert (run / "vm-scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "virt/phys" in (run / "summary.txt").read_text()
+
+
+def test_agent_timeout_names_the_vm(fleet):
+    conn = libvirt.open("qemu:///system")
+    try:
+        agent = GuestAgent(conn.lookupByName("vtb-ci-vm0"))
+        t0 = time.monotonic()
+        with pytest.raises(AgentError, match="vtb-ci-vm0.*did not finish within 2 s"):
+            agent.exec("/bin/sleep", ["30"], timeout=2)
+        assert time.monotonic() - t0 < 10
+        assert agent.exec("/bin/echo", ["alive"], timeout=10).stdout == b"alive\n"
+    finally:
+        conn.close()
+
+
+def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
+    proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set",
+                             f"results_dir={tmp_path}", "--runtime", "30"], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("*/raw/physical-n1/*.json")):  # first point done, guests now busy
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.5)
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    (run,) = list(tmp_path.iterdir())
+    assert json.loads((run / "run.json").read_text())["status"] == "running"  # never claims completion
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    assert {r["point"] for r in rows} == {"physical-n1"}  # whole points only
+    assert not list(run.rglob(".*"))  # no half-written temp files
+
+    harness("testbed", "down")
+    assert gc.leftovers(PREFIX) == []
+    assert domain_ids() == {}
+    assert not (STATE / "ci").exists()

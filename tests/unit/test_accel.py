@@ -1,0 +1,20 @@
+import pytest
+
+from harness.accel import AccelError, decide
+
+
+def test_tcg_requested_skips_the_probe():
+    c = decide("tcg", None)
+    assert (c.accel, c.domain_type) == ("tcg", "qemu")
+
+
+def test_auto_uses_kvm_only_when_a_guest_booted():
+    assert decide("auto", (True, "booted")).domain_type == "kvm"
+    c = decide("auto", (False, "no kernel boot under KVM within 20 s"))
+    assert (c.accel, c.domain_type) == ("tcg", "qemu") and "no kernel boot" in c.reason
+
+
+def test_kvm_demanded_but_broken_is_an_error_with_a_fix():
+    with pytest.raises(AccelError, match="fleet.accel=auto"):
+        decide("kvm", (False, "QEMU with KVM failed"))
+    assert decide("kvm", (True, "ok")).accel == "kvm"

@@ -1,0 +1,52 @@
+"""Device safety checks against real loop devices (root only; the host has loop support)."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import config
+from harness.config import ConfigError
+from harness.devices import refuse_reason
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for loop devices")
+
+
+@pytest.fixture
+def loop(tmp_path):
+    backing = tmp_path / "vtb-test-loop.img"
+    backing.write_bytes(b"\x5a" * (8 << 20))
+    dev = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    try:
+        yield Path(dev), backing
+    finally:
+        subprocess.run(["umount", dev], capture_output=True)
+        subprocess.run(["losetup", "-d", dev], check=True)
+
+
+def test_blank_device_is_accepted(loop):
+    dev, _ = loop
+    assert refuse_reason(dev) is None
+    assert config.load(None, [f"fleet.device={dev}"]).fleet.device == dev
+
+
+def test_filesystem_signature_is_refused_unless_wipe(loop):
+    dev, _ = loop
+    subprocess.run(["mkfs.ext4", "-q", str(dev)], check=True)
+    assert "ext4 signature" in refuse_reason(dev)
+    with pytest.raises(ConfigError, match="fleet.wipe=true"):
+        config.load(None, [f"fleet.device={dev}"])
+    assert refuse_reason(dev, allow_signature=True) is None
+
+
+def test_mounted_device_is_refused_even_with_wipe(loop, tmp_path):
+    dev, _ = loop
+    subprocess.run(["mkfs.ext4", "-q", str(dev)], check=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", str(dev), str(mnt)], check=True)
+    try:
+        assert "is mounted on" in refuse_reason(dev, allow_signature=True)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)

@@ -1,0 +1,53 @@
+import json
+
+import pytest
+
+from harness.workloads import fio
+
+
+def test_guest_randread(fixture_text):
+    raw = fixture_text("fio/guest-randread-qd16.json")
+    r = fio.parse(raw)
+    doc = json.loads(raw)["jobs"][0]["read"]
+    assert r.iops == pytest.approx(doc["iops"])
+    assert r.lat_mean_us == pytest.approx(doc["lat_ns"]["mean"] / 1000)
+    assert r.lat_p99_us == pytest.approx(doc["clat_ns"]["percentile"]["99.000000"] / 1000)
+    assert r.lat_p50_us <= r.lat_p99_us
+    assert r.version.startswith("fio-3")
+
+
+def test_host_randread(fixture_text):
+    r = fio.parse(fixture_text("fio/host-randread-qd16.json"))
+    assert r.iops > 0 and r.bw_kib_s > 0 and r.runtime_s > 0
+
+
+def test_mixed_read_write_sums_both_directions(fixture_text):
+    raw = fixture_text("fio/host-randrw-qd4.json")
+    job = json.loads(raw)["jobs"][0]
+    r = fio.parse(raw)
+    assert r.iops == pytest.approx(job["read"]["iops"] + job["write"]["iops"])
+    w = job["read"]["total_ios"], job["write"]["total_ios"]
+    mean = (job["read"]["lat_ns"]["mean"] * w[0] + job["write"]["lat_ns"]["mean"] * w[1]) / sum(w) / 1000
+    assert r.lat_mean_us == pytest.approx(mean)
+
+
+def test_leading_warnings_are_tolerated(fixture_text):
+    raw = "fio: some warning\n" + fixture_text("fio/host-randread-qd16.json")
+    assert fio.parse(raw).iops > 0
+
+
+@pytest.mark.parametrize("raw, msg", [("", "no JSON"), ("{not json", "not valid JSON")])
+def test_garbage_is_an_error_not_a_number(raw, msg):
+    with pytest.raises(fio.FioError, match=msg):
+        fio.parse(raw)
+
+
+def test_job_error_and_no_io_are_errors(fixture_text):
+    doc = json.loads(fixture_text("fio/host-randread-qd16.json"))
+    doc["jobs"][0]["error"] = 5
+    with pytest.raises(fio.FioError, match="error 5"):
+        fio.parse(json.dumps(doc))
+    doc["jobs"][0]["error"] = 0
+    doc["jobs"][0]["read"]["total_ios"] = 0
+    with pytest.raises(fio.FioError, match="no I/O"):
+        fio.parse(json.dumps(doc))
