@@ -75,8 +75,14 @@ class VmScaling:
                 def one(vm):
                     agent = GuestAgent(conn.lookupByName(vm.name))
                     return fio.run_in_guest(agent, job, serial=vm.serial, size=vm.slice_bytes)
-                with ThreadPoolExecutor(n) as pool:
+                pool = ThreadPoolExecutor(n)
+                try:
                     raws = list(pool.map(one, vms))
+                except BaseException:
+                    CANCEL.set()  # before waiting on the threads: they kill their guest fio and return
+                    raise
+                finally:
+                    pool.shutdown(wait=True)
                 names = [vm.name for vm in vms]
             results = []
             samples = []
@@ -102,7 +108,6 @@ class VmScaling:
             step(f"      {agg['aggregate_iops'][0]:,.0f} IOPS aggregate, {agg['iops_per_vm'][0]:,.0f} per "
                  f"{'VM' if env == 'virtual' else 'slot'}, p99 {agg['lat_p99'][0]:,.0f} us ({wall:.1f}s wall)")
         except (KeyboardInterrupt, SystemExit):
-            CANCEL.set()
             raise
         except Exception as e:  # a failed point is recorded as failed, never as a number
             ctx.store.add([Sample("aggregate_iops", None, "IOPS", {**meta, "scope": "aggregate", "vm": ""},
