@@ -65,4 +65,4 @@ provider_installation {
   }
 }
 CFG
-echo "terraform: $("$out/bin/terraform" version | head -1); provider mirror: $mirror"
+echo "terraform: $(TF_CLI_CONFIG_FILE="$out/cli.tfrc" "$out/bin/terraform" version | head -1); provider mirror: $mirror"
