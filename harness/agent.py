@@ -90,7 +90,9 @@ class GuestAgent:
             time.sleep(self.POLL_S)
 
     def kill(self, pid: int) -> None:
+        """Kills a guest-exec'd process and its children (fio runs its jobs as child processes)."""
         try:
-            self.command("guest-exec", {"path": "/bin/kill", "arg": ["-9", str(pid)]})
+            self.command("guest-exec", {"path": "/bin/sh", "arg": ["-c", 'pkill -9 -P "$1"; kill -9 "$1"', "kill",
+                                                                  str(pid)]})
         except AgentError:
             pass

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import time
 from dataclasses import asdict
 
@@ -14,7 +15,12 @@ from harness.store import RunStore, new_run_id
 from harness.testbed import Testbed
 
 
+def _interrupt(signum, _frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run(cfg: Config, experiment_name: str) -> RunContext:
+    signal.signal(signal.SIGTERM, _interrupt)  # a CI timeout or `kill` ends the run like Ctrl-C
     experiment = registry()[experiment_name]
     record = Testbed(cfg).load()
     env = environment.collect(record.accel, record.uri)

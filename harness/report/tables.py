@@ -19,13 +19,17 @@ def vm_scaling_rows(samples: list[Sample]) -> list[dict]:
         env = s.metadata["env"]
         if s.status != "ok":
             row["errors"].append(f"{env}: {s.error}")
+            row[f"{env}_failed"] = True
             continue
         row[f"{env}_{s.metric}"] = s.value
     return [rows[n] for n in sorted(rows)]
 
 
-def _fmt(v: float | None, digits: int = 0) -> str:
-    return "failed" if v is None else f"{v:,.{digits}f}"
+def _cell(row: dict, key: str, digits: int = 0) -> str:
+    """A number; 'failed' where the point failed; '-' where it was not measured (e.g. interrupted)."""
+    if row.get(key) is not None:
+        return f"{row[key]:,.{digits}f}"
+    return "failed" if row.get(f"{key.split('_')[0]}_failed") else "-"
 
 
 def print_vm_scaling(rows: list[dict], accel: str) -> str:
@@ -35,10 +39,10 @@ def print_vm_scaling(rows: list[dict], accel: str) -> str:
                 "virt/phys"):
         table.add_column(col, justify="right")
     for r in rows:
-        g = r.get
-        table.add_row(str(r["vm_count"]), _fmt(g("physical_aggregate_iops")), _fmt(g("virtual_aggregate_iops")),
-                      _fmt(g("virtual_iops_per_vm")), _fmt(g("virtual_lat_mean"), 1), _fmt(g("virtual_lat_p50"), 1),
-                      _fmt(g("virtual_lat_p99"), 1), _fmt(g("virtual_ve_pe_ratio"), 3))
+        table.add_row(str(r["vm_count"]), _cell(r, "physical_aggregate_iops"), _cell(r, "virtual_aggregate_iops"),
+                      _cell(r, "virtual_iops_per_vm"), _cell(r, "virtual_lat_mean", 1),
+                      _cell(r, "virtual_lat_p50", 1), _cell(r, "virtual_lat_p99", 1),
+                      _cell(r, "virtual_ve_pe_ratio", 3))
     console = Console(record=True, highlight=False, width=max(shared.width, 100))
     console.print(table)
     for r in rows:
