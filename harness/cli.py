@@ -72,6 +72,53 @@ def gc(config_path, overrides, everything) -> None:
 
 
 @cli.group()
+def backend() -> None:
+    """Disk backends: what each is and whether this host can run it."""
+
+
+@backend.command("list")
+@with_config
+def backend_list(config_path, overrides) -> None:
+    """Every backend with its preflight verdict on this host."""
+    from rich.table import Table
+    from harness import backends
+    from harness.testbed import Testbed
+    cfg = load(config_path, overrides)
+    table = Table(title="disk backends")
+    for col in ("backend", "what", "runs here"):
+        table.add_column(col)
+    for name, b in backends.all_backends().items():
+        try:
+            reason = Testbed(cfg).for_backend(name).backend_verdict()
+        except config_mod.ConfigError as e:
+            reason = str(e).replace("invalid configuration:\n  ", "")
+        table.add_row(name, b.summary, "[green]yes[/green]" if not reason else f"[red]no[/red]: {reason}")
+    console.print(table)
+
+
+@backend.command("host-up", hidden=True)
+@click.argument("plan_file", type=click.Path(exists=True, path_type=Path))
+def backend_host_up(plan_file) -> None:
+    """Provision a backend's host side (run by Terraform before the domains)."""
+    from harness import backends
+    from harness.hosts import LocalHost
+    plan = backends.HostPlan.from_json(plan_file.read_text())
+    backends.get(plan.disk["backend"]).host_up(LocalHost(), plan)
+
+
+@backend.command("host-down", hidden=True)
+@click.argument("plan_file", type=click.Path(path_type=Path))
+def backend_host_down(plan_file) -> None:
+    """Tear down a backend's host side (run by Terraform after the domains are gone)."""
+    from harness import backends
+    from harness.hosts import LocalHost
+    if not plan_file.exists():
+        return  # nothing was provisioned from it, or it is already gone
+    plan = backends.HostPlan.from_json(plan_file.read_text())
+    backends.get(plan.disk["backend"]).host_down(LocalHost(), plan)
+
+
+@cli.group()
 def run() -> None:
     """Run an experiment against the deployed testbed."""
 
@@ -86,14 +133,49 @@ def run() -> None:
 @click.option("--rw", help="fio pattern: randread, randwrite, read, write, randrw, rw.")
 @click.option("--numjobs", type=int, help="fio jobs per VM.")
 @click.option("--ioengine", help="libaio, io_uring or psync.")
-def run_vm_scaling(config_path, overrides, vm_counts, runtime, ramp, iodepth, bs, rw, numjobs, ioengine) -> None:
+@click.option("--backend", "backend_name", help="Disk backend; the fleet is re-provisioned when it differs.")
+def run_vm_scaling(config_path, overrides, vm_counts, runtime, ramp, iodepth, bs, rw, numjobs, ioengine,
+                   backend_name) -> None:
     """Same fio job in 1..N VMs on one device, against host fio at the same concurrency."""
     from harness import runner
     flags = {"vm_counts": f"[{vm_counts}]" if vm_counts else None, "job.runtime_s": runtime,
              "job.ramp_s": ramp, "job.iodepth": iodepth, "job.bs": bs, "job.rw": rw,
              "job.numjobs": numjobs, "job.ioengine": ioengine}
     extra = [f"vm_scaling.{k}={v}" for k, v in flags.items() if v is not None]
+    if backend_name:
+        extra.append(f"disk.backend={backend_name}")
     runner.run(load(config_path, [*overrides, *extra]), "vm-scaling")
+
+
+def _sweep_command(name: str, section: str | None):
+    @run.command(name, help=registry_help(name))
+    @with_config
+    @click.option("--backend", "backend_names", help="Comma-separated backends (default: the config's).")
+    @click.option("--runtime", type=int, help="Measured seconds per point.")
+    @click.option("--ramp", type=int, help="Warm-up seconds per point.")
+    def command(config_path, overrides, backend_names, runtime, ramp) -> None:
+        from harness import runner
+        extra = []
+        sections = [section] if section else ["latency", "iops", "bandwidth"]
+        for sec in sections:
+            extra += [f"{sec}.runtime_s={runtime}"] if runtime else []
+            extra += [f"{sec}.ramp_s={ramp}"] if ramp is not None else []
+        if backend_names:
+            names = ",".join(f'"{b.strip()}"' for b in backend_names.split(","))
+            extra.append(f"{section or 'backends'}.backends=[{names}]")
+        runner.run(load(config_path, [*overrides, *extra]), name)
+    return command
+
+
+def registry_help(name: str) -> str:
+    """The first line of the experiment module's docstring."""
+    import sys as _sys
+    from harness.experiments import registry
+    return (_sys.modules[type(registry()[name]).__module__].__doc__ or name).strip().splitlines()[0]
+
+
+for _name, _section in (("latency", "latency"), ("iops", "iops"), ("bandwidth", "bandwidth"), ("backends", None)):
+    _sweep_command(_name, _section)
 
 
 @cli.command()
@@ -125,7 +207,7 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except (config_mod.ConfigError, TestbedError, AgentError, AccelError) as e:
+    except (config_mod.ConfigError, TestbedError, AgentError, AccelError, RuntimeError) as e:
         console.print(f"[red]error:[/red] {e}", markup=True, highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:

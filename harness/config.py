@@ -59,18 +59,48 @@ class FleetConfig(Section):
 
 
 class DiskConfig(Section):
-    backend: Literal["virtio-blk"] = Field("virtio-blk", description="how the VM's data disk is served")
+    backend: str = Field("virtio-blk", description="how the VM's data disk is served; `harness backend list` "
+                         "shows them all")
     cache: Literal["none", "writeback", "writethrough", "directsync", "unsafe"] = Field(
         "none", description="QEMU cache mode of the data disk")
     aio: Literal["native", "io_uring", "threads"] = Field("native", description="QEMU aio mode of the data disk")
     iothreads: int = Field(1, ge=0, le=16, description="iothreads serving the data disk (0 = main loop)")
+    num_queues: int = Field(1, ge=1, le=64, description="virtqueues (or NVMe I/O queue pairs) of the data disk")
+    qsd_per: Literal["vm", "device"] = Field("vm", description="vhost-user-blk-qsd: one qemu-storage-daemon per "
+                                             "VM or one per host device")
+    pci_address: str | None = Field(None, pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$",
+                                    description="vfio: the NVMe controller to pass through, e.g. 0000:01:00.0")
+    spdk_socket: str = Field("/var/tmp/spdk.sock", description="vhost-user-blk-spdk: SPDK's JSON-RPC socket")
+    spdk_vhost_dir: str = Field("/var/tmp", description="vhost-user-blk-spdk: the directory SPDK's -S names")
 
     @model_validator(mode="after")
-    def _native_needs_direct(self) -> "DiskConfig":
-        if self.aio == "native" and self.cache not in ("none", "directsync"):
+    def _backend_accepts(self) -> "DiskConfig":
+        from harness import backends
+        try:
+            backend = backends.get(self.backend)
+        except ValueError as e:
+            raise ValueError(f"disk.backend: {e}") from None
+        unsupported = sorted(self.model_fields_set - backend.options - {"backend"})
+        if unsupported:
+            raise ValueError(f"{', '.join('disk.' + f for f in unsupported)}: not supported by {backend.name} "
+                             f"(it takes {', '.join(sorted(backend.options)) or 'no options'}); remove "
+                             f"{'it' if len(unsupported) == 1 else 'them'} or choose another disk.backend")
+        if {"cache", "aio"} <= backend.options and self.aio == "native" and self.cache not in ("none", "directsync"):
             raise ValueError(f"aio=native needs cache=none or directsync (got cache={self.cache}); "
                              "set disk.cache=none or disk.aio=io_uring")
+        if reason := backend.check(self):
+            raise ValueError(reason)
         return self
+
+    def with_backend(self, name: str) -> "DiskConfig":
+        """This disk config for another backend, keeping only the options that backend takes."""
+        from harness import backends
+        keep = backends.get(name).options
+        try:
+            return DiskConfig.model_validate({"backend": name,
+                                              **{k: getattr(self, k) for k in self.model_fields_set & keep}})
+        except ValidationError as e:
+            raise ConfigError("; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors())) from None
 
 
 class FioJobConfig(Section):
@@ -97,12 +127,70 @@ class VmScalingConfig(Section):
         return sorted(set(v))
 
 
+def _known_backends(names: list[str]) -> list[str]:
+    from harness import backends
+    for n in names:
+        backends.get(n)  # raises ValueError naming the choices
+    return names
+
+
+class _SweepSection(Section):
+    """Shared by the experiments that compare backends against the host on one device."""
+    backends: list[str] = Field([], description="backends to compare; empty = disk.backend")
+    runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
+    ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
+    ioengine: Literal["libaio", "io_uring", "psync"] = Field("libaio", description="fio ioengine")
+
+    _check_backends = field_validator("backends")(classmethod(lambda cls, v: _known_backends(v)))
+
+    def job(self, **fields) -> FioJobConfig:
+        return FioJobConfig(runtime_s=self.runtime_s, ramp_s=self.ramp_s, ioengine=self.ioengine, **fields)
+
+
+class LatencyConfig(_SweepSection):
+    patterns: list[Literal["randread", "randwrite", "read", "write"]] = Field(
+        ["randread", "randwrite", "read", "write"], min_length=1, description="access patterns at QD1")
+    bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
+
+
+class IopsConfig(_SweepSection):
+    rw: Literal["randread", "randwrite", "randrw"] = Field("randread", description="access pattern")
+    bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
+    numjobs: list[int] = Field([1, 4], min_length=1, description="fio jobs per point (swept)")
+    iodepth: list[int] = Field([16, 64], min_length=1, description="queue depth per job (swept)")
+
+    @field_validator("numjobs", "iodepth")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(n < 1 for n in v):
+            raise ValueError("every value must be >= 1")
+        return v
+
+
+class BandwidthConfig(_SweepSection):
+    patterns: list[Literal["read", "write"]] = Field(["read", "write"], min_length=1,
+                                                     description="sequential patterns")
+    bs: str = Field("128k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
+    numjobs: int = Field(4, ge=1, le=256, description="fio jobs")
+    iodepth: int = Field(16, ge=1, le=4096, description="queue depth per job")
+
+
+class BackendsConfig(Section):
+    backends: list[str] = Field([], description="backends for `harness run backends`; empty = every one")
+
+    _check_backends = field_validator("backends")(classmethod(lambda cls, v: _known_backends(v)))
+
+
 class Config(Section):
     state_dir: Path = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks")
     results_dir: Path = Field(paths.DEFAULT_RESULTS_DIR, description="where runs are written")
     fleet: FleetConfig = FleetConfig()
     disk: DiskConfig = DiskConfig()
     vm_scaling: VmScalingConfig = VmScalingConfig()
+    latency: LatencyConfig = LatencyConfig()
+    iops: IopsConfig = IopsConfig()
+    bandwidth: BandwidthConfig = BandwidthConfig()
+    backends: BackendsConfig = BackendsConfig()
 
     @model_validator(mode="after")
     def _fleet_fits_host(self) -> "Config":
@@ -146,7 +234,8 @@ def describe(err: ValidationError) -> str:
             extra = info.json_schema_extra or {}
             fix = extra.get(FIX) or f"set {field} ({info.description})" if info.description else ""
         got = f" (got {e['input']!r})" if not isinstance(e.get("input"), dict) else ""
-        lines.append(f"{field}: {msg}{got}." + (f" Fix: {fix}." if fix else ""))
+        head = "" if msg.startswith(f"{field}.") else f"{field}: "  # the message already names a sub-field
+        lines.append(f"{head}{msg}{got}." + (f" Fix: {fix}." if fix else ""))
     return "invalid configuration:\n  " + "\n  ".join(lines)
 
 

@@ -6,7 +6,7 @@ import signal
 import time
 from dataclasses import asdict
 
-from harness import environment
+from harness import accel, environment, paths
 from harness.agent import CANCEL
 from harness.config import Config
 from harness.console import step, warn
@@ -22,13 +22,15 @@ def _interrupt(signum, _frame):
 def run(cfg: Config, experiment_name: str) -> RunContext:
     signal.signal(signal.SIGTERM, _interrupt)  # a CI timeout or `kill` ends the run like Ctrl-C
     experiment = registry()[experiment_name]
-    record = Testbed(cfg).load()
-    env = environment.collect(record.accel, record.uri)
+    record = Testbed(cfg).ensure() if experiment.uses_fleet else None
+    choice = record.accel if record else accel.as_dict(
+        accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir))
+    env = environment.collect(choice)
     store = RunStore(cfg.results_dir, new_run_id(experiment_name))
-    step(f"run {store.run_id}: {experiment_name} on {len(record.vms)} VM fleet, accel={env['accel']}, "
-         f"backend={record.disk['backend']} -> {store.dir}")
+    where = f"{len(record.vms)} VM fleet, backend={record.disk['backend']}" if record else "a sweep fleet"
+    step(f"run {store.run_id}: {experiment_name} on {where}, accel={env['accel']} -> {store.dir}")
     store.update_manifest(experiment=experiment_name, config=json.loads(cfg.model_dump_json()),
-                          testbed=asdict(record), environment=env)
+                          testbed=asdict(record) if record else None, environment=env)
     ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env)
     status = "running"
     try:

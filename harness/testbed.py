@@ -1,10 +1,13 @@
 """The testbed: guest image + Terraform-provisioned fleet on a host. Brings it up, describes it, tears it down."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -14,6 +17,7 @@ import libvirt
 
 from harness import accel, backends, gc, paths
 from harness.agent import GuestAgent
+from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.config import Config
 from harness.console import step
 from harness.hosts import LocalHost
@@ -31,7 +35,7 @@ class VmInfo:
     name: str
     slice_offset: int
     slice_bytes: int
-    serial: str
+    locator: str        # how the guest runner finds the data disk: serial:<s> or pci:<address>
     console_log: str
 
 
@@ -62,6 +66,7 @@ class Testbed:
         self.host = host or LocalHost()
         self.dir = cfg.state_dir / cfg.fleet.name
         self.record_path = self.dir / "testbed.json"
+        self.log = cfg.state_dir / "logs" / f"{cfg.prefix}-terraform.log"  # outlives the fleet, for post-mortems
 
     # --- Terraform -------------------------------------------------------------------------
     def _terraform(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -71,30 +76,59 @@ class Testbed:
                "CHECKPOINT_DISABLE": "1"}
         proc = subprocess.run([str(tf), f"-chdir={paths.TERRAFORM_DIR}", *args], env=env,
                               capture_output=True, text=True)
-        with open(self.dir / "terraform.log", "a") as log:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "a") as log:
             log.write(f"$ terraform {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
         if check and proc.returncode != 0:
             err = "\n".join(l for l in proc.stderr.splitlines() if l.strip() and not l.startswith("╵"))
-            raise TestbedError(f"terraform {args[0]} failed (log: {self.dir / 'terraform.log'}):\n{err[-1500:]}")
+            raise TestbedError(f"terraform {args[0]} failed (log: {self.log}):\n{err[-1500:]}")
         return proc
 
     def _state_args(self) -> list[str]:
         return [f"-state={self.dir / 'terraform.tfstate'}", f"-var-file={self.dir / 'fleet.tfvars.json'}"]
 
-    def _tfvars(self, choice: accel.AccelChoice, backend: backends.Backend) -> dict:
+    def plan(self) -> HostPlan:
+        """The backend's view of this fleet: the host device and each VM's slice of it."""
+        f, prefix = self.cfg.fleet, self.cfg.prefix
+        if f.device is None:
+            volume = f"{prefix}-device.raw"
+            device = HostDevice(path=str(self.dir / "pool" / volume), kind="file", pool=prefix, volume=volume)
+        else:
+            device = HostDevice(path=str(f.device), kind="block")
+        size = f.disk_size_mib << 20
+        return HostPlan(prefix=prefix, fleet_dir=str(self.dir), disk=self.cfg.disk.model_dump(), device=device,
+                        vms=[VmSlot(i, f"{prefix}-vm{i}", i * size, size) for i in range(f.vms)])
+
+    def _tfvars(self, choice: accel.AccelChoice, backend: backends.Backend, plan: HostPlan) -> dict:
         f, img = self.cfg.fleet, paths.IMAGE_DIR
+        # The backend's host side runs from Terraform (before the domains, after them on destroy),
+        # reading the plan from a file named by its content, so a replaced backend tears down the old one.
+        plan_json = plan.to_json()
+        plan_file = self.dir / f"backend-{hashlib.sha256(plan_json.encode()).hexdigest()[:12]}.json"
+        write_atomic(plan_file, plan_json)
+        hook = f"{shlex.quote(sys.executable)} -m harness backend host-%s {shlex.quote(str(plan_file))}"
         return {
-            "libvirt_uri": self.host.uri, "prefix": self.cfg.prefix, "pool_dir": str(self.dir / "pool"),
+            "libvirt_uri": self.host.uri, "prefix": plan.prefix, "pool_dir": str(self.dir / "pool"),
             "image": {"rootfs": str(img / "rootfs.qcow2"), "kernel": str(img / "vmlinuz"),
                       "initrd": str(img / "initrd.img")},
-            "domain_type": choice.domain_type, "vms": f.vms, "vcpus": f.vcpus, "memory_mib": f.memory_mib,
+            "domain_type": choice.domain_type, "vcpus": f.vcpus, "memory_mib": f.memory_mib,
             "console_dir": str(self.dir / "consoles"),
-            "data": {"path": str(f.device or ""), "is_block": f.device is not None,
-                     "slice_bytes": f.disk_size_mib * 1024 * 1024, **backend.terraform_data(self.cfg.disk)},
+            "device_bytes": 0 if plan.device.kind == "block" else f.vms * (f.disk_size_mib << 20),
+            "backend": {"host_up": hook % "up", "host_down": hook % "down",
+                        "vms": [{"name": vm.name, "devices_xml": a.devices_xml, "domain_xml": a.domain_xml}
+                                for vm, a in ((vm, backend.attach(plan, vm)) for vm in plan.vms)]},
         }
 
+    def for_backend(self, name: str) -> "Testbed":
+        """The same fleet served by another backend (raises ConfigError if the options do not fit)."""
+        return Testbed(self.cfg.model_copy(update={"disk": self.cfg.disk.with_backend(name)}), self.host)
+
+    def backend_verdict(self) -> str | None:
+        """Why this host cannot serve the configured backend, or None."""
+        return backends.get(self.cfg.disk.backend).preflight(self.host, self.plan())
+
     # --- lifecycle -------------------------------------------------------------------------
-    def preflight(self) -> backends.Backend:
+    def preflight(self) -> tuple[backends.Backend, HostPlan]:
         missing = [p for p in (paths.IMAGE_DIR / "rootfs.qcow2", paths.TERRAFORM_CACHE / "cli.tfrc",
                                paths.TERRAFORM_CACHE / "bin" / "terraform") if not p.exists()]
         if missing:
@@ -106,21 +140,22 @@ class Testbed:
             raise TestbedError(f"libvirt at {self.host.uri} is not reachable ({e.get_error_message()}). "
                                "Fix: run `make testbed up` (it starts libvirtd)") from None
         backend = backends.get(self.cfg.disk.backend)
-        if reason := backend.preflight(self.host):
+        plan = self.plan()
+        if reason := self.backend_verdict():
             raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
         if self.cfg.fleet.device is not None and self.cfg.fleet.device.stat().st_size < \
                 self.cfg.fleet.vms * self.cfg.fleet.disk_size_mib * 1024 * 1024:
             raise TestbedError(f"fleet.device {self.cfg.fleet.device} is smaller than fleet.vms x "
                                "fleet.disk_size_mib. Fix: lower one of them")
-        return backend
+        return backend, plan
 
     def up(self) -> TestbedRecord:
-        backend = self.preflight()
+        backend, plan = self.preflight()
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "consoles").mkdir(exist_ok=True)
         choice = accel.choose(self.cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", self.cfg.state_dir)
         step(f"accelerator: [bold]{choice.accel}[/bold] ({choice.reason})")
-        write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend), indent=2))
+        write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
         self._terraform("init", "-input=false", "-no-color")
         step(f"terraform apply: {self.cfg.fleet.vms} VM(s) named {self.cfg.prefix}-vm*")
         t0 = time.monotonic()
@@ -130,12 +165,12 @@ class Testbed:
             # A failed create leaves defined domains that block the next apply: undo it all.
             self.down(quiet=True)
             raise
-        out = json.loads(self._terraform("output", "-json", f"-state={self.dir / 'terraform.tfstate'}").stdout)
-        vms = [VmInfo(**v) for v in out["vms"]["value"]]
+        vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
+                      str(self.dir / "consoles" / f"{vm.name}.log")) for vm in plan.vms]
         ready = self._wait_agents([v.name for v in vms], t0)
         record = TestbedRecord(
-            prefix=self.cfg.prefix, uri=self.host.uri, vms=vms, device_path=out["device_path"]["value"],
-            device_kind="block" if self.cfg.fleet.device else "file", accel=accel.as_dict(choice),
+            prefix=self.cfg.prefix, uri=self.host.uri, vms=vms, device_path=plan.device.path,
+            device_kind=plan.device.kind, accel=accel.as_dict(choice),
             disk=backend.metadata(self.cfg.disk),
             fleet={"vms": self.cfg.fleet.vms, "vcpus": self.cfg.fleet.vcpus,
                    "memory_mib": self.cfg.fleet.memory_mib, "disk_size_mib": self.cfg.fleet.disk_size_mib},
@@ -166,6 +201,19 @@ class Testbed:
         if self.dir.exists():
             shutil.rmtree(self.dir)
         return removed
+
+    def ensure(self) -> TestbedRecord:
+        """The deployed testbed, re-provisioned first when the config asks for a different one
+        (e.g. `--backend nvme` on a virtio-blk fleet)."""
+        record = self.load()
+        backend, plan = self.preflight()
+        choice = accel.choose(self.cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", self.cfg.state_dir)
+        wanted = json.dumps(self._tfvars(choice, backend, plan), indent=2)
+        if wanted == (self.dir / "fleet.tfvars.json").read_text():
+            return record
+        step(f"the deployed fleet differs from the config (backend {record.disk['backend']} -> "
+             f"{backend.name}): re-provisioning")
+        return self.up()
 
     def load(self) -> TestbedRecord:
         """The deployed testbed, checked to be running; a clear error when it is not."""

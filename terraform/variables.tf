@@ -1,4 +1,4 @@
-# Written by `harness testbed up` into <state_dir>/fleet.tfvars.json; see harness/testbed.py.
+# Written by `harness testbed up` into <state_dir>/<fleet>/fleet.tfvars.json; see harness/testbed.py.
 variable "libvirt_uri" {
   type    = string
   default = "qemu:///system"
@@ -24,21 +24,22 @@ variable "domain_type" {
     error_message = "domain_type must be kvm or qemu."
   }
 }
-variable "vms" {
-  type = number
-}
 variable "vcpus" { type = number }
 variable "memory_mib" { type = number }
 variable "console_dir" { type = string }
-variable "data" {
-  description = "The host device every data disk is carved from (path is used only when is_block), and each VM's slice of it."
+variable "device_bytes" {
+  description = "Size of the host device file to create and prefill; 0 when the user named a block device."
+  type        = number
+}
+variable "backend" {
+  description = "Rendered by the harness's backend module: host-side commands and per-VM disk XML."
   type = object({
-    path        = string
-    is_block    = bool
-    slice_bytes = number
-    serial      = string
-    cache       = string
-    io          = string
-    iothreads   = number
+    host_up   = string
+    host_down = string
+    vms = list(object({
+      name        = string
+      devices_xml = string
+      domain_xml  = string
+    }))
   })
 }

@@ -1,33 +1,32 @@
-"""Disk backends: how a VM's data disk is served. One module per backend, registered here by name.
+"""Disk backends: how a VM's data disk is served. One module per backend, found automatically:
+a module here that defines BACKEND is a backend; adding one touches that file and its tests.
 
 The seam: an experiment never knows how a backend attaches a disk; a backend never knows which
 experiment runs.
 """
 from __future__ import annotations
 
-from typing import Protocol
+import importlib
+import pkgutil
+from functools import cache
 
-from harness.config import DiskConfig
-from harness.hosts import LocalHost
+from harness.backends.base import Attachment, Backend, HostDevice, HostPlan, VmSlot
+
+__all__ = ["Attachment", "Backend", "HostDevice", "HostPlan", "VmSlot", "all_backends", "get"]
 
 
-class Backend(Protocol):
-    name: str
-
-    def preflight(self, host: LocalHost) -> str | None:
-        """None when this host can serve the backend, else one sentence saying why not."""
-
-    def terraform_data(self, disk: DiskConfig) -> dict:
-        """The data-disk settings the fleet module renders into each domain."""
-
-    def metadata(self, disk: DiskConfig) -> dict:
-        """What every result row records about the backend."""
+@cache
+def all_backends() -> dict[str, Backend]:
+    found = {}
+    for mod in pkgutil.iter_modules(__path__):
+        backend = getattr(importlib.import_module(f"{__name__}.{mod.name}"), "BACKEND", None)
+        if backend is not None:
+            found[backend.name] = backend
+    return dict(sorted(found.items()))
 
 
 def get(name: str) -> Backend:
-    from harness.backends import virtio_blk
-    registry = {b.name: b for b in (virtio_blk.VirtioBlk(),)}
     try:
-        return registry[name]
+        return all_backends()[name]
     except KeyError:
-        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(sorted(registry))}") from None
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(all_backends())}") from None

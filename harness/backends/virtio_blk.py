@@ -1,20 +1,24 @@
-"""virtio-blk: QEMU's paravirtual block device, with its cache/aio/iothread knobs."""
+"""virtio-blk: QEMU's paravirtual block device, with cache/aio, iothreads and queues."""
 from __future__ import annotations
 
-from harness.config import DiskConfig
-from harness.hosts import LocalHost
-
-DATA_SERIAL = "vtb-data"  # the guest runner finds the data disk by this serial
+from harness.backends.base import DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot, attr, disk_source
 
 
-class VirtioBlk:
+class VirtioBlk(Backend):
     name = "virtio-blk"
+    options = frozenset({"cache", "aio", "iothreads", "num_queues"})
+    summary = "virtio-blk PCI device, QEMU block layer"
 
-    def preflight(self, host: LocalHost) -> str | None:
-        return None  # every QEMU has it
+    def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
+        d = plan.disk
+        kind, source = disk_source(plan.device, vm)
+        iothread = f" iothread='1'" if d["iothreads"] else ""
+        disk = (f"<disk type={attr(kind)} device='disk'>"
+                f"<driver name='qemu' type='raw' cache={attr(d['cache'])} io={attr(d['aio'])}"
+                f" queues={attr(d['num_queues'])}{iothread}/>"
+                f"{source}<target dev='vdb' bus='virtio'/><serial>{DATA_SERIAL}</serial><shareable/></disk>")
+        domain = f"<iothreads>{d['iothreads']}</iothreads>" if d["iothreads"] else ""
+        return Attachment(devices_xml=disk, domain_xml=domain)
 
-    def terraform_data(self, disk: DiskConfig) -> dict:
-        return {"serial": DATA_SERIAL, "cache": disk.cache, "io": disk.aio, "iothreads": disk.iothreads}
 
-    def metadata(self, disk: DiskConfig) -> dict:
-        return {"backend": self.name, "cache": disk.cache, "aio": disk.aio, "iothreads": disk.iothreads}
+BACKEND = VirtioBlk()

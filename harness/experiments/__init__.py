@@ -1,7 +1,11 @@
-"""One module per `harness run X`. Each gets a RunContext and records Samples through its store."""
+"""One module per `harness run X`, found automatically: a module here that defines EXPERIMENT is
+an experiment. Each gets a RunContext and records Samples through its store."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
+from functools import cache
 from typing import Protocol
 
 from harness.config import Config
@@ -12,13 +16,14 @@ from harness.testbed import TestbedRecord
 @dataclass
 class RunContext:
     cfg: Config
-    testbed: TestbedRecord
+    testbed: TestbedRecord | None   # the user's fleet, for experiments that use it
     store: RunStore
     environment: dict
 
 
 class Experiment(Protocol):
     name: str
+    uses_fleet: bool   # runs on the user's fleet (else brings up its own)
 
     def run(self, ctx: RunContext) -> None:
         """Measures every point, adding samples to ctx.store as each point completes."""
@@ -27,6 +32,11 @@ class Experiment(Protocol):
         """Writes plots and prints the summary, from the samples stored so far."""
 
 
+@cache
 def registry() -> dict[str, Experiment]:
-    from harness.experiments import vm_scaling
-    return {e.name: e for e in (vm_scaling.VmScaling(),)}
+    found = {}
+    for mod in pkgutil.iter_modules(__path__):
+        exp = getattr(importlib.import_module(f"{__name__}.{mod.name}"), "EXPERIMENT", None)
+        if exp is not None:
+            found[exp.name] = exp
+    return dict(sorted(found.items()))

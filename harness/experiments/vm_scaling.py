@@ -18,6 +18,7 @@ from harness.workloads import fio
 
 
 class VmScaling:
+    uses_fleet = True
     name = "vm-scaling"
 
     def plan(self, ctx: RunContext) -> tuple[list[int], list[int]]:
@@ -74,15 +75,19 @@ class VmScaling:
             else:
                 def one(vm):
                     agent = GuestAgent(conn.lookupByName(vm.name))
-                    return fio.run_in_guest(agent, job, serial=vm.serial, size=vm.slice_bytes)
+                    return fio.run_in_guest(agent, job, locator=vm.locator, size=vm.slice_bytes)
                 pool = ThreadPoolExecutor(n)
+                interrupted = False
                 try:
                     raws = list(pool.map(one, vms))
-                except BaseException:
+                except BaseException as e:
                     CANCEL.set()  # before waiting on the threads: they kill their guest fio and return
+                    interrupted = isinstance(e, (KeyboardInterrupt, SystemExit))
                     raise
                 finally:
                     pool.shutdown(wait=True)
+                    if not interrupted:
+                        CANCEL.clear()  # one VM failed this point; the next point starts afresh
                 names = [vm.name for vm in vms]
             results = []
             samples = []
@@ -121,7 +126,10 @@ class VmScaling:
         png = plots.vm_scaling(rows, ctx.store.dir / "vm-scaling.png",
                                title=f"vm-scaling: {ctx.cfg.vm_scaling.job.rw} {ctx.cfg.vm_scaling.job.bs} "
                                      f"QD{ctx.cfg.vm_scaling.job.iodepth}, {ctx.testbed.disk['backend']}, "
-                                     f"accel={ctx.environment['accel']}")
+                                     f"accel={ctx.environment['accel']}{' (TCG: not performance numbers)' if ctx.environment['accel'] == 'tcg' else ''}")
         text = tables.print_vm_scaling(rows, accel=ctx.environment["accel"])
         write_atomic(ctx.store.dir / "summary.txt", text)
         step(f"plot: {png}")
+
+
+EXPERIMENT = VmScaling()

@@ -43,3 +43,25 @@ def vm_scaling(rows: list[dict], path: Path, title: str) -> Path:
     ax.legend(fontsize=8)
     ax.set_title(title, fontsize=9)
     return _save(fig, path)
+
+
+def backends_bars(rows: list[dict], path: Path, metric: str, title: str) -> Path:
+    """Grouped bars: one group per point, one bar per environment (host first, then backends)."""
+    envs = ["host"] + sorted({b for r in rows for b in r["results"] if b != "host"})
+    fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(rows) * max(1, len(envs)) / 3), 4.5))
+    width = 0.8 / len(envs)
+    for i, env in enumerate(envs):
+        xs, ys = [], []
+        for x, r in enumerate(rows):
+            v = r["results"].get(env, {}).get(metric)
+            if v is not None:
+                xs.append(x + (i - (len(envs) - 1) / 2) * width)
+                ys.append(v)
+        ax.bar(xs, ys, width, label=env, color="black" if env == "host" else None)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([r["label"] for r in rows], fontsize=8)
+    ax.set_ylabel({"lat_mean": "mean latency (us)", "iops": "IOPS", "bw": "bandwidth (KiB/s)"}.get(metric, metric))
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.set_title(title, fontsize=9)
+    return _save(fig, path)

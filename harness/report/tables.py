@@ -49,3 +49,70 @@ def print_vm_scaling(rows: list[dict], accel: str) -> str:
         for e in r["errors"]:
             console.print(f"[red]{r['vm_count']} VM point failed[/red]: {e}")
     return console.export_text()
+
+
+def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
+    """One row per point label of a group: {label, <backend>: {metric: value}, ..., errors}."""
+    rows: dict[str, dict] = {}
+    for s in samples:
+        m = s.metadata
+        if m.get("group") != group:
+            continue
+        row = rows.setdefault(m["point"], {"label": m["point"], "results": {}, "errors": []})
+        if s.status != "ok":
+            row["errors"].append(f"{m['backend']}: {s.error}")
+            row["results"].setdefault(m["backend"], {})["failed"] = True
+            continue
+        row["results"].setdefault(m["backend"], {})[s.metric] = s.value
+    return list(rows.values())
+
+
+def best_backend(row: dict, metric: str, lower_is_better: bool) -> tuple[str, float] | None:
+    """The backend with the best value of metric on this row, and its VE/PE ratio."""
+    cands = [(b, r[metric], r.get("ve_pe_ratio")) for b, r in row["results"].items()
+             if b != "host" and r.get(metric) is not None]
+    if not cands:
+        return None
+    b, _, ratio = (min if lower_is_better else max)(cands, key=lambda c: c[1])
+    return b, ratio
+
+
+def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
+    """Host and every backend side by side on the group's headline metric, with VE/PE and the best."""
+    lower = metric.startswith("lat")
+    backends = sorted({b for r in rows for b in r["results"] if b != "host"})
+    unit = {"lat_mean": "us", "iops": "IOPS", "bw": "KiB/s"}.get(metric, "")
+    table = Table(title=f"{group}: {metric} ({unit}), accel={accel}"
+                        f"{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''}")
+    table.add_column("point")
+    table.add_column("host", justify="right")
+    for b in backends:
+        table.add_column(f"{b} (VE/PE)", justify="right")
+    table.add_column("best backend", justify="left")
+    for r in rows:
+        res = r["results"]
+
+        def cell(b):
+            v = res.get(b, {})
+            if v.get(metric) is None:
+                return "failed" if v.get("failed") else "-"
+            ratio = f" ({v['ve_pe_ratio']:.2f}x)" if v.get("ve_pe_ratio") is not None else ""
+            return f"{v[metric]:,.1f}{ratio}"
+        best = best_backend(r, metric, lower)
+        table.add_row(r["label"], cell("host"), *[cell(b) for b in backends],
+                      f"{best[0]} ({best[1]:.2f}x bare metal)" if best and best[1] is not None else "-")
+    console = Console(record=True, highlight=False, width=max(shared.width, 100))
+    console.print(table)
+    if lower:
+        lat = Table(title=f"{group}: latency percentiles (us)")
+        for col in ("point", "env", "mean", "p50", "p99", "p99.9"):
+            lat.add_column(col, justify="right" if col not in ("point", "env") else "left")
+        for r in rows:
+            for b, v in sorted(r["results"].items()):
+                if v.get("lat_mean") is not None:
+                    lat.add_row(r["label"], b, *(f"{v[k]:,.1f}" for k in ("lat_mean", "lat_p50", "lat_p99", "lat_p999")))
+        console.print(lat)
+    for r in rows:
+        for e in r["errors"]:
+            console.print(f"[red]{r['label']} failed[/red]: {e}")
+    return console.export_text()

@@ -26,13 +26,14 @@ class FioResult:
     lat_mean_us: float
     lat_p50_us: float
     lat_p99_us: float
+    lat_p999_us: float
     runtime_s: float
     version: str
 
     def metrics(self) -> dict[str, tuple[float, str]]:
         return {"iops": (self.iops, "IOPS"), "bw": (self.bw_kib_s, "KiB/s"),
                 "lat_mean": (self.lat_mean_us, "us"), "lat_p50": (self.lat_p50_us, "us"),
-                "lat_p99": (self.lat_p99_us, "us")}
+                "lat_p99": (self.lat_p99_us, "us"), "lat_p999": (self.lat_p999_us, "us")}
 
 
 def job_env(job: FioJobConfig, *, offset: int, size: int) -> dict[str, str]:
@@ -45,13 +46,13 @@ def timeout_s(job: FioJobConfig) -> float:
     return job.runtime_s + job.ramp_s + 60
 
 
-def run_in_guest(agent: GuestAgent, job: FioJobConfig, *, serial: str, size: int) -> str:
-    """Runs the job on the guest disk with this serial; returns fio's raw JSON."""
-    res = agent.exec("/bin/sh", ["-c", GUEST_RUNNER.read_text(), "run-fio", serial],
+def run_in_guest(agent: GuestAgent, job: FioJobConfig, *, locator: str, size: int) -> str:
+    """Runs the job on the guest disk the locator names (see run-fio.sh); returns fio's raw JSON."""
+    res = agent.exec("/bin/sh", ["-c", GUEST_RUNNER.read_text(), "run-fio", locator],
                      env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **job_env(job, offset=0, size=size)},
                      stdin=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job))
     if res.exitcode != 0:
-        raise FioError(f"{agent.vm}: fio exited {res.exitcode}: {res.stderr.decode(errors='replace').strip()[-500:]}")
+        raise FioError(f"{agent.vm}: {res.stderr.decode(errors='replace').strip()[-500:] or f'exit {res.exitcode}'}")
     return res.stdout.decode()
 
 
@@ -107,4 +108,5 @@ def parse(raw: str) -> FioResult:
     pct = major["clat_ns"]["percentile"]
     return FioResult(iops=iops, bw_kib_s=bw, lat_mean_us=lat_sum / ios / 1000,
                      lat_p50_us=pct["50.000000"] / 1000, lat_p99_us=pct["99.000000"] / 1000,
+                     lat_p999_us=pct["99.900000"] / 1000,
                      runtime_s=runtime_ms / 1000, version=doc.get("fio version", "unknown"))

@@ -5,7 +5,7 @@ from harness.workloads.fio import FioResult
 
 
 def res(iops, mean, p50, p99):
-    return FioResult(iops=iops, bw_kib_s=iops * 4, lat_mean_us=mean, lat_p50_us=p50, lat_p99_us=p99,
+    return FioResult(iops=iops, bw_kib_s=iops * 4, lat_mean_us=mean, lat_p50_us=p50, lat_p99_us=p99, lat_p999_us=p99,
                      runtime_s=1, version="fio-3.33")
 
 

@@ -35,7 +35,8 @@ def test_file_plus_overrides(tmp_path):
     ("fleet.vms=-1", "fleet.vms", "greater than or equal to 1"),
     ("vm_scaling.job.iodepth=0", "vm_scaling.job.iodepth", "greater than or equal to 1"),
     ("vm_scaling.vm_counts=[0,2]", "vm_scaling.vm_counts", ">= 1"),
-    ("disk.backend=virtio-foo", "disk.backend", "virtio-blk"),
+    ("disk.backend=virtio-foo", "disk.backend", "choose one of nvme, passthrough-block"),
+    ("disk.iothreads=-1", "disk.iothreads", "greater than or equal to 0"),
     ("fleet.device=/dev/does-not-exist", "fleet.device", "does not exist"),
     ("vm_scaling.job.bs=4q", "vm_scaling.job.bs", "pattern"),
 ])
@@ -43,7 +44,7 @@ def test_bad_values_name_the_field_and_the_fix(override, field, hint):
     with pytest.raises(ConfigError) as e:
         load(override)
     msg = str(e.value)
-    assert field in msg and hint in msg and ("Fix:" in msg)
+    assert field in msg and hint in msg and ("Fix:" in msg or "choose" in msg)
 
 
 def test_aio_native_needs_direct_cache():
@@ -93,3 +94,26 @@ def test_cli_bad_input_exits_2_with_the_field(tmp_path):
     assert out.returncode == 2
     assert "fleet.vms" in out.stdout + out.stderr
     assert not any(tmp_path.iterdir())  # nothing provisioned, nothing written
+
+
+def test_option_the_backend_does_not_support_is_refused():
+    with pytest.raises(ConfigError, match=r"disk.iothreads: not supported by vhost-user-blk-qsd .*remove it"):
+        load("disk.backend=vhost-user-blk-qsd", "disk.iothreads=1")
+    assert load("disk.backend=vhost-user-blk-qsd").disk.backend == "vhost-user-blk-qsd"  # defaults are fine
+
+
+def test_passthrough_needs_cache_none():
+    with pytest.raises(ConfigError, match="passthrough-block needs disk.cache=none"):
+        load("disk.backend=passthrough-block", "disk.cache=writeback", "disk.aio=io_uring")
+
+
+def test_with_backend_keeps_only_options_it_takes():
+    disk = load("disk.iothreads=2", "disk.num_queues=2").disk
+    assert disk.with_backend("nvme").model_fields_set == {"backend", "num_queues"}
+    assert disk.with_backend("virtio-scsi").iothreads == 2
+
+
+@pytest.mark.parametrize("section", ["latency", "iops", "bandwidth", "backends"])
+def test_sweep_sections_check_backend_names(section):
+    with pytest.raises(ConfigError, match=f"{section}.backends: unknown backend 'nvmx'"):
+        load(f'{section}.backends=["nvmx"]')

@@ -1,5 +1,6 @@
-# N direct-kernel-boot VMs. Each has a copy-on-write root disk and a raw data disk that is a
-# slice (offset/size) of one shared host device, so all VMs contend for the same device.
+# N direct-kernel-boot VMs with copy-on-write root disks. The data disk of each VM is rendered by
+# the chosen backend (harness/backends/) and added through the XSLT hook, and the backend's host
+# side (storage daemons, driver binding) is brought up and down by the harness around the domains.
 terraform {
   required_providers {
     libvirt = { source = "dmacvicar/libvirt" }
@@ -11,84 +12,88 @@ variable "base_volume_id" { type = string }
 variable "kernel" { type = string }
 variable "initrd" { type = string }
 variable "domain_type" { type = string }
-variable "vms" { type = number }
 variable "vcpus" { type = number }
 variable "memory_mib" { type = number }
 variable "console_dir" { type = string }
-variable "device_volume_id" {
-  description = "The host device as a libvirt volume; null when data.is_block names a block device."
+variable "device_ready" {
+  description = "Any value known once the host device exists and is prefilled (orders the backend after it)."
   type        = string
 }
-variable "data" {
+variable "backend" {
+  description = "The backend's host-side commands and each VM's data-disk XML (see harness/backends)."
   type = object({
-    path        = string
-    is_block    = bool
-    slice_bytes = number
-    serial      = string
-    cache       = string
-    io          = string
-    iothreads   = number
+    host_up   = string
+    host_down = string
+    vms = list(object({
+      name        = string
+      devices_xml = string
+      domain_xml  = string
+    }))
   })
 }
 
-locals {
-  names = [for i in range(var.vms) : "${var.prefix}-vm${i}"]
+# Host side of the backend: runs before the domains start and after they are gone. A change of
+# backend replaces it, and its destroy step runs the old backend's teardown.
+resource "terraform_data" "backend_host" {
+  input = {
+    up           = var.backend.host_up
+    down         = var.backend.host_down
+    device_ready = var.device_ready
+  }
+  triggers_replace = [var.backend.host_up, var.device_ready]
+  provisioner "local-exec" {
+    command = self.input.up
+  }
+  provisioner "local-exec" {
+    when    = destroy
+    command = self.input.down
+  }
 }
 
 resource "libvirt_volume" "root" {
-  count          = var.vms
-  name           = "${local.names[count.index]}-root.qcow2"
+  count          = length(var.backend.vms)
+  name           = "${var.backend.vms[count.index].name}-root.qcow2"
   pool           = var.pool
   base_volume_id = var.base_volume_id
   format         = "qcow2"
 }
 
 resource "libvirt_domain" "vm" {
-  count  = var.vms
-  name   = local.names[count.index]
-  type   = var.domain_type
-  vcpu   = var.vcpus
-  memory = var.memory_mib
-  kernel = var.kernel
-  initrd = var.initrd
+  count      = length(var.backend.vms)
+  depends_on = [terraform_data.backend_host]
+  name       = var.backend.vms[count.index].name
+  type       = var.domain_type
+  vcpu       = var.vcpus
+  memory     = var.memory_mib
+  kernel     = var.kernel
+  initrd     = var.initrd
   cmdline = [{
     "root"     = "LABEL=vtbroot"
     "rw"       = ""
     "console"  = "ttyS0"
     "init"     = "/sbin/vtb-init"
-    "vtb.name" = local.names[count.index]
+    "vtb.name" = var.backend.vms[count.index].name
     "quiet"    = ""
   }]
 
   disk {
     volume_id = libvirt_volume.root[count.index].id
   }
-  disk {
-    volume_id    = var.data.is_block ? null : var.device_volume_id
-    block_device = var.data.is_block ? var.data.path : null
-  }
 
-  # What the provider cannot say: the data disk's slice, serial, cache/aio and iothreads,
-  # a serial console to a file, and no graphics.
   xml {
     xslt = templatefile("${path.module}/domain.xsl.tftpl", {
-      offset    = count.index * var.data.slice_bytes
-      size      = var.data.slice_bytes
-      serial    = var.data.serial
-      cache     = var.data.cache
-      io        = var.data.io
-      iothreads = var.data.iothreads
-      console   = "${var.console_dir}/${local.names[count.index]}.log"
+      devices_xml = var.backend.vms[count.index].devices_xml
+      domain_xml  = var.backend.vms[count.index].domain_xml
+      console     = "${var.console_dir}/${var.backend.vms[count.index].name}.log"
     })
+  }
+
+  lifecycle {
+    # The provider reads back the data disk the XSLT added; the XSLT itself forces replacement.
+    ignore_changes = [disk]
   }
 }
 
-output "vms" {
-  value = [for i in range(var.vms) : {
-    name         = local.names[i]
-    slice_offset = i * var.data.slice_bytes
-    slice_bytes  = var.data.slice_bytes
-    serial       = var.data.serial
-    console_log  = "${var.console_dir}/${local.names[i]}.log"
-  }]
+output "names" {
+  value = libvirt_domain.vm[*].name
 }

@@ -1,0 +1,143 @@
+"""The backend interface and the small XML/QEMU-option helpers every backend shares."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import ClassVar
+from xml.sax.saxutils import quoteattr
+
+from harness.hosts import LocalHost
+
+DATA_SERIAL = "vtb-data"     # the guest runner finds a disk by this serial ...
+DATA_PCI_SLOT = 0x10         # ... or, for devices with no serial, by this guest PCI slot
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+
+
+@dataclass(frozen=True)
+class HostDevice:
+    path: str                  # the file or block device every data disk is carved from
+    kind: str                  # "file" (a volume in the fleet's pool) or "block"
+    pool: str | None = None
+    volume: str | None = None
+
+
+@dataclass(frozen=True)
+class VmSlot:
+    index: int
+    name: str
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    """Everything the host side of a backend needs; saved as JSON for Terraform's hooks."""
+    prefix: str
+    fleet_dir: str
+    disk: dict                 # DiskConfig as data
+    device: HostDevice
+    vms: list[VmSlot] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "HostPlan":
+        d = json.loads(text)
+        return cls(prefix=d["prefix"], fleet_dir=d["fleet_dir"], disk=d["disk"],
+                   device=HostDevice(**d["device"]), vms=[VmSlot(**v) for v in d["vms"]])
+
+    @property
+    def run_dir(self) -> Path:
+        """Sockets and pid files of host-side daemons (its path carries the fleet prefix for gc)."""
+        return Path(self.fleet_dir) / f"{self.prefix}-run"
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """What one VM gets: XML added to <devices> and to <domain>, and how the guest finds the disk."""
+    devices_xml: str = ""
+    domain_xml: str = ""
+    locator: str = f"serial:{DATA_SERIAL}"
+
+
+class Backend:
+    """One way to serve a VM's data disk. Subclasses live one per module in this package."""
+    name: ClassVar[str]
+    options: ClassVar[frozenset[str]]   # DiskConfig fields this backend honours
+    summary: ClassVar[str] = ""
+
+    def check(self, disk) -> str | None:
+        """A config the backend cannot honour (beyond unsupported options), as one sentence."""
+        return None
+
+    def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
+        """None when this host can serve the backend, else why not, in one sentence."""
+        return None
+
+    def host_up(self, host: LocalHost, plan: HostPlan) -> None:
+        """Provision the host side (daemons, bindings). Idempotent."""
+
+    def host_down(self, host: LocalHost, plan: HostPlan) -> None:
+        """Undo host_up. Idempotent, and safe after a crash."""
+
+    def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
+        raise NotImplementedError
+
+    def metadata(self, disk) -> dict:
+        """Every knob a result row records; n/a where this backend has no such knob."""
+        knobs = ("cache", "aio", "iothreads", "num_queues")
+        return {"backend": self.name,
+                **{k: (getattr(disk, k) if k in self.options else "n/a") for k in knobs}}
+
+
+# --- helpers -------------------------------------------------------------------------------
+def attr(value) -> str:
+    """An XML attribute value for a literal element inside the XSLT (braces are AVT syntax there)."""
+    return quoteattr(str(value).replace("{", "{{").replace("}", "}}"))
+
+
+def disk_source(device: HostDevice, vm: VmSlot) -> tuple[str, str]:
+    """(disk type, <source> element) for the VM's slice of the host device."""
+    slices = f"<slices><slice type='storage' offset={attr(vm.offset)} size={attr(vm.size)}/></slices>"
+    if device.kind == "file":
+        return "volume", f"<source pool={attr(device.pool)} volume={attr(device.volume)}>{slices}</source>"
+    return "block", f"<source dev={attr(device.path)}>{slices}</source>"
+
+
+def qemu_opt(value) -> str:
+    """A value inside QEMU's comma-separated option syntax (commas are doubled)."""
+    return str(value).replace(",", ",,")
+
+
+def qemu_commandline(*args: str) -> str:
+    inner = "".join(f"<qemu:arg value={attr(a)}/>" for a in args)
+    return f"<qemu:commandline xmlns:qemu={attr(QEMU_NS)}>{inner}</qemu:commandline>"
+
+
+def shared_memory() -> str:
+    """vhost-user needs guest RAM that another process can map."""
+    return "<memoryBacking><source type='memfd'/><access mode='shared'/></memoryBacking>"
+
+
+def file_blockdev(node: str, path: str, cache: str, aio: str, vm: VmSlot) -> list[str]:
+    """Block node definitions (values of QEMU's -blockdev, qemu-storage-daemon's --blockdev) for the
+    VM's slice of the device: a file node under a raw node with offset/size. Locking is off because
+    every VM (or daemon) opens the same file, each within its own slice."""
+    direct = "on" if cache in ("none", "directsync") else "off"
+    return [f"driver=file,node-name={node}-file,filename={qemu_opt(path)},cache.direct={direct},aio={aio},locking=off",
+            f"driver=raw,node-name={node},file={node}-file,offset={vm.offset},size={vm.size}"]
+
+
+def pci_address(slot: int = DATA_PCI_SLOT) -> str:
+    return f"0000:00:{slot:02x}.0"
+
+
+def vhost_user_blk(sock: Path, num_queues: int) -> Attachment:
+    """A vhost-user-blk device on a QEMU command line (the provider cannot carry a vhostuser disk),
+    at the fixed data PCI slot, with the shared guest memory vhost-user requires."""
+    args = ["-chardev", f"socket,id=vtbvhost,path={qemu_opt(sock)}",
+            "-device", f"vhost-user-blk-pci,chardev=vtbvhost,num-queues={num_queues},"
+                       f"bus=pci.0,addr={DATA_PCI_SLOT:#x}"]
+    return Attachment(domain_xml=shared_memory() + qemu_commandline(*args), locator=f"pci:{pci_address()}")

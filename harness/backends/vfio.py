@@ -1,0 +1,133 @@
+"""vfio: PCI passthrough of a whole NVMe controller to one VM (libvirt hostdev).
+
+Preflight refuses unless the IOMMU is on, the device is an NVMe controller alone in its IOMMU
+group, and no host filesystem (least of all the root) lives on it. host_up binds it to vfio-pci
+and remembers the driver it had; host_down gives it back. Every sysfs path is relative to a root
+so the checks run against recorded sysfs trees in tests.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from harness.backends.base import DATA_PCI_SLOT, Attachment, Backend, HostPlan, VmSlot, attr, pci_address
+from harness.hosts import LocalHost
+
+NVME_CLASS = 0x010802
+
+
+class Sysfs:
+    def __init__(self, root: Path = Path("/"), proc_mounts: Path | None = None):
+        self.root = root
+        self.proc_mounts = proc_mounts or root / "proc" / "mounts"
+
+    def p(self, path: str) -> Path:
+        return self.root / path.lstrip("/")
+
+    def device(self, addr: str) -> Path:
+        return self.p(f"/sys/bus/pci/devices/{addr}")
+
+    def driver(self, addr: str) -> str | None:
+        link = self.device(addr) / "driver"
+        return os.path.basename(os.readlink(link)) if link.is_symlink() else None
+
+    def block_devices_on(self, addr: str) -> list[str]:
+        """Block devices whose sysfs device path runs through this PCI function."""
+        found = []
+        for blk in sorted(self.p("/sys/class/block").glob("*")):
+            if f"/{addr}/" in os.path.realpath(blk):
+                found.append(blk.name)
+        return found
+
+
+def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1) -> str | None:
+    groups = sysfs.p("/sys/kernel/iommu_groups")
+    if not groups.is_dir() or not any(groups.iterdir()):
+        return ("the IOMMU is off (no IOMMU groups in /sys/kernel/iommu_groups): enable VT-d/AMD-Vi in "
+                "firmware and boot with intel_iommu=on or amd_iommu=on")
+    if not addr:
+        return "vfio needs disk.pci_address, the NVMe controller to pass through (e.g. 0000:01:00.0)"
+    dev = sysfs.device(addr)
+    if not dev.exists():
+        return f"there is no PCI device {addr}"
+    pci_class = int((dev / "class").read_text().strip(), 16)
+    if pci_class != NVME_CLASS:
+        return f"{addr} is not an NVMe controller (PCI class {pci_class:#08x}, NVMe is {NVME_CLASS:#08x})"
+    group_link = dev / "iommu_group"
+    if not group_link.is_symlink():
+        return f"{addr} has no IOMMU group"
+    group = os.path.basename(os.readlink(group_link))
+    others = sorted(d.name for d in sysfs.p(f"/sys/kernel/iommu_groups/{group}/devices").iterdir() if d.name != addr)
+    if others:
+        return f"{addr} shares IOMMU group {group} with {', '.join(others)}; passing it through would take them too"
+    blocks = set(sysfs.block_devices_on(addr))
+    for line in sysfs.proc_mounts.read_text().splitlines():
+        src, target = line.split()[:2]
+        if src.startswith("/dev/") and os.path.basename(src) in blocks:
+            what = "the host's root filesystem" if target == "/" else f"a filesystem mounted on {target}"
+            return f"{addr} holds {what} ({src}); it cannot be passed through"
+    if vms != 1:
+        return "vfio gives one controller to one VM: set fleet.vms=1"
+    return None
+
+
+class Vfio(Backend):
+    name = "vfio"
+    options = frozenset({"pci_address"})
+    summary = "PCI passthrough of an NVMe controller (vfio-pci)"
+
+    def __init__(self, sysfs: Sysfs | None = None):
+        self.sysfs = sysfs or Sysfs()
+
+    def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
+        return refuse_reason(plan.disk["pci_address"], self.sysfs, len(plan.vms))
+
+    def _saved_driver(self, plan: HostPlan) -> Path:
+        return plan.run_dir / f"{plan.disk['pci_address']}.driver"
+
+    def host_up(self, host: LocalHost, plan: HostPlan) -> None:
+        addr, s = plan.disk["pci_address"], self.sysfs
+        if s.driver(addr) == "vfio-pci":
+            return
+        subprocess.run(["modprobe", "vfio-pci"], check=False)
+        plan.run_dir.mkdir(parents=True, exist_ok=True)
+        self._saved_driver(plan).write_text(s.driver(addr) or "")
+        (s.device(addr) / "driver_override").write_text("vfio-pci")
+        if s.driver(addr):
+            (s.device(addr) / "driver" / "unbind").write_text(addr)
+        s.p("/sys/bus/pci/drivers_probe").write_text(addr)
+        if s.driver(addr) != "vfio-pci":
+            self.host_down(host, plan)
+            raise RuntimeError(f"{addr} did not bind to vfio-pci")
+
+    def host_down(self, host: LocalHost, plan: HostPlan) -> None:
+        addr, s = plan.disk["pci_address"], self.sysfs
+        if not s.device(addr).exists():
+            return
+        if s.driver(addr) == "vfio-pci":
+            (s.device(addr) / "driver" / "unbind").write_text(addr)
+        (s.device(addr) / "driver_override").write_text("\n")
+        saved = self._saved_driver(plan)
+        original = saved.read_text().strip() if saved.exists() else ""
+        if original:
+            s.p(f"/sys/bus/pci/drivers/{original}/bind").write_text(addr)
+        else:
+            s.p("/sys/bus/pci/drivers_probe").write_text(addr)
+        saved.unlink(missing_ok=True)
+
+    def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
+        return Attachment(devices_xml=hostdev_xml(plan.disk["pci_address"]), locator=f"pci:{pci_address()}")
+
+
+def hostdev_xml(addr: str, guest_slot: int = DATA_PCI_SLOT) -> str:
+    domain, bus, slotfn = addr.split(":")
+    slot, fn = slotfn.split(".")
+    return (f"<hostdev mode='subsystem' type='pci' managed='no'><driver name='vfio'/><source>"
+            f"<address domain={attr('0x' + domain)} bus={attr('0x' + bus)} slot={attr('0x' + slot)}"
+            f" function={attr('0x' + fn)}/></source>"
+            f"<address type='pci' domain='0x0000' bus='0x00' slot={attr(f'{guest_slot:#04x}')} function='0x0'/>"
+            f"</hostdev>")
+
+
+BACKEND = Vfio()
