@@ -64,7 +64,8 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1) -> str | None:
     blocks = set(sysfs.block_devices_on(addr))
     for line in sysfs.proc_mounts.read_text().splitlines():
         src, target = line.split()[:2]
-        if src.startswith("/dev/") and os.path.basename(src) in blocks:
+        # nvme1n1p2 lives on nvme1n1: partitions are matched by their disk's name
+        if src.startswith("/dev/") and any(os.path.basename(src).startswith(b) for b in blocks):
             what = "the host's root filesystem" if target == "/" else f"a filesystem mounted on {target}"
             return f"{addr} holds {what} ({src}); it cannot be passed through"
     if vms != 1:

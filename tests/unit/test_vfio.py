@@ -1,0 +1,90 @@
+"""vfio preflight against sysfs trees (tests/fixtures/sysfs) and this machine's real /sys."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.backends import HostDevice, HostPlan, VmSlot
+from harness.backends.vfio import Sysfs, Vfio, hostdev_xml, refuse_reason
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "sysfs"
+ADDR = "0000:01:00.0"
+
+
+def materialize(tmp_path: Path, name: str = "nvme-alone.json", edit=None) -> Sysfs:
+    tree = json.loads((FIXTURES / name).read_text())
+    if edit:
+        edit(tree)
+    for rel, content in tree["files"].items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(content)
+    for rel, target in tree["links"].items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(target, tmp_path / rel)
+    return Sysfs(tmp_path)
+
+
+def test_a_lone_nvme_controller_passes(tmp_path):
+    assert refuse_reason(ADDR, materialize(tmp_path)) is None
+
+
+def test_this_machine_has_no_iommu_and_is_refused():
+    if Path("/sys/kernel/iommu_groups").is_dir() and any(Path("/sys/kernel/iommu_groups").iterdir()):
+        pytest.skip("this machine has an IOMMU")
+    reason = refuse_reason(ADDR, Sysfs(Path("/")))
+    assert "IOMMU is off" in reason and "intel_iommu=on" in reason
+
+
+def test_iommu_off_is_refused(tmp_path):
+    def no_groups(tree):
+        tree["files"] = {k: v for k, v in tree["files"].items() if "iommu_groups" not in k}
+        tree["links"] = {k: v for k, v in tree["links"].items() if not k.startswith("sys/kernel/iommu_groups")}
+    assert "IOMMU is off" in refuse_reason(ADDR, materialize(tmp_path, edit=no_groups))
+
+
+def test_missing_address_and_missing_device(tmp_path):
+    s = materialize(tmp_path)
+    assert "needs disk.pci_address" in refuse_reason(None, s)
+    assert "no PCI device 0000:09:00.0" in refuse_reason("0000:09:00.0", s)
+
+
+def test_not_nvme_is_refused(tmp_path):
+    s = materialize(tmp_path, edit=lambda t: t["files"].update(
+        {"sys/bus/pci/devices/0000:01:00.0/class": "0x020000\n"}))
+    assert "not an NVMe controller" in refuse_reason(ADDR, s)
+
+
+def test_shared_iommu_group_is_refused(tmp_path):
+    s = materialize(tmp_path, edit=lambda t: t["links"].update(
+        {"sys/kernel/iommu_groups/14/devices/0000:01:00.1": "../../../../devices/pci0000:00/0000:00:01.1/0000:01:00.1"}))
+    assert "shares IOMMU group 14 with 0000:01:00.1" in refuse_reason(ADDR, s)
+
+
+def test_root_disk_controller_is_refused(tmp_path):
+    def second_controller(tree):  # the fixture's root filesystem is on nvme1n1p2, behind 0000:02:00.0
+        tree["files"]["sys/bus/pci/devices/0000:02:00.0/class"] = "0x010802\n"
+        tree["links"]["sys/bus/pci/devices/0000:02:00.0/iommu_group"] = "../../../../kernel/iommu_groups/3"
+    reason = refuse_reason("0000:02:00.0", materialize(tmp_path, edit=second_controller))
+    assert "holds the host's root filesystem (/dev/nvme1n1p2)" in reason
+
+
+def test_mounted_namespace_is_refused(tmp_path):
+    s = materialize(tmp_path, edit=lambda t: t["files"].update({"proc/mounts": "/dev/nvme0n1 /data xfs rw 0 0\n"}))
+    assert "a filesystem mounted on /data" in refuse_reason(ADDR, s)
+
+
+def test_one_vm_only(tmp_path):
+    assert "fleet.vms=1" in refuse_reason(ADDR, materialize(tmp_path), vms=2)
+
+
+def test_preflight_uses_the_plan(tmp_path):
+    plan = HostPlan(prefix="vtb-t", fleet_dir=str(tmp_path), disk={"pci_address": ADDR},
+                    device=HostDevice(path="/dev/null", kind="block"), vms=[VmSlot(0, "vtb-t-vm0", 0, 1)])
+    assert Vfio(materialize(tmp_path / "sys")).preflight(None, plan) is None
+
+
+def test_hostdev_xml():
+    xml = hostdev_xml("0000:41:00.0")
+    assert "bus='0x41' slot='0x00' function='0x0'" in xml.replace('"', "'")
+    assert "slot='0x10'" in xml.replace('"', "'")  # the guest address the runner looks for
