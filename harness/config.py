@@ -51,10 +51,14 @@ class FleetConfig(Section):
     @model_validator(mode="after")
     def _device_safe(self) -> "FleetConfig":
         if self.device is not None:
-            from harness.devices import refuse_reason
+            from harness.devices import refuse_reason, size_bytes
             reason = refuse_reason(self.device, allow_signature=self.wipe)
             if reason:
                 raise ValueError(f"device {self.device} refused: {reason}")
+            if size_bytes(self.device) < self.vms * self.disk_size_mib << 20:
+                raise ValueError(f"device {self.device} ({size_bytes(self.device) >> 20} MiB) is smaller than "
+                                 f"fleet.vms x fleet.disk_size_mib ({self.vms} x {self.disk_size_mib} MiB); "
+                                 "lower one of them")
         return self
 
 

@@ -31,6 +31,12 @@ def _mounted(devs: list[str]) -> str | None:
     return None
 
 
+def size_bytes(dev: Path) -> int:
+    """A block device's size (st_size is 0 for block devices)."""
+    with open(dev, "rb") as f:
+        return f.seek(0, os.SEEK_END)
+
+
 def refuse_reason(dev: Path, allow_signature: bool = False) -> str | None:
     """Why `dev` must not be used, or None when it is free. Never writes to the device."""
     devs = _with_partitions(dev)

@@ -143,10 +143,6 @@ class Testbed:
         plan = self.plan()
         if reason := self.backend_verdict():
             raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
-        if self.cfg.fleet.device is not None and self.cfg.fleet.device.stat().st_size < \
-                self.cfg.fleet.vms * self.cfg.fleet.disk_size_mib * 1024 * 1024:
-            raise TestbedError(f"fleet.device {self.cfg.fleet.device} is smaller than fleet.vms x "
-                               "fleet.disk_size_mib. Fix: lower one of them")
         return backend, plan
 
     def up(self) -> TestbedRecord:

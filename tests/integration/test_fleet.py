@@ -108,6 +108,16 @@ def test_agent_timeout_names_the_vm(fleet):
         conn.close()
 
 
+def test_vm_scaling_with_another_backend_reprovisions(fleet, tmp_path):
+    out = harness("run", "vm-scaling", "--backend", "vhost-user-blk-qsd", "--vm-counts", "2",
+                  "--set", f"results_dir={tmp_path}")
+    assert "re-provisioning" in out.stdout
+    (run,) = list(tmp_path.iterdir())
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    assert {r["backend"] for r in rows} == {"vhost-user-blk-qsd"} and all(r["status"] == "ok" for r in rows)
+    assert {r["vm"] for r in rows if r["env"] == "virtual" and r["scope"] == "vm"} == {"vtb-ci-vm0", "vtb-ci-vm1"}
+
+
 def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set",
                              f"results_dir={tmp_path}", "--runtime", "30"], start_new_session=True,
@@ -126,6 +136,6 @@ def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     assert not list(run.rglob(".*"))  # no half-written temp files
 
     harness("testbed", "down")
-    assert gc.leftovers(PREFIX) == []
+    assert gc.leftovers(PREFIX) == []  # domains, pools, QEMUs and storage daemons
     assert domain_ids() == {}
     assert not (STATE / "ci").exists()

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for loop d
 @pytest.fixture
 def loop(tmp_path):
     backing = tmp_path / "vtb-test-loop.img"
-    backing.write_bytes(b"\x5a" * (8 << 20))
+    backing.write_bytes(b"\x5a" * (40 << 20))
     dev = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True, text=True,
                          check=True).stdout.strip()
     try:
@@ -28,7 +28,14 @@ def loop(tmp_path):
 def test_blank_device_is_accepted(loop):
     dev, _ = loop
     assert refuse_reason(dev) is None
-    assert config.load(None, [f"fleet.device={dev}"]).fleet.device == dev
+    cfg = config.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=16", "fleet.vms=2"])
+    assert cfg.fleet.device == dev
+
+
+def test_device_too_small_for_the_fleet_is_refused(loop):
+    dev, _ = loop
+    with pytest.raises(ConfigError, match=r"\(40 MiB\) is smaller than fleet.vms x fleet.disk_size_mib \(2 x 32 MiB\)"):
+        config.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=32"])
 
 
 def test_filesystem_signature_is_refused_unless_wipe(loop):
@@ -36,7 +43,7 @@ def test_filesystem_signature_is_refused_unless_wipe(loop):
     subprocess.run(["mkfs.ext4", "-q", str(dev)], check=True)
     assert "ext4 signature" in refuse_reason(dev)
     with pytest.raises(ConfigError, match="fleet.wipe=true"):
-        config.load(None, [f"fleet.device={dev}"])
+        config.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=16"])
     assert refuse_reason(dev, allow_signature=True) is None
 
 
