@@ -52,8 +52,12 @@ def testbed_down(config_path, overrides, everything) -> None:
     """terraform destroy, then remove anything left with the fleet's prefix."""
     from harness import gc, paths
     from harness.testbed import Testbed
-    removed = Testbed(load(config_path, overrides)).down()
-    if everything:
+    cfg = load(config_path, overrides)
+    removed = Testbed(cfg).down()
+    if everything:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource
+        for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
+            other = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})})
+            removed += Testbed(other).down()
         removed += gc.collect(paths.PREFIX)
     step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed))
 
