@@ -6,23 +6,17 @@ experiment runs.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
 
 from harness.backends.base import Attachment, Backend, HostDevice, HostPlan, VmSlot
+from harness.plugins import discover
 
 __all__ = ["Attachment", "Backend", "HostDevice", "HostPlan", "VmSlot", "all_backends", "get"]
 
 
 @cache
 def all_backends() -> dict[str, Backend]:
-    found = {}
-    for mod in pkgutil.iter_modules(__path__):
-        backend = getattr(importlib.import_module(f"{__name__}.{mod.name}"), "BACKEND", None)
-        if backend is not None:
-            found[backend.name] = backend
-    return dict(sorted(found.items()))
+    return discover(__name__, __path__, "BACKEND")
 
 
 def get(name: str) -> Backend:

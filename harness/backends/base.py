@@ -106,6 +106,21 @@ def disk_source(device: HostDevice, vm: VmSlot) -> tuple[str, str]:
     return "block", f"<source dev={attr(device.path)}>{slices}</source>"
 
 
+def data_disk(plan: HostPlan, vm: VmSlot, target: str, bus: str, driver_extra: str = "") -> str:
+    """A <disk> for the VM's slice of the host device, found in the guest by our serial; shareable
+    because every VM opens the same device."""
+    kind, source = disk_source(plan.device, vm)
+    d = plan.disk
+    return (f"<disk type={attr(kind)} device='disk'>"
+            f"<driver name='qemu' type='raw' cache={attr(d['cache'])} io={attr(d['aio'])}{driver_extra}/>"
+            f"{source}<target dev={attr(target)} bus={attr(bus)}/><serial>{DATA_SERIAL}</serial><shareable/></disk>")
+
+
+def iothreads(n: int) -> tuple[str, str]:
+    """(driver attribute, domain element) for n iothreads, the first serving the disk."""
+    return (" iothread='1'", f"<iothreads>{n}</iothreads>") if n else ("", "")
+
+
 def qemu_opt(value) -> str:
     """A value inside QEMU's comma-separated option syntax (commas are doubled)."""
     return str(value).replace(",", ",,")

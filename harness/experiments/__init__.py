@@ -2,13 +2,12 @@
 an experiment. Each gets a RunContext and records Samples through its store."""
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from functools import cache
 from typing import Protocol
 
 from harness.config import Config
+from harness.plugins import discover
 from harness.store import RunStore
 from harness.testbed import TestbedRecord
 
@@ -34,9 +33,4 @@ class Experiment(Protocol):
 
 @cache
 def registry() -> dict[str, Experiment]:
-    found = {}
-    for mod in pkgutil.iter_modules(__path__):
-        exp = getattr(importlib.import_module(f"{__name__}.{mod.name}"), "EXPERIMENT", None)
-        if exp is not None:
-            found[exp.name] = exp
-    return dict(sorted(found.items()))
+    return discover(__name__, __path__, "EXPERIMENT")

@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -65,6 +66,22 @@ def test_up_twice_changes_nothing(fleet):
     before = domain_ids()
     harness("testbed", "up")
     assert domain_ids() == before  # same running domains: nothing recreated
+
+
+def test_bad_backend_input_changes_nothing(fleet, tmp_path):
+    before = domain_ids()
+    out = harness("testbed", "up", "--set", "disk.backend=vhost-user-blk-qsd", "--set", "disk.iothreads=2",
+                  check=False)
+    assert out.returncode == 2 and "disk.iothreads: not supported by vhost-user-blk-qsd" in out.stdout
+    run_dir = STATE / "ci" / "vtb-ci-run"
+    run_dir.mkdir(exist_ok=True)
+    with socket.socket(socket.AF_UNIX) as squatter:  # another program owns the daemon's socket
+        squatter.bind(str(run_dir / "vtb-ci-vm0.vhost.sock"))
+        squatter.listen()
+        out = harness("testbed", "up", "--set", "disk.backend=vhost-user-blk-qsd", check=False)
+    (run_dir / "vtb-ci-vm0.vhost.sock").unlink()
+    assert out.returncode == 2 and "vtb-ci-vm0.vhost.sock is already in use" in out.stdout
+    assert domain_ids() == before and not any("qemu-storage-daemon" in l for l in gc.leftovers(PREFIX))
 
 
 def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):

@@ -1,0 +1,15 @@
+"""Plug-in discovery: every module in a package that defines the named attribute contributes it."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+
+def discover(package: str, path: list[str], attribute: str) -> dict:
+    """{plugin.name: plugin} for the modules of `package` that define `attribute`, sorted by name."""
+    found = {}
+    for mod in pkgutil.iter_modules(path):
+        plugin = getattr(importlib.import_module(f"{package}.{mod.name}"), attribute, None)
+        if plugin is not None:
+            found[plugin.name] = plugin
+    return dict(sorted(found.items()))
