@@ -151,6 +151,27 @@ def run_vm_scaling(config_path, overrides, vm_counts, runtime, ramp, iodepth, bs
     runner.run(load(config_path, [*overrides, *extra]), "vm-scaling")
 
 
+@run.command("mysql")
+@with_config
+@click.option("--tests", help="Comma-separated sysbench tests, e.g. oltp_read_only,oltp_read_write.")
+@click.option("--threads", help="Comma-separated client thread counts.")
+@click.option("--vm-counts", help="Comma-separated VM counts.")
+@click.option("--runtime", type=int, help="sysbench run seconds per point.")
+def run_mysql(config_path, overrides, tests, threads, vm_counts, runtime) -> None:
+    """sysbench OLTP on MariaDB, physical against virtual, sweeping one axis at a time."""
+    from harness import runner
+    flags = {"tests": f'[{",".join(json_str(t) for t in tests.split(","))}]' if tests else None,
+             "threads": f"[{threads}]" if threads else None, "vm_counts": f"[{vm_counts}]" if vm_counts else None,
+             "runtime_s": runtime}
+    runner.run(load(config_path, [*overrides, *(f"mysql.{k}={v}" for k, v in flags.items() if v is not None)]),
+               "mysql")
+
+
+def json_str(s: str) -> str:
+    import json
+    return json.dumps(s.strip())
+
+
 def _sweep_command(name: str, section: str | None):
     @run.command(name, help=registry_help(name))
     @with_config
@@ -165,7 +186,7 @@ def _sweep_command(name: str, section: str | None):
             extra += [f"{sec}.runtime_s={runtime}"] if runtime else []
             extra += [f"{sec}.ramp_s={ramp}"] if ramp is not None else []
         if backend_names:
-            names = ",".join(f'"{b.strip()}"' for b in backend_names.split(","))
+            names = ",".join(json_str(b) for b in backend_names.split(","))
             extra.append(f"{section or 'backends'}.backends=[{names}]")
         runner.run(load(config_path, [*overrides, *extra]), name)
     return command

@@ -185,6 +185,45 @@ class BackendsConfig(Section):
     _check_backends = field_validator("backends")(classmethod(lambda cls, v: _known_backends(v)))
 
 
+class MysqlConfig(Section):
+    """Sweeps one axis at a time around the base point (the first value of each list)."""
+    tests: list[Literal["oltp_read_only", "oltp_write_only", "oltp_read_write"]] = Field(
+        ["oltp_read_only", "oltp_read_write"], min_length=1, description="sysbench OLTP tests")
+    threads: list[int] = Field([16], min_length=1, description="sysbench client threads (1-64)")
+    page_sizes: list[Literal["4k", "8k", "16k", "32k", "64k"]] = Field(["16k"], min_length=1,
+                                                                        description="innodb_page_size values")
+    buffer_pool_fractions: list[float] = Field([0.1], min_length=1,
+                                               description="InnoDB buffer pool as a fraction of the data (0.03-0.5)")
+    compression: list[Literal[0, 4, 8]] = Field([0], min_length=1,
+                                                description="ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE (0 = none)")
+    vm_counts: list[int] = Field([1], min_length=1, description="VMs sharing the device (aggregate TPS)")
+    tables: int = Field(4, ge=1, le=1024, description="sysbench tables")
+    table_size: int = Field(10000, ge=100, description="rows per table")
+    runtime_s: int = Field(30, ge=1, le=86400, description="sysbench run seconds per point")
+    filesystem: Literal["ext4", "xfs"] = Field("ext4", description="filesystem made on the data disk")
+
+    @field_validator("threads")
+    @classmethod
+    def _threads(cls, v: list[int]) -> list[int]:
+        if any(not 1 <= t <= 64 for t in v):
+            raise ValueError("client threads must be between 1 and 64")
+        return v
+
+    @field_validator("buffer_pool_fractions")
+    @classmethod
+    def _fractions(cls, v: list[float]) -> list[float]:
+        if any(not 0.03 <= f <= 0.5 for f in v):
+            raise ValueError("buffer pool fractions must be between 0.03 and 0.5 of the data size")
+        return v
+
+    @field_validator("vm_counts")
+    @classmethod
+    def _counts(cls, v: list[int]) -> list[int]:
+        if any(n < 1 for n in v):
+            raise ValueError("every VM count must be >= 1")
+        return v
+
+
 class Config(Section):
     state_dir: Path = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks")
     results_dir: Path = Field(paths.DEFAULT_RESULTS_DIR, description="where runs are written")
@@ -195,6 +234,7 @@ class Config(Section):
     iops: IopsConfig = IopsConfig()
     bandwidth: BandwidthConfig = BandwidthConfig()
     backends: BackendsConfig = BackendsConfig()
+    mysql: MysqlConfig = MysqlConfig()
 
     @model_validator(mode="after")
     def _fleet_fits_host(self) -> "Config":

@@ -3,7 +3,8 @@
 set -euo pipefail
 pkgs=(qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
       libvirt-dev pkg-config xsltproc mmdebstrap fio e2fsprogs util-linux ca-certificates
-      python3-venv python3-dev gcc git)
+      python3-venv python3-dev gcc git
+      mariadb-server-core mariadb-client-core sysbench)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -116,3 +116,42 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
         for e in r["errors"]:
             console.print(f"[red]{r['label']} failed[/red]: {e}")
     return console.export_text()
+
+
+MYSQL_AXIS_KEYS = {"tests": "db_test", "threads": "db_threads", "page_sizes": "db_page_size",
+                   "buffer_pool_fractions": "db_buffer_pool_fraction", "compression": "db_key_block_size",
+                   "vm_counts": "vm_count"}
+
+
+def mysql_rows(samples: list[Sample]) -> list[dict]:
+    """One row per point: physical and virtual aggregates side by side, with the axis values."""
+    rows: dict[str, dict] = {}
+    for s in samples:
+        m = s.metadata
+        if m.get("experiment") != "mysql" or m.get("scope") != "aggregate":
+            continue
+        row = rows.setdefault(m["point"], {"point": m["point"], "axis": m["axis"], "errors": [],
+                                           **{axis: m[key] for axis, key in MYSQL_AXIS_KEYS.items()}})
+        if s.status != "ok":
+            row["errors"].append(f"{m['env']}: {s.error}")
+            row[f"{m['env']}_failed"] = True
+            continue
+        row[f"{m['env']}_{s.metric}"] = s.value
+    return list(rows.values())
+
+
+def print_mysql(rows: list[dict], accel: str) -> str:
+    table = Table(title=f"mysql: sysbench aggregate TPS, physical against virtual (accel={accel}"
+                        f"{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''})")
+    for col in ("point", "axis", "VMs", "phys TPS", "virt TPS", "virt/phys", "phys p95 ms", "virt p95 ms"):
+        table.add_column(col, justify="left" if col in ("point", "axis") else "right")
+    for r in rows:
+        table.add_row(r["point"], r["axis"], str(r["vm_counts"]), _cell(r, "physical_aggregate_tps", 1),
+                      _cell(r, "virtual_aggregate_tps", 1), _cell(r, "virtual_ve_pe_ratio", 3),
+                      _cell(r, "physical_lat_p95", 2), _cell(r, "virtual_lat_p95", 2))
+    console = Console(record=True, highlight=False, width=max(shared.width, 100))
+    console.print(table)
+    for r in rows:
+        for e in r["errors"]:
+            console.print(f"[red]{r['point']} failed[/red]: {e}")
+    return console.export_text()

@@ -14,6 +14,11 @@ JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
 GUEST_RUNNER = paths.GUEST_AGENTS / "run-fio.sh"
 
 
+def guest_script(runner) -> str:
+    """A runner with the disk finder in front: sent whole as `sh -c`, so nothing is installed in the guest."""
+    return 'locator=$1\n' + (paths.GUEST_AGENTS / "find-disk.sh").read_text() + runner.read_text()
+
+
 class FioError(RuntimeError):
     pass
 
@@ -48,7 +53,7 @@ def timeout_s(job: FioJobConfig) -> float:
 
 def run_in_guest(agent: GuestAgent, job: FioJobConfig, *, locator: str, size: int) -> str:
     """Runs the job on the guest disk the locator names (see run-fio.sh); returns fio's raw JSON."""
-    res = agent.exec("/bin/sh", ["-c", GUEST_RUNNER.read_text(), "run-fio", locator],
+    res = agent.exec("/bin/sh", ["-c", guest_script(GUEST_RUNNER), "run-fio", locator],
                      env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **job_env(job, offset=0, size=size)},
                      stdin=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job))
     if res.exitcode != 0:

@@ -56,7 +56,7 @@ def test_up_provisions_the_fleet(fleet):
     assert [v["name"] for v in fleet["vms"]] == ["vtb-ci-vm0", "vtb-ci-vm1"]
     assert fleet["accel"]["accel"] in ("kvm", "tcg") and fleet["accel"]["reason"]
     device = Path(fleet["device_path"])
-    assert device.stat().st_size == 2 * 32 << 20
+    assert device.stat().st_size == 2 * 64 << 20
     assert device.stat().st_blocks * 512 >= device.stat().st_size  # prefilled, not sparse
     with open(device, "rb") as f:
         assert f.read(1 << 20).count(0) < 1 << 16  # random data, not zeros
@@ -110,6 +110,50 @@ def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
     assert sorted(r["vm_count"] for r in ratios) == [1, 2]
     assert (run / "vm-scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "virt/phys" in (run / "summary.txt").read_text()
+
+
+MYSQL_SMALL = ["--set", "mysql.tables=2", "--set", "mysql.table_size=2000", "--threads", "4", "--runtime", "3"]
+
+
+def test_mysql_physical_and_virtual(fleet, tmp_path):
+    harness("run", "mysql", "--tests", "oltp_read_only,oltp_read_write", "--vm-counts", "1,2",
+            "--set", f"results_dir={tmp_path}", *MYSQL_SMALL)
+    (run,) = list(tmp_path.iterdir())
+    assert json.loads((run / "run.json").read_text())["status"] == "completed"
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    agg = {(r["point"], r["env"]): r["value"] for r in rows if r["metric"] == "aggregate_tps"}
+    assert set(agg) == {(p, e) for p in ("oltp_read_only-t4-p16k-bp0.1-n1", "oltp_read_write-t4-p16k-bp0.1-n1",
+                                          "oltp_read_only-t4-p16k-bp0.1-n2") for e in ("physical", "virtual")}
+    assert all(v > 0 for v in agg.values())
+    two = [r for r in rows if r["point"].endswith("-n2") and r["metric"] == "tps" and r["env"] == "virtual"]
+    assert {r["vm"] for r in two} == {"vtb-ci-vm0", "vtb-ci-vm1"}  # both VMs ran at once on the shared device
+    for name in ("vtb-ci-vm0", "host-slot0"):
+        raw = run / "raw" / "oltp_read_only-t4-p16k-bp0.1-n1"
+        assert "transactions:" in (raw / f"{name}.sysbench.txt").read_text()
+        assert "innodb_flush_method=O_DIRECT" in (raw / f"{name}.server.cnf").read_text()
+        assert "Shutdown complete" in (raw / f"{name}.server.log").read_text()  # stopped cleanly
+    assert (run / "mysql-tests.png").exists() and (run / "mysql-vm_counts.png").exists()
+    assert_no_database_left()
+
+
+def test_mysql_data_that_does_not_fit_fails_clearly(fleet, tmp_path):
+    harness("run", "mysql", "--tests", "oltp_read_only", "--set", f"results_dir={tmp_path}",
+            "--set", "mysql.tables=1", "--set", "mysql.table_size=1000000", "--runtime", "1")
+    (run,) = list(tmp_path.iterdir())
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    assert {r["env"] for r in rows} == {"physical", "virtual"}
+    assert all(r["status"] == "failed" and "does not fit the disk" in r["error"] and r["value"] is None
+               for r in rows)
+    assert json.loads((run / "run.json").read_text())["status"] == "completed-with-failures"
+    assert_no_database_left()
+
+
+def assert_no_database_left():
+    assert subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True).returncode == 1
+    assert "vtb-ci-db" not in Path("/proc/mounts").read_text()
+    loops = subprocess.run(["losetup", "--list", "--noheadings", "-O", "BACK-FILE"], capture_output=True,
+                           text=True).stdout
+    assert "vtb-ci-device" not in loops
 
 
 def test_agent_timeout_names_the_vm(fleet):

@@ -1,0 +1,22 @@
+# Sourced (prepended) by the runners: sets $dev to the data disk named by $locator:
+#   serial:<s>  virtio-blk (serial), NVMe (device/serial, space-padded), SCSI (VPD page 0x80)
+#   pci:<addr>  a disk behind this PCI function (vhost-user-blk, a passed-through controller)
+#   path:<dev>  a device path as is (the host side)
+want=${locator#*:}
+dev=
+case $locator in
+  path:*) dev=$want ;;
+  *)
+    for b in /sys/block/*; do
+      case $locator in
+        serial:*)
+          for s in "$(cat "$b/serial" 2>/dev/null)" "$(cat "$b/device/serial" 2>/dev/null)" \
+                   "$(tail -c +5 "$b/device/vpd_pg80" 2>/dev/null)"; do
+            [ "$(printf %s "$s" | tr -d ' \000')" = "$want" ] && dev=/dev/${b##*/}
+          done ;;
+        pci:*)
+          case $(readlink -f "$b") in */"$want"/*) dev=/dev/${b##*/} ;; esac ;;
+      esac
+    done ;;
+esac
+[ -n "$dev" ] || { echo "no disk matching '$locator' here" >&2; exit 3; }

@@ -1,0 +1,156 @@
+"""sysbench OLTP on MariaDB: one point = a fresh filesystem, datadir and server on the data disk,
+sysbench prepare and run, then the server stopped. Runs in guests via the agent and on the host
+(on a loop device over the same slice of the host device), with the same runner script."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import asdict, dataclass
+
+from harness import paths
+from harness.agent import GuestAgent
+from harness.workloads.fio import guest_script
+
+RUNNER = paths.GUEST_AGENTS / "run-mysql.sh"
+ROW_BYTES = 250          # sysbench sbtest row plus its share of the indexes, for sizing only
+PAGE_BYTES = {"4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536}
+
+
+class SysbenchError(RuntimeError):
+    def __init__(self, message: str, server_log: str = "", server_config: str = ""):
+        super().__init__(message)
+        self.server_log = server_log
+        self.server_config = server_config
+
+
+@dataclass(frozen=True)
+class DbPoint:
+    test: str
+    threads: int
+    page_size: str
+    buffer_pool_fraction: float
+    key_block_size: int      # 0 = uncompressed
+    tables: int
+    table_size: int
+    runtime_s: int
+    filesystem: str
+
+    @property
+    def data_bytes(self) -> int:
+        return self.tables * self.table_size * ROW_BYTES
+
+    @property
+    def buffer_pool_bytes(self) -> int:
+        """The fraction of the data, in whole MiB, but at least what MariaDB accepts for the page size
+        (it refuses a 16k-page server with less than 6 MiB); `buffer_pool_clamped` says when."""
+        return max(self._min_pool, int(self.data_bytes * self.buffer_pool_fraction) >> 20 << 20)
+
+    @property
+    def _min_pool(self) -> int:
+        return max(6 << 20, PAGE_BYTES[self.page_size] * 384)
+
+    def label(self) -> str:
+        comp = f"-kbs{self.key_block_size}" if self.key_block_size else ""
+        return (f"{self.test}-t{self.threads}-p{self.page_size}-bp{self.buffer_pool_fraction:g}{comp}")
+
+    def metadata(self) -> dict:
+        return {**{f"db_{k}": v for k, v in asdict(self).items()}, "db_buffer_pool_bytes": self.buffer_pool_bytes,
+                "db_buffer_pool_clamped": self.buffer_pool_bytes == self._min_pool,
+                "db_estimated_data_bytes": self.data_bytes}
+
+    def env(self, mount: str) -> dict[str, str]:
+        return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DB_MOUNT": mount, "DB_FS": self.filesystem,
+                "DB_PAGE_SIZE": self.page_size, "DB_BUFFER_POOL": str(self.buffer_pool_bytes),
+                "DB_LOG_FILE_SIZE": str(16 << 20), "DB_KEY_BLOCK_SIZE": str(self.key_block_size),
+                # data, redo log, system tablespace and headroom for the run's growth
+                "DB_NEED_BYTES": str(self.data_bytes * 2 + (40 << 20)),
+                "SB_TEST": self.test, "SB_THREADS": str(self.threads), "SB_TABLES": str(self.tables),
+                "SB_TABLE_SIZE": str(self.table_size), "SB_TIME": str(self.runtime_s)}
+
+
+@dataclass(frozen=True)
+class DbRun:
+    raw: str            # sysbench run output, unchanged
+    server_config: str
+    server_log: str
+    progress: str
+
+
+def _split(stderr: str) -> tuple[str, str, str]:
+    """(progress, server config, server log) from the runner's stderr."""
+    progress, _, rest = stderr.partition("=== server config ===\n")
+    config, _, log = rest.partition("=== server log ===\n")
+    return progress, config, log
+
+
+def _result(exitcode: int, stdout: str, stderr: str, where: str) -> DbRun:
+    progress, config, log = _split(stderr)
+    if exitcode != 0:
+        reason = [l for l in progress.splitlines() if l.startswith("run-mysql:") or l.startswith("no disk")]
+        raise SysbenchError(f"{where}: {(reason[-1] if reason else progress.strip()[-300:]) or f'exit {exitcode}'}",
+                            server_log=log, server_config=config)
+    return DbRun(raw=stdout, server_config=config, server_log=log, progress=progress)
+
+
+def timeout_s(point: DbPoint) -> float:
+    # install-db, server start and prepare take a minute or more in a TCG guest
+    return point.runtime_s + 240 + point.data_bytes / (1 << 20)
+
+
+def run_in_guest(agent: GuestAgent, point: DbPoint, *, locator: str) -> DbRun:
+    res = agent.exec("/bin/sh", ["-c", guest_script(RUNNER), "run-mysql", locator],
+                     env=point.env("/mnt/vtb-db"), timeout=timeout_s(point))
+    return _result(res.exitcode, res.stdout.decode(errors="replace"), res.stderr.decode(errors="replace"), agent.vm)
+
+
+def start_on_host(point: DbPoint, *, device: str, offset: int, size: int, mount: str) -> tuple[subprocess.Popen, str]:
+    """Starts the runner on a loop device over the slice; finish with `wait_on_host`."""
+    loop = subprocess.run(["losetup", "--find", "--show", "--offset", str(offset), "--sizelimit", str(size),
+                           "--direct-io=on", device], capture_output=True, text=True, check=True).stdout.strip()
+    proc = subprocess.Popen(["sh", "-c", guest_script(RUNNER), "run-mysql", f"path:{loop}"],
+                            env={**os.environ, **point.env(mount)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    return proc, loop
+
+
+def wait_on_host(proc: subprocess.Popen, loop: str, point: DbPoint) -> DbRun:
+    try:
+        out, err = proc.communicate(timeout=timeout_s(point))
+    except BaseException:
+        proc.terminate()  # its EXIT trap stops the server and unmounts
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise
+    finally:
+        subprocess.run(["losetup", "-d", loop], check=False)
+    return _result(proc.returncode, out, err, "host")
+
+
+@dataclass(frozen=True)
+class SysbenchResult:
+    tps: float
+    qps: float
+    lat_avg_ms: float
+    lat_p95_ms: float
+    errors_per_s: float
+
+    def metrics(self) -> dict[str, tuple[float, str]]:
+        return {"tps": (self.tps, "tx/s"), "qps": (self.qps, "q/s"), "lat_avg": (self.lat_avg_ms, "ms"),
+                "lat_p95": (self.lat_p95_ms, "ms"), "errors": (self.errors_per_s, "1/s")}
+
+
+def parse(raw: str) -> SysbenchResult:
+    """sysbench 1.0.x `run` output -> figures."""
+    def grab(pattern: str) -> float:
+        m = re.search(pattern, raw)
+        if not m:
+            raise ValueError(f"sysbench output lacks {pattern!r}")
+        return float(m.group(1))
+    return SysbenchResult(tps=grab(r"transactions:\s+\d+\s+\(([\d.]+) per sec\.\)"),
+                          qps=grab(r"queries:\s+\d+\s+\(([\d.]+) per sec\.\)"),
+                          lat_avg_ms=grab(r"avg:\s+([\d.]+)"),
+                          lat_p95_ms=grab(r"95th percentile:\s+([\d.]+)"),
+                          errors_per_s=grab(r"ignored errors:\s+\d+\s+\(([\d.]+) per sec\.\)"))
