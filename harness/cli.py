@@ -233,7 +233,7 @@ def main() -> None:
         e.show()
         sys.exit(e.exit_code)
     except (config_mod.ConfigError, TestbedError, AgentError, AccelError, RuntimeError) as e:
-        console.print(f"[red]error:[/red] {e}", markup=True, highlight=False)
+        console.print(f"[red]error:[/red] {e}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -12,8 +12,8 @@ _start = time.monotonic()
 
 
 def step(msg: str) -> None:
-    console.print(f"[dim]{time.monotonic() - _start:7.1f}s[/dim]  {msg}")
+    console.print(f"[dim]{time.monotonic() - _start:7.1f}s[/dim]  {msg}", soft_wrap=True)
 
 
 def warn(msg: str) -> None:
-    console.print(f"[dim]{time.monotonic() - _start:7.1f}s[/dim]  [yellow]warning:[/yellow] {msg}")
+    console.print(f"[dim]{time.monotonic() - _start:7.1f}s[/dim]  [yellow]warning:[/yellow] {msg}", soft_wrap=True)
