@@ -8,7 +8,9 @@ import base64
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable, Iterable, TypeVar
 
 import libvirt
 import libvirt_qemu
@@ -96,3 +98,25 @@ class GuestAgent:
                                                                   str(pid)]})
         except AgentError:
             pass
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def in_parallel(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """fn over items at once (one guest each). If one fails or the user interrupts, the others'
+    guest commands are cancelled before waiting on them, so nothing keeps running."""
+    items = list(items)
+    pool = ThreadPoolExecutor(len(items))
+    interrupted = False
+    try:
+        return list(pool.map(fn, items))
+    except BaseException as e:
+        CANCEL.set()
+        interrupted = isinstance(e, (KeyboardInterrupt, SystemExit))
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        if not interrupted:
+            CANCEL.clear()  # the next point starts afresh

@@ -3,12 +3,11 @@ virtual, one VM against many, sweeping one axis at a time around a base point. C
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import libvirt
 
-from harness.agent import CANCEL, GuestAgent
+from harness.agent import GuestAgent, in_parallel
 from harness.config import Config
 from harness.console import step, warn
 from harness.experiments import RunContext
@@ -80,7 +79,7 @@ class Mysql:
             if env == "virtual":
                 def one(vm):
                     return sysbench.run_in_guest(GuestAgent(conn.lookupByName(vm.name)), p.point, locator=vm.locator)
-                runs = self._concurrently(one, vms)
+                runs = in_parallel(one, vms)
             else:
                 started = [sysbench.start_on_host(p.point, device=tb.device_path, offset=vm.slice_offset,
                                                   size=vm.slice_bytes,
@@ -116,21 +115,6 @@ class Mysql:
             ctx.store.add([Sample("aggregate_tps", None, "tx/s", {**meta, "scope": "aggregate", "vm": "",
                                                                    "raw": raw}, status="failed", error=str(e))])
             warn(f"{env} {p.name} failed: {e}")
-
-    @staticmethod
-    def _concurrently(fn, vms) -> list[DbRun]:
-        pool = ThreadPoolExecutor(len(vms))
-        interrupted = False
-        try:
-            return list(pool.map(fn, vms))
-        except BaseException as e:
-            CANCEL.set()
-            interrupted = isinstance(e, (KeyboardInterrupt, SystemExit))
-            raise
-        finally:
-            pool.shutdown(wait=True)
-            if not interrupted:
-                CANCEL.clear()
 
     @staticmethod
     def _keep(ctx: RunContext, p: Planned, who: str, raw: str, config: str, log: str) -> str:

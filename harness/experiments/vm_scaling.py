@@ -3,12 +3,11 @@ same device at the same total concurrency. How does aggregate IOPS scale with th
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import libvirt
 
 from harness import aggregate
-from harness.agent import CANCEL, GuestAgent
+from harness.agent import GuestAgent, in_parallel
 from harness.console import step, warn
 from harness.experiments import RunContext
 from harness.report import plots, tables
@@ -76,18 +75,7 @@ class VmScaling:
                 def one(vm):
                     agent = GuestAgent(conn.lookupByName(vm.name))
                     return fio.run_in_guest(agent, job, locator=vm.locator, size=vm.slice_bytes)
-                pool = ThreadPoolExecutor(n)
-                interrupted = False
-                try:
-                    raws = list(pool.map(one, vms))
-                except BaseException as e:
-                    CANCEL.set()  # before waiting on the threads: they kill their guest fio and return
-                    interrupted = isinstance(e, (KeyboardInterrupt, SystemExit))
-                    raise
-                finally:
-                    pool.shutdown(wait=True)
-                    if not interrupted:
-                        CANCEL.clear()  # one VM failed this point; the next point starts afresh
+                raws = in_parallel(one, vms)
                 names = [vm.name for vm in vms]
             results = []
             samples = []

@@ -25,6 +25,16 @@ def vm_scaling_rows(samples: list[Sample]) -> list[dict]:
     return [rows[n] for n in sorted(rows)]
 
 
+def _render(tables: list[Table], failures: list[tuple[str, str]]) -> str:
+    """Prints the tables and the failures under them; returns the same as plain text."""
+    console = Console(record=True, highlight=False, width=max(shared.width, 100))
+    for t in tables:
+        console.print(t)
+    for what, error in failures:
+        console.print(f"[red]{what} failed[/red]: {error}")
+    return console.export_text()
+
+
 def _cell(row: dict, key: str, digits: int = 0) -> str:
     """A number; 'failed' where the point failed; '-' where it was not measured (e.g. interrupted)."""
     if row.get(key) is not None:
@@ -43,12 +53,7 @@ def print_vm_scaling(rows: list[dict], accel: str) -> str:
                       _cell(r, "virtual_iops_per_vm"), _cell(r, "virtual_lat_mean", 1),
                       _cell(r, "virtual_lat_p50", 1), _cell(r, "virtual_lat_p99", 1),
                       _cell(r, "virtual_ve_pe_ratio", 3))
-    console = Console(record=True, highlight=False, width=max(shared.width, 100))
-    console.print(table)
-    for r in rows:
-        for e in r["errors"]:
-            console.print(f"[red]{r['vm_count']} VM point failed[/red]: {e}")
-    return console.export_text()
+    return _render([table], [(f"{r['vm_count']} VM point", e) for r in rows for e in r["errors"]])
 
 
 def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
@@ -101,8 +106,7 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
         best = best_backend(r, metric, lower)
         table.add_row(r["label"], cell("host"), *[cell(b) for b in backends],
                       f"{best[0]} ({best[1]:.2f}x bare metal)" if best and best[1] is not None else "-")
-    console = Console(record=True, highlight=False, width=max(shared.width, 100))
-    console.print(table)
+    tables = [table]
     if lower:
         lat = Table(title=f"{group}: latency percentiles (us)")
         for col in ("point", "env", "mean", "p50", "p99", "p99.9"):
@@ -111,11 +115,8 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
             for b, v in sorted(r["results"].items()):
                 if v.get("lat_mean") is not None:
                     lat.add_row(r["label"], b, *(f"{v[k]:,.1f}" for k in ("lat_mean", "lat_p50", "lat_p99", "lat_p999")))
-        console.print(lat)
-    for r in rows:
-        for e in r["errors"]:
-            console.print(f"[red]{r['label']} failed[/red]: {e}")
-    return console.export_text()
+        tables.append(lat)
+    return _render(tables, [(r["label"], e) for r in rows for e in r["errors"]])
 
 
 MYSQL_AXIS_KEYS = {"tests": "db_test", "threads": "db_threads", "page_sizes": "db_page_size",
@@ -149,9 +150,4 @@ def print_mysql(rows: list[dict], accel: str) -> str:
         table.add_row(r["point"], r["axis"], str(r["vm_counts"]), _cell(r, "physical_aggregate_tps", 1),
                       _cell(r, "virtual_aggregate_tps", 1), _cell(r, "virtual_ve_pe_ratio", 3),
                       _cell(r, "physical_lat_p95", 2), _cell(r, "virtual_lat_p95", 2))
-    console = Console(record=True, highlight=False, width=max(shared.width, 100))
-    console.print(table)
-    for r in rows:
-        for e in r["errors"]:
-            console.print(f"[red]{r['point']} failed[/red]: {e}")
-    return console.export_text()
+    return _render([table], [(r["point"], e) for r in rows for e in r["errors"]])
