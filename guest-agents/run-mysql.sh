@@ -25,6 +25,7 @@ mkdir -p "$mnt"
 mkfs."$DB_FS" -q -F "$dev" >/dev/null 2>&1 || mkfs."$DB_FS" -f "$dev" >/dev/null 2>&1 || fail "mkfs.$DB_FS on $dev failed"
 mount "$dev" "$mnt" || fail "mounting $dev failed"
 trap stop EXIT
+mkdir -p "$mnt/tmp"  # a private tmpdir: servers side by side must not share temporary files
 avail=$(df -k --output=avail "$mnt" | tail -1)
 [ $((avail * 1024)) -gt "$DB_NEED_BYTES" ] || fail "the data does not fit the disk: about $DB_NEED_BYTES bytes needed, $((avail * 1024)) free on $dev"
 cat > "$mnt/server.cnf" <<CNF
@@ -33,6 +34,7 @@ datadir=$mnt/data
 socket=$sock
 pid-file=$pid
 log-error=$mnt/error.log
+tmpdir=$mnt/tmp
 skip-networking
 user=root
 innodb_page_size=$DB_PAGE_SIZE

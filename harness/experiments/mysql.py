@@ -85,7 +85,7 @@ class Mysql:
                                                   size=vm.slice_bytes,
                                                   mount=f"{ctx.cfg.state_dir / ctx.cfg.fleet.name}/{tb.prefix}-db{i}")
                            for i, vm in enumerate(vms)]
-                runs = [sysbench.wait_on_host(proc, loop, p.point) for proc, loop in started]
+                runs = sysbench.wait_all_on_host(started, p.point)
             samples, results = [], []
             for who, run in zip(names, runs):
                 raw = self._keep(ctx, p, who, run.raw, run.server_config, run.server_log)

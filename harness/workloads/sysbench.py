@@ -129,6 +129,20 @@ def wait_on_host(proc: subprocess.Popen, loop: str, point: DbPoint) -> DbRun:
     return _result(proc.returncode, out, err, "host")
 
 
+def wait_all_on_host(started: list[tuple[subprocess.Popen, str]], point: DbPoint) -> list[DbRun]:
+    """Waits for every host runner (so every server stops and every loop device goes) before
+    raising the first failure."""
+    runs, errors = [], []
+    for proc, loop in started:
+        try:
+            runs.append(wait_on_host(proc, loop, point))
+        except Exception as e:
+            errors.append(e)
+    if errors:
+        raise errors[0]
+    return runs
+
+
 @dataclass(frozen=True)
 class SysbenchResult:
     tps: float

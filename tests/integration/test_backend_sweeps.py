@@ -86,6 +86,7 @@ def loop_device(tmp_path):
 def test_passthrough_block_on_a_loop_device(tmp_path, loop_device):
     results = tmp_path / "results"
     harness("run", "latency", "--backend", "passthrough-block", "--set", f"fleet.device={loop_device}",
+            "--set", "fleet.vms=1",
             "--set", f"results_dir={results}", "--set", 'latency.patterns=["randread","write"]',
             "--runtime", "1", "--ramp", "0")
     (run,) = list(results.iterdir())
