@@ -1,4 +1,8 @@
-"""This machine as the testbed host."""
+"""This machine as the testbed host.
+
+Host-side work (host fio, storage daemons, loop devices) runs here directly today; a nested or
+remote host will implement `run` over its own channel, and that is the seam to route it through.
+"""
 from __future__ import annotations
 
 import subprocess
@@ -15,7 +19,3 @@ class LocalHost:
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(argv, env=env, input=input, capture_output=True, timeout=timeout, check=check)
-
-    def popen(self, argv: list[str], *, env: dict | None = None) -> subprocess.Popen:
-        return subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
