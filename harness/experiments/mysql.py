@@ -81,11 +81,10 @@ class Mysql:
                     return sysbench.run_in_guest(GuestAgent(conn.lookupByName(vm.name)), p.point, locator=vm.locator)
                 runs = in_parallel(one, vms)
             else:
-                started = [sysbench.start_on_host(p.point, device=tb.device_path, offset=vm.slice_offset,
-                                                  size=vm.slice_bytes,
-                                                  mount=f"{ctx.cfg.state_dir / ctx.cfg.fleet.name}/{tb.prefix}-db{i}")
-                           for i, vm in enumerate(vms)]
-                runs = sysbench.wait_all_on_host(started, p.point)
+                fleet_dir = ctx.cfg.state_dir / ctx.cfg.fleet.name
+                runs = sysbench.run_all_on_host(p.point, [
+                    {"device": tb.device_path, "offset": vm.slice_offset, "size": vm.slice_bytes,
+                     "mount": str(fleet_dir / f"{tb.prefix}-db{i}")} for i, vm in enumerate(vms)])
             samples, results = [], []
             for who, run in zip(names, runs):
                 raw = self._keep(ctx, p, who, run.raw, run.server_config, run.server_log)

@@ -129,6 +129,25 @@ def wait_on_host(proc: subprocess.Popen, loop: str, point: DbPoint) -> DbRun:
     return _result(proc.returncode, out, err, "host")
 
 
+def run_all_on_host(point: DbPoint, slots: list[dict]) -> list[DbRun]:
+    """Runs the point on every host slot at once (kwargs of `start_on_host` each). If one cannot
+    start, the ones already started are stopped (servers down, loop devices gone) first."""
+    started = []
+    try:
+        for slot in slots:
+            started.append(start_on_host(point, **slot))
+    except BaseException:
+        for proc, _ in started:
+            proc.terminate()  # the runner's EXIT trap stops its server and unmounts
+        for proc, loop in started:
+            try:
+                wait_on_host(proc, loop, point)
+            except Exception:
+                pass  # the failure to report is the one that stopped the start
+        raise
+    return wait_all_on_host(started, point)
+
+
 def wait_all_on_host(started: list[tuple[subprocess.Popen, str]], point: DbPoint) -> list[DbRun]:
     """Waits for every host runner (so every server stops and every loop device goes) before
     raising the first failure."""
