@@ -224,6 +224,22 @@ class MysqlConfig(Section):
         return v
 
 
+class RepeatConfig(Section):
+    count: int = Field(1, ge=1, le=1000, description="repeats of every point (the minimum when adaptive)")
+    adaptive: bool = Field(False, description="repeat until the 95% CI half-width is within target_rel_ci "
+                                              "of the mean, or max_count")
+    target_rel_ci: float = Field(0.05, gt=0, le=1, description="adaptive target: CI half-width / mean")
+    max_count: int = Field(10, ge=1, le=1000, description="adaptive cap on repeats")
+    drop_caches: bool = Field(False, description="drop the page cache (host and guests) before every repeat")
+
+    @model_validator(mode="after")
+    def _cap(self) -> "RepeatConfig":
+        if self.adaptive and self.max_count < max(self.count, 2):
+            raise ValueError(f"repeat.max_count={self.max_count} must be at least repeat.count and 2 "
+                             "when adaptive; raise repeat.max_count")
+        return self
+
+
 class Config(Section):
     state_dir: Path = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks")
     results_dir: Path = Field(paths.DEFAULT_RESULTS_DIR, description="where runs are written")
@@ -235,6 +251,7 @@ class Config(Section):
     bandwidth: BandwidthConfig = BandwidthConfig()
     backends: BackendsConfig = BackendsConfig()
     mysql: MysqlConfig = MysqlConfig()
+    repeat: RepeatConfig = RepeatConfig()
 
     @model_validator(mode="after")
     def _fleet_fits_host(self) -> "Config":

@@ -16,7 +16,7 @@ from harness import backends, config
 from harness.agent import GuestAgent
 from harness.config import Config, FioJobConfig
 from harness.console import step, warn
-from harness.experiments import RunContext
+from harness.experiments import RunContext, repeats
 from harness.report import plots, tables
 from harness.samples import Sample
 from harness.store import write_atomic
@@ -97,7 +97,7 @@ class FioMatrix:
             record = tb.for_backend(runnable[0]).up()
             for i, p in enumerate(points):
                 step(f"[physical {i + 1}/{len(points)}] {p.label}")
-                self._measure(ctx, record, p, backend=None)
+                self._repeated(ctx, record, p, None, None)
             conn = libvirt.open(record.uri)
             try:
                 for b in runnable:
@@ -105,15 +105,22 @@ class FioMatrix:
                     record = tb.for_backend(b).up()
                     for i, p in enumerate(points):
                         step(f"[{b} {i + 1}/{len(points)}] {p.label}")
-                        self._measure(ctx, record, p, backend=b, conn=conn)
+                        self._repeated(ctx, record, p, b, conn)
             finally:
                 conn.close()
         finally:
             step("tearing down the sweep fleet")
             tb.down(quiet=True)
 
+    def _repeated(self, ctx: RunContext, record: TestbedRecord, p: Point, backend: str | None,
+                  conn: libvirt.virConnect | None) -> None:
+        guests = [record.vms[0].name] if backend else []
+        repeats.repeat(ctx.cfg.repeat, lambda rep: self._measure(ctx, record, p, backend, conn, rep),
+                       before=lambda: repeats.drop_caches(conn, guests), what=p.label)
+
     def _measure(self, ctx: RunContext, record: TestbedRecord, p: Point, backend: str | None,
-                 conn: libvirt.virConnect | None = None) -> None:
+                 conn: libvirt.virConnect | None, rep: int) -> float | None:
+        """One repeat of a point; returns its headline value, or None when it failed."""
         vm = record.vms[0]
         env = "virtual" if backend else "physical"
         disk_meta = record.disk if backend else {"backend": "host", "cache": "n/a", "aio": "n/a",
@@ -124,7 +131,7 @@ class FioMatrix:
                 "iodepth": p.job.iodepth, "numjobs": p.job.numjobs, "ioengine": p.job.ioengine,
                 "direct": p.job.direct, "runtime_s": p.job.runtime_s, "ramp_s": p.job.ramp_s,
                 "data_size_bytes": vm.slice_bytes, "device_kind": record.device_kind, "image": record.image,
-                **ctx.environment}
+                "repeat": rep, "drop_caches": ctx.cfg.repeat.drop_caches, **ctx.environment}
         t0 = time.monotonic()
         try:
             if backend:
@@ -133,25 +140,28 @@ class FioMatrix:
             else:
                 raw = fio.wait_on_host(fio.start_on_host(p.job, filename=record.device_path, offset=vm.slice_offset,
                                                          size=vm.slice_bytes), p.job)
-            path = ctx.store.save_raw(f"{p.group}/{p.label}/{disk_meta['backend']}.json", raw)
+            path = ctx.store.save_raw(f"{p.group}/{p.label}/{disk_meta['backend']}{'' if rep == 0 else f'.r{rep}'}.json",
+                                      raw)
             r = fio.parse(raw)
             meta = {**meta, "raw": path, "fio_version": r.version, "point_wall_s": round(time.monotonic() - t0, 3)}
             samples = [Sample(m, v, u, meta) for m, (v, u) in r.metrics().items()]
             if backend:
-                base = next((s for s in ctx.store.samples if s.metric == p.headline and s.status == "ok"
-                             and s.metadata["env"] == "physical" and s.metadata["point"] == p.label
-                             and s.metadata["group"] == p.group), None)
-                if base is not None:
-                    samples.append(Sample("ve_pe_ratio", r.metrics()[p.headline][0] / base.value, "ratio",
-                                          {**meta, "ratio_of": p.headline}))
+                base = [s.value for s in ctx.store.samples if s.metric == p.headline and s.status == "ok"
+                        and s.metadata["env"] == "physical" and s.metadata["point"] == p.label
+                        and s.metadata["group"] == p.group]
+                if base:  # against the mean of the physical repeats
+                    samples.append(Sample("ve_pe_ratio", r.metrics()[p.headline][0] / (sum(base) / len(base)),
+                                          "ratio", {**meta, "ratio_of": p.headline}))
             ctx.store.add(samples)
             v, unit = r.metrics()[p.headline]
             step(f"      {p.headline} {v:,.1f} {unit}, p99 {r.lat_p99_us:,.0f} us")
+            return v
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:  # recorded as failed, never as a number
             ctx.store.add([Sample(p.headline, None, "", meta, status="failed", error=str(e))])
             warn(f"{disk_meta['backend']} {p.label} failed: {e}")
+            return None
 
     def summarize(self, ctx: RunContext) -> None:
         text = ""

@@ -9,7 +9,7 @@ import libvirt
 from harness import aggregate
 from harness.agent import GuestAgent, in_parallel
 from harness.console import step, warn
-from harness.experiments import RunContext
+from harness.experiments import RunContext, repeats
 from harness.report import plots, tables
 from harness.store import write_atomic
 from harness.samples import Sample
@@ -50,12 +50,15 @@ class VmScaling:
                     step(f"[{2 * i + j + 1}/{total}] {env}, {n} {'VM' if env == 'virtual' else 'host slot'}"
                          f"{'s' if n > 1 else ''}: fio {ctx.cfg.vm_scaling.job.rw} "
                          f"bs={ctx.cfg.vm_scaling.job.bs} qd={ctx.cfg.vm_scaling.job.iodepth}")
-                    self._point(ctx, conn, env, n)
+                    names = [vm.name for vm in ctx.testbed.vms[:n]] if env == "virtual" else []
+                    repeats.repeat(ctx.cfg.repeat, lambda rep: self._point(ctx, conn, env, n, rep),
+                                   before=lambda: repeats.drop_caches(conn, names), what=f"{env} n={n}")
         finally:
             conn.close()
 
-    def _point(self, ctx: RunContext, conn: libvirt.virConnect, env: str, n: int) -> None:
-        meta = self._metadata(ctx, env, n)
+    def _point(self, ctx: RunContext, conn: libvirt.virConnect, env: str, n: int, rep: int) -> float | None:
+        """One repeat of one point; returns its aggregate IOPS, or None when it failed."""
+        meta = {**self._metadata(ctx, env, n), "repeat": rep, "drop_caches": ctx.cfg.repeat.drop_caches}
         job = ctx.cfg.vm_scaling.job
         vms = ctx.testbed.vms[:n]
         t0 = time.monotonic()
@@ -80,7 +83,7 @@ class VmScaling:
             results = []
             samples = []
             for name, raw in zip(names, raws):
-                path = ctx.store.save_raw(f"{meta['point']}/{name}.json", raw)
+                path = ctx.store.save_raw(f"{meta['point']}/{name}{'' if rep == 0 else f'.r{rep}'}.json", raw)
                 r = fio.parse(raw)
                 results.append(r)
                 samples += [Sample(m, v, u, {**meta, "scope": "vm" if env == "virtual" else "slot",
@@ -92,20 +95,22 @@ class VmScaling:
                         "fio_version": results[0].version}
             samples += [Sample(m, v, u, agg_meta) for m, (v, u) in agg.items()]
             if env == "virtual":
-                base = [s for s in ctx.store.samples if s.metric == "aggregate_iops" and s.status == "ok"
+                base = [s.value for s in ctx.store.samples if s.metric == "aggregate_iops" and s.status == "ok"
                         and s.metadata["point"] == f"physical-n{n}"]
-                if base:
-                    samples.append(Sample("ve_pe_ratio", aggregate.ratio(agg["aggregate_iops"][0], base[0].value),
-                                          "ratio", agg_meta))
+                if base:  # against the mean of the physical repeats
+                    samples.append(Sample("ve_pe_ratio", aggregate.ratio(agg["aggregate_iops"][0],
+                                                                         sum(base) / len(base)), "ratio", agg_meta))
             ctx.store.add(samples)
             step(f"      {agg['aggregate_iops'][0]:,.0f} IOPS aggregate, {agg['iops_per_vm'][0]:,.0f} per "
                  f"{'VM' if env == 'virtual' else 'slot'}, p99 {agg['lat_p99'][0]:,.0f} us ({wall:.1f}s wall)")
+            return agg["aggregate_iops"][0]
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:  # a failed point is recorded as failed, never as a number
             ctx.store.add([Sample("aggregate_iops", None, "IOPS", {**meta, "scope": "aggregate", "vm": ""},
                                   status="failed", error=str(e))])
             warn(f"{meta['point']} failed: {e}")
+            return None
 
     def summarize(self, ctx: RunContext) -> None:
         rows = tables.vm_scaling_rows(ctx.store.samples)

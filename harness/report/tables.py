@@ -4,7 +4,19 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from harness.analysis.stats import summarize
 from harness.console import console as shared
+
+STATS = "#stats"  # row[key + STATS]: the Summary behind row[key] (a mean over repeats)
+
+
+def _means(d: dict) -> dict:
+    """Replaces every list of repeat values in d by its mean, keeping the Summary beside it."""
+    for key, value in list(d.items()):
+        if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+            st = summarize(value)
+            d[key], d[key + STATS] = st.mean, st
+    return d
 
 from harness.samples import Sample
 
@@ -21,8 +33,8 @@ def vm_scaling_rows(samples: list[Sample]) -> list[dict]:
             row["errors"].append(f"{env}: {s.error}")
             row[f"{env}_failed"] = True
             continue
-        row[f"{env}_{s.metric}"] = s.value
-    return [rows[n] for n in sorted(rows)]
+        row.setdefault(f"{env}_{s.metric}", []).append(s.value)
+    return [_means(rows[n]) for n in sorted(rows)]
 
 
 def _render(tables: list[Table], failures: list[tuple[str, str]]) -> str:
@@ -38,8 +50,15 @@ def _render(tables: list[Table], failures: list[tuple[str, str]]) -> str:
 def _cell(row: dict, key: str, digits: int = 0) -> str:
     """A number; 'failed' where the point failed; '-' where it was not measured (e.g. interrupted)."""
     if row.get(key) is not None:
-        return f"{row[key]:,.{digits}f}"
+        return _with_ci(row[key], row.get(key + STATS), digits)
     return "failed" if row.get(f"{key.split('_')[0]}_failed") else "-"
+
+
+def _with_ci(mean: float, st, digits: int) -> str:
+    """mean, and over repeats: ± the 95% CI half-width (Student t) and the CV."""
+    if st is None or st.ci95 is None:
+        return f"{mean:,.{digits}f}"
+    return f"{mean:,.{digits}f} ±{st.ci95:,.{digits}f} (CV {st.cv:.0%})"
 
 
 def print_vm_scaling(rows: list[dict], accel: str) -> str:
@@ -68,7 +87,10 @@ def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
             row["errors"].append(f"{m['backend']}: {s.error}")
             row["results"].setdefault(m["backend"], {})["failed"] = True
             continue
-        row["results"].setdefault(m["backend"], {})[s.metric] = s.value
+        row["results"].setdefault(m["backend"], {}).setdefault(s.metric, []).append(s.value)
+    for row in rows.values():
+        for res in row["results"].values():
+            _means(res)
     return list(rows.values())
 
 
@@ -102,7 +124,7 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
             if v.get(metric) is None:
                 return "failed" if v.get("failed") else "-"
             ratio = f" ({v['ve_pe_ratio']:.2f}x)" if v.get("ve_pe_ratio") is not None else ""
-            return f"{v[metric]:,.1f}{ratio}"
+            return f"{_with_ci(v[metric], v.get(metric + STATS), 1)}{ratio}"
         best = best_backend(r, metric, lower)
         table.add_row(r["label"], cell("host"), *[cell(b) for b in backends],
                       f"{best[0]} ({best[1]:.2f}x bare metal)" if best and best[1] is not None else "-")
@@ -137,8 +159,8 @@ def mysql_rows(samples: list[Sample]) -> list[dict]:
             row["errors"].append(f"{m['env']}: {s.error}")
             row[f"{m['env']}_failed"] = True
             continue
-        row[f"{m['env']}_{s.metric}"] = s.value
-    return list(rows.values())
+        row.setdefault(f"{m['env']}_{s.metric}", []).append(s.value)
+    return [_means(r) for r in rows.values()]
 
 
 def print_mysql(rows: list[dict], accel: str) -> str:

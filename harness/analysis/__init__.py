@@ -1,0 +1,1 @@
+"""Statistics and comparisons over stored Samples: nothing here measures anything."""

@@ -1,0 +1,41 @@
+import numpy as np
+import pytest
+from scipy import stats as sp
+
+from harness.analysis.stats import change_p_value, enough, summarize
+
+
+def test_ci_matches_scipy():
+    x = [101.0, 98.5, 103.2, 99.9, 100.4]
+    s = summarize(x)
+    lo, hi = sp.t.interval(0.95, len(x) - 1, loc=np.mean(x), scale=sp.sem(x))
+    assert s.mean == pytest.approx(np.mean(x))
+    assert s.ci95 == pytest.approx((hi - lo) / 2)
+    assert s.cv == pytest.approx(np.std(x, ddof=1) / np.mean(x))
+
+
+def test_single_value_has_no_interval():
+    s = summarize([5.0])
+    assert (s.n, s.mean, s.ci95, s.cv) == (1, 5.0, None, None)
+    assert str(s) == "5.0"
+
+
+def test_adaptive_stop_rule():
+    assert not enough([100.0], 0.05)
+    assert enough([100.0, 100.5, 99.8], 0.05)
+    assert not enough([100.0, 150.0, 60.0], 0.05)
+
+
+def test_permutation_test_detects_a_planted_20_percent_shift():
+    rng = np.random.default_rng(1)
+    a = list(rng.normal(1000, 30, 8))
+    assert change_p_value(a, [v * 0.8 for v in rng.normal(1000, 30, 8)]) < 0.01
+
+
+def test_permutation_test_does_not_flag_no_shift():
+    rng = np.random.default_rng(2)
+    assert change_p_value(list(rng.normal(1000, 30, 8)), list(rng.normal(1000, 30, 8))) > 0.05
+
+
+def test_no_test_on_single_values():
+    assert change_p_value([1.0], [2.0, 3.0]) is None
