@@ -205,6 +205,72 @@ for _name, _section in (("latency", "latency"), ("iops", "iops"), ("bandwidth", 
 
 @cli.command()
 @with_config
+@click.option("--rebuild", is_flag=True, help="Recreate the index from the run folders first.")
+def runs(config_path, overrides, rebuild) -> None:
+    """The runs in the results folder, oldest first."""
+    import time as _time
+    from rich.table import Table
+    from harness.store import RunIndex
+    index = RunIndex(load(config_path, overrides).results_dir)
+    if rebuild:
+        index.rebuild()
+    table = Table(title=f"runs in {index.path.parent}")
+    for col in ("run id", "experiment", "status", "started", "accel", "backend"):
+        table.add_column(col)
+    for r in index.list():
+        started = _time.strftime("%Y-%m-%d %H:%M", _time.localtime(r["started"])) if r["started"] else ""
+        table.add_row(r["run_id"], r["experiment"] or "", r["status"] or "", started, r["accel"] or "",
+                      r["backend"] or "")
+    console.print(table)
+
+
+@cli.command()
+@with_config
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level of the test.")
+@click.option("--min-change", type=float, default=0.05, show_default=True,
+              help="Smallest relative change that counts as a regression.")
+def compare(config_path, overrides, run_a, run_b, alpha, min_change) -> None:
+    """Pair the same points of RUN_A (or a baseline samples.jsonl) and RUN_B; exit 1 on a regression."""
+    from rich.table import Table
+    from harness.analysis import compare as cmp
+    from harness.store import RunIndex
+    cfg = load(config_path, overrides)
+
+    def resolve(arg: str) -> Path:
+        path = Path(arg)
+        found = path if path.exists() else (cfg.results_dir / arg if (cfg.results_dir / arg).exists()
+                                             else RunIndex(cfg.results_dir).find(arg))
+        if found is None:
+            raise click.ClickException(f"{arg}: not a run folder, a samples.jsonl file or a run id in "
+                                       f"{cfg.results_dir} (see `harness runs`)")
+        return found
+    changes, unpaired = cmp.compare(cmp.load_rows(resolve(run_a)), cmp.load_rows(resolve(run_b)), alpha, min_change)
+    table = Table(title=f"{run_b} against {run_a} (alpha={alpha}, min change={min_change:.0%})")
+    for col in ("experiment", "point", "env/backend", "metric", "A", "B", "change", "p", "verdict"):
+        table.add_column(col, justify="right" if col in ("A", "B", "change", "p") else "left")
+    for c in changes:
+        exp, group, point, backend, env, metric = c.key
+        verdict = "[red]regression[/red]" if c.regression else "[green]improvement[/green]" if c.improvement else ""
+        table.add_row(exp, f"{group}/{point}" if group else point, backend if env == "virtual" and backend else env,
+                      metric, f"{sum(c.a) / len(c.a):,.1f} (n={len(c.a)})", f"{sum(c.b) / len(c.b):,.1f} (n={len(c.b)})",
+                      f"{c.rel_change:+.1%}", "-" if c.p_value is None else f"{c.p_value:.3f}", verdict)
+    console.print(table)
+    if unpaired:
+        console.print(f"{unpaired} point(s) are in only one of the two runs and were not compared")
+    if not changes:
+        raise click.ClickException("no point is in both runs")
+    regressions = [c for c in changes if c.regression]
+    console.print(f"{len(regressions)} regression(s) among {len(changes)} compared metric(s)"
+                  + ("" if any(c.p_value is not None for c in changes) else
+                     "; single measurements cannot be tested: set repeat.count >= 2"))
+    if regressions:
+        sys.exit(1)
+
+
+@cli.command()
+@with_config
 def doctor(config_path, overrides) -> None:
     """What this host has and lacks for the testbed."""
     from harness import doctor as doctor_mod

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -61,3 +62,41 @@ class RunStore:
     def update_manifest(self, **fields) -> None:
         self.manifest.update(fields)
         write_atomic(self.dir / "run.json", json.dumps(self.manifest, indent=2, default=str))
+        RunIndex(self.dir.parent).record(self.manifest, self.dir)
+
+
+class RunIndex:
+    """An index of the runs in a results folder (SQLite), for `harness runs` and run-id look-ups.
+    The run folders stay the source of truth: `rebuild` recreates the index from them."""
+
+    def __init__(self, root: Path):
+        self.path = root / "index.sqlite"
+
+    def _db(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30)
+        db.execute("create table if not exists runs (run_id text primary key, experiment text, status text, "
+                   "started real, finished real, accel text, backend text, path text)")
+        return db
+
+    def record(self, manifest: dict, folder: Path) -> None:
+        testbed = manifest.get("testbed") or {}
+        row = (manifest["run_id"], manifest.get("experiment"), manifest.get("status"), manifest.get("started"),
+               manifest.get("finished"), (manifest.get("environment") or {}).get("accel"),
+               (testbed.get("disk") or {}).get("backend"), str(folder))
+        with self._db() as db:
+            db.execute("insert or replace into runs values (?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+    def rebuild(self) -> None:
+        for manifest in sorted(self.path.parent.glob("*/run.json")):
+            self.record(json.loads(manifest.read_text()), manifest.parent)
+
+    def list(self) -> list[sqlite3.Row]:
+        with self._db() as db:
+            db.row_factory = sqlite3.Row
+            return db.execute("select * from runs order by started").fetchall()
+
+    def find(self, run_id: str) -> Path | None:
+        with self._db() as db:
+            hit = db.execute("select path from runs where run_id = ?", (run_id,)).fetchone()
+        return Path(hit[0]) if hit else None

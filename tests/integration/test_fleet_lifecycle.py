@@ -156,6 +156,22 @@ def assert_no_database_left():
     assert "vtb-ci-device" not in loops
 
 
+def test_repeats_and_compare(fleet, tmp_path):
+    harness("run", "vm-scaling", "--vm-counts", "1", "--set", "repeat.count=2", "--set", "repeat.drop_caches=true",
+            "--set", f"results_dir={tmp_path}")
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    agg = [r for r in rows if r["metric"] == "aggregate_iops"]
+    assert sorted((r["env"], r["repeat"]) for r in agg) == [("physical", 0), ("physical", 1), ("virtual", 0),
+                                                            ("virtual", 1)]
+    assert all(r["drop_caches"] is True for r in rows)
+    assert (run / "raw" / "virtual-n1" / "vtb-ci-vm0.r1.json").exists()
+    assert "±" in (run / "summary.txt").read_text()  # mean ± 95% CI over the repeats
+    out = harness("compare", str(run), run.name, "--set", f"results_dir={tmp_path}")
+    assert "0 regression(s)" in out.stdout
+    assert run.name in harness("runs", "--set", f"results_dir={tmp_path}").stdout
+
+
 def test_agent_timeout_names_the_vm(fleet):
     conn = libvirt.open("qemu:///system")
     try:

@@ -1,0 +1,66 @@
+"""`harness compare A B`: the same points in two runs (or a run and a stored baseline), the
+relative change of each metric, a permutation test, and a regression verdict."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.analysis.stats import change_p_value, summarize
+
+DERIVED = {"ve_pe_ratio"}          # follows from other metrics; compared through them
+
+
+def lower_is_better(metric: str) -> bool:
+    return metric.startswith("lat") or metric == "errors"
+
+
+def load_rows(source: Path) -> list[dict]:
+    """A run folder or a samples.jsonl file (a stored baseline is just a copy of one)."""
+    path = source / "samples.jsonl" if source.is_dir() else source
+    if not path.exists():
+        raise FileNotFoundError(f"{source}: no samples.jsonl (give a run folder, a run id or a samples.jsonl file)")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def key(row: dict) -> tuple | None:
+    """What makes two samples the same point: None for per-process rows of multi-VM points."""
+    if row.get("status") != "ok" or row["metric"] in DERIVED:
+        return None
+    if row.get("scope") != "aggregate" and "group" not in row:
+        return None
+    return (row["experiment"], row.get("group", ""), row["point"], row.get("backend", ""), row["env"], row["metric"])
+
+
+def values_by_key(rows: list[dict]) -> dict[tuple, list[float]]:
+    out: dict[tuple, list[float]] = {}
+    for r in rows:
+        k = key(r)
+        if k is not None:
+            out.setdefault(k, []).append(float(r["value"]))
+    return out
+
+
+@dataclass(frozen=True)
+class Change:
+    key: tuple
+    a: list[float]
+    b: list[float]
+    rel_change: float           # mean(b) / mean(a) - 1
+    p_value: float | None       # None when either side has a single value
+    regression: bool
+    improvement: bool
+
+
+def compare(a_rows: list[dict], b_rows: list[dict], alpha: float, min_change: float) -> tuple[list[Change], int]:
+    """(changes of the paired points, number of points found in only one of the runs)."""
+    a, b = values_by_key(a_rows), values_by_key(b_rows)
+    changes = []
+    for k in sorted(set(a) & set(b)):
+        ma, mb = summarize(a[k]).mean, summarize(b[k]).mean
+        rel = mb / ma - 1 if ma else float("inf")
+        p = change_p_value(a[k], b[k])
+        significant = p is not None and p < alpha and abs(rel) >= min_change
+        worse = rel > 0 if lower_is_better(k[-1]) else rel < 0
+        changes.append(Change(k, a[k], b[k], rel, p, significant and worse, significant and not worse))
+    return changes, len(set(a) ^ set(b))

@@ -1,0 +1,77 @@
+"""compare and the runs index on synthetic runs with a known change."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from harness.analysis.compare import compare, load_rows
+from harness.store import RunIndex, RunStore
+from harness.samples import Sample
+
+HARNESS = str(Path(sys.executable).parent / "harness")
+
+
+def write_run(root: Path, run_id: str, iops: list[float], lat: list[float]) -> Path:
+    store = RunStore(root, run_id)
+    meta = {"experiment": "vm-scaling", "point": "virtual-n1", "env": "virtual", "backend": "virtio-blk",
+            "scope": "aggregate"}
+    store.add([Sample("aggregate_iops", v, "IOPS", {**meta, "repeat": i}) for i, v in enumerate(iops)]
+              + [Sample("lat_mean", v, "us", {**meta, "repeat": i}) for i, v in enumerate(lat)]
+              + [Sample("ve_pe_ratio", 0.5, "ratio", meta)])
+    store.update_manifest(experiment="vm-scaling", status="completed", environment={"accel": "tcg"})
+    return store.dir
+
+
+def noisy(mean, n=6, seed=0):
+    return list(np.random.default_rng(seed).normal(mean, mean * 0.02, n))
+
+
+def test_planted_20_percent_drop_is_a_regression(tmp_path):
+    a = write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
+    b = write_run(tmp_path, "b", noisy(800, seed=3), noisy(100, seed=4))
+    changes, unpaired = compare(load_rows(a), load_rows(b), alpha=0.05, min_change=0.05)
+    by_metric = {c.key[-1]: c for c in changes}
+    assert unpaired == 0 and set(by_metric) == {"aggregate_iops", "lat_mean"}  # ratios are derived, not compared
+    assert by_metric["aggregate_iops"].regression and by_metric["aggregate_iops"].rel_change < -0.15
+    assert not by_metric["lat_mean"].regression and not by_metric["lat_mean"].improvement
+
+
+def test_no_change_and_small_change_are_not_regressions(tmp_path):
+    a = write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
+    b = write_run(tmp_path, "b", noisy(1000, seed=5), noisy(103, seed=6))
+    changes, _ = compare(load_rows(a), load_rows(b), alpha=0.05, min_change=0.05)
+    assert not any(c.regression for c in changes)
+
+
+def test_higher_latency_is_a_regression(tmp_path):
+    a = write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
+    b = write_run(tmp_path, "b", noisy(1000, seed=1), noisy(130, seed=7))
+    changes, _ = compare(load_rows(a), load_rows(b), alpha=0.05, min_change=0.05)
+    assert [c.key[-1] for c in changes if c.regression] == ["lat_mean"]
+
+
+def test_cli_exit_code_gates_on_regression_and_baseline_file(tmp_path):
+    a = write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
+    b = write_run(tmp_path, "b", noisy(800, seed=3), noisy(100, seed=4))
+    baseline = tmp_path / "baseline.jsonl"
+    baseline.write_text((a / "samples.jsonl").read_text())  # a stored baseline is a copy of a run's samples
+    env_args = ["--set", f"results_dir={tmp_path}"]
+    bad = subprocess.run([HARNESS, "compare", str(baseline), "b", *env_args], capture_output=True, text=True)
+    assert bad.returncode == 1 and "regression" in bad.stdout
+    good = subprocess.run([HARNESS, "compare", "a", str(a), *env_args], capture_output=True, text=True)
+    assert good.returncode == 0 and "0 regression(s)" in good.stdout
+    missing = subprocess.run([HARNESS, "compare", "nope", "a", *env_args], capture_output=True, text=True)
+    assert missing.returncode != 0 and "not a run folder" in missing.stderr + missing.stdout
+
+
+def test_runs_index(tmp_path):
+    write_run(tmp_path, "r1", [1.0], [1.0])
+    write_run(tmp_path, "r2", [1.0], [1.0])
+    index = RunIndex(tmp_path)
+    assert [r["run_id"] for r in index.list()] == ["r1", "r2"]
+    assert index.find("r2") == tmp_path / "r2" and index.find("r3") is None
+    index.path.unlink()
+    index.rebuild()
+    assert {r["status"] for r in index.list()} == {"completed"}
