@@ -199,7 +199,8 @@ def registry_help(name: str) -> str:
     return (_sys.modules[type(registry()[name]).__module__].__doc__ or name).strip().splitlines()[0]
 
 
-for _name, _section in (("latency", "latency"), ("iops", "iops"), ("bandwidth", "bandwidth"), ("backends", None)):
+for _name, _section in (("latency", "latency"), ("iops", "iops"), ("bandwidth", "bandwidth"),
+                       ("latency-curve", "latency_curve"), ("backends", None)):
     _sweep_command(_name, _section)
 
 

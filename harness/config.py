@@ -117,6 +117,7 @@ class FioJobConfig(Section):
     direct: bool = Field(True, description="O_DIRECT I/O")
     runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
     ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
+    rate_iops: int = Field(0, ge=0, description="fio rate limit in IOPS per job (0 = none)")
 
 
 class VmScalingConfig(Section):
@@ -177,6 +178,23 @@ class BandwidthConfig(_SweepSection):
     bs: str = Field("128k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
     numjobs: int = Field(4, ge=1, le=256, description="fio jobs")
     iodepth: int = Field(16, ge=1, le=4096, description="queue depth per job")
+
+
+class LatencyCurveConfig(_SweepSection):
+    rw: Literal["randread", "randwrite"] = Field("randread", description="access pattern")
+    bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
+    iodepth: int = Field(16, ge=1, le=4096, description="queue depth (enough to saturate)")
+    fractions: list[float] = Field([0.1, 0.25, 0.5, 0.75, 0.9, 1.0], min_length=2,
+                                   description="rate_iops steps as fractions of the unthrottled IOPS")
+    threshold_pct: float = Field(20, gt=0, description="mark where mean latency has grown this many % over "
+                                                       "its value at the lowest rate")
+
+    @field_validator("fractions")
+    @classmethod
+    def _fractions(cls, v: list[float]) -> list[float]:
+        if any(not 0 < f <= 1 for f in v):
+            raise ValueError("fractions must be in (0, 1]")
+        return sorted(v)
 
 
 class BackendsConfig(Section):
@@ -249,6 +267,7 @@ class Config(Section):
     latency: LatencyConfig = LatencyConfig()
     iops: IopsConfig = IopsConfig()
     bandwidth: BandwidthConfig = BandwidthConfig()
+    latency_curve: LatencyCurveConfig = LatencyCurveConfig()
     backends: BackendsConfig = BackendsConfig()
     mysql: MysqlConfig = MysqlConfig()
     repeat: RepeatConfig = RepeatConfig()

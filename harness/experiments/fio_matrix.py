@@ -95,28 +95,33 @@ class FioMatrix:
         tb.down(quiet=True)  # a sweep fleet left by a killed run
         try:
             record = tb.for_backend(runnable[0]).up()
-            for i, p in enumerate(points):
-                step(f"[physical {i + 1}/{len(points)}] {p.label}")
-                self._repeated(ctx, record, p, None, None)
+            self.sweep(ctx, lambda p: self._repeated(ctx, record, p, None, None), "physical")
             conn = libvirt.open(record.uri)
             try:
                 for b in runnable:
                     step(f"backend {b}: provisioning the sweep VM")
                     record = tb.for_backend(b).up()
-                    for i, p in enumerate(points):
-                        step(f"[{b} {i + 1}/{len(points)}] {p.label}")
-                        self._repeated(ctx, record, p, b, conn)
+                    self.sweep(ctx, lambda p: self._repeated(ctx, record, p, b, conn), b)
             finally:
                 conn.close()
         finally:
             step("tearing down the sweep fleet")
             tb.down(quiet=True)
 
+    def sweep(self, ctx: RunContext, measure, who: str) -> None:
+        """Measures this experiment's points in one environment; measure(point) returns the mean
+        headline value, or None when the point failed."""
+        points = self.points(ctx.cfg)
+        for i, p in enumerate(points):
+            step(f"[{who} {i + 1}/{len(points)}] {p.label}")
+            measure(p)
+
     def _repeated(self, ctx: RunContext, record: TestbedRecord, p: Point, backend: str | None,
-                  conn: libvirt.virConnect | None) -> None:
+                  conn: libvirt.virConnect | None) -> float | None:
         guests = [record.vms[0].name] if backend else []
-        repeats.repeat(ctx.cfg.repeat, lambda rep: self._measure(ctx, record, p, backend, conn, rep),
-                       before=lambda: repeats.drop_caches(conn, guests), what=p.label)
+        values = repeats.repeat(ctx.cfg.repeat, lambda rep: self._measure(ctx, record, p, backend, conn, rep),
+                                before=lambda: repeats.drop_caches(conn, guests), what=p.label)
+        return sum(values) / len(values) if values else None
 
     def _measure(self, ctx: RunContext, record: TestbedRecord, p: Point, backend: str | None,
                  conn: libvirt.virConnect | None, rep: int) -> float | None:
@@ -129,6 +134,7 @@ class FioMatrix:
                 "env": env, "vm_count": 1 if backend else 0, "scope": "vm" if backend else "slot",
                 "vm": vm.name if backend else "host-slot0", **disk_meta, "rw": p.job.rw, "bs": p.job.bs,
                 "iodepth": p.job.iodepth, "numjobs": p.job.numjobs, "ioengine": p.job.ioengine,
+                "rate_iops": p.job.rate_iops,
                 "direct": p.job.direct, "runtime_s": p.job.runtime_s, "ramp_s": p.job.ramp_s,
                 "data_size_bytes": vm.slice_bytes, "device_kind": record.device_kind, "image": record.image,
                 "repeat": rep, "drop_caches": ctx.cfg.repeat.drop_caches, **ctx.environment}

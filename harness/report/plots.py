@@ -89,3 +89,21 @@ def mysql_axis(rows: list[dict], axis: str, path: Path, title: str) -> Path:
     ax.legend(fontsize=8)
     ax.set_title(title, fontsize=9)
     return _save(fig, path)
+
+
+def latency_curves(curves: dict[str, list[tuple[float, float]]], found: dict, path: Path, title: str) -> Path:
+    """Mean latency against achieved IOPS per environment, with each curve's knee marked."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for env, pts in sorted(curves.items(), key=lambda kv: kv[0] != "host"):
+        xs, ys = zip(*pts)
+        line, = ax.plot(xs, ys, "o-", label=env, color="black" if env == "host" else None)
+        f = found.get(env)
+        if f and f.knee_iops is not None:
+            ax.axvline(f.knee_iops, ls=":", color=line.get_color(), alpha=0.6)
+    ax.set_xlabel("achieved IOPS")
+    ax.set_ylabel("mean latency (us)")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, title="dotted: latency +threshold", title_fontsize=7)
+    ax.set_title(title, fontsize=9)
+    return _save(fig, path)

@@ -173,3 +173,33 @@ def print_mysql(rows: list[dict], accel: str) -> str:
                       _cell(r, "virtual_aggregate_tps", 1), _cell(r, "virtual_ve_pe_ratio", 3),
                       _cell(r, "physical_lat_p95", 2), _cell(r, "virtual_lat_p95", 2))
     return _render([table], [(r["point"], e) for r in rows for e in r["errors"]])
+
+
+def curve_points(samples: list[Sample], group: str) -> dict[str, list[tuple[float, float]]]:
+    """Per environment (host or backend): (achieved IOPS, mean latency) of each throttled point,
+    in increasing rate order, averaged over repeats."""
+    acc: dict[str, dict[str, dict[str, list]]] = {}
+    order: dict[str, int] = {}
+    for s in samples:
+        m = s.metadata
+        if m.get("group") != group or s.status != "ok" or m.get("rate_iops", 0) == 0:
+            continue
+        point = acc.setdefault(m["backend"], {}).setdefault(m["point"], {"iops": [], "lat_mean": []})
+        order.setdefault(m["point"], m["rate_iops"])
+        if s.metric in point:
+            point[s.metric].append(s.value)
+    return {env: [(summarize(p["iops"]).mean, summarize(p["lat_mean"]).mean)
+                  for _, p in sorted(points.items(), key=lambda kv: order[kv[0]]) if p["iops"] and p["lat_mean"]]
+            for env, points in acc.items()}
+
+
+def print_curves(found: dict, threshold_pct: float, accel: str) -> str:
+    table = Table(title=f"latency-curve (accel={accel}{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''})")
+    for col in ("env", "bound IOPS", "base lat us", f"knee (lat +{threshold_pct:g}%) IOPS", "IOPS at 95% bound",
+                "lat there us", "increase"):
+        table.add_column(col, justify="left" if col == "env" else "right")
+    for env, f in sorted(found.items(), key=lambda kv: kv[0] != "host"):
+        table.add_row(env, f"{f.bound_iops:,.0f}", f"{f.base_lat:,.1f}",
+                      "-" if f.knee_iops is None else f"{f.knee_iops:,.0f}", f"{f.iops_at_95:,.0f}",
+                      f"{f.lat_at_95:,.1f}", f"{f.increase_at_95:+.0%}")
+    return _render([table], [])

@@ -44,7 +44,8 @@ class FioResult:
 def job_env(job: FioJobConfig, *, offset: int, size: int) -> dict[str, str]:
     return {"FIO_OFFSET": str(offset), "FIO_SIZE": str(size), "FIO_RW": job.rw, "FIO_BS": job.bs,
             "FIO_IODEPTH": str(job.iodepth), "FIO_NUMJOBS": str(job.numjobs), "FIO_IOENGINE": job.ioengine,
-            "FIO_DIRECT": str(int(job.direct)), "FIO_RUNTIME": str(job.runtime_s), "FIO_RAMP": str(job.ramp_s)}
+            "FIO_DIRECT": str(int(job.direct)), "FIO_RUNTIME": str(job.runtime_s), "FIO_RAMP": str(job.ramp_s),
+            "FIO_RATE_IOPS": str(job.rate_iops)}
 
 
 def timeout_s(job: FioJobConfig) -> float:

@@ -95,3 +95,18 @@ def test_passthrough_block_on_a_loop_device(tmp_path, loop_device):
                    ("passthrough-block", "randread-qd1"), ("passthrough-block", "write-qd1")}
     assert {r["device_kind"] for r in rows(run)} == {"block"}
     assert gc.leftovers(SWEEP_PREFIX) == []
+
+
+def test_latency_curve(tmp_path):
+    harness("run", "latency-curve", "--backend", "virtio-blk", "--set", f"results_dir={tmp_path}",
+            "--set", "latency_curve.fractions=[0.25,1.0]", "--runtime", "1", "--ramp", "0")
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    lat = {(r["backend"], r["point"]): r for r in rows(run) if r["metric"] == "lat_mean" and r["status"] == "ok"}
+    assert set(lat) == {(b, p) for b in ("host", "virtio-blk") for p in ("unthrottled", "rate-25%", "rate-100%")}
+    unthrottled = {r["backend"]: r for r in rows(run) if r["metric"] == "iops" and r["point"] == "unthrottled"}
+    for b in ("host", "virtio-blk"):  # each environment's steps are fractions of its own bound
+        assert lat[(b, "rate-25%")]["rate_iops"] == int(unthrottled[b]["value"] * 0.25)
+    summary = (run / "summary.txt").read_text()
+    assert "IOPS at 95% bound" in summary and "virtio-blk" in summary
+    assert (run / "latency-curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert gc.leftovers(SWEEP_PREFIX) == []
