@@ -23,6 +23,7 @@ down:
 	scripts/libvirtd.sh stop
 
 test: bootstrap
+	scripts/host-packages.sh --test
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 bench: bootstrap

@@ -236,18 +236,9 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change) -> None:
     """Pair the same points of RUN_A (or a baseline samples.jsonl) and RUN_B; exit 1 on a regression."""
     from rich.table import Table
     from harness.analysis import compare as cmp
-    from harness.store import RunIndex
     cfg = load(config_path, overrides)
-
-    def resolve(arg: str) -> Path:
-        path = Path(arg)
-        found = path if path.exists() else (cfg.results_dir / arg if (cfg.results_dir / arg).exists()
-                                             else RunIndex(cfg.results_dir).find(arg))
-        if found is None:
-            raise click.ClickException(f"{arg}: not a run folder, a samples.jsonl file or a run id in "
-                                       f"{cfg.results_dir} (see `harness runs`)")
-        return found
-    changes, unpaired = cmp.compare(cmp.load_rows(resolve(run_a)), cmp.load_rows(resolve(run_b)), alpha, min_change)
+    changes, unpaired = cmp.compare(cmp.load_rows(resolve_run(cfg, run_a)), cmp.load_rows(resolve_run(cfg, run_b)),
+                                    alpha, min_change)
     table = Table(title=f"{run_b} against {run_a} (alpha={alpha}, min change={min_change:.0%})")
     for col in ("experiment", "point", "env/backend", "metric", "A", "B", "change", "p", "verdict"):
         table.add_column(col, justify="right" if col in ("A", "B", "change", "p") else "left")
@@ -268,6 +259,33 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change) -> None:
                      "; single measurements cannot be tested: set repeat.count >= 2"))
     if regressions:
         sys.exit(1)
+
+
+@cli.command()
+@with_config
+@click.argument("run_ids", nargs=-1, required=True)
+@click.option("--out", type=click.Path(path_type=Path), help="Where to write (default: report.html in the first run).")
+def report(config_path, overrides, run_ids, out) -> None:
+    """One self-contained HTML report of one or more runs."""
+    from harness.report import html as html_report
+    from harness.store import write_atomic
+    cfg = load(config_path, overrides)
+    runs = [resolve_run(cfg, r) for r in run_ids]
+    path = out or runs[0] / "report.html"
+    write_atomic(path, html_report.render(runs))
+    console.print(f"report: {path}")
+
+
+def resolve_run(cfg, arg: str) -> Path:
+    """A run folder, a samples.jsonl file, or a run id in the results folder."""
+    from harness.store import RunIndex
+    path = Path(arg)
+    found = path if path.exists() else (cfg.results_dir / arg if (cfg.results_dir / arg).exists()
+                                         else RunIndex(cfg.results_dir).find(arg))
+    if found is None:
+        raise click.ClickException(f"{arg}: not a run folder, a samples.jsonl file or a run id in "
+                                   f"{cfg.results_dir} (see `harness runs`)")
+    return found
 
 
 @cli.command()

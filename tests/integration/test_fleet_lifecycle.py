@@ -171,6 +171,24 @@ def test_repeats_and_compare(fleet, tmp_path):
     assert "0 regression(s)" in out.stdout
     assert run.name in harness("runs", "--set", f"results_dir={tmp_path}").stdout
 
+    # The HTML report, rendered for real in headless Chromium: plots decode, no console errors.
+    harness("report", run.name, "--set", f"results_dir={tmp_path}")
+    page = run / "report.html"
+    text = page.read_text()
+    assert "Physical against virtual" in text and "data:image/png;base64," in text and "±" in text
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0"]
+    shot = tmp_path / "report.png"
+    out = subprocess.run(["chromium", *flags, f"--user-data-dir={tmp_path / 'c1'}", f"--screenshot={shot}",
+                          "--window-size=1200,1600", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert shot.stat().st_size > 20000
+    dom = subprocess.run(["chromium", *flags, f"--user-data-dir={tmp_path / 'c2'}", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert 'data-plots-ok="true"' in dom.stdout
+    console_errors = [l for l in (out.stderr + dom.stderr).splitlines() if "CONSOLE" in l]
+    assert console_errors == []
+
 
 def test_agent_timeout_names_the_vm(fleet):
     conn = libvirt.open("qemu:///system")

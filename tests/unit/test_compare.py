@@ -75,3 +75,19 @@ def test_runs_index(tmp_path):
     index.path.unlink()
     index.rebuild()
     assert {r["status"] for r in index.list()} == {"completed"}
+
+
+def test_html_report_lists_failures_skips_and_the_pe_ve_table(tmp_path):
+    from harness.report.html import render
+    run = write_run(tmp_path, "r", [900.0, 1100.0], [100.0, 110.0])
+    store_rows = (run / "samples.jsonl").read_text()
+    failed = {"metric": "aggregate_iops", "value": None, "status": "failed", "error": "vm0: fio exited 1",
+              "experiment": "vm-scaling", "point": "virtual-n2", "env": "virtual", "scope": "aggregate"}
+    (run / "samples.jsonl").write_text(store_rows + json.dumps(failed) + "\n")
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["skipped"] = {"4": "exceeds fleet size"}
+    (run / "run.json").write_text(json.dumps(manifest))
+    page = render([run])
+    assert "vm0: fio exited 1" in page and "exceeds fleet size" in page
+    assert "1,000.0 ±" in page  # mean and CI of the two repeats
+    assert "emulated CPU" in page  # accel=tcg is called out

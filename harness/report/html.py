@@ -1,0 +1,113 @@
+"""`harness report RUN [RUN...]`: one self-contained HTML page (styles inline, plots embedded) with,
+per run: the physical-vs-virtual comparison on top, the summary tables, every plot, failures and
+skipped items with their reasons, the environment and the full config."""
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+from harness.analysis.stats import summarize
+
+HEADLINE = {"vm-scaling": "aggregate_iops", "mysql": "aggregate_tps", "latency": "lat_mean", "iops": "iops",
+            "bandwidth": "bw", "latency-curve": "lat_mean"}
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}
+pre{background:#f8f8f8;padding:1em;overflow-x:auto;font-size:.8em}img{max-width:100%;border:1px solid #eee;margin:.5em 0}
+.warn{background:#fff4e5;border-left:4px solid #f90;padding:.5em 1em}.fail{color:#b00}"""
+
+# Marks the page once every plot has decoded, and reports a broken one on the console.
+CHECK = """window.addEventListener('load',function(){var imgs=document.images,ok=true;
+for(var i=0;i<imgs.length;i++){if(!imgs[i].complete||imgs[i].naturalWidth===0){ok=false;
+console.error('plot failed to render: '+imgs[i].alt);}}document.body.setAttribute('data-plots-ok',String(ok));});"""
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+def _headline_key(row: dict) -> tuple | None:
+    exp = row.get("experiment")
+    metric = HEADLINE.get(row.get("group") or exp)
+    if row.get("status") != "ok" or row.get("metric") != metric:
+        return None
+    if row.get("scope") != "aggregate" and "group" not in row:
+        return None
+    where = row.get("backend", "") if row["env"] == "virtual" else "host"
+    return (exp, row.get("group", ""), row["point"], where, metric)
+
+
+def pe_ve_table(rows: list[dict]) -> str:
+    cells: dict[tuple, dict[str, list[float]]] = {}
+    envs: list[str] = []
+    for r in rows:
+        k = _headline_key(r)
+        if k is None:
+            continue
+        exp, group, point, where, metric = k
+        point_key = (exp, group, point.replace("virtual-", "").replace("physical-", ""), metric)
+        cells.setdefault(point_key, {}).setdefault(where, []).append(r["value"])
+        if where not in envs:
+            envs.append(where)
+    if not cells:
+        return "<p>No measured points.</p>"
+    envs = ["host"] + sorted(e for e in envs if e != "host")
+    head = "".join(f"<th>{_e(e)}</th>" for e in envs)
+    body = []
+    for (exp, group, point, metric), by_env in cells.items():
+        host = summarize(by_env["host"]).mean if "host" in by_env else None
+        tds = []
+        for env in envs:
+            if env not in by_env:
+                tds.append("<td>-</td>")
+                continue
+            st = summarize(by_env[env])
+            ci = f" ±{st.ci95:,.1f} (CV {st.cv:.0%})" if st.ci95 is not None else ""
+            ratio = f" <small>({st.mean / host:.2f}x)</small>" if host and env != "host" else ""
+            tds.append(f"<td>{st.mean:,.1f}{ci}{ratio}</td>")
+        name = f"{exp} {group} {point}" if group and group != exp else f"{exp} {point}"
+        body.append(f"<tr><td>{_e(name)} <small>{_e(metric)}</small></td>{''.join(tds)}</tr>")
+    return (f"<table><tr><th>point (metric)</th>{head}</tr>{''.join(body)}</table>"
+            "<p><small>Mean over repeats ± 95% CI (Student t) and CV where repeated; (x) = virtual / physical.</small></p>")
+
+
+def run_section(run: Path) -> str:
+    manifest = json.loads((run / "run.json").read_text())
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()] \
+        if (run / "samples.jsonl").exists() else []
+    env = manifest.get("environment") or {}
+    parts = [f"<h2>{_e(manifest['run_id'])}: {_e(manifest.get('experiment'))} "
+             f"<small>({_e(manifest.get('status'))})</small></h2>"]
+    if env.get("accel") == "tcg":
+        parts.append("<p class=warn>accel=tcg: these numbers describe an emulated CPU, not storage performance; "
+                     "compare them only within this run.</p>")
+    parts += ["<h3>Physical against virtual</h3>", pe_ve_table(rows)]
+    failures = [r for r in rows if r.get("status") != "ok"]
+    skipped = manifest.get("skipped") or {}
+    if failures or skipped:
+        parts.append("<h3>Failures and skipped</h3><ul>")
+        parts += [f"<li class=fail>{_e(r.get('point'))} ({_e(r.get('env'))} {_e(r.get('backend', ''))}): "
+                  f"{_e(r.get('error'))}</li>" for r in failures]
+        parts += [f"<li>skipped {_e(k)}: {_e(v)}</li>" for k, v in skipped.items()]
+        parts.append("</ul>")
+    if (run / "summary.txt").exists():
+        parts.append(f"<h3>Summary</h3><pre>{_e((run / 'summary.txt').read_text())}</pre>")
+    for png in sorted(run.glob("*.png")):
+        data = base64.b64encode(png.read_bytes()).decode()
+        parts.append(f"<figure><img alt='{_e(png.name)}' src='data:image/png;base64,{data}'>"
+                     f"<figcaption>{_e(png.name)}</figcaption></figure>")
+    parts.append("<h3>Environment</h3><table>" + "".join(
+        f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in env.items()) + "</table>")
+    parts.append(f"<details><summary>Configuration</summary><pre>{_e(json.dumps(manifest.get('config'), indent=2))}"
+                 f"</pre></details>")
+    return "\n".join(parts)
+
+
+def render(runs: list[Path]) -> str:
+    body = "\n".join(run_section(r) for r in runs)
+    title = "vtb report: " + ", ".join(r.name for r in runs)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{STYLE}</style>"
+            f"</head><body><h1>{_e(title)}</h1>{body}<script>{CHECK}</script></body></html>")
