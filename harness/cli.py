@@ -276,6 +276,47 @@ def report(config_path, overrides, run_ids, out) -> None:
     console.print(f"report: {path}")
 
 
+@cli.command()
+@with_config
+@click.argument("run_id")
+@click.option("--metric", required=True, help="The metric to model, e.g. iops, aggregate_iops, lat_mean, aggregate_tps.")
+@click.option("--at", "at", multiple=True, metavar="FACTOR=VALUE",
+              help="The point to predict, e.g. --at iodepth=64 --at bs=8k --at backend=nvme.")
+def predict(config_path, overrides, run_id, metric, at) -> None:
+    """Fit a model of METRIC over the run's swept factors; predict a point; flag anomalies."""
+    from rich.table import Table
+    from harness.analysis import compare as cmp, model as mdl
+    cfg = load(config_path, overrides)
+    rows = cmp.load_rows(resolve_run(cfg, run_id))
+    try:
+        m = mdl.fit(rows, metric)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    held_out = "n/a (too few points)" if m.loo_mape is None else f"{m.loo_mape:.1%}"
+    console.print(f"model of log({metric}) over log({', '.join(m.numeric) or '-'}) and "
+                  f"{', '.join(m.levels) or 'no categorical factor'}: R² {m.r2:.3f}, leave-one-out error {held_out}")
+    names = ["intercept", *(f"log {n}" for n in m.numeric),
+             *(f"{c}={lv}" for c, levels in m.levels.items() for lv in levels[1:])]
+    console.print("coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(names, m.coef)))
+    flagged = mdl.anomalies(m, rows)
+    if flagged:
+        table = Table(title="anomalies: measured points far from the model")
+        for col in ("point", "measured", "predicted"):
+            table.add_column(col)
+        for o, pred in flagged:
+            table.add_row(", ".join(f"{k}={v}" for k, v in o.items() if k != "y"), f"{o['y']:,.1f}", f"{pred:,.1f}")
+        console.print(table)
+    if at:
+        point = {}
+        for item in at:
+            k, _, v = item.partition("=")
+            point["bs_bytes" if k == "bs" else k] = mdl.bs_bytes(v) if k == "bs" else v
+        try:
+            console.print(f"predicted {metric} at {', '.join(at)}: {m.predict(point):,.1f}")
+        except ValueError as e:
+            raise click.ClickException(str(e)) from None
+
+
 def resolve_run(cfg, arg: str) -> Path:
     """A run folder, a samples.jsonl file, or a run id in the results folder."""
     from harness.store import RunIndex

@@ -110,6 +110,9 @@ def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
     assert sorted(r["vm_count"] for r in ratios) == [1, 2]
     assert (run / "vm-scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "virt/phys" in (run / "summary.txt").read_text()
+    # a model over the swept factors (VM count, physical/virtual) predicts a point not measured
+    out = harness("predict", str(run), "--metric", "aggregate_iops", "--at", "vm_count=3", "--at", "env=virtual")
+    assert "R²" in out.stdout and "predicted aggregate_iops at vm_count=3, env=virtual" in out.stdout
 
 
 MYSQL_SMALL = ["--set", "mysql.tables=2", "--set", "mysql.table_size=2000", "--threads", "4", "--runtime", "3"]
