@@ -200,7 +200,7 @@ def registry_help(name: str) -> str:
 
 
 for _name, _section in (("latency", "latency"), ("iops", "iops"), ("bandwidth", "bandwidth"),
-                       ("latency-curve", "latency_curve"), ("backends", None)):
+                       ("latency-curve", "latency_curve"), ("breakdown", "breakdown"), ("backends", None)):
     _sweep_command(_name, _section)
 
 

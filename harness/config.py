@@ -113,7 +113,7 @@ class FioJobConfig(Section):
     bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size, e.g. 4k or 128k")
     iodepth: int = Field(16, ge=1, le=4096, description="queue depth per fio job")
     numjobs: int = Field(1, ge=1, le=256, description="fio jobs per VM (and per host slot)")
-    ioengine: Literal["libaio", "io_uring", "psync"] = Field("libaio", description="fio ioengine")
+    ioengine: Literal["libaio", "io_uring", "psync", "null"] = Field("libaio", description="fio ioengine")
     direct: bool = Field(True, description="O_DIRECT I/O")
     runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
     ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
@@ -149,7 +149,7 @@ class _SweepSection(Section):
     _check_backends = field_validator("backends")(classmethod(lambda cls, v: _known_backends(v)))
 
     def job(self, **fields) -> FioJobConfig:
-        return FioJobConfig(runtime_s=self.runtime_s, ramp_s=self.ramp_s, ioengine=self.ioengine, **fields)
+        return FioJobConfig(**{"runtime_s": self.runtime_s, "ramp_s": self.ramp_s, "ioengine": self.ioengine, **fields})
 
 
 class LatencyConfig(_SweepSection):
@@ -195,6 +195,11 @@ class LatencyCurveConfig(_SweepSection):
         if any(not 0 < f <= 1 for f in v):
             raise ValueError("fractions must be in (0, 1]")
         return sorted(v)
+
+
+class BreakdownConfig(_SweepSection):
+    rw: Literal["randread", "randwrite"] = Field("randread", description="access pattern (QD1)")
+    bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
 
 
 class BackendsConfig(Section):
@@ -268,6 +273,7 @@ class Config(Section):
     iops: IopsConfig = IopsConfig()
     bandwidth: BandwidthConfig = BandwidthConfig()
     latency_curve: LatencyCurveConfig = LatencyCurveConfig()
+    breakdown: BreakdownConfig = BreakdownConfig()
     backends: BackendsConfig = BackendsConfig()
     mysql: MysqlConfig = MysqlConfig()
     repeat: RepeatConfig = RepeatConfig()

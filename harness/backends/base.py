@@ -67,6 +67,7 @@ class Backend:
     name: ClassVar[str]
     options: ClassVar[frozenset[str]]   # DiskConfig fields this backend honours
     summary: ClassVar[str] = ""
+    diagnostic: ClassVar[bool] = False  # a measuring aid, not a way to serve disks (left out of "all")
 
     def check(self, disk) -> str | None:
         """A config the backend cannot honour (beyond unsupported options), as one sentence."""

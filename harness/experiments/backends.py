@@ -10,7 +10,7 @@ class Backends(FioMatrix):
     groups = ("latency", "iops", "bandwidth")
 
     def backend_names(self, cfg: Config) -> list[str]:
-        return cfg.backends.backends or list(backends.all_backends())
+        return cfg.backends.backends or [n for n, b in backends.all_backends().items() if not b.diagnostic]
 
 
 EXPERIMENT = Backends()

@@ -107,3 +107,19 @@ def latency_curves(curves: dict[str, list[tuple[float, float]]], found: dict, pa
     ax.legend(fontsize=8, title="dotted: latency +threshold", title_fontsize=7)
     ax.set_title(title, fontsize=9)
     return _save(fig, path)
+
+
+def stacked_layers(per_backend: dict[str, dict[str, float]], path: Path, title: str) -> Path:
+    """One stacked bar per backend, a segment per layer (negative differences drawn as zero)."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(per_backend) + 3), 4.5))
+    names = list(per_backend)
+    bottom = [0.0] * len(names)
+    for layer in next(iter(per_backend.values())):
+        heights = [max(0.0, per_backend[b][layer]) for b in names]
+        ax.bar(names, heights, bottom=bottom, label=layer)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.set_ylabel("mean latency (us)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.set_title(title, fontsize=9)
+    return _save(fig, path)

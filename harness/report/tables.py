@@ -203,3 +203,25 @@ def print_curves(found: dict, threshold_pct: float, accel: str) -> str:
                       "-" if f.knee_iops is None else f"{f.knee_iops:,.0f}", f"{f.iops_at_95:,.0f}",
                       f"{f.lat_at_95:,.1f}", f"{f.increase_at_95:+.0%}")
     return _render([table], [])
+
+
+def values_of(samples: list[Sample], group: str, metric: str) -> dict[tuple[str, str], list[float]]:
+    """(backend or host, point) -> the metric's values over repeats, for one group."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for s in samples:
+        if s.metadata.get("group") == group and s.metric == metric and s.status == "ok":
+            out.setdefault((s.metadata["backend"], s.metadata["point"]), []).append(s.value)
+    return out
+
+
+def print_layers(per_backend: dict[str, dict[str, float]], accel: str) -> str:
+    table = Table(title=f"latency by layer, us and share of the backend's total (accel={accel}"
+                        f"{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''})")
+    layers = list(next(iter(per_backend.values())))
+    table.add_column("layer", justify="left")
+    for b in per_backend:
+        table.add_column(b, justify="right")
+    for layer in layers:
+        table.add_row(layer, *(f"{v[layer]:,.1f} ({v[layer] / sum(v.values()):.0%})" for v in per_backend.values()))
+    table.add_row("total", *(f"{sum(v.values()):,.1f}" for v in per_backend.values()))
+    return _render([table], [])

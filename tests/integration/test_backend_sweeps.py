@@ -110,3 +110,16 @@ def test_latency_curve(tmp_path):
     assert "IOPS at 95% bound" in summary and "virtio-blk" in summary
     assert (run / "latency-curve.png").read_bytes()[:4] == b"\x89PNG"
     assert gc.leftovers(SWEEP_PREFIX) == []
+
+
+def test_breakdown(tmp_path):
+    harness("run", "breakdown", "--backend", "virtio-blk", "--set", f"results_dir={tmp_path}",
+            "--runtime", "1", "--ramp", "0")
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    got = {(r["backend"], r["point"]) for r in rows(run) if r["metric"] == "lat_mean" and r["status"] == "ok"}
+    assert got == {("host", "device"), ("host", "fio-null"), ("null", "device"), ("null", "fio-null"),
+                   ("virtio-blk", "device")}
+    summary = (run / "summary.txt").read_text()
+    assert "virtualization" in summary and "Method and limits" in summary
+    assert (run / "breakdown.png").read_bytes()[:4] == b"\x89PNG"
+    assert gc.leftovers(SWEEP_PREFIX) == []

@@ -27,7 +27,8 @@ def parse(attachment):
 
 def test_registry_has_every_backend():
     assert set(backends.all_backends()) == {"virtio-blk", "virtio-scsi", "vhost-user-blk-qsd",
-                                            "vhost-user-blk-spdk", "nvme", "passthrough-block", "vfio"}
+                                            "vhost-user-blk-spdk", "nvme", "passthrough-block", "vfio", "null"}
+    assert [n for n, b in backends.all_backends().items() if b.diagnostic] == ["null"]
 
 
 def test_virtio_blk_slice_of_a_file_volume(tmp_path):

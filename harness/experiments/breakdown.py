@@ -1,0 +1,58 @@
+"""`harness run breakdown`: QD1 4 KiB latency decomposed by layer for each backend, as in the
+latency-breakdown figure of the PE/VE study; a stacked bar per backend. Config section [breakdown].
+Method and limits: harness/analysis/breakdown.py (also printed in the run's summary)."""
+from __future__ import annotations
+
+from harness.analysis import breakdown
+from harness.analysis.stats import summarize
+from harness.config import Config
+from harness.console import step
+from harness.experiments import RunContext
+from harness.experiments.fio_matrix import FioMatrix, Point
+from harness.report import plots, tables
+from harness.store import write_atomic
+
+GROUP = "breakdown"
+
+
+class Breakdown(FioMatrix):
+    name = "breakdown"
+    groups = (GROUP,)
+
+    def backend_names(self, cfg: Config) -> list[str]:
+        return [b for b in (cfg.breakdown.backends or [cfg.disk.backend]) if b != "null"] + ["null"]
+
+    def points(self, cfg: Config) -> list[Point]:
+        c = cfg.breakdown
+        return [Point(GROUP, "device", c.job(rw=c.rw, bs=c.bs, iodepth=1), "lat_mean", True),
+                Point(GROUP, "fio-null", c.job(rw=c.rw, bs=c.bs, iodepth=1, ioengine="null", direct=False),
+                      "lat_mean", True)]
+
+    def sweep(self, ctx: RunContext, measure, who: str) -> None:
+        device, fio_null = self.points(ctx.cfg)
+        for p in (device, fio_null) if who in ("physical", "null") else (device,):
+            step(f"[{who}] {p.label}")
+            measure(p)
+
+    def summarize(self, ctx: RunContext) -> None:
+        lat: dict[tuple[str, str], float] = {}
+        for (b, point), values in tables.values_of(ctx.store.samples, GROUP, "lat_mean").items():
+            lat[(b, point)] = summarize(values).mean
+        needed = [("host", "fio-null"), ("host", "device"), ("null", "fio-null"), ("null", "device")]
+        if any(k not in lat for k in needed):
+            return
+        host_null, host_dev, guest_null, null_disk = (lat[k] for k in needed)
+        per_backend = {b: breakdown.layers(host_null, host_dev, guest_null, null_disk, lat[(b, "device")])
+                       for (b, point) in lat if point == "device" and b not in ("host", "null")}
+        if not per_backend:
+            return
+        accel = ctx.environment["accel"]
+        png = plots.stacked_layers(per_backend, ctx.store.dir / "breakdown.png",
+                                   title=f"QD1 {ctx.cfg.breakdown.rw} {ctx.cfg.breakdown.bs} latency by layer "
+                                         f"(accel={accel}{', not performance numbers' if accel == 'tcg' else ''})")
+        step(f"plot: {png}")
+        write_atomic(ctx.store.dir / "summary.txt",
+                     tables.print_layers(per_backend, accel) + "\nMethod and limits:\n" + breakdown.__doc__)
+
+
+EXPERIMENT = Breakdown()
