@@ -43,7 +43,7 @@ def test_backends_against_the_host(tmp_path):
     wanted = ["virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vfio", "vhost-user-blk-spdk"]
     out = harness("run", "backends", "--set", f"results_dir={tmp_path}", "--set",
                   f"backends.backends={json.dumps(wanted)}", *SMALL)
-    (run,) = list(tmp_path.iterdir())
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     manifest = json.loads((run / "run.json").read_text())
     assert manifest["status"] == "completed"
     skipped = manifest["skipped"]
@@ -66,7 +66,7 @@ def test_backends_against_the_host(tmp_path):
 def test_nvme_latency(tmp_path):
     harness("run", "latency", "--backend", "nvme", "--set", f"results_dir={tmp_path}",
             "--set", 'latency.patterns=["randread","randwrite"]', "--runtime", "1", "--ramp", "0")
-    (run,) = list(tmp_path.iterdir())
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     got = {(r["backend"], r["point"]) for r in rows(run) if r["metric"] == "lat_p999" and r["status"] == "ok"}
     assert got == {(b, p) for b in ("host", "nvme") for p in ("randread-qd1", "randwrite-qd1")}
     assert gc.leftovers(SWEEP_PREFIX) == []
@@ -89,7 +89,7 @@ def test_passthrough_block_on_a_loop_device(tmp_path, loop_device):
             "--set", "fleet.vms=1",
             "--set", f"results_dir={results}", "--set", 'latency.patterns=["randread","write"]',
             "--runtime", "1", "--ramp", "0")
-    (run,) = list(results.iterdir())
+    (run,) = [p for p in results.iterdir() if p.is_dir()]
     got = {(r["backend"], r["point"]) for r in rows(run) if r["metric"] == "lat_mean" and r["status"] == "ok"}
     assert got == {("host", "randread-qd1"), ("host", "write-qd1"),
                    ("passthrough-block", "randread-qd1"), ("passthrough-block", "write-qd1")}

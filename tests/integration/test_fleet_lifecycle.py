@@ -87,7 +87,7 @@ def test_bad_backend_input_changes_nothing(fleet, tmp_path):
 def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
     out = harness("run", "vm-scaling", "--set", f"results_dir={tmp_path}")
     assert "skipped" in out.stdout  # 4 VMs > fleet of 2
-    (run,) = list(tmp_path.iterdir())
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     manifest = json.loads((run / "run.json").read_text())
     assert manifest["status"] == "completed"
     assert manifest["skipped"] == {"4": "exceeds fleet size"}
@@ -121,7 +121,7 @@ MYSQL_SMALL = ["--set", "mysql.tables=2", "--set", "mysql.table_size=2000", "--t
 def test_mysql_physical_and_virtual(fleet, tmp_path):
     harness("run", "mysql", "--tests", "oltp_read_only,oltp_read_write", "--vm-counts", "1,2",
             "--set", f"results_dir={tmp_path}", *MYSQL_SMALL)
-    (run,) = list(tmp_path.iterdir())
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert json.loads((run / "run.json").read_text())["status"] == "completed"
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     agg = {(r["point"], r["env"]): r["value"] for r in rows if r["metric"] == "aggregate_tps"}
@@ -142,7 +142,7 @@ def test_mysql_physical_and_virtual(fleet, tmp_path):
 def test_mysql_data_that_does_not_fit_fails_clearly(fleet, tmp_path):
     harness("run", "mysql", "--tests", "oltp_read_only", "--set", f"results_dir={tmp_path}",
             "--set", "mysql.tables=1", "--set", "mysql.table_size=1000000", "--runtime", "1")
-    (run,) = list(tmp_path.iterdir())
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     assert {r["env"] for r in rows} == {"physical", "virtual"}
     assert all(r["status"] == "failed" and "does not fit the disk" in r["error"] and r["value"] is None
@@ -210,7 +210,7 @@ def test_vm_scaling_with_another_backend_reprovisions(fleet, tmp_path):
     out = harness("run", "vm-scaling", "--backend", "vhost-user-blk-qsd", "--vm-counts", "2",
                   "--set", f"results_dir={tmp_path}")
     assert "re-provisioning" in out.stdout
-    (run,) = list(tmp_path.iterdir())
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     assert {r["backend"] for r in rows} == {"vhost-user-blk-qsd"} and all(r["status"] == "ok" for r in rows)
     assert {r["vm"] for r in rows if r["env"] == "virtual" and r["scope"] == "vm"} == {"vtb-ci-vm0", "vtb-ci-vm1"}
@@ -227,7 +227,7 @@ def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     time.sleep(3)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    (run,) = list(tmp_path.iterdir())
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert json.loads((run / "run.json").read_text())["status"] == "running"  # never claims completion
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     assert {r["point"] for r in rows} == {"physical-n1"}  # whole points only
