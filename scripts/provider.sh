@@ -14,11 +14,24 @@ bin=$mirror/registry.terraform.io/dmacvicar/libvirt/$PROVIDER_VERSION/linux_amd6
 mkdir -p "$CACHE/terraform"
 ln -sfn "$key" "$CACHE/terraform/current"
 
+GO_TOOLCHAIN=go1.23.1   # the provider's go.mod asks for Go 1.23
 need_go() {
   command -v go >/dev/null || { [ -x /usr/local/go/bin/go ] && export PATH=$PATH:/usr/local/go/bin; }
-  command -v go >/dev/null || {
-    echo "error: Go is needed to build terraform-provider-libvirt v$PROVIDER_VERSION (install golang-go or Go >= 1.21)" >&2
-    exit 1; }
+  command -v go >/dev/null && return 0
+  # No Go on this machine: fetch the official toolchain from the Go module proxy (it serves
+  # golang.org/toolchain as a module zip), into the cache.
+  local dir=$CACHE/go/$GO_TOOLCHAIN
+  if [ ! -x "$dir/bin/go" ]; then
+    echo "go: not found; fetching $GO_TOOLCHAIN from the Go module proxy"
+    local zip
+    zip=$(mktemp --suffix=.zip)
+    curl -fsSL -o "$zip" "${GOPROXY_URL:-https://proxy.golang.org}/golang.org/toolchain/@v/v0.0.1-$GO_TOOLCHAIN.linux-amd64.zip" \
+      || { echo "error: cannot fetch Go from the module proxy; install Go >= 1.23 and retry" >&2; exit 1; }
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp" && unzip -q "$zip" -d "$dir.tmp" && rm -f "$zip"
+    mv "$dir.tmp/golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.linux-amd64" "$dir" && rm -rf "$dir.tmp"
+    chmod +x "$dir"/bin/* "$dir"/pkg/tool/*/* 2>/dev/null || true
+  fi
+  export PATH=$dir/bin:$PATH GOTOOLCHAIN=local
 }
 
 # Builds module@version from the module proxy. `go install` refuses modules with replace
