@@ -9,6 +9,7 @@ import libvirt
 from rich.table import Table
 
 from harness import accel, paths
+from harness.environment import libvirt_version
 from harness.config import Config
 from harness.console import console
 
@@ -16,9 +17,8 @@ from harness.console import console
 def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     out = []
     try:
-        conn = libvirt.open(paths.LIBVIRT_URI)
-        out.append(("libvirtd", True, f"{paths.LIBVIRT_URI}, libvirt {conn.getLibVersion()}"))
-        conn.close()
+        libvirt.open(paths.LIBVIRT_URI).close()
+        out.append(("libvirtd", True, f"{paths.LIBVIRT_URI}, libvirt {libvirt_version(paths.LIBVIRT_URI)}"))
     except libvirt.libvirtError as e:
         out.append(("libvirtd", False, f"not reachable ({e.get_error_message()}); run `make testbed up`"))
     kernel = paths.IMAGE_DIR / "vmlinuz"
@@ -30,10 +30,12 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     md = Path("/proc/mdstat").exists()
     out.append(("host md (software RAID)", md, "available" if md else
                 "the host kernel has no md; RAID experiments need a nested host (not built yet)"))
-    for tool, why in (("qemu-system-x86_64", "runs the guests"), ("qemu-storage-daemon", "vhost-user-blk backend"),
-                      ("fio", "the physical baseline"), ("mdadm", "host RAID arrays")):
+    for tool, why, fix in (("qemu-system-x86_64", "runs the guests", "run `make testbed up`"),
+                           ("qemu-storage-daemon", "vhost-user-blk backend", "run `make testbed up`"),
+                           ("fio", "the physical baseline", "run `make testbed up`"),
+                           ("mdadm", "host RAID arrays, not used yet", "apt install mdadm")):
         path = shutil.which(tool)
-        out.append((tool, path is not None, path or f"missing ({why}); run `make testbed up`"))
+        out.append((tool, path is not None, path or f"missing ({why}); {fix}"))
     image = paths.IMAGE_DIR / "rootfs.qcow2"
     out.append(("guest image", image.exists(), str(image.resolve()) if image.exists() else
                 "not built; run `make testbed up`"))

@@ -25,7 +25,7 @@ def _cpu_model() -> str:
     return "unknown"
 
 
-def _libvirt_version(uri: str) -> str:
+def libvirt_version(uri: str) -> str:
     try:
         conn = libvirt.open(uri)
         v = conn.getLibVersion()
@@ -43,7 +43,7 @@ def collect(accel: dict, uri: str = paths.LIBVIRT_URI) -> dict:
         "accel_reason": accel["reason"],
         "host_kernel": os.uname().release,
         "qemu_version": _first_line(["qemu-system-x86_64", "--version"]).removeprefix("QEMU emulator version "),
-        "libvirt_version": _libvirt_version(uri),
+        "libvirt_version": libvirt_version(uri),
         "host_fio_version": _first_line(["fio", "--version"]),
         "cpu_model": _cpu_model(),
         "harness_rev": rev + ("-dirty" if dirty else ""),

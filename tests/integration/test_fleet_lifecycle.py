@@ -62,6 +62,13 @@ def test_up_provisions_the_fleet(fleet):
         assert f.read(1 << 20).count(0) < 1 << 16  # random data, not zeros
 
 
+def test_doctor_reports_the_host(fleet):
+    out = harness("doctor")
+    for check in ("libvirtd", "accelerator", "qemu-storage-daemon", "guest image", "terraform-provider-libvirt"):
+        assert check in out.stdout
+    assert "host md (software RAID)" in out.stdout
+
+
 def test_up_twice_changes_nothing(fleet):
     before = domain_ids()
     harness("testbed", "up")
