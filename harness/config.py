@@ -6,13 +6,35 @@ import os
 import stat
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness import paths
 
 FIX = "fix"  # key in a field's json_schema_extra: how to repair a bad value
+
+
+def _each(ok, message: str) -> AfterValidator:
+    """A list whose every element must pass `ok`; the message names the rule."""
+    def check(values: list) -> list:
+        if not all(ok(v) for v in values):
+            raise ValueError(message)
+        return values
+    return AfterValidator(check)
+
+
+def _known_backends(names: list[str]) -> list[str]:
+    from harness import backends
+    for n in names:
+        backends.get(n)  # raises ValueError naming the choices
+    return names
+
+
+BlockSize = Annotated[str, Field(pattern=r"^[1-9][0-9]*[kKmM]?$")]
+PositiveInts = Annotated[list[int], _each(lambda n: n >= 1, "every value must be >= 1")]
+VmCounts = Annotated[list[int], _each(lambda n: n >= 1, "every VM count must be >= 1")]
+BackendNames = Annotated[list[str], AfterValidator(_known_backends)]
 
 
 class ConfigError(Exception):
@@ -110,7 +132,7 @@ class DiskConfig(Section):
 class FioJobConfig(Section):
     rw: Literal["randread", "randwrite", "read", "write", "randrw", "rw"] = Field(
         "randread", description="fio access pattern")
-    bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size, e.g. 4k or 128k")
+    bs: BlockSize = Field("4k", description="block size, e.g. 4k or 128k")
     iodepth: int = Field(16, ge=1, le=4096, description="queue depth per fio job")
     numjobs: int = Field(1, ge=1, le=256, description="fio jobs per VM (and per host slot)")
     ioengine: Literal["libaio", "io_uring", "psync", "null"] = Field("libaio", description="fio ioengine")
@@ -121,32 +143,17 @@ class FioJobConfig(Section):
 
 
 class VmScalingConfig(Section):
-    vm_counts: list[int] = Field([1, 2, 4], min_length=1, description="VM counts to sweep; capped by fleet.vms")
+    vm_counts: Annotated[VmCounts, AfterValidator(lambda v: sorted(set(v)))] = Field(
+        [1, 2, 4], min_length=1, description="VM counts to sweep; capped by fleet.vms")
     job: FioJobConfig = FioJobConfig()
-
-    @field_validator("vm_counts")
-    @classmethod
-    def _positive(cls, v: list[int]) -> list[int]:
-        if any(n < 1 for n in v):
-            raise ValueError("every VM count must be >= 1")
-        return sorted(set(v))
-
-
-def _known_backends(names: list[str]) -> list[str]:
-    from harness import backends
-    for n in names:
-        backends.get(n)  # raises ValueError naming the choices
-    return names
 
 
 class _SweepSection(Section):
     """Shared by the experiments that compare backends against the host on one device."""
-    backends: list[str] = Field([], description="backends to compare; empty = disk.backend")
+    backends: BackendNames = Field([], description="backends to compare; empty = disk.backend")
     runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
     ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
     ioengine: Literal["libaio", "io_uring", "psync"] = Field("libaio", description="fio ioengine")
-
-    _check_backends = field_validator("backends")(classmethod(lambda cls, v: _known_backends(v)))
 
     def job(self, **fields) -> FioJobConfig:
         return FioJobConfig(**{"runtime_s": self.runtime_s, "ramp_s": self.ramp_s, "ioengine": self.ioengine, **fields})
@@ -155,96 +162,63 @@ class _SweepSection(Section):
 class LatencyConfig(_SweepSection):
     patterns: list[Literal["randread", "randwrite", "read", "write"]] = Field(
         ["randread", "randwrite", "read", "write"], min_length=1, description="access patterns at QD1")
-    bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
+    bs: BlockSize = Field("4k", description="block size")
 
 
 class IopsConfig(_SweepSection):
     rw: Literal["randread", "randwrite", "randrw"] = Field("randread", description="access pattern")
-    bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
-    numjobs: list[int] = Field([1, 4], min_length=1, description="fio jobs per point (swept)")
-    iodepth: list[int] = Field([16, 64], min_length=1, description="queue depth per job (swept)")
-
-    @field_validator("numjobs", "iodepth")
-    @classmethod
-    def _positive(cls, v: list[int]) -> list[int]:
-        if any(n < 1 for n in v):
-            raise ValueError("every value must be >= 1")
-        return v
+    bs: BlockSize = Field("4k", description="block size")
+    numjobs: PositiveInts = Field([1, 4], min_length=1, description="fio jobs per point (swept)")
+    iodepth: PositiveInts = Field([16, 64], min_length=1, description="queue depth per job (swept)")
 
 
 class BandwidthConfig(_SweepSection):
     patterns: list[Literal["read", "write"]] = Field(["read", "write"], min_length=1,
                                                      description="sequential patterns")
-    bs: str = Field("128k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
+    bs: BlockSize = Field("128k", description="block size")
     numjobs: int = Field(4, ge=1, le=256, description="fio jobs")
     iodepth: int = Field(16, ge=1, le=4096, description="queue depth per job")
 
 
 class LatencyCurveConfig(_SweepSection):
     rw: Literal["randread", "randwrite"] = Field("randread", description="access pattern")
-    bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
+    bs: BlockSize = Field("4k", description="block size")
     iodepth: int = Field(16, ge=1, le=4096, description="queue depth (enough to saturate)")
-    fractions: list[float] = Field([0.1, 0.25, 0.5, 0.75, 0.9, 1.0], min_length=2,
-                                   description="rate_iops steps as fractions of the unthrottled IOPS")
+    fractions: Annotated[list[float], _each(lambda f: 0 < f <= 1, "fractions must be in (0, 1]"),
+                         AfterValidator(sorted)] = Field(
+        [0.1, 0.25, 0.5, 0.75, 0.9, 1.0], min_length=2,
+        description="rate_iops steps as fractions of the unthrottled IOPS")
     threshold_pct: float = Field(20, gt=0, description="mark where mean latency has grown this many % over "
                                                        "its value at the lowest rate")
-
-    @field_validator("fractions")
-    @classmethod
-    def _fractions(cls, v: list[float]) -> list[float]:
-        if any(not 0 < f <= 1 for f in v):
-            raise ValueError("fractions must be in (0, 1]")
-        return sorted(v)
 
 
 class BreakdownConfig(_SweepSection):
     rw: Literal["randread", "randwrite"] = Field("randread", description="access pattern (QD1)")
-    bs: str = Field("4k", pattern=r"^[1-9][0-9]*[kKmM]?$", description="block size")
+    bs: BlockSize = Field("4k", description="block size")
 
 
 class BackendsConfig(Section):
-    backends: list[str] = Field([], description="backends for `harness run backends`; empty = every one")
-
-    _check_backends = field_validator("backends")(classmethod(lambda cls, v: _known_backends(v)))
+    backends: BackendNames = Field([], description="backends for `harness run backends`; empty = every one")
 
 
 class MysqlConfig(Section):
     """Sweeps one axis at a time around the base point (the first value of each list)."""
     tests: list[Literal["oltp_read_only", "oltp_write_only", "oltp_read_write"]] = Field(
         ["oltp_read_only", "oltp_read_write"], min_length=1, description="sysbench OLTP tests")
-    threads: list[int] = Field([16], min_length=1, description="sysbench client threads (1-64)")
+    threads: Annotated[list[int], _each(lambda t: 1 <= t <= 64, "client threads must be between 1 and 64")] = Field(
+        [16], min_length=1, description="sysbench client threads (1-64)")
     page_sizes: list[Literal["4k", "8k", "16k", "32k", "64k"]] = Field(["16k"], min_length=1,
                                                                         description="innodb_page_size values")
-    buffer_pool_fractions: list[float] = Field([0.1], min_length=1,
-                                               description="InnoDB buffer pool as a fraction of the data (0.03-0.5)")
+    buffer_pool_fractions: Annotated[list[float], _each(
+        lambda f: 0.03 <= f <= 0.5, "buffer pool fractions must be between 0.03 and 0.5 of the data size")] = Field(
+        [0.1], min_length=1, description="InnoDB buffer pool as a fraction of the data (0.03-0.5)")
     compression: list[Literal[0, 4, 8]] = Field([0], min_length=1,
                                                 description="ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE (0 = none)")
-    vm_counts: list[int] = Field([1], min_length=1, description="VMs sharing the device (aggregate TPS)")
+    vm_counts: VmCounts = Field([1], min_length=1, description="VMs sharing the device (aggregate TPS)")
     tables: int = Field(4, ge=1, le=1024, description="sysbench tables")
     table_size: int = Field(10000, ge=100, description="rows per table")
     runtime_s: int = Field(30, ge=1, le=86400, description="sysbench run seconds per point")
     filesystem: Literal["ext4", "xfs"] = Field("ext4", description="filesystem made on the data disk")
-
-    @field_validator("threads")
-    @classmethod
-    def _threads(cls, v: list[int]) -> list[int]:
-        if any(not 1 <= t <= 64 for t in v):
-            raise ValueError("client threads must be between 1 and 64")
-        return v
-
-    @field_validator("buffer_pool_fractions")
-    @classmethod
-    def _fractions(cls, v: list[float]) -> list[float]:
-        if any(not 0.03 <= f <= 0.5 for f in v):
-            raise ValueError("buffer pool fractions must be between 0.03 and 0.5 of the data size")
-        return v
-
-    @field_validator("vm_counts")
-    @classmethod
-    def _counts(cls, v: list[int]) -> list[int]:
-        if any(n < 1 for n in v):
-            raise ValueError("every VM count must be >= 1")
-        return v
 
 
 class RepeatConfig(Section):
