@@ -123,9 +123,9 @@ class Testbed:
         """The same fleet served by another backend (raises ConfigError if the options do not fit)."""
         return Testbed(self.cfg.model_copy(update={"disk": self.cfg.disk.with_backend(name)}), self.host)
 
-    def backend_verdict(self) -> str | None:
+    def backend_verdict(self, plan: HostPlan | None = None) -> str | None:
         """Why this host cannot serve the configured backend, or None."""
-        return backends.get(self.cfg.disk.backend).preflight(self.host, self.plan())
+        return backends.get(self.cfg.disk.backend).preflight(self.host, plan or self.plan())
 
     # --- lifecycle -------------------------------------------------------------------------
     def preflight(self) -> tuple[backends.Backend, HostPlan]:
@@ -141,7 +141,7 @@ class Testbed:
                                "Fix: run `make testbed up` (it starts libvirtd)") from None
         backend = backends.get(self.cfg.disk.backend)
         plan = self.plan()
-        if reason := self.backend_verdict():
+        if reason := self.backend_verdict(plan):
             raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
         return backend, plan
 

@@ -9,14 +9,10 @@ from dataclasses import dataclass
 from harness import paths
 from harness.agent import GuestAgent
 from harness.config import FioJobConfig
+from harness.workloads import guest_script
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
 GUEST_RUNNER = paths.GUEST_AGENTS / "run-fio.sh"
-
-
-def guest_script(runner) -> str:
-    """A runner with the disk finder in front: sent whole as `sh -c`, so nothing is installed in the guest."""
-    return 'locator=$1\n' + (paths.GUEST_AGENTS / "find-disk.sh").read_text() + runner.read_text()
 
 
 class FioError(RuntimeError):

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 
 from harness import paths
 from harness.agent import GuestAgent
-from harness.workloads.fio import guest_script
+from harness.workloads import guest_script
 
 RUNNER = paths.GUEST_AGENTS / "run-mysql.sh"
 ROW_BYTES = 250          # sysbench sbtest row plus its share of the indexes, for sizing only
