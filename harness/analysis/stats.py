@@ -19,10 +19,15 @@ class Summary:
     def rel_ci95(self) -> float | None:
         return None if self.ci95 is None or self.mean == 0 else self.ci95 / abs(self.mean)
 
-    def __str__(self) -> str:
+    def format(self, digits: int = 1) -> str:
+        """The mean, and over repeats ± the 95% CI half-width and the CV: how every table shows it."""
         if self.ci95 is None:
-            return f"{self.mean:,.1f}"
-        return f"{self.mean:,.1f} ± {self.ci95:,.1f} (CV {self.cv:.1%})"
+            return f"{self.mean:,.{digits}f}"
+        cv = f" (CV {self.cv:.0%})" if self.cv is not None else ""
+        return f"{self.mean:,.{digits}f} ±{self.ci95:,.{digits}f}{cv}"
+
+    def __str__(self) -> str:
+        return self.format()
 
 
 def summarize(values: list[float]) -> Summary:

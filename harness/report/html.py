@@ -65,9 +65,8 @@ def pe_ve_table(rows: list[dict]) -> str:
                 tds.append("<td>-</td>")
                 continue
             st = summarize(by_env[env])
-            ci = f" ±{st.ci95:,.1f} (CV {st.cv:.0%})" if st.ci95 is not None else ""
             ratio = f" <small>({st.mean / host:.2f}x)</small>" if host and env != "host" else ""
-            tds.append(f"<td>{st.mean:,.1f}{ci}{ratio}</td>")
+            tds.append(f"<td>{_e(st.format())}{ratio}</td>")
         name = f"{exp} {group} {point}" if group and group != exp else f"{exp} {point}"
         body.append(f"<tr><td>{_e(name)} <small>{_e(metric)}</small></td>{''.join(tds)}</tr>")
     return (f"<table><tr><th>point (metric)</th>{head}</tr>{''.join(body)}</table>"

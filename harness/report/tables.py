@@ -55,10 +55,8 @@ def _cell(row: dict, key: str, digits: int = 0) -> str:
 
 
 def _with_ci(mean: float, st, digits: int) -> str:
-    """mean, and over repeats: ± the 95% CI half-width (Student t) and the CV."""
-    if st is None or st.ci95 is None:
-        return f"{mean:,.{digits}f}"
-    return f"{mean:,.{digits}f} ±{st.ci95:,.{digits}f} (CV {st.cv:.0%})"
+    """The mean, with its CI and CV when it is a mean over repeats."""
+    return st.format(digits) if st is not None else f"{mean:,.{digits}f}"
 
 
 def print_vm_scaling(rows: list[dict], accel: str) -> str:
