@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness import paths
+from harness.hosts import Host, LocalHost
 
 PROBE_NAME = f"{paths.PREFIX}accel-probe"  # so `harness gc` can find a probe left running
 PROBE_TIMEOUT_S = 20
+NESTED_PROBE_TIMEOUT_S = 90      # a nested KVM boots about 6x slower than an L0 TCG guest
+HOST_KERNEL = "/vmlinuz"         # on a nested host: its own kernel, the same Debian cloud kernel
 # A kernel that got this far ran its whole early boot under KVM.
 BOOTED_MARKERS = ("Kernel panic", "VFS: Unable to mount root", "VFS: Cannot open root device")
 
@@ -32,19 +34,19 @@ class AccelError(RuntimeError):
     pass
 
 
-def probe_kvm(kernel: Path, timeout: float = PROBE_TIMEOUT_S) -> tuple[bool, str]:
-    """Boots `kernel` under KVM with no root disk. (True, detail) if it reached its panic."""
-    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+def probe_kvm(kernel: str, timeout: float = PROBE_TIMEOUT_S, host: Host = LocalHost()) -> tuple[bool, str]:
+    """Boots `kernel` (a path on `host`) under KVM with no root disk. (True, detail) if it reached its panic."""
+    if host.run(["test", "-r", "/dev/kvm", "-a", "-w", "/dev/kvm"], check=False).returncode != 0:
         return False, "/dev/kvm is missing or not accessible"
     argv = ["qemu-system-x86_64", "-name", PROBE_NAME, "-accel", "kvm", "-m", "256",  # the CPU model the fleet domains get
             "-nodefaults", "-nographic", "-no-reboot", "-serial", "stdio", "-kernel", str(kernel),
             "-append", "console=ttyS0 panic=-1 root=/dev/vtb-no-root"]
     start = time.monotonic()
     try:
-        out = subprocess.run(argv, capture_output=True, timeout=timeout, text=True, errors="replace")
-        text = out.stdout + out.stderr
+        out = host.run(argv, timeout=timeout, check=False)
+        text = (out.stdout + out.stderr).decode(errors="replace")
     except subprocess.TimeoutExpired as e:
-        text = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        text = (e.stdout or b"").decode(errors="replace")
         booted = any(m in text for m in BOOTED_MARKERS)
         return booted, ("reached root mount" if booted else
                         f"no kernel boot under KVM within {timeout:.0f} s (kernel printed nothing)"
@@ -69,17 +71,21 @@ def decide(setting: str, probe: tuple[bool, str] | None) -> AccelChoice:
     return AccelChoice("tcg", "qemu", f"KVM probe failed, using TCG: {detail}")
 
 
-def choose(setting: str, kernel: Path, cache_dir: Path) -> AccelChoice:
-    """Probes once per (kernel, QEMU, host kernel); the answer is cached under the state dir."""
+def choose(setting: str, kernel: Path, cache_dir: Path, host: Host = LocalHost()) -> AccelChoice:
+    """The accelerator for guests on `host`. Probes once per (kernel, QEMU, host kernel, host); the
+    answer is cached under the state dir. `kernel` is the guest kernel here; a nested host boots its own."""
     if setting == "tcg":
         return decide(setting, None)
-    qemu = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True).stdout
-    key = hashlib.sha256(kernel.read_bytes() + qemu.encode() + os.uname().release.encode()).hexdigest()[:16]
+    local = host.descriptor()["kind"] == "local"
+    facts = host.run(["sh", "-c", "qemu-system-x86_64 --version; uname -r"], check=False).stdout
+    ident = kernel.read_bytes() if local else json.dumps(host.descriptor()).encode()
+    key = hashlib.sha256(ident + facts).hexdigest()[:16]
     cache = cache_dir / f"accel-{key}.json"
     if cache.exists():
         probe = tuple(json.loads(cache.read_text())["probe"])
     else:
-        probe = probe_kvm(kernel)
+        probe = probe_kvm(str(kernel), PROBE_TIMEOUT_S, host) if local else \
+            probe_kvm(HOST_KERNEL, NESTED_PROBE_TIMEOUT_S, host)
         cache_dir.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps({"probe": probe}))
     return decide(setting, probe)  # type: ignore[arg-type]

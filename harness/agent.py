@@ -20,6 +20,10 @@ class AgentError(RuntimeError):
     pass
 
 
+class AgentTimeout(AgentError):
+    """A guest command ran past its time limit (and was killed)."""
+
+
 # libvirt prints every error to stderr by default; ours are raised as exceptions instead.
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
 
@@ -88,7 +92,7 @@ class GuestAgent:
                 raise AgentError(f"{self.vm}: cancelled; killed {path} in the guest")
             if time.monotonic() > deadline:
                 self.kill(pid)
-                raise AgentError(f"{self.vm}: {path} did not finish within {timeout:.0f} s; killed it")
+                raise AgentTimeout(f"{self.vm}: {path} did not finish within {timeout:.0f} s; killed it")
             time.sleep(self.POLL_S)
 
     def kill(self, pid: int) -> None:

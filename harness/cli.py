@@ -58,6 +58,8 @@ def testbed_down(config_path, overrides, everything) -> None:
         for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
             other = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})})
             removed += Testbed(other).down()
+        from harness.hosts import nested
+        removed += nested.down(cfg.state_dir)  # everything built inside it goes with it
         removed += gc.collect(paths.PREFIX)
     step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed))
 
@@ -105,9 +107,9 @@ def backend_list(config_path, overrides) -> None:
 def backend_host_up(plan_file) -> None:
     """Provision a backend's host side (run by Terraform before the domains)."""
     from harness import backends
-    from harness.hosts import LocalHost
+    from harness.hosts import from_descriptor
     plan = backends.HostPlan.from_json(plan_file.read_text())
-    backends.get(plan.disk["backend"]).host_up(LocalHost(), plan)
+    backends.get(plan.disk["backend"]).host_up(from_descriptor(plan.host), plan)
 
 
 @backend.command("host-down", hidden=True)
@@ -115,11 +117,65 @@ def backend_host_up(plan_file) -> None:
 def backend_host_down(plan_file) -> None:
     """Tear down a backend's host side (run by Terraform after the domains are gone)."""
     from harness import backends
-    from harness.hosts import LocalHost
+    from harness.hosts import from_descriptor
     if not plan_file.exists():
         return  # nothing was provisioned from it, or it is already gone
     plan = backends.HostPlan.from_json(plan_file.read_text())
-    backends.get(plan.disk["backend"]).host_down(LocalHost(), plan)
+    backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
+
+
+@cli.group()
+def host() -> None:
+    """The testbed host: a nested host for machines without md, and its RAID arrays."""
+
+
+@host.group("nested")
+def host_nested() -> None:
+    """An L1 VM that plays the host (emulated NVMe drives, libvirtd, KVM inside); set host.kind=nested to use it."""
+
+
+@host_nested.command("up")
+@with_config
+def host_nested_up(config_path, overrides) -> None:
+    """Boot the nested host (kept when already up and answering)."""
+    from harness.hosts import nested
+    nested.up(load(config_path, overrides))
+
+
+@host_nested.command("down")
+@with_config
+def host_nested_down(config_path, overrides) -> None:
+    """Destroy the nested host and its drives, with everything built inside it."""
+    from harness.hosts import nested
+    for r in nested.down(load(config_path, overrides).state_dir):
+        step(f"removed {r}")
+
+
+@host.group("raid")
+def host_raid() -> None:
+    """Create or destroy a host RAID array from a plan (Terraform's hooks run these)."""
+
+
+@host_raid.command("create")
+@click.argument("plan_file", type=click.Path(exists=True, path_type=Path))
+def host_raid_create(plan_file) -> None:
+    """Check every member, then mdadm --create (idempotent)."""
+    from harness import raid
+    from harness.hosts import from_descriptor
+    plan = raid.RaidPlan.from_json(plan_file.read_text())
+    step(raid.create(from_descriptor(plan.host), plan))
+
+
+@host_raid.command("destroy")
+@click.argument("plan_file", type=click.Path(path_type=Path))
+def host_raid_destroy(plan_file) -> None:
+    """Stop the array and zero the superblocks it wrote (idempotent)."""
+    from harness import raid
+    from harness.hosts import from_descriptor
+    if not plan_file.exists():
+        return  # nothing was created from it, or it is already gone
+    plan = raid.RaidPlan.from_json(plan_file.read_text())
+    step(raid.destroy(from_descriptor(plan.host), plan))
 
 
 @cli.group()

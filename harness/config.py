@@ -74,7 +74,7 @@ class FleetConfig(Section):
     def _device_safe(self) -> "FleetConfig":
         if self.device is not None:
             from harness.devices import refuse_reason, size_bytes
-            reason = refuse_reason(self.device, allow_signature=self.wipe)
+            reason = refuse_reason(self.device, allow_signature=self.wipe, wipe_field="fleet.wipe")
             if reason:
                 raise ValueError(f"device {self.device} refused: {reason}")
             if size_bytes(self.device) < self.vms * self.disk_size_mib << 20:
@@ -237,9 +237,26 @@ class RepeatConfig(Section):
         return self
 
 
+class HostConfig(Section):
+    kind: Literal["local", "nested"] = Field(
+        "local", description="where arrays, the physical baseline and the fleet run: this machine, or a nested "
+                             "host (an L1 VM with emulated NVMe drives, for machines without md; `harness host "
+                             "nested up` boots it)")
+
+
+class NestedConfig(Section):
+    drives: int = Field(4, ge=1, le=8, description="emulated drives of the nested host")
+    drive_mib: int = Field(256, ge=64, description="size of each drive in MiB (files prefilled with random data)")
+    drive_model: Literal["nvme", "virtio-blk"] = Field("nvme", description="how the drives are emulated")
+    memory_mib: int = Field(3072, ge=1024, description="memory of the nested host (its L2 fleet lives in it)")
+    vcpus: int = Field(2, ge=1, le=64, description="vCPUs of the nested host")
+
+
 class Config(Section):
     state_dir: Path = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks")
     results_dir: Path = Field(paths.DEFAULT_RESULTS_DIR, description="where runs are written")
+    host: HostConfig = HostConfig()
+    nested: NestedConfig = NestedConfig()
     fleet: FleetConfig = FleetConfig()
     disk: DiskConfig = DiskConfig()
     vm_scaling: VmScalingConfig = VmScalingConfig()

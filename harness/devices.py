@@ -1,4 +1,7 @@
-"""Safety checks for host block devices: the harness only uses a device that is plainly free."""
+"""Safety checks for host block devices: the harness only uses a device that is plainly free.
+
+Standard library only: `refuse_reason_on` runs this very file with python3 on whichever host
+holds the device (this machine or a nested host), so there is one set of rules everywhere."""
 from __future__ import annotations
 
 import errno
@@ -31,21 +34,59 @@ def _mounted(devs: list[str]) -> str | None:
     return None
 
 
+def _whole_disks(name: str) -> set[str]:
+    """The whole disks under a block device: its parent if a partition, its members if md/dm."""
+    node = (Path("/sys/class/block") / name).resolve()
+    if (node / "partition").exists():
+        return _whole_disks(node.parent.name)
+    slaves = list((node / "slaves").iterdir()) if (node / "slaves").exists() else []
+    return set().union(*(_whole_disks(s.name) for s in slaves)) if slaves else {node.name}
+
+
+def _system_disks() -> dict[str, str]:
+    """Whole disk -> the system mount point it backs (/ and /boot)."""
+    found: dict[str, str] = {}
+    for target in ("/boot/efi", "/boot", "/"):
+        if target != "/" and not os.path.ismount(target):
+            continue
+        names = set()
+        st_dev = os.stat(target).st_dev
+        sysdev = Path(f"/sys/dev/block/{os.major(st_dev)}:{os.minor(st_dev)}")
+        if sysdev.exists():
+            names.add(sysdev.resolve().name)
+        for line in Path("/proc/mounts").read_text().splitlines():  # btrfs and friends: by mount source
+            src, mnt = line.split()[:2]
+            if mnt == target and src.startswith("/dev/") and os.path.exists(src):
+                names.add(Path(os.path.realpath(src)).name)
+        for n in names:
+            for disk in _whole_disks(n):
+                found.setdefault(disk, target)
+    return found
+
+
 def size_bytes(dev: Path) -> int:
     """A block device's size (st_size is 0 for block devices)."""
     with open(dev, "rb") as f:
         return f.seek(0, os.SEEK_END)
 
 
-def refuse_reason(dev: Path, allow_signature: bool = False) -> str | None:
+def refuse_reason(dev: Path, allow_signature: bool = False, wipe_field: str = "wipe") -> str | None:
     """Why `dev` must not be used, or None when it is free. Never writes to the device."""
+    if not dev.exists():
+        return "it does not exist"
+    if not dev.is_block_device():
+        return "it is not a block device"
+    system = _system_disks()
+    for disk in _whole_disks(dev.resolve().name):
+        if disk in system:
+            return f"it is (or is on) the host's system disk {disk}, which holds {system[disk]}; never use it"
     devs = _with_partitions(dev)
     if reason := _mounted(devs):
         return reason + "; unmount it or choose another device"
     holders = _sysfs(dev) / "holders"
     if holders.exists() and any(holders.iterdir()):
         users = ", ".join(p.name for p in holders.iterdir())
-        return f"it is held by {users} (an md array, LVM or dm device); release it first"
+        return f"it is held by {users} (a member of another md array, or LVM/dm); release it first"
     try:  # O_EXCL on a block device fails with EBUSY while anything in the kernel holds it
         os.close(os.open(dev, os.O_RDONLY | os.O_EXCL))
     except OSError as e:
@@ -56,6 +97,13 @@ def refuse_reason(dev: Path, allow_signature: bool = False) -> str | None:
         out = subprocess.run(["wipefs", "--no-act", "--noheadings", "--output", "TYPE", str(dev)],
                              capture_output=True, text=True).stdout.split()
         if out:
-            return (f"it carries a {'/'.join(sorted(set(out)))} signature; set fleet.wipe=true only if "
-                    "its data may be destroyed")
+            return (f"it carries a {'/'.join(sorted(set(out)))} signature (partition table or filesystem); "
+                    f"set {wipe_field}=true only if its data may be destroyed")
     return None
+
+
+def refuse_reason_on(host, dev: str, allow_signature: bool = False, wipe_field: str = "wipe") -> str | None:
+    """refuse_reason, evaluated on `host` (where the device is)."""
+    call = "\nimport sys\nprint(refuse_reason(Path(sys.argv[1]), sys.argv[2] == '1', sys.argv[3]) or '')\n"
+    out = host.run(["python3", "-c", Path(__file__).read_text() + call, dev, str(int(allow_signature)), wipe_field])
+    return out.stdout.decode().strip() or None

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import libvirt
 
-from harness import accel, backends, gc, paths
+from harness import accel, backends, gc, hosts, paths
 from harness.agent import GuestAgent
 from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.config import Config
 from harness.console import step
-from harness.hosts import LocalHost
+from harness.hosts import Host
+from harness.raid import RaidPlan
 from harness.store import write_atomic
 
 AGENT_TIMEOUT_S = 180
@@ -52,6 +53,8 @@ class TestbedRecord:
     fleet: dict
     image: str
     ready_s: dict = field(default_factory=dict)  # seconds from apply to agent answer, per VM
+    host: dict = field(default_factory=dict)     # the host's descriptor (see harness.hosts)
+    raid: dict | None = None                     # the RAID array under the fleet, if any
 
     @classmethod
     def from_json(cls, text: str) -> "TestbedRecord":
@@ -61,9 +64,14 @@ class TestbedRecord:
 
 
 class Testbed:
-    def __init__(self, cfg: Config, host: LocalHost | None = None):
+    def __init__(self, cfg: Config, host: Host | None = None, raid: RaidPlan | None = None,
+                 device: str | None = None):
+        """`raid`: an array to build under the fleet; `device`: a host block device to use as is
+        (both are for experiments; the config's fleet.device is the user's)."""
         self.cfg = cfg
-        self.host = host or LocalHost()
+        self.host = host or hosts.for_config(cfg)
+        self.raid = raid
+        self.device = device
         self.dir = cfg.state_dir / cfg.fleet.name
         self.record_path = self.dir / "testbed.json"
         self.log = cfg.state_dir / "logs" / f"{cfg.prefix}-terraform.log"  # outlives the fleet, for post-mortems
@@ -90,23 +98,37 @@ class Testbed:
     def plan(self) -> HostPlan:
         """The backend's view of this fleet: the host device and each VM's slice of it."""
         f, prefix = self.cfg.fleet, self.cfg.prefix
-        if f.device is None:
+        if self.raid is not None:
+            device = HostDevice(path=self.raid.device, kind="block")
+        elif self.device is not None:
+            device = HostDevice(path=self.device, kind="block")
+        elif f.device is not None:
+            device = HostDevice(path=str(f.device), kind="block")
+        else:  # a prefilled file in the pool (prefilled here, so the host must be this machine)
             volume = f"{prefix}-device.raw"
             device = HostDevice(path=str(self.dir / "pool" / volume), kind="file", pool=prefix, volume=volume)
-        else:
-            device = HostDevice(path=str(f.device), kind="block")
         size = f.disk_size_mib << 20
         return HostPlan(prefix=prefix, fleet_dir=str(self.dir), disk=self.cfg.disk.model_dump(), device=device,
-                        vms=[VmSlot(i, f"{prefix}-vm{i}", i * size, size) for i in range(f.vms)])
+                        vms=[VmSlot(i, f"{prefix}-vm{i}", i * size, size) for i in range(f.vms)],
+                        host=self.host.descriptor())
+
+    def _hook_file(self, kind: str, text: str) -> Path:
+        """A Terraform hook's input, in a file named by its content: a changed plan is a new file,
+        so Terraform replaces the resource and the old one's teardown reads the old plan."""
+        path = self.dir / f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+        write_atomic(path, text)
+        return path
 
     def _tfvars(self, choice: accel.AccelChoice, backend: backends.Backend, plan: HostPlan) -> dict:
         f, img = self.cfg.fleet, paths.IMAGE_DIR
-        # The backend's host side runs from Terraform (before the domains, after them on destroy),
-        # reading the plan from a file named by its content, so a replaced backend tears down the old one.
-        plan_json = plan.to_json()
-        plan_file = self.dir / f"backend-{hashlib.sha256(plan_json.encode()).hexdigest()[:12]}.json"
-        write_atomic(plan_file, plan_json)
-        hook = f"{shlex.quote(sys.executable)} -m harness backend host-%s {shlex.quote(str(plan_file))}"
+        # The backend's host side runs from Terraform (before the domains, after them on destroy).
+        harness = f"{shlex.quote(sys.executable)} -m harness"
+        hook = f"{harness} backend host-%s {shlex.quote(str(self._hook_file('backend', plan.to_json())))}"
+        raid = {"create": "", "destroy": ""}
+        if self.raid is not None:
+            raid_file = shlex.quote(str(self._hook_file("raid", self.raid.to_json())))
+            raid = {"create": f"{harness} host raid create {raid_file}",
+                    "destroy": f"{harness} host raid destroy {raid_file}"}
         return {
             "libvirt_uri": self.host.uri, "prefix": plan.prefix, "pool_dir": str(self.dir / "pool"),
             "image": {"rootfs": str(img / "rootfs.qcow2"), "kernel": str(img / "vmlinuz"),
@@ -114,6 +136,7 @@ class Testbed:
             "domain_type": choice.domain_type, "vcpus": f.vcpus, "memory_mib": f.memory_mib,
             "console_dir": str(self.dir / "consoles"),
             "device_bytes": 0 if plan.device.kind == "block" else f.vms * (f.disk_size_mib << 20),
+            "raid": raid,
             "backend": {"host_up": hook % "up", "host_down": hook % "down",
                         "vms": [{"name": vm.name, "devices_xml": a.devices_xml, "domain_xml": a.domain_xml}
                                 for vm, a in ((vm, backend.attach(plan, vm)) for vm in plan.vms)]},
@@ -121,7 +144,8 @@ class Testbed:
 
     def for_backend(self, name: str) -> "Testbed":
         """The same fleet served by another backend (raises ConfigError if the options do not fit)."""
-        return Testbed(self.cfg.model_copy(update={"disk": self.cfg.disk.with_backend(name)}), self.host)
+        return Testbed(self.cfg.model_copy(update={"disk": self.cfg.disk.with_backend(name)}), self.host,
+                       self.raid, self.device)
 
     def backend_verdict(self, plan: HostPlan | None = None) -> str | None:
         """Why this host cannot serve the configured backend, or None."""
@@ -141,15 +165,21 @@ class Testbed:
                                "Fix: run `make testbed up` (it starts libvirtd)") from None
         backend = backends.get(self.cfg.disk.backend)
         plan = self.plan()
+        if plan.device.kind == "file" and self.host.descriptor()["kind"] != "local":
+            raise TestbedError(f"a fleet on the {self.host.name} host needs a block device there (an array, "
+                               "or one of its drives), not a file prefilled on this machine")
         if reason := self.backend_verdict(plan):
             raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
         return backend, plan
 
+    def accel(self) -> accel.AccelChoice:
+        return accel.choose(self.cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", self.cfg.state_dir, self.host)
+
     def up(self) -> TestbedRecord:
         backend, plan = self.preflight()
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "consoles").mkdir(exist_ok=True)
-        choice = accel.choose(self.cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", self.cfg.state_dir)
+        self.host.run(["mkdir", "-p", str(self.dir / "consoles")])  # QEMU creates the logs, not their directory
+        choice = self.accel()
         step(f"accelerator: [bold]{choice.accel}[/bold] ({choice.reason})")
         write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
         self._terraform("init", "-input=false", "-no-color")
@@ -170,7 +200,8 @@ class Testbed:
             disk=backend.metadata(self.cfg.disk),
             fleet={"vms": self.cfg.fleet.vms, "vcpus": self.cfg.fleet.vcpus,
                    "memory_mib": self.cfg.fleet.memory_mib, "disk_size_mib": self.cfg.fleet.disk_size_mib},
-            image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready)
+            image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready,
+            host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None)
         write_atomic(self.record_path, json.dumps(asdict(record), indent=2))
         step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start")
         return record
@@ -203,7 +234,7 @@ class Testbed:
         (e.g. `--backend nvme` on a virtio-blk fleet)."""
         record = self.load()
         backend, plan = self.preflight()
-        choice = accel.choose(self.cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", self.cfg.state_dir)
+        choice = self.accel()
         wanted = json.dumps(self._tfvars(choice, backend, plan), indent=2)
         if wanted == (self.dir / "fleet.tfvars.json").read_text():
             return record

@@ -1,30 +1,58 @@
 #!/usr/bin/env bash
-# Builds the guest image from Debian packages with mmdebstrap, cached by a hash of this recipe.
-# Output in $VTB_CACHE/images/<hash>/: rootfs.qcow2 (ext4, label vtbroot), vmlinuz, initrd.img,
-# packages.txt (exact package versions, the image's bill of materials) and recipe.sha.
+# Builds a testbed image from Debian packages with mmdebstrap, cached by a hash of its recipe.
+#   images/build.sh [guest]  the VM image: $VTB_CACHE/images/<hash>/, linked as images/current
+#   images/build.sh host     the nested host (an L1 VM that plays the host: libvirtd, QEMU, mdadm),
+#                            $VTB_CACHE/images/host-<hash>/, linked as images/host-current
+# Each holds rootfs.qcow2 (ext4, label vtbroot), vmlinuz, initrd.img, packages.txt (exact package
+# versions, the image's bill of materials) and recipe.sha.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+role=${1:-guest}
 CACHE=${VTB_CACHE:-/var/cache/vtb}
 SUITE=bookworm
 MIRROR=${VTB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # A fixed timestamp makes file times, the filesystem UUID and hash seed repeatable.
 export SOURCE_DATE_EPOCH=1700000000
 PACKAGES=linux-image-cloud-amd64,initramfs-tools,kmod,procps,util-linux,qemu-guest-agent,fio,sysbench,mariadb-server,mdadm,xfsprogs,btrfs-progs,f2fs-tools,e2fsprogs,nilfs-tools
-
-key=$( (cd "$here" && cat build.sh guest/*) | sha256sum | cut -c1-16)
+hooks=()
+free_mib=1024
+case $role in
+guest)
+  key=$( (cd "$here" && cat build.sh guest/*) | sha256sum | cut -c1-16)
+  link=current ;;
+host)
+  # libvirtd (no systemd: qemu.conf as scripts/libvirtd.sh sets it, TCP without auth, reached only
+  # through a loopback port forward), QEMU and qemu-storage-daemon for the L2 fleet, python3 for
+  # the device safety checks (harness/devices.py runs there as it runs here).
+  PACKAGES+=,libvirt-daemon,libvirt-daemon-driver-qemu,libvirt-clients,qemu-system-x86,qemu-utils,iproute2,python3
+  hooks=(--customize-hook="copy-in $here/host/vtb-host-init /sbin"
+         --customize-hook='chroot "$1" useradd --system --no-create-home --shell /usr/sbin/nologin libvirt-qemu'
+         --customize-hook='printf "user = \"root\"\ngroup = \"root\"\nstdio_handler = \"file\"\n" >> "$1/etc/libvirt/qemu.conf"'
+         --customize-hook='printf "listen_tls = 0\nlisten_tcp = 1\nauth_tcp = \"none\"\n" >> "$1/etc/libvirt/libvirtd.conf"')
+  free_mib=3072   # room for the L2 pool: the uploaded guest image and overlays
+  key=host-$( (cd "$here" && cat build.sh guest/* host/*) | sha256sum | cut -c1-16)
+  link=host-current ;;
+*) echo "usage: $0 [guest|host]" >&2; exit 2 ;;
+esac
 out=$CACHE/images/$key
 mkdir -p "$CACHE/images"
 if [ -f "$out/rootfs.qcow2" ] && [ -f "$out/recipe.sha" ]; then
-  ln -sfn "$key" "$CACHE/images/current"
-  echo "guest image: cached ($out)"
+  ln -sfn "$key" "$CACHE/images/$link"
+  echo "$role image: cached ($out)"
   exit 0
 fi
 for t in mmdebstrap mkfs.ext4 qemu-img; do
   command -v $t >/dev/null || { echo "error: $t is missing: run scripts/host-packages.sh" >&2; exit 1; }
 done
 work=$(mktemp -d "$CACHE/images/.build-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-echo "guest image: building $SUITE with mmdebstrap (about 2 min)"
+# An interrupted mmdebstrap can leave /proc, /sys or /dev mounted in the tree: unmount before removing,
+# and never let rm cross into another filesystem.
+cleanup() {
+  awk -v w="$work/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l
+  rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+echo "$role image: building $SUITE with mmdebstrap (about 2 min)"
 mmdebstrap --variant=minbase --mode=root --include="$PACKAGES" \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
@@ -32,6 +60,7 @@ mmdebstrap --variant=minbase --mode=root --include="$PACKAGES" \
   --customize-hook="copy-in $here/guest/vtb-init /sbin" \
   --customize-hook='printf "127.0.0.1 localhost vtb-guest\n::1 localhost\n" > "$1/etc/hosts"' \
   --customize-hook='echo vtb-guest > "$1/etc/hostname"' \
+  "${hooks[@]}" \
   --customize-hook='chroot "$1" dpkg-query -W -f="\${Package}=\${Version}\n" > "$1/.packages.txt"' \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
   "$SUITE" "$work/root" "$MIRROR"
@@ -39,11 +68,11 @@ mkdir -p "$work/out"
 mv "$work/root/.packages.txt" "$work/out/packages.txt"
 cp "$(readlink -f "$work/root/vmlinuz")" "$work/out/vmlinuz"
 cp "$(readlink -f "$work/root/initrd.img")" "$work/out/initrd.img"
-size_mib=$(( $(du -sm "$work/root" | cut -f1) + 1024 ))
+size_mib=$(( $(du -sm "$work/root" | cut -f1) + free_mib ))
 mkfs.ext4 -q -L vtbroot -U 6b1c6a2e-0000-4000-8000-000000000001 -E hash_seed=6b1c6a2e-0000-4000-8000-000000000002 \
   -d "$work/root" "$work/rootfs.raw" "${size_mib}M"
 qemu-img convert -O qcow2 "$work/rootfs.raw" "$work/out/rootfs.qcow2"
 echo "$key" > "$work/out/recipe.sha"
 rm -rf "$out" && mv "$work/out" "$out"
-ln -sfn "$key" "$CACHE/images/current"
-echo "guest image: built $out ($(du -sh "$out/rootfs.qcow2" | cut -f1) qcow2)"
+ln -sfn "$key" "$CACHE/images/$link"
+echo "$role image: built $out ($(du -sh "$out/rootfs.qcow2" | cut -f1) qcow2)"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the host packages the testbed needs (with --test, also what the tests need: Chromium
-# renders the HTML report). Idempotent: skips apt when all are present.
+# renders the HTML report, sfdisk writes a partition table to refuse). Idempotent: skips apt when all are present.
 set -euo pipefail
 pkgs=(qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
       libvirt-dev pkg-config xsltproc mmdebstrap fio e2fsprogs util-linux ca-certificates
       python3-venv python3-dev gcc git
       mariadb-server-core mariadb-client-core sysbench curl unzip)
-[ "${1:-}" = --test ] && pkgs+=(chromium)
+[ "${1:-}" = --test ] && pkgs+=(chromium fdisk)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

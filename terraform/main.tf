@@ -1,11 +1,18 @@
-# The default testbed: one storage pool with the guest image and the host device file, and a
-# fleet of VMs whose data disks the chosen backend carves from that one device.
+# The testbed: one storage pool with the guest image (and, by default, the host device file), an
+# optional host RAID array, and a fleet of VMs whose data disks the chosen backend carves from
+# that one device (the file, the array or a block device the user named).
 module "storage" {
   source       = "./modules/storage"
   prefix       = var.prefix
   pool_dir     = var.pool_dir
-  rootfs       = var.image.rootfs
+  image        = var.image
   device_bytes = var.device_bytes
+}
+
+module "raid" {
+  source  = "./modules/raid"
+  create  = var.raid.create
+  destroy = var.raid.destroy
 }
 
 module "fleet" {
@@ -13,13 +20,13 @@ module "fleet" {
   prefix         = var.prefix
   pool           = module.storage.pool
   base_volume_id = module.storage.base_volume_id
-  kernel         = var.image.kernel
-  initrd         = var.image.initrd
+  kernel         = module.storage.kernel_volume_id
+  initrd         = module.storage.initrd_volume_id
   domain_type    = var.domain_type
   vcpus          = var.vcpus
   memory_mib     = var.memory_mib
   console_dir    = var.console_dir
-  device_ready   = coalesce(module.storage.device_volume_id, "block-device")
+  device_ready   = coalesce(module.raid.id, module.storage.device_volume_id, "block-device")
   backend        = var.backend
 }
 

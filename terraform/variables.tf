@@ -43,3 +43,11 @@ variable "backend" {
     }))
   })
 }
+variable "raid" {
+  description = "Commands that create and destroy the host RAID array; empty strings = no array."
+  type = object({
+    create  = string
+    destroy = string
+  })
+  default = { create = "", destroy = "" }
+}

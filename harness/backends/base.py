@@ -38,6 +38,7 @@ class HostPlan:
     disk: dict                 # DiskConfig as data
     device: HostDevice
     vms: list[VmSlot] = field(default_factory=list)
+    host: dict = field(default_factory=lambda: LocalHost().descriptor())  # where the host side runs
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -46,7 +47,8 @@ class HostPlan:
     def from_json(cls, text: str) -> "HostPlan":
         d = json.loads(text)
         return cls(prefix=d["prefix"], fleet_dir=d["fleet_dir"], disk=d["disk"],
-                   device=HostDevice(**d["device"]), vms=[VmSlot(**v) for v in d["vms"]])
+                   device=HostDevice(**d["device"]), vms=[VmSlot(**v) for v in d["vms"]],
+                   host=d.get("host") or LocalHost().descriptor())
 
     @property
     def run_dir(self) -> Path:

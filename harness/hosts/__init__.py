@@ -1,4 +1,44 @@
-"""A host is a libvirt URI plus a way to run commands there. Only this package knows which host it is."""
+"""A host is a libvirt URI plus a way to run commands there. Only this package knows which host it is.
+
+Hooks that Terraform runs (backend and RAID host sides) get the host as a small descriptor, so
+the same code serves this machine and a nested host alike."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Protocol
+
 from harness.hosts.local import LocalHost
 
-__all__ = ["LocalHost"]
+
+class Host(Protocol):
+    uri: str
+    name: str
+
+    def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
+            timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        """Runs argv on the host (env, when given, is the whole environment). Raises
+        subprocess.TimeoutExpired after `timeout`, CalledProcessError when check and it failed."""
+
+    def descriptor(self) -> dict:
+        """Enough to find this host again from another process (a Terraform hook)."""
+
+
+def from_descriptor(d: dict) -> Host:
+    if d["kind"] == "local":
+        return LocalHost(uri=d["uri"])
+    if d["kind"] == "nested":
+        from harness.hosts.nested import NestedHost
+        return NestedHost.load(Path(d["state_dir"]))
+    raise ValueError(f"unknown host kind {d['kind']!r}")
+
+
+def for_config(cfg) -> Host:
+    """The host the config names; a nested host must have been brought up first."""
+    if cfg.host.kind == "nested":
+        from harness.hosts.nested import NestedHost
+        return NestedHost.load(cfg.state_dir / "nested")
+    return LocalHost()
+
+
+__all__ = ["Host", "LocalHost", "for_config", "from_descriptor"]

@@ -1,8 +1,4 @@
-"""This machine as the testbed host.
-
-Host-side work (host fio, storage daemons, loop devices) runs here directly today; a nested or
-remote host will implement `run` over its own channel, and that is the seam to route it through.
-"""
+"""This machine as the testbed host."""
 from __future__ import annotations
 
 import subprocess
@@ -19,3 +15,6 @@ class LocalHost:
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(argv, env=env, input=input, capture_output=True, timeout=timeout, check=check)
+
+    def descriptor(self) -> dict:
+        return {"kind": "local", "uri": self.uri}

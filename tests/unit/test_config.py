@@ -58,12 +58,12 @@ def test_fleet_larger_than_host_memory_is_refused():
         load("fleet.vms=64", "fleet.memory_mib=65536")
 
 
-def test_mounted_device_is_refused():
+def test_system_disk_is_refused():
     root = next((l.split()[0] for l in Path("/proc/mounts").read_text().splitlines()
                  if l.split()[1] == "/" and l.startswith("/dev/")), None)
     if root is None or not Path(root).is_block_device():
         pytest.skip("the root filesystem is not on a block device here")
-    with pytest.raises(ConfigError, match="mounted"):
+    with pytest.raises(ConfigError, match="the host's system disk .* which holds /"):
         load(f"fleet.device={root}")
 
 

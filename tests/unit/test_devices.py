@@ -57,3 +57,39 @@ def test_mounted_device_is_refused_even_with_wipe(loop, tmp_path):
         assert "is mounted on" in refuse_reason(dev, allow_signature=True)
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_partition_table_is_refused_unless_wipe(loop):
+    dev, _ = loop
+    subprocess.run(["sfdisk", "--quiet", str(dev)], input="label: gpt\n", text=True, check=True)
+    assert "gpt signature" in refuse_reason(dev, wipe_field="raid.wipe")
+    assert "set raid.wipe=true" in refuse_reason(dev, wipe_field="raid.wipe")
+    assert refuse_reason(dev, allow_signature=True) is None
+
+
+def test_held_device_is_refused(loop):
+    """A device held open exclusively (as an md array or a mount holds its members)."""
+    dev, _ = loop
+    holder = subprocess.Popen(["python3", "-c", "import os,sys,time; os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL); "
+                               "print('held', flush=True); time.sleep(30)", str(dev)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert "in use" in refuse_reason(dev, allow_signature=True)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_missing_and_non_block_devices_are_refused(tmp_path):
+    assert refuse_reason(tmp_path / "nope") == "it does not exist"
+    assert refuse_reason(Path("/dev/null")) == "it is not a block device"
+
+
+def test_checks_run_on_the_host_that_holds_the_device(loop):
+    """The same rules, evaluated by the host's own python3 (as on a nested host)."""
+    from harness.devices import refuse_reason_on
+    from harness.hosts import LocalHost
+    dev, _ = loop
+    assert refuse_reason_on(LocalHost(), str(dev)) is None
+    subprocess.run(["mkfs.ext4", "-q", str(dev)], check=True)
+    assert "ext4 signature" in refuse_reason_on(LocalHost(), str(dev))

@@ -85,6 +85,7 @@ resource "libvirt_domain" "vm" {
       devices_xml = var.backend.vms[count.index].devices_xml
       domain_xml  = var.backend.vms[count.index].domain_xml
       console     = "${var.console_dir}/${var.backend.vms[count.index].name}.log"
+      device      = var.device_ready
     })
   }
 

@@ -1,4 +1,5 @@
-# A directory pool holding the guest image; VM root disks are qcow2 overlays on it.
+# A directory pool holding the guest image, kernel and initrd (uploaded through libvirt, so the
+# host may be remote, e.g. a nested host); VM root disks are qcow2 overlays on it.
 terraform {
   required_providers {
     libvirt = { source = "dmacvicar/libvirt" }
@@ -6,7 +7,13 @@ terraform {
 }
 variable "prefix" { type = string }
 variable "pool_dir" { type = string }
-variable "rootfs" { type = string }
+variable "image" {
+  type = object({
+    rootfs = string
+    kernel = string
+    initrd = string
+  })
+}
 variable "device_bytes" {
   description = "Size of the host device file to create; 0 when the user named a block device."
   type        = number
@@ -23,8 +30,22 @@ resource "libvirt_pool" "this" {
 resource "libvirt_volume" "base" {
   name   = "${var.prefix}-base.qcow2"
   pool   = libvirt_pool.this.name
-  source = var.rootfs
+  source = var.image.rootfs
   format = "qcow2"
+}
+
+resource "libvirt_volume" "kernel" {
+  name   = "${var.prefix}-vmlinuz"
+  pool   = libvirt_pool.this.name
+  source = var.image.kernel
+  format = "raw"
+}
+
+resource "libvirt_volume" "initrd" {
+  name   = "${var.prefix}-initrd.img"
+  pool   = libvirt_pool.this.name
+  source = var.image.initrd
+  format = "raw"
 }
 
 # The default host "device": a raw file in the pool, prefilled with random data because a
@@ -47,6 +68,8 @@ resource "terraform_data" "prefill" {
 
 output "pool" { value = libvirt_pool.this.name }
 output "base_volume_id" { value = libvirt_volume.base.id }
+output "kernel_volume_id" { value = libvirt_volume.kernel.id }
+output "initrd_volume_id" { value = libvirt_volume.initrd.id }
 output "device_volume_id" {
   value      = var.device_bytes > 0 ? libvirt_volume.device[0].id : null
   depends_on = [terraform_data.prefill]

@@ -1,0 +1,157 @@
+"""Host software RAID: mdadm arrays created and destroyed on the testbed host (this machine or a
+nested host) by Terraform's hooks, through `harness host raid create|destroy PLAN`.
+
+Safety first: only allowlisted member devices, each checked on the host (not mounted, not held
+by another array, not the system disk, no signature unless wipe is set). Destroy stops the array
+and zeroes only the superblocks this array wrote. Both are idempotent.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import asdict, dataclass, field
+
+from harness.analysis.raid_model import member_count_problem
+from harness.devices import refuse_reason_on
+
+# mkfs per filesystem: forced (the array is ours) and without lazy init, whose background
+# writes would run during the measurement.
+MKFS = {
+    "ext4": ["mkfs.ext4", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+    "xfs": ["mkfs.xfs", "-f", "-q"],
+    "btrfs": ["mkfs.btrfs", "-f", "-q"],
+    "f2fs": ["mkfs.f2fs", "-f", "-q"],
+    "nilfs2": ["mkfs.nilfs2", "-f", "-q"],
+}
+
+
+class RaidError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class RaidPlan:
+    name: str                      # the array is /dev/md/<name>; carries the fleet prefix for gc
+    level: int
+    members: list[str]
+    chunk_kib: int
+    allow: list[str]               # the user's allowlist: nothing else is ever touched
+    wipe: bool = False
+    wait_resync: bool = True       # resync I/O would run during the measurement
+    filesystem: str | None = None
+    mount_options: str = ""
+    mountpoint: str | None = None
+    host: dict = field(default_factory=lambda: {"kind": "local", "uri": "qemu:///system"})
+
+    @property
+    def device(self) -> str:
+        return f"/dev/md/{self.name}"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RaidPlan":
+        return cls(**json.loads(text))
+
+
+def refusals(host, plan: RaidPlan) -> list[str]:
+    """Every reason the plan must not run, each naming the device (empty = safe)."""
+    problems = []
+    if p := member_count_problem(plan.level, len(plan.members)):
+        problems.append(f"raid.level/raid.members: {p}")
+    if len(set(plan.members)) != len(plan.members):
+        problems.append("raid.members: a device is listed twice")
+    for dev in plan.members:
+        if dev not in plan.allow:
+            problems.append(f"{dev}: not on the allowlist (raid.allow); add it there only if the harness may "
+                            "destroy its data")
+        elif reason := refuse_reason_on(host, dev, allow_signature=plan.wipe, wipe_field="raid.wipe"):
+            problems.append(f"{dev}: {reason}")
+    return problems
+
+
+def _md_node(host, plan: RaidPlan) -> str | None:
+    """The kernel node (/dev/mdN) of our array when it is assembled, found by its name."""
+    script = ("for m in $(awk '/^md/ {print $1}' /proc/mdstat); do "
+              "echo \"$m $(mdadm --detail --export /dev/$m | sed -n 's/^MD_NAME=//p')\"; done")
+    for line in host.run(["sh", "-c", script], check=False).stdout.decode().splitlines():
+        node, _, name = line.partition(" ")
+        if name == f"vtb:{plan.name}":
+            return f"/dev/{node}"
+    return None
+
+
+def _detail(host, plan: RaidPlan) -> str | None:
+    """mdadm --detail of our array, or None when it is not assembled. Also makes sure the stable
+    name /dev/md/<name> exists: without udev (a nested host) mdadm does not create it."""
+    node = _md_node(host, plan)
+    if node is None:
+        return None
+    _run(host, ["sh", "-c", 'mkdir -p /dev/md && ln -sfn "$1" "$2"', "sh", node, plan.device], f"link {plan.device}")
+    return host.run(["mdadm", "--detail", node]).stdout.decode()
+
+
+def _run(host, argv: list[str], what: str, timeout: float = 600) -> None:
+    out = host.run(argv, check=False, timeout=timeout)
+    if out.returncode != 0:
+        raise RaidError(f"{what} failed (exit {out.returncode}): "
+                        f"{(out.stderr or out.stdout).decode(errors='replace').strip()[-600:]}")
+
+
+def create(host, plan: RaidPlan) -> str:
+    """Creates (or finds) the array; returns what it did, in one line."""
+    if detail := _detail(host, plan):
+        if f"raid{plan.level}" in detail and all(m in detail for m in plan.members):
+            return f"{plan.device}: already assembled (RAID {plan.level}, {len(plan.members)} members)"
+        raise RaidError(f"{plan.device} exists with a different layout; run `harness host raid destroy` first")
+    if problems := refusals(host, plan):
+        raise RaidError("refusing to create the array:\n  " + "\n  ".join(problems))
+    if plan.wipe:
+        for dev in plan.members:
+            _run(host, ["wipefs", "--all", "--quiet", dev], f"wipefs {dev}")
+    chunk = [] if plan.level == 1 else [f"--chunk={plan.chunk_kib}K"]
+    _run(host, ["mdadm", "--create", plan.device, "--run", "--metadata=1.2", f"--level={plan.level}",
+                f"--raid-devices={len(plan.members)}", *chunk, "--homehost=vtb", *plan.members], f"mdadm --create {plan.device}")
+    if _detail(host, plan) is None:
+        raise RaidError(f"mdadm --create {plan.device} succeeded but the array is not assembled")
+    if plan.wait_resync:
+        host.run(["mdadm", "--wait", plan.device], check=False, timeout=3600)  # exit 1 = nothing to wait for
+    if plan.filesystem:
+        _run(host, [*MKFS[plan.filesystem], plan.device], f"mkfs {plan.filesystem} on {plan.device}")
+        _run(host, ["mkdir", "-p", plan.mountpoint], f"mkdir {plan.mountpoint}")
+        opts = ["-o", plan.mount_options] if plan.mount_options else []
+        _run(host, ["mount", "-t", plan.filesystem, *opts, plan.device, plan.mountpoint], f"mount {plan.device}")
+    return f"{plan.device}: created RAID {plan.level} on {len(plan.members)} members, chunk {plan.chunk_kib} KiB"
+
+
+def destroy(host, plan: RaidPlan) -> str:
+    """Unmounts and stops the array, then zeroes the superblocks it wrote (members that carry
+    this array's name only). Safe to repeat, and after a crash."""
+    done = []
+    if plan.mountpoint and host.run(["mountpoint", "-q", plan.mountpoint], check=False).returncode == 0:
+        _run(host, ["umount", plan.mountpoint], f"umount {plan.mountpoint}")
+        done.append("unmounted")
+    if (node := _md_node(host, plan)) is not None:
+        _run(host, ["mdadm", "--stop", node], f"mdadm --stop {node} ({plan.device})")
+        done.append("stopped")
+    host.run(["rm", "-f", plan.device], check=False)
+    zeroed = []
+    for dev in plan.members:
+        examine = host.run(["mdadm", "--examine", dev], check=False).stdout.decode()
+        if f"Name : vtb:{plan.name}" in examine:
+            _run(host, ["mdadm", "--zero-superblock", dev], f"mdadm --zero-superblock {dev}")
+            zeroed.append(dev)
+    if zeroed:
+        done.append(f"zeroed the superblock on {' '.join(zeroed)}")
+    return f"{plan.device}: {', '.join(done) or 'nothing to do'}"
+
+
+def md_support(host) -> str | None:
+    """None when the host kernel can build md arrays, else why not."""
+    out = host.run(["cat", "/proc/mdstat"], check=False)
+    if out.returncode != 0:
+        return ("this host's kernel has no md (software RAID) support (/proc/mdstat is missing). "
+                "Fix: set host.kind=nested to use a nested host (an L1 VM with emulated NVMe drives whose "
+                "kernel has md), e.g. --set host.kind=nested, after `harness host nested up`")
+    return None
