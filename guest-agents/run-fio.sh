@@ -2,6 +2,15 @@
 # prints fio's JSON output unchanged. Argument: LOCATOR; FIO_* variables in the environment.
 # A run during which the guest kernel timed out or failed I/O gives numbers nobody should trust:
 # it is reported (exit 4) rather than passed off as a measurement.
+# With FIO_MKFS set (e.g. "mkfs.xfs -f -q"), the job runs on a file in a new filesystem on the disk.
+if [ -n "${FIO_MKFS:-}" ]; then
+  mnt=$(mktemp -d /tmp/vtb-fs-XXXXXX)
+  $FIO_MKFS "$dev" >/dev/null 2>&1 || { echo "run-fio: $FIO_MKFS $dev failed" >&2; rmdir "$mnt"; exit 5; }
+  mount ${FIO_MOUNT_OPTIONS:+-o "$FIO_MOUNT_OPTIONS"} "$dev" "$mnt" || { rmdir "$mnt"; exit 5; }
+  trap 'umount "$mnt" && rmdir "$mnt"' EXIT
+  dev=$mnt/vtb-fio.dat
+  export FIO_OFFSET=0
+fi
 before=$(dmesg | wc -l)
 FIO_FILENAME=$dev fio --output-format=json - || exit $?
 bad=$(dmesg | tail -n +$((before + 1)) | grep -iE 'timeout|I/O error|abort|reset' | head -3)

@@ -40,9 +40,11 @@ def testbed() -> None:
 @testbed.command("up")
 @with_config
 def testbed_up(config_path, overrides) -> None:
-    """Probe the accelerator, terraform apply the fleet, wait for every guest agent."""
+    """Probe the accelerator, terraform apply the fleet (and its [raid] array), wait for every guest agent."""
+    from harness import hosts
     from harness.testbed import Testbed
-    Testbed(load(config_path, overrides)).up()
+    cfg = load(config_path, overrides)
+    Testbed(cfg, hosts.for_config(cfg, bring_up=True)).up()
 
 
 @testbed.command("down")
@@ -53,15 +55,27 @@ def testbed_down(config_path, overrides, everything) -> None:
     from harness import gc, paths
     from harness.testbed import Testbed
     cfg = load(config_path, overrides)
-    removed = Testbed(cfg).down()
+    removed = _testbed_for_down(cfg).down()
     if everything:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource
         for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
             other = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})})
-            removed += Testbed(other).down()
+            removed += _testbed_for_down(other).down()
         from harness.hosts import nested
         removed += nested.down(cfg.state_dir)  # everything built inside it goes with it
         removed += gc.collect(paths.PREFIX)
     step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed))
+
+
+def _testbed_for_down(cfg):
+    """The fleet to tear down; when its nested host is already gone, the fleet went with it and
+    only this machine's side (state, leftovers) is left to remove."""
+    from harness.hosts import LocalHost
+    from harness.hosts.nested import NestedHostError
+    from harness.testbed import Testbed
+    try:
+        return Testbed(cfg)
+    except NestedHostError:
+        return Testbed(cfg, LocalHost())
 
 
 @cli.command()
@@ -248,6 +262,20 @@ def _sweep_command(name: str, section: str | None):
     return command
 
 
+def _raid_command(name: str, section: str):
+    @run.command(name, help=registry_help(name))
+    @with_config
+    @click.option("--runtime", type=int, help="Measured seconds per point.")
+    @click.option("--ramp", type=int, help="Warm-up seconds per point.")
+    @click.option("--pe-only", is_flag=True, help="Measure on the host only (no VM counterpart).")
+    def command(config_path, overrides, runtime, ramp, pe_only) -> None:
+        from harness import runner
+        flags = {"runtime_s": runtime, "ramp_s": ramp, "ve": "false" if pe_only else None}
+        runner.run(load(config_path, [*overrides, *(f"{section}.{k}={v}" for k, v in flags.items() if v is not None)]),
+                   name)
+    return command
+
+
 def registry_help(name: str) -> str:
     """The first line of the experiment module's docstring."""
     import sys as _sys
@@ -258,6 +286,8 @@ def registry_help(name: str) -> str:
 for _name, _section in (("latency", "latency"), ("iops", "iops"), ("bandwidth", "bandwidth"),
                        ("latency-curve", "latency_curve"), ("breakdown", "breakdown"), ("backends", None)):
     _sweep_command(_name, _section)
+for _name, _section in (("raid-levels", "raid_levels"), ("stripe-size", "stripe_size"), ("filesystems", "filesystems")):
+    _raid_command(_name, _section)
 
 
 @cli.command()

@@ -252,11 +252,87 @@ class NestedConfig(Section):
     vcpus: int = Field(2, ge=1, le=64, description="vCPUs of the nested host")
 
 
+RaidLevel = Literal[0, 1, 5, 6, 10]
+def _power_of_two(kib: int) -> int:
+    if kib & (kib - 1):
+        raise ValueError("a chunk size must be a power of two KiB")
+    return kib
+
+
+ChunkKib = Annotated[int, Field(ge=4, le=65536), AfterValidator(_power_of_two)]
+Filesystem = Literal["ext4", "xfs", "btrfs", "f2fs", "nilfs2"]
+
+
+class RaidConfig(Section):
+    """The host array under the fleet (`testbed up`), and the member devices the RAID experiments use."""
+    level: RaidLevel | None = Field(None, description="RAID level of the array `testbed up` builds under the "
+                                                      "fleet (unset = no array)")
+    members: list[str] = Field([], description="member devices, on the host (empty on a nested host = its drives)")
+    allow: list[str] = Field([], description="the allowlist: the only devices the harness may touch (a nested "
+                                             "host's own drives are always allowed)",
+                             json_schema_extra={FIX: "list every member device here, e.g. raid.allow=[\"/dev/nvme1n1\"]"})
+    wipe: bool = Field(False, description="allow members that carry a partition table or filesystem signature "
+                                          "(they are wiped)")
+    chunk_kib: ChunkKib = Field(512, description="chunk (stripe unit) in KiB, a power of two")
+    filesystem: Filesystem | None = Field(None, description="make this filesystem on the array and mount it")
+    mount_options: str = Field("", description="mount options for raid.filesystem")
+    wait_resync: bool = Field(True, description="wait for the initial resync before measuring")
+
+    @model_validator(mode="after")
+    def _fits(self) -> "RaidConfig":
+        from harness.analysis.raid_model import member_count_problem
+        if self.level is not None and self.members and (p := member_count_problem(self.level, len(self.members))):
+            raise ValueError(f"raid.members: {p}; list more devices in raid.members or choose another raid.level")
+        outside = [m for m in self.members if self.allow and m not in self.allow]
+        if outside:
+            raise ValueError(f"raid.members: {', '.join(outside)} not in raid.allow; add "
+                             f"{'it' if len(outside) == 1 else 'them'} there only if the harness may destroy "
+                             "the data")
+        return self
+
+
+class _RaidSweepSection(Section):
+    """Shared by the RAID experiments: the fio points run on each array, on the host and in a VM."""
+    patterns: list[Literal["read", "write", "randread", "randwrite"]] = Field(
+        ["read", "write", "randread", "randwrite"], min_length=1, description="fio access patterns")
+    direct: list[bool] = Field([True, False], min_length=1, description="direct (O_DIRECT) and/or buffered I/O")
+    bs: BlockSize = Field("128k", description="block size (the studies use 512k)")
+    numjobs: int = Field(4, ge=1, le=256, description="fio jobs (the studies use 64)")
+    iodepth: int = Field(1, ge=1, le=4096, description="queue depth per job")
+    runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
+    ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
+    size_mib: int = Field(128, ge=16, description="the region fio works on (host and VM alike); must fit "
+                                                  "the smallest array")
+    ve: bool = Field(True, description="also measure inside a VM whose disk is the array (PE and VE side by side)")
+
+
+class RaidLevelsConfig(_RaidSweepSection):
+    levels: list[RaidLevel] = Field([0, 1, 5, 10], min_length=1, description="RAID levels to sweep")
+    member_counts: PositiveInts = Field([4], min_length=1, description="member counts to sweep")
+
+
+class StripeSizeConfig(_RaidSweepSection):
+    levels: list[RaidLevel] = Field([0, 5], min_length=1, description="RAID levels to sweep")
+    members: int = Field(4, ge=2, le=64, description="member devices per array")
+    chunks_kib: list[ChunkKib] = Field([64, 128, 256, 512, 1024], min_length=1, description="chunk sizes to sweep")
+
+
+class FilesystemsConfig(_RaidSweepSection):
+    filesystems: list[Filesystem] = Field(["ext4", "xfs", "btrfs", "f2fs", "nilfs2"], min_length=1,
+                                          description="filesystems to compare")
+    level: RaidLevel = Field(0, description="RAID level of the array (compared with a single device)")
+    members: int = Field(4, ge=2, le=64, description="member devices of the array")
+
+
 class Config(Section):
     state_dir: Path = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks")
     results_dir: Path = Field(paths.DEFAULT_RESULTS_DIR, description="where runs are written")
     host: HostConfig = HostConfig()
     nested: NestedConfig = NestedConfig()
+    raid: RaidConfig = RaidConfig()
+    raid_levels: RaidLevelsConfig = RaidLevelsConfig()
+    stripe_size: StripeSizeConfig = StripeSizeConfig()
+    filesystems: FilesystemsConfig = FilesystemsConfig()
     fleet: FleetConfig = FleetConfig()
     disk: DiskConfig = DiskConfig()
     vm_scaling: VmScalingConfig = VmScalingConfig()

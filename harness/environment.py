@@ -1,12 +1,12 @@
 """The environment every sample records: accelerator, host kernel, tool versions, CPU model, git revision."""
 from __future__ import annotations
 
-import os
 import subprocess
 
 import libvirt
 
 from harness import paths
+from harness.hosts import Host, LocalHost
 
 
 def _first_line(argv: list[str]) -> str:
@@ -17,12 +17,14 @@ def _first_line(argv: list[str]) -> str:
         return "unknown"
 
 
-def _cpu_model() -> str:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
+def _on_host(host: Host, argv: list[str]) -> str:
+    """First line of a command's output on the host, or 'unknown'."""
+    try:
+        out = host.run(argv, timeout=30, check=False)
+        text = (out.stdout or out.stderr).decode(errors="replace").strip()
+        return text.splitlines()[0] if out.returncode == 0 and text else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
 
 
 def libvirt_version(uri: str) -> str:
@@ -35,16 +37,21 @@ def libvirt_version(uri: str) -> str:
         return "unknown"
 
 
-def collect(accel: dict, uri: str = paths.LIBVIRT_URI) -> dict:
+def collect(accel: dict, host: Host = LocalHost()) -> dict:
+    """The environment of the testbed host (for a nested host: the L1's kernel and tools, and
+    the accelerator the L1 itself runs under)."""
     rev = _first_line(["git", "rev-parse", "--short=12", "HEAD"])
     dirty = _first_line(["git", "status", "--porcelain", "--untracked-files=no"]) not in ("unknown", "")
+    nested = getattr(host, "record", None)
     return {
         "accel": accel["accel"],
         "accel_reason": accel["reason"],
-        "host_kernel": os.uname().release,
-        "qemu_version": _first_line(["qemu-system-x86_64", "--version"]).removeprefix("QEMU emulator version "),
-        "libvirt_version": libvirt_version(uri),
-        "host_fio_version": _first_line(["fio", "--version"]),
-        "cpu_model": _cpu_model(),
+        "host": host.name,
+        "l0_accel": nested.l0_accel["accel"] if nested else "n/a",
+        "host_kernel": _on_host(host, ["uname", "-r"]),
+        "qemu_version": _on_host(host, ["qemu-system-x86_64", "--version"]).removeprefix("QEMU emulator version "),
+        "libvirt_version": libvirt_version(host.uri),
+        "host_fio_version": _on_host(host, ["fio", "--version"]),
+        "cpu_model": _on_host(host, ["sh", "-c", "sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1"]),
         "harness_rev": rev + ("-dirty" if dirty else ""),
     }

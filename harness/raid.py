@@ -155,3 +155,20 @@ def md_support(host) -> str | None:
                 "Fix: set host.kind=nested to use a nested host (an L1 VM with emulated NVMe drives whose "
                 "kernel has md), e.g. --set host.kind=nested, after `harness host nested up`")
     return None
+
+
+def members_and_allowlist(cfg, host) -> tuple[list[str], list[str]]:
+    """The member devices and the allowlist: the config's, plus a nested host's own drives
+    (the harness created them, so they are always allowed and are the default members)."""
+    drives = list(host.record.drives) if hasattr(host, "record") else []
+    return (list(cfg.raid.members) or drives), list(dict.fromkeys([*cfg.raid.allow, *drives]))
+
+
+def plan_from_config(cfg, host) -> RaidPlan | None:
+    """The array [raid] asks `testbed up` to build under the user's fleet, or None."""
+    r = cfg.raid
+    if r.level is None:
+        return None
+    members, allow = members_and_allowlist(cfg, host)
+    return RaidPlan(name=f"{cfg.prefix}-raid", level=r.level, members=members, chunk_kib=r.chunk_kib, allow=allow,
+                    wipe=r.wipe, wait_resync=r.wait_resync, host=host.descriptor())

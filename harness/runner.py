@@ -6,7 +6,7 @@ import signal
 import time
 from dataclasses import asdict
 
-from harness import accel, environment, paths
+from harness import accel, environment, hosts, paths
 from harness.agent import CANCEL
 from harness.config import Config
 from harness.console import step, warn
@@ -22,10 +22,11 @@ def _interrupt(signum, _frame):
 def run(cfg: Config, experiment_name: str) -> RunContext:
     signal.signal(signal.SIGTERM, _interrupt)  # a CI timeout or `kill` ends the run like Ctrl-C
     experiment = registry()[experiment_name]
-    record = Testbed(cfg).ensure() if experiment.uses_fleet else None
+    host = hosts.for_config(cfg, bring_up=True)
+    record = Testbed(cfg, host).ensure() if experiment.uses_fleet else None
     choice = record.accel if record else accel.as_dict(
-        accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir))
-    env = environment.collect(choice)
+        accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host))
+    env = environment.collect(choice, host)
     store = RunStore(cfg.results_dir, new_run_id(experiment_name))
     where = f"{len(record.vms)} VM fleet, backend={record.disk['backend']}" if record else "a sweep fleet"
     step(f"run {store.run_id}: {experiment_name} on {where}, accel={env['accel']} -> {store.dir}")

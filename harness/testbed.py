@@ -21,7 +21,7 @@ from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.config import Config
 from harness.console import step
 from harness.hosts import Host
-from harness.raid import RaidPlan
+from harness.raid import RaidPlan, plan_from_config
 from harness.store import write_atomic
 
 AGENT_TIMEOUT_S = 180
@@ -70,7 +70,7 @@ class Testbed:
         (both are for experiments; the config's fleet.device is the user's)."""
         self.cfg = cfg
         self.host = host or hosts.for_config(cfg)
-        self.raid = raid
+        self.raid = raid or (None if device else plan_from_config(cfg, self.host))
         self.device = device
         self.dir = cfg.state_dir / cfg.fleet.name
         self.record_path = self.dir / "testbed.json"
@@ -104,6 +104,8 @@ class Testbed:
             device = HostDevice(path=self.device, kind="block")
         elif f.device is not None:
             device = HostDevice(path=str(f.device), kind="block")
+        elif getattr(self.host, "spare_device", None):  # a nested host's first drive
+            device = HostDevice(path=self.host.spare_device, kind="block")
         else:  # a prefilled file in the pool (prefilled here, so the host must be this machine)
             volume = f"{prefix}-device.raw"
             device = HostDevice(path=str(self.dir / "pool" / volume), kind="file", pool=prefix, volume=volume)

@@ -10,12 +10,12 @@ from harness.agent import AgentError, GuestAgent
 from harness.analysis.stats import enough
 from harness.config import RepeatConfig
 from harness.console import step
+from harness.hosts import Host, LocalHost
 
 
-def drop_caches(conn: libvirt.virConnect | None, vm_names: list[str]) -> None:
+def drop_caches(conn: libvirt.virConnect | None, vm_names: list[str], host: Host = LocalHost()) -> None:
     """Host page cache, and each listed guest's, so a repeat does not read what the last one cached."""
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
+    host.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"])
     for name in vm_names:
         res = GuestAgent(conn.lookupByName(name)).exec("/bin/sh", ["-c", "sync; echo 3 > /proc/sys/vm/drop_caches"],
                                                         timeout=30)

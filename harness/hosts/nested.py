@@ -73,6 +73,11 @@ class NestedHost:
     def descriptor(self) -> dict:
         return {"kind": "nested", "state_dir": str(self.state_dir)}
 
+    @property
+    def spare_device(self) -> str:
+        """The device a fleet without an array takes its disks from."""
+        return self.record.drives[0]
+
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
         conn = libvirt.open(paths.LIBVIRT_URI)
@@ -145,8 +150,10 @@ def up(cfg) -> NestedHost:
     except (NestedHostError, libvirt.libvirtError):
         down(cfg.state_dir)
     if not (HOST_IMAGE_DIR / "rootfs.qcow2").exists():
-        raise NestedHostError(f"the nested host image is missing ({HOST_IMAGE_DIR}). Fix: run `images/build.sh host` "
-                              "(`make testbed up` builds it)")
+        step("nested host: building its image from Debian packages (images/build.sh host, a few minutes, once)")
+        if subprocess.run([str(paths.REPO / "images" / "build.sh"), "host"]).returncode != 0:
+            raise NestedHostError("building the nested host image failed (see the output above). "
+                                  "Fix: run `images/build.sh host` and read its error")
     n = cfg.nested
     t0 = time.monotonic()
     (state_dir / "drives").mkdir(parents=True, exist_ok=True)

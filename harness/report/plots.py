@@ -123,3 +123,25 @@ def stacked_layers(per_backend: dict[str, dict[str, float]], path: Path, title: 
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_title(title, fontsize=9)
     return _save(fig, path)
+
+
+def raid_bars(rows: list[dict], path: Path, title: str) -> Path:
+    """Per point, measured/expected for each array, PE and VE side by side (1.0 = the RAID model)."""
+    points = list(dict.fromkeys(r["point"] for r in rows))
+    setups = list(dict.fromkeys(r["setup"] for r in rows if r["setup"] != "single"))
+    fig, axes = plt.subplots(1, max(1, len(points)), figsize=(max(6, 3.2 * len(points)), 4.2), squeeze=False,
+                             sharey=True)
+    for ax, point in zip(axes[0], points):
+        by_setup = {r["setup"]: r for r in rows if r["point"] == point}
+        xs = range(len(setups))
+        for i, (env, color) in enumerate((("physical", "black"), ("virtual", "tab:blue"))):
+            ys = [by_setup.get(s, {}).get(f"{env}_measured_expected") or 0 for s in setups]
+            ax.bar([x + (i - 0.5) * 0.4 for x in xs], ys, 0.4, color=color, label="PE" if i == 0 else "VE")
+        ax.axhline(1.0, color="gray", ls="--", lw=1)
+        ax.set_xticks(list(xs), [s.split("-c")[0] for s in setups], rotation=30, fontsize=8)
+        ax.set_title(point, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("measured / expected (RAID model)")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    return _save(fig, path)

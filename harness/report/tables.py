@@ -223,3 +223,44 @@ def print_layers(per_backend: dict[str, dict[str, float]], accel: str) -> str:
         table.add_row(layer, *(f"{v[layer]:,.1f} ({v[layer] / sum(v.values()):.0%})" for v in per_backend.values()))
     table.add_row("total", *(f"{sum(v.values()):,.1f}" for v in per_backend.values()))
     return _render([table], [])
+
+
+def raid_rows(samples: list[Sample]) -> list[dict]:
+    """One row per (array setup, point): PE and VE bandwidth with the RAID model's expectation,
+    measured/expected and the stack overhead (means over repeats)."""
+    rows: dict[tuple, dict] = {}
+    for s in samples:
+        m = s.metadata
+        if "setup" not in m:
+            continue
+        row = rows.setdefault((m["setup"], m["point"]), {"setup": m["setup"], "point": m["point"], "errors": []})
+        if s.status != "ok":
+            row["errors"].append(f"{m['env']}: {s.error}")
+            row[f"{m['env']}_failed"] = True
+            continue
+        if s.metric in ("bw", "expected_bw", "measured_expected", "stack_overhead"):
+            row.setdefault(f"{m['env']}_{s.metric}", []).append(s.value)
+    return [_means(r) for r in rows.values()]
+
+
+def print_raid(rows: list[dict], title: str, accel: str) -> str:
+    table = Table(title=f"{title}: bandwidth (MiB/s), measured against the RAID model, accel={accel}")
+    for col in ("array", "point", "PE", "PE expected", "PE meas/exp", "PE overhead",
+                "VE", "VE expected", "VE meas/exp", "VE overhead", "VE/PE"):
+        table.add_column(col, justify="left" if col in ("array", "point") else "right")
+
+    def mib(r, key):
+        return "-" if r.get(key) is None else f"{r[key] / 1024:,.1f}"
+
+    def ratio(r, key, pct=False):
+        return "-" if r.get(key) is None else (f"{r[key]:+.0%}" if pct else f"{r[key]:.2f}")
+    for r in rows:
+        ve_pe = (f"{r['virtual_bw'] / r['physical_bw']:.2f}" if r.get("virtual_bw") and r.get("physical_bw") else "-")
+        table.add_row(r["setup"], r["point"],
+                      _cell(r, "physical_bw", 0) if r.get("physical_bw") is None else mib(r, "physical_bw"),
+                      mib(r, "physical_expected_bw"), ratio(r, "physical_measured_expected"),
+                      ratio(r, "physical_stack_overhead", pct=True).lstrip("+"),
+                      _cell(r, "virtual_bw", 0) if r.get("virtual_bw") is None else mib(r, "virtual_bw"),
+                      mib(r, "virtual_expected_bw"), ratio(r, "virtual_measured_expected"),
+                      ratio(r, "virtual_stack_overhead", pct=True).lstrip("+"), ve_pe)
+    return _render([table], [(f"{r['setup']} {r['point']}", e) for r in rows for e in r["errors"]])

@@ -48,10 +48,16 @@ def timeout_s(job: FioJobConfig) -> float:
     return job.runtime_s + job.ramp_s + 60
 
 
-def run_in_guest(agent: GuestAgent, job: FioJobConfig, *, locator: str, size: int) -> str:
+def fs_env(mkfs: list[str] | None, mount_options: str = "") -> dict[str, str]:
+    """Makes run-fio.sh put a new filesystem on the disk and run the job on a file in it."""
+    return {"FIO_MKFS": " ".join(mkfs), "FIO_MOUNT_OPTIONS": mount_options} if mkfs else {}
+
+
+def run_in_guest(agent: GuestAgent, job: FioJobConfig, *, locator: str, size: int, extra_env: dict | None = None) -> str:
     """Runs the job on the guest disk the locator names (see run-fio.sh); returns fio's raw JSON."""
     res = agent.exec("/bin/sh", ["-c", guest_script(GUEST_RUNNER), "run-fio", locator],
-                     env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **job_env(job, offset=0, size=size)},
+                     env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **job_env(job, offset=0, size=size),
+                          **(extra_env or {})},
                      stdin=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job))
     if res.exitcode != 0:
         raise FioError(f"{agent.vm}: {res.stderr.decode(errors='replace').strip()[-500:] or f'exit {res.exitcode}'}")
@@ -76,6 +82,21 @@ def wait_on_host(proc: subprocess.Popen, job: FioJobConfig) -> str:
     if proc.returncode != 0:
         raise FioError(f"host fio exited {proc.returncode}: {err.decode(errors='replace').strip()[-500:]}")
     return out.decode()
+
+
+def run_on_host(host, job: FioJobConfig, *, device: str, size: int, extra_env: dict | None = None) -> str:
+    """Runs the job on a host block device with the guests' runner (any host: this machine or a
+    nested one); returns fio's raw JSON."""
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **job_env(job, offset=0, size=size), **(extra_env or {})}
+    try:
+        out = host.run(["/bin/sh", "-c", guest_script(GUEST_RUNNER), "run-fio", f"path:{device}"], env=env,
+                       input=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job), check=False)
+    except subprocess.TimeoutExpired:
+        raise FioError(f"fio on the {host.name} host did not finish within {timeout_s(job):.0f} s; killed it") from None
+    if out.returncode != 0:
+        raise FioError(f"fio on the {host.name} host exited {out.returncode}: "
+                       f"{out.stderr.decode(errors='replace').strip()[-500:]}")
+    return out.stdout.decode()
 
 
 def parse(raw: str) -> FioResult:

@@ -1,0 +1,202 @@
+"""The engine behind raid-levels, stripe-size and filesystems: a list of array setups (one member
+alone first, as the base), each provisioned by Terraform with its array under a one-VM sweep
+fleet, and the same fio points run on the host (PE) and in the VM (VE) on that array.
+
+Each array point also gets the RAID model's expectation (the single member's figure at the same
+point, times the level's factor), measured/expected and the software stack overhead.
+Runs on any host with md; a host without md gets an error that offers the nested host.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import libvirt
+
+from harness import hosts, raid
+from harness.agent import GuestAgent
+from harness.analysis import raid_model
+from harness.config import Config, FioJobConfig
+from harness.console import step, warn
+from harness.devices import refuse_reason_on
+from harness.experiments import RunContext, repeats
+from harness.report import plots, tables
+from harness.samples import Sample
+from harness.store import write_atomic
+from harness.testbed import Testbed, TestbedRecord
+from harness.workloads import fio
+
+SINGLE = "single"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What Terraform provisions: one member alone (level None, the base) or an array."""
+    level: int | None
+    members: int
+    chunk_kib: int
+
+    @property
+    def label(self) -> str:
+        return SINGLE if self.level is None else f"raid{self.level}-n{self.members}-c{self.chunk_kib}k"
+
+
+@dataclass(frozen=True)
+class Point:
+    label: str                 # e.g. randread-direct, xfs-write-buffered
+    job: FioJobConfig
+    filesystem: str | None = None   # made on the disk before the job, which then runs on a file
+
+    def size(self, region: int) -> int:
+        """fio's data size: the whole region, or half of it as a file (room for the filesystem)."""
+        return region // 2 if self.filesystem else region
+
+
+def filesystem_support(host, fs: str) -> str | None:
+    """None when the host can make and mount `fs`, else what is missing."""
+    tool = raid.MKFS[fs][0]
+    if host.run(["sh", "-c", f"command -v {tool}"], check=False).returncode != 0:
+        return f"{tool} is not installed on the {host.name} host"
+    probe = f"grep -qw {fs} /proc/filesystems || modprobe -q {fs} && grep -qw {fs} /proc/filesystems"
+    if host.run(["sh", "-c", probe], check=False).returncode != 0:
+        return f"the {host.name} host's kernel has no {fs} support"
+    return None
+
+
+class RaidSweep:
+    uses_fleet = False
+    name = ""
+    section = ""
+
+    def setups(self, cfg: Config) -> list[Setup]:
+        raise NotImplementedError
+
+    def filesystems(self, cfg: Config) -> list[str | None]:
+        return [None]
+
+    def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[Point]:
+        c = getattr(cfg, self.section)
+        return [Point(f"{fs + '-' if fs else ''}{rw}-{'direct' if d else 'buffered'}",
+                      FioJobConfig(rw=rw, bs=c.bs, iodepth=c.iodepth, numjobs=c.numjobs, direct=d,
+                                   runtime_s=c.runtime_s, ramp_s=c.ramp_s), fs)
+                for fs in self.filesystems(cfg) if fs_ok(fs) for rw in c.patterns for d in c.direct]
+
+    # --- the sweep -------------------------------------------------------------------------
+    def run(self, ctx: RunContext) -> None:
+        cfg, c = ctx.cfg, getattr(ctx.cfg, self.section)
+        host = hosts.for_config(cfg)
+        if reason := raid.md_support(host):
+            raise RuntimeError(reason)
+        members, allow = raid.members_and_allowlist(cfg, host)
+        if not members:
+            raise RuntimeError("no member devices: set raid.members (and list them in raid.allow), or use a "
+                               "nested host (host.kind=nested), whose drives are the members")
+        runnable, skipped = [], {}
+        for s in self.setups(cfg):
+            why = (f"needs {s.members} member devices, {len(members)} available" if s.members > len(members)
+                   else s.level is not None and raid_model.member_count_problem(s.level, s.members))
+            (skipped.__setitem__(s.label, why) if why else runnable.append(s))
+        for label, why in skipped.items():
+            warn(f"{label} skipped: {why}")
+        for fs in filter(None, self.filesystems(cfg)):
+            if why := filesystem_support(host, fs):
+                skipped[f"filesystem {fs}"] = why
+                warn(f"filesystem {fs} skipped: {why}")
+        points = self.points(cfg, lambda fs: f"filesystem {fs}" not in skipped)
+        ctx.store.update_manifest(skipped=skipped, planned={"setups": [s.label for s in runnable],
+                                                            "points": [p.label for p in points]})
+        sweep_cfg = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
+            "name": f"rs-{cfg.fleet.name}"[:20], "vms": 1, "disk_size_mib": c.size_mib})})
+        tb = Testbed(sweep_cfg, host)
+        tb.down(quiet=True)  # a sweep fleet left by a killed run
+        try:
+            for i, s in enumerate(runnable):
+                step(f"[{i + 1}/{len(runnable)}] {s.label}: provisioning")
+                if s.level is None:
+                    if reason := refuse_reason_on(host, members[0], cfg.raid.wipe, "raid.wipe"):
+                        raise RuntimeError(f"{members[0]}: {reason}")
+                    tb = Testbed(sweep_cfg, host, device=members[0])
+                else:
+                    tb = Testbed(sweep_cfg, host, raid=raid.RaidPlan(
+                        name=f"{sweep_cfg.prefix}-raid", level=s.level, members=members[:s.members],
+                        chunk_kib=s.chunk_kib, allow=allow, wipe=cfg.raid.wipe, wait_resync=cfg.raid.wait_resync,
+                        host=host.descriptor()))
+                record = tb.up()
+                conn = libvirt.open(record.uri)
+                try:
+                    for p in points:
+                        for env in ("physical", "virtual") if c.ve else ("physical",):
+                            step(f"      {env} {p.label}")
+                            repeats.repeat(cfg.repeat, lambda rep: self._measure(ctx, host, conn, record, s, p, env, rep),
+                                           before=lambda: repeats.drop_caches(conn, [record.vms[0].name] if env == "virtual" else [], host),
+                                           what=p.label)
+                finally:
+                    conn.close()
+        finally:
+            step("tearing down the sweep fleet and its array")
+            tb.down(quiet=True)
+
+    def _measure(self, ctx: RunContext, host, conn, record: TestbedRecord, s: Setup, p: Point, env: str,
+                 rep: int) -> float | None:
+        c = getattr(ctx.cfg, self.section)
+        vm = record.vms[0]
+        mkfs = raid.MKFS[p.filesystem] if p.filesystem else None
+        meta = {"run_id": ctx.store.run_id, "experiment": self.name, "group": self.section, "point": p.label,
+                "setup": s.label, "env": env, "raid_level": SINGLE if s.level is None else s.level,
+                "members": s.members, "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a",
+                "filesystem": p.filesystem or "none", "vm_count": 1 if env == "virtual" else 0,
+                **(record.disk if env == "virtual" else {"backend": "host", "cache": "n/a", "aio": "n/a",
+                                                         "iothreads": "n/a", "num_queues": "n/a"}),
+                "rw": p.job.rw, "bs": p.job.bs, "iodepth": p.job.iodepth, "numjobs": p.job.numjobs,
+                "direct": p.job.direct, "runtime_s": p.job.runtime_s, "ramp_s": p.job.ramp_s,
+                "data_size_bytes": p.size(c.size_mib << 20), "device": record.device_path, "image": record.image,
+                "repeat": rep, "drop_caches": ctx.cfg.repeat.drop_caches, **ctx.environment}
+        t0 = time.monotonic()
+        try:
+            if env == "virtual":
+                raw = fio.run_in_guest(GuestAgent(conn.lookupByName(vm.name)), p.job, locator=vm.locator,
+                                       size=p.size(vm.slice_bytes), extra_env=fio.fs_env(mkfs))
+            else:
+                raw = fio.run_on_host(host, p.job, device=record.device_path, size=p.size(c.size_mib << 20),
+                                      extra_env=fio.fs_env(mkfs))
+            path = ctx.store.save_raw(f"{s.label}/{p.label}/{env}{'' if rep == 0 else f'.r{rep}'}.json", raw)
+            r = fio.parse(raw)
+            meta = {**meta, "raw": path, "fio_version": r.version, "point_wall_s": round(time.monotonic() - t0, 3)}
+            samples = [Sample(m, v, u, meta) for m, (v, u) in r.metrics().items()]
+            samples += self._expectation(ctx, s, p, env, r.bw_kib_s, meta)
+            ctx.store.add(samples)
+            step(f"      bw {r.bw_kib_s / 1024:,.1f} MiB/s, {r.iops:,.0f} IOPS")
+            return r.bw_kib_s
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:  # recorded as failed, never as a number
+            ctx.store.add([Sample("bw", None, "", meta, status="failed", error=str(e))])
+            warn(f"{s.label} {env} {p.label} failed: {e}")
+            return None
+
+    def _expectation(self, ctx: RunContext, s: Setup, p: Point, env: str, bw: float, meta: dict) -> list[Sample]:
+        """The RAID model against the single member measured at the same point (and filesystem), same env."""
+        if s.level is None:
+            return []
+        base = [x.value for x in ctx.store.samples if x.metric == "bw" and x.status == "ok"
+                and x.metadata["setup"] == SINGLE
+                and x.metadata["env"] == env and x.metadata["point"] == p.label]
+        if not base:
+            return []
+        expected = raid_model.expected(s.level, s.members, p.job.rw, sum(base) / len(base))
+        return [Sample("expected_bw", expected, "KiB/s", meta),
+                Sample("measured_expected", bw / expected, "ratio", meta),
+                Sample("stack_overhead", raid_model.stack_overhead(bw, expected), "ratio", meta)]
+
+    def summarize(self, ctx: RunContext) -> None:
+        rows = tables.raid_rows(ctx.store.samples)
+        if not rows:
+            return
+        env = ctx.environment
+        accel = env["accel"] + (f" in a nested host under {env['l0_accel']}" if env.get("l0_accel", "n/a") != "n/a" else "")
+        accel += ", not performance numbers" if "tcg" in accel else ""
+        text = tables.print_raid(rows, title=self.name, accel=accel)
+        write_atomic(ctx.store.dir / "summary.txt", text)
+        png = plots.raid_bars(rows, ctx.store.dir / f"{self.name}.png",
+                              title=f"{self.name}: bandwidth, PE and VE per array (accel={accel})")
+        step(f"plot: {png}")
