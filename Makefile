@@ -6,7 +6,7 @@ PYTHON ?= python3
 LAUNCHER := /usr/local/bin/harness
 PYTEST_ARGS ?=
 
-.PHONY: testbed up down test bench bootstrap host-packages venv libvirtd provider image launcher
+.PHONY: testbed up down test bench bootstrap host-packages venv libvirtd provider image host-image launcher
 
 # `make testbed up` / `make testbed down` read as one phrase: `testbed` itself does nothing.
 testbed:
@@ -22,7 +22,8 @@ down:
 	  scripts/libvirtd.sh start && $(HARNESS) testbed down --all; fi
 	scripts/libvirtd.sh stop
 
-test: bootstrap
+# The tests also boot a nested host (RAID on emulated NVMe): build its image up front.
+test: bootstrap host-image
 	scripts/host-packages.sh --test
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
@@ -48,6 +49,10 @@ provider:
 
 image: host-packages
 	images/build.sh
+
+# The nested host's image (`harness host nested up` also builds it when missing).
+host-image: host-packages
+	images/build.sh host
 
 # A launcher on PATH, so a new login shell finds `harness`.
 launcher: venv

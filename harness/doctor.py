@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 
 import libvirt
 from rich.table import Table
@@ -27,13 +26,18 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
         out.append(("accelerator", True, f"{choice.accel}: {choice.reason}"))
     else:
         out.append(("accelerator", False, "not probed: the guest image (its kernel) is not built"))
-    md = Path("/proc/mdstat").exists()
-    out.append(("host md (software RAID)", md, "available" if md else
-                "the host kernel has no md; RAID experiments need a nested host (not built yet)"))
+    from harness import raid
+    from harness.hosts import LocalHost
+    from harness.hosts.nested import HOST_IMAGE_DIR
+    md_missing = raid.md_support(LocalHost())
+    out.append(("host md (software RAID)", md_missing is None, md_missing or "available"))
+    host_image = HOST_IMAGE_DIR / "rootfs.qcow2"
+    out.append(("nested host image", host_image.exists(), str(host_image.resolve()) if host_image.exists() else
+                "not built (`harness host nested up` builds it, or `make host-image`)"))
     for tool, why, fix in (("qemu-system-x86_64", "runs the guests", "run `make testbed up`"),
                            ("qemu-storage-daemon", "vhost-user-blk backend", "run `make testbed up`"),
                            ("fio", "the physical baseline", "run `make testbed up`"),
-                           ("mdadm", "host RAID arrays, not used yet", "apt install mdadm")):
+                           ("mdadm", "RAID arrays on this host (a nested host has its own)", "apt install mdadm")):
         path = shutil.which(tool)
         out.append((tool, path is not None, path or f"missing ({why}); {fix}"))
     image = paths.IMAGE_DIR / "rootfs.qcow2"

@@ -37,9 +37,9 @@ def vm_scaling_rows(samples: list[Sample]) -> list[dict]:
     return [_means(rows[n]) for n in sorted(rows)]
 
 
-def _render(tables: list[Table], failures: list[tuple[str, str]]) -> str:
+def _render(tables: list[Table], failures: list[tuple[str, str]], width: int = 100) -> str:
     """Prints the tables and the failures under them; returns the same as plain text."""
-    console = Console(record=True, highlight=False, width=max(shared.width, 100))
+    console = Console(record=True, highlight=False, width=max(shared.width, width))
     for t in tables:
         console.print(t)
     for what, error in failures:
@@ -247,7 +247,7 @@ def print_raid(rows: list[dict], title: str, accel: str) -> str:
     table = Table(title=f"{title}: bandwidth (MiB/s), measured against the RAID model, accel={accel}")
     for col in ("array", "point", "PE", "PE expected", "PE meas/exp", "PE overhead",
                 "VE", "VE expected", "VE meas/exp", "VE overhead", "VE/PE"):
-        table.add_column(col, justify="left" if col in ("array", "point") else "right")
+        table.add_column(col, justify="left" if col in ("array", "point") else "right", no_wrap=True)
 
     def mib(r, key):
         return "-" if r.get(key) is None else f"{r[key] / 1024:,.1f}"
@@ -263,4 +263,4 @@ def print_raid(rows: list[dict], title: str, accel: str) -> str:
                       _cell(r, "virtual_bw", 0) if r.get("virtual_bw") is None else mib(r, "virtual_bw"),
                       mib(r, "virtual_expected_bw"), ratio(r, "virtual_measured_expected"),
                       ratio(r, "virtual_stack_overhead", pct=True).lstrip("+"), ve_pe)
-    return _render([table], [(f"{r['setup']} {r['point']}", e) for r in rows for e in r["errors"]])
+    return _render([table], [(f"{r['setup']} {r['point']}", e) for r in rows for e in r["errors"]], width=150)

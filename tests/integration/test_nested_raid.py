@@ -1,0 +1,126 @@
+"""The nested host, for real: an L1 VM under this machine's accelerator with 4 emulated NVMe
+drives, md arrays in it (RAID 0, 1, 5 and 10 through Terraform's hooks), a short raid-levels
+run with PE and one L2 VM under KVM, every safety refusal on its drives, and a teardown that
+leaves no array and no L1 running."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import libvirt
+import pytest
+
+from harness import config, raid
+from harness.hosts.nested import DOMAIN, NestedHost
+
+pytestmark = pytest.mark.integration
+CONFIG = Path(__file__).parents[1] / "nested.toml"
+STATE = Path("/var/tmp/vtb-ci-nested")
+HARNESS = str(Path(sys.executable).parent / "harness")
+
+
+def harness(*args, check=True, timeout=1800):
+    out = subprocess.run([HARNESS, *args, "--config", str(CONFIG)], capture_output=True, text=True, timeout=timeout)
+    print(out.stdout, out.stderr)
+    if check:
+        assert out.returncode == 0, out.stdout + out.stderr
+    return out
+
+
+def l0_domains() -> list[str]:
+    conn = libvirt.open("qemu:///system")
+    try:
+        return [d.name() for d in conn.listAllDomains() if d.isActive()]
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def host():
+    harness("host", "nested", "down", check=False)
+    harness("host", "nested", "up")
+    yield NestedHost.load(STATE / "nested")
+    harness("host", "nested", "down")
+    assert DOMAIN not in l0_domains()
+    assert not (STATE / "nested").exists()
+
+
+def plan(host, **kw) -> raid.RaidPlan:
+    d = host.record.drives
+    return raid.RaidPlan(**{"name": "vtb-cin-t", "level": 0, "members": d[:2], "chunk_kib": 64, "allow": d,
+                            "host": host.descriptor(), **kw})
+
+
+def test_nested_host_has_md_kvm_and_its_drives(host):
+    assert host.record.drives == [f"/dev/nvme{i}n1" for i in range(4)]
+    assert raid.md_support(host) is None
+    assert host.run(["test", "-c", "/dev/kvm"], check=False).returncode == 0
+    conn = libvirt.open(host.uri)  # libvirtd in the L1, over the loopback port forward
+    conn.close()
+
+
+def test_this_host_without_md_is_told_to_use_the_nested_host():
+    from harness.hosts import LocalHost
+    if Path("/proc/mdstat").exists():
+        pytest.skip("this machine has md")
+    assert "host.kind=nested" in raid.md_support(LocalHost())
+
+
+def test_every_refusal_names_the_device_and_the_reason(host):
+    d = host.record.drives
+    with pytest.raises(raid.RaidError, match=f"{d[3]}: not on the allowlist"):
+        raid.create(host, plan(host, members=[d[0], d[3]], allow=d[:3]))
+    with pytest.raises(raid.RaidError, match="RAID 5 needs at least 3 member devices, got 2"):
+        raid.create(host, plan(host, level=5))
+    host.run(["mkfs.ext4", "-q", "-F", d[2]])
+    try:
+        with pytest.raises(raid.RaidError, match=f"{d[2]}: it carries a ext4 signature .* set raid.wipe=true"):
+            raid.create(host, plan(host, members=[d[1], d[2]]))
+        host.run(["mount", d[2], "/mnt"])
+        try:  # mounted: refused even with wipe
+            with pytest.raises(raid.RaidError, match=f"{d[2]}: /dev/nvme2n1 is mounted on /mnt"):
+                raid.create(host, plan(host, members=[d[1], d[2]], wipe=True))
+        finally:
+            host.run(["umount", "/mnt"])
+        # wipe: the signature refusal is the only one the user may override
+        assert "created RAID 0" in raid.create(host, plan(host, members=[d[1], d[2]], wipe=True))
+        assert "already assembled" in raid.create(host, plan(host, members=[d[1], d[2]], wipe=True))
+        with pytest.raises(raid.RaidError, match=f"{d[1]}: it is held by md"):  # a member of another array
+            raid.create(host, plan(host, name="vtb-cin-other", members=[d[1], d[0]]))
+    finally:
+        raid.destroy(host, plan(host, members=[d[1], d[2]]))
+    assert "nothing to do" in raid.destroy(host, plan(host, members=[d[1], d[2]]))
+    assert host.run(["wipefs", "--no-act", "--noheadings", d[1]]).stdout.strip() == b""  # superblock zeroed
+    with pytest.raises(raid.RaidError, match="system disk"):
+        raid.create(host, plan(host, members=["/dev/vda", d[0]], allow=[*d, "/dev/vda"]))
+
+
+def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
+    out = harness("run", "raid-levels")
+    cfg = config.load(CONFIG)
+    run_dir = sorted(Path(cfg.results_dir).glob("*-raid-levels-*"), key=lambda p: p.stat().st_mtime)[-1]
+    manifest = json.loads((run_dir / "run.json").read_text())
+    assert manifest["status"] == "completed", manifest
+    env = manifest["environment"]
+    assert env["host"] == "nested" and env["l0_accel"] in ("kvm", "tcg") and env["accel"] == "kvm"
+    rows = [json.loads(l) for l in (run_dir / "samples.jsonl").read_text().splitlines()]
+    bw = {(r["setup"], r["point"], r["env"]) for r in rows if r["metric"] == "bw" and r["status"] == "ok"}
+    setups = ["single", "raid0-n4-c512k", "raid1-n4-c512k", "raid5-n4-c512k", "raid10-n4-c512k"]
+    assert bw == {(s, p, e) for s in setups for p in ("read-direct", "write-direct") for e in ("physical", "virtual")}
+    overhead = [r for r in rows if r["metric"] == "stack_overhead"]
+    assert len(overhead) == 4 * 2 * 2
+    for r in rows:  # the full configuration and environment on every sample
+        assert {"raid_level", "members", "chunk_kib", "filesystem", "backend", "cache", "aio", "iothreads",
+                "iodepth", "bs", "vm_count", "accel", "l0_accel", "host_kernel", "qemu_version"} <= r.keys()
+    assert (run_dir / "raid-levels.png").stat().st_size > 10_000
+    assert "raid5-n4-c512k" in (run_dir / "summary.txt").read_text()
+    # The sweep tore down its fleet and arrays: nothing left in the nested host.
+    assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
+    conn = libvirt.open(host.uri)
+    try:
+        assert [d.name() for d in conn.listAllDomains()] == []
+    finally:
+        conn.close()
+    assert "tearing down the sweep fleet" in out.stdout
