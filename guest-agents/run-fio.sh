@@ -2,12 +2,14 @@
 # prints fio's JSON output unchanged. Argument: LOCATOR; FIO_* variables in the environment.
 # A run during which the guest kernel timed out or failed I/O gives numbers nobody should trust:
 # it is reported (exit 4) rather than passed off as a measurement.
-# With FIO_MKFS set (e.g. "mkfs.xfs -f -q"), the job runs on a file in a new filesystem on the disk.
+# With FIO_MKFS set (e.g. "mkfs.xfs -f -q"), the job runs on a file in a new filesystem on the disk,
+# which is unmounted and wiped afterwards (the next user of the disk must not find our signature).
 if [ -n "${FIO_MKFS:-}" ]; then
+  disk=$dev
   mnt=$(mktemp -d /tmp/vtb-fs-XXXXXX)
-  $FIO_MKFS "$dev" >/dev/null 2>&1 || { echo "run-fio: $FIO_MKFS $dev failed" >&2; rmdir "$mnt"; exit 5; }
-  mount ${FIO_MOUNT_OPTIONS:+-o "$FIO_MOUNT_OPTIONS"} "$dev" "$mnt" || { rmdir "$mnt"; exit 5; }
-  trap 'umount "$mnt" && rmdir "$mnt"' EXIT
+  out=$($FIO_MKFS "$disk" 2>&1) || { echo "run-fio: $FIO_MKFS $disk failed: $(echo "$out" | head -n 2)" >&2; rmdir "$mnt"; exit 5; }
+  trap 'umount "$mnt"; rmdir "$mnt"; wipefs --all --quiet "$disk"' EXIT
+  mount ${FIO_MOUNT_OPTIONS:+-o "$FIO_MOUNT_OPTIONS"} "$disk" "$mnt" || exit 5
   dev=$mnt/vtb-fio.dat
   export FIO_OFFSET=0
 fi

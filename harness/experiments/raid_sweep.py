@@ -48,8 +48,9 @@ class Point:
     filesystem: str | None = None   # made on the disk before the job, which then runs on a file
 
     def size(self, region: int) -> int:
-        """fio's data size: the whole region, or half of it as a file (room for the filesystem)."""
-        return region // 2 if self.filesystem else region
+        """fio's data size: the whole region, or a quarter of it as a file (room for the
+        filesystem's metadata; btrfs keeps two copies of it on a small device)."""
+        return region // 4 if self.filesystem else region
 
 
 def filesystem_support(host, fs: str) -> str | None:
