@@ -138,7 +138,7 @@ def raid_bars(rows: list[dict], path: Path, title: str) -> Path:
             ys = [by_setup.get(s, {}).get(f"{env}_measured_expected") or 0 for s in setups]
             ax.bar([x + (i - 0.5) * 0.4 for x in xs], ys, 0.4, color=color, label="PE" if i == 0 else "VE")
         ax.axhline(1.0, color="gray", ls="--", lw=1)
-        ax.set_xticks(list(xs), [s.split("-c")[0] for s in setups], rotation=30, fontsize=8)
+        ax.set_xticks(list(xs), setups, rotation=35, ha="right", fontsize=7)
         ax.set_title(point, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("measured / expected (RAID model)")
