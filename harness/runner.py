@@ -22,6 +22,10 @@ def _interrupt(signum, _frame):
 def run(cfg: Config, experiment_name: str) -> RunContext:
     signal.signal(signal.SIGTERM, _interrupt)  # a CI timeout or `kill` ends the run like Ctrl-C
     experiment = registry()[experiment_name]
+    if cfg.host.kind not in experiment.host_kinds:
+        raise RuntimeError(f"{experiment_name} runs on {' or '.join(experiment.host_kinds)} hosts only, not "
+                           f"host.kind={cfg.host.kind}; set host.kind={experiment.host_kinds[0]} (the RAID experiments "
+                           "run on a nested host)")
     host = hosts.for_config(cfg, bring_up=True)
     record = Testbed(cfg, host).ensure() if experiment.uses_fleet else None
     choice = record.accel if record else accel.as_dict(

@@ -23,6 +23,7 @@ class RunContext:
 class Experiment(Protocol):
     name: str
     uses_fleet: bool   # runs on the user's fleet (else brings up its own)
+    host_kinds: tuple[str, ...]  # the hosts (harness.hosts) its host-side measurements can run on
 
     def run(self, ctx: RunContext) -> None:
         """Measures every point, adding samples to ctx.store as each point completes."""

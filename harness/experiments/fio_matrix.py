@@ -62,6 +62,7 @@ def sweep_config(cfg: Config) -> Config:
 
 class FioMatrix:
     uses_fleet = False
+    host_kinds = ("local",)  # host fio and backends run on this machine (not yet through harness.hosts)
     groups: tuple[str, ...] = ()
     name = ""
 

@@ -51,6 +51,7 @@ def plan(cfg: Config, fleet_size: int) -> tuple[list[Planned], dict[str, str]]:
 class Mysql:
     name = "mysql"
     uses_fleet = True
+    host_kinds = ("local",)  # the host MariaDB runs on this machine (not yet through harness.hosts)
 
     def run(self, ctx: RunContext) -> None:
         planned, skipped = plan(ctx.cfg, len(ctx.testbed.vms))

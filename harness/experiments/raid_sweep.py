@@ -66,6 +66,7 @@ def filesystem_support(host, fs: str) -> str | None:
 
 class RaidSweep:
     uses_fleet = False
+    host_kinds = ("local", "nested")
     name = ""
     section = ""
 

@@ -18,6 +18,7 @@ from harness.workloads import fio
 
 class VmScaling:
     uses_fleet = True
+    host_kinds = ("local",)  # host fio runs on this machine (not yet through harness.hosts)
     name = "vm-scaling"
 
     def plan(self, ctx: RunContext) -> tuple[list[int], list[int]]:
