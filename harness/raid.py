@@ -41,11 +41,16 @@ class RaidPlan:
     filesystem: str | None = None
     mount_options: str = ""
     mountpoint: str | None = None
+    data_file_bytes: int = 0       # with a filesystem: the fleet's device, a file on it, prefilled
     host: dict = field(default_factory=lambda: {"kind": "local", "uri": "qemu:///system"})
 
     @property
     def device(self) -> str:
         return f"/dev/md/{self.name}"
+
+    @property
+    def data_file(self) -> str:
+        return f"{self.mountpoint}/{self.name}-data.raw"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -122,6 +127,10 @@ def create(host, plan: RaidPlan) -> str:
         _run(host, ["mkdir", "-p", plan.mountpoint], f"mkdir {plan.mountpoint}")
         opts = ["-o", plan.mount_options] if plan.mount_options else []
         _run(host, ["mount", "-t", plan.filesystem, *opts, plan.device, plan.mountpoint], f"mount {plan.device}")
+        if plan.data_file_bytes:  # prefilled: a sparse file is read without I/O
+            _run(host, ["dd", "if=/dev/urandom", f"of={plan.data_file}", "bs=1M",
+                        f"count={-(-plan.data_file_bytes // (1 << 20))}", "conv=fsync", "status=none"],
+                 f"prefill {plan.data_file}")
     return f"{plan.device}: created RAID {plan.level} on {len(plan.members)} members, chunk {plan.chunk_kib} KiB"
 
 
@@ -170,5 +179,8 @@ def plan_from_config(cfg, host) -> RaidPlan | None:
     if r.level is None:
         return None
     members, allow = members_and_allowlist(cfg, host)
+    fs = {"filesystem": r.filesystem, "mount_options": r.mount_options,
+          "mountpoint": str(cfg.state_dir / cfg.fleet.name / f"{cfg.prefix}-raid-mnt"),
+          "data_file_bytes": cfg.fleet.vms * cfg.fleet.disk_size_mib << 20} if r.filesystem else {}
     return RaidPlan(name=f"{cfg.prefix}-raid", level=r.level, members=members, chunk_kib=r.chunk_kib, allow=allow,
-                    wipe=r.wipe, wait_resync=r.wait_resync, host=host.descriptor())
+                    wipe=r.wipe, wait_resync=r.wait_resync, host=host.descriptor(), **fs)

@@ -47,7 +47,7 @@ class TestbedRecord:
     uri: str
     vms: list[VmInfo]
     device_path: str
-    device_kind: str            # "file" (created, prefilled) or "block" (user-named)
+    device_kind: str            # "file" (created, prefilled), "path" (a file on the array) or "block"
     accel: dict
     disk: dict                  # backend metadata
     fleet: dict
@@ -98,7 +98,9 @@ class Testbed:
     def plan(self) -> HostPlan:
         """The backend's view of this fleet: the host device and each VM's slice of it."""
         f, prefix = self.cfg.fleet, self.cfg.prefix
-        if self.raid is not None:
+        if self.raid is not None and self.raid.filesystem:  # a file on the array's filesystem
+            device = HostDevice(path=self.raid.data_file, kind="path")
+        elif self.raid is not None:
             device = HostDevice(path=self.raid.device, kind="block")
         elif self.device is not None:
             device = HostDevice(path=self.device, kind="block")
@@ -137,7 +139,7 @@ class Testbed:
                       "initrd": str(img / "initrd.img")},
             "domain_type": choice.domain_type, "vcpus": f.vcpus, "memory_mib": f.memory_mib,
             "console_dir": str(self.dir / "consoles"),
-            "device_bytes": 0 if plan.device.kind == "block" else f.vms * (f.disk_size_mib << 20),
+            "device_bytes": f.vms * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
             "raid": raid,
             "backend": {"host_up": hook % "up", "host_down": hook % "down",
                         "vms": [{"name": vm.name, "devices_xml": a.devices_xml, "domain_xml": a.domain_xml}

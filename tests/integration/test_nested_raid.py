@@ -97,6 +97,31 @@ def test_every_refusal_names_the_device_and_the_reason(host):
         raid.create(host, plan(host, members=["/dev/vda", d[0]], allow=[*d, "/dev/vda"]))
 
 
+def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
+    from harness.agent import GuestAgent
+    from harness.config import FioJobConfig
+    from harness.workloads import fio
+    extra = ["--set", "raid.level=10", "--set", "raid.filesystem=ext4", "--set", "fleet.vms=1",
+             "--set", "fleet.disk_size_mib=64"]
+    harness("testbed", "up", *extra)
+    rec = json.loads((STATE / "cin" / "testbed.json").read_text())
+    assert rec["raid"]["level"] == 10 and rec["device_kind"] == "path" and rec["accel"]["accel"] == "kvm"
+    assert b"raid10" in host.run(["cat", "/proc/mdstat"]).stdout
+    vm = rec["vms"][0]
+    conn = libvirt.open(host.uri)
+    try:
+        raw = fio.run_in_guest(GuestAgent(conn.lookupByName(vm["name"])),
+                               FioJobConfig(rw="randwrite", iodepth=1, runtime_s=1, ramp_s=0),
+                               locator=vm["locator"], size=vm["slice_bytes"])
+    finally:
+        conn.close()
+    assert fio.parse(raw).iops > 0
+    harness("testbed", "down", *extra)
+    assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
+    assert b"raid-mnt" not in host.run(["cat", "/proc/mounts"]).stdout
+    assert not (STATE / "cin").exists()
+
+
 def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
     out = harness("run", "raid-levels")
     cfg = config.load(CONFIG)
