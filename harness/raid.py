@@ -117,7 +117,8 @@ def create(host, plan: RaidPlan) -> str:
             _run(host, ["wipefs", "--all", "--quiet", dev], f"wipefs {dev}")
     chunk = [] if plan.level == 1 else [f"--chunk={plan.chunk_kib}K"]
     _run(host, ["mdadm", "--create", plan.device, "--run", "--metadata=1.2", f"--level={plan.level}",
-                f"--raid-devices={len(plan.members)}", *chunk, "--homehost=vtb", *plan.members], f"mdadm --create {plan.device}")
+                f"--raid-devices={len(plan.members)}", *chunk, "--homehost=vtb", *plan.members],
+         f"mdadm --create {plan.device}")
     if _detail(host, plan) is None:
         raise RaidError(f"mdadm --create {plan.device} succeeded but the array is not assembled")
     if plan.wait_resync:

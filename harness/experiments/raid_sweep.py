@@ -95,9 +95,12 @@ class RaidSweep:
                                "nested host (host.kind=nested), whose drives are the members")
         runnable, skipped = [], {}
         for s in self.setups(cfg):
-            why = (f"needs {s.members} member devices, {len(members)} available" if s.members > len(members)
-                   else s.level is not None and raid_model.member_count_problem(s.level, s.members))
-            (skipped.__setitem__(s.label, why) if why else runnable.append(s))
+            if s.members > len(members):
+                skipped[s.label] = f"needs {s.members} member devices, {len(members)} available"
+            elif s.level is not None and (why := raid_model.member_count_problem(s.level, s.members)):
+                skipped[s.label] = why
+            else:
+                runnable.append(s)
         for label, why in skipped.items():
             warn(f"{label} skipped: {why}")
         for fs in filter(None, self.filesystems(cfg)):
@@ -114,7 +117,9 @@ class RaidSweep:
         try:
             for i, s in enumerate(runnable):
                 step(f"[{i + 1}/{len(runnable)}] {s.label}: provisioning")
-                if s.level is None:
+                if s.level is None:  # the same checks an array's members get
+                    if members[0] not in allow:
+                        raise RuntimeError(f"{members[0]}: not on the allowlist (raid.allow)")
                     if reason := refuse_reason_on(host, members[0], cfg.raid.wipe, "raid.wipe"):
                         raise RuntimeError(f"{members[0]}: {reason}")
                     tb = Testbed(sweep_cfg, host, device=members[0])
@@ -129,9 +134,10 @@ class RaidSweep:
                     for p in points:
                         for env in ("physical", "virtual") if c.ve else ("physical",):
                             step(f"      {env} {p.label}")
-                            repeats.repeat(cfg.repeat, lambda rep: self._measure(ctx, host, conn, record, s, p, env, rep),
-                                           before=lambda: repeats.drop_caches(conn, [record.vms[0].name] if env == "virtual" else [], host),
-                                           what=p.label)
+                            guests = [record.vms[0].name] if env == "virtual" else []
+                            repeats.repeat(cfg.repeat,
+                                           lambda rep: self._measure(ctx, host, conn, record, s, p, env, rep),
+                                           before=lambda: repeats.drop_caches(conn, guests, host), what=p.label)
                 finally:
                     conn.close()
         finally:
