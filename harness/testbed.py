@@ -153,7 +153,10 @@ class Testbed:
 
     def backend_verdict(self, plan: HostPlan | None = None) -> str | None:
         """Why this host cannot serve the configured backend, or None."""
-        return backends.get(self.cfg.disk.backend).preflight(self.host, plan or self.plan())
+        backend = backends.get(self.cfg.disk.backend)
+        if backend.local_host_only and self.host.descriptor()["kind"] != "local":
+            return f"its host side runs on this machine only for now, not on the {self.host.name} host"
+        return backend.preflight(self.host, plan or self.plan())
 
     # --- lifecycle -------------------------------------------------------------------------
     def preflight(self) -> tuple[backends.Backend, HostPlan]:

@@ -70,6 +70,7 @@ class Backend:
     options: ClassVar[frozenset[str]]   # DiskConfig fields this backend honours
     summary: ClassVar[str] = ""
     diagnostic: ClassVar[bool] = False  # a measuring aid, not a way to serve disks (left out of "all")
+    local_host_only: ClassVar[bool] = False  # its host side runs on this machine (not yet through harness.hosts)
 
     def check(self, disk) -> str | None:
         """A config the backend cannot honour (beyond unsupported options), as one sentence."""

@@ -76,6 +76,7 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1) -> str | None:
 class Vfio(Backend):
     name = "vfio"
     options = frozenset({"pci_address"})
+    local_host_only = True
     summary = "PCI passthrough of an NVMe controller (vfio-pci)"
 
     def __init__(self, sysfs: Sysfs | None = None):

@@ -44,6 +44,7 @@ def _listening(path: Path) -> bool:
 class VhostUserQsd(Backend):
     name = "vhost-user-blk-qsd"
     options = frozenset({"cache", "aio", "num_queues", "qsd_per"})
+    local_host_only = True
     summary = "vhost-user-blk, served by qemu-storage-daemon"
 
     def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:

@@ -81,6 +81,7 @@ def names(plan: HostPlan) -> tuple[str, list[str]]:
 class VhostUserSpdk(Backend):
     name = "vhost-user-blk-spdk"
     options = frozenset({"num_queues", "spdk_socket", "spdk_vhost_dir"})
+    local_host_only = True
     summary = "vhost-user-blk, served by SPDK vhost"
 
     def __init__(self, rpc_factory: Callable[[str], SpdkRpc] = SpdkRpc):
