@@ -41,7 +41,7 @@ class RaidPlan:
     filesystem: str | None = None
     mount_options: str = ""
     mountpoint: str | None = None
-    data_file_bytes: int = 0       # with a filesystem: the fleet's device, a file on it, prefilled
+    data_file_bytes: int = 0       # with a filesystem: the fleet's device is a prefilled file on it, behind a loop device
     host: dict = field(default_factory=lambda: {"kind": "local", "uri": "qemu:///system"})
 
     @property
@@ -51,6 +51,12 @@ class RaidPlan:
     @property
     def data_file(self) -> str:
         return f"{self.mountpoint}/{self.name}-data.raw"
+
+    @property
+    def data_device(self) -> str:
+        """A stable name for the loop device over the data file (libvirt's provider cannot carry a
+        plain file disk outside a pool, and a block device keeps every backend working)."""
+        return f"/dev/{self.name}-data"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -132,6 +138,9 @@ def create(host, plan: RaidPlan) -> str:
             _run(host, ["dd", "if=/dev/urandom", f"of={plan.data_file}", "bs=1M",
                         f"count={-(-plan.data_file_bytes // (1 << 20))}", "conv=fsync", "status=none"],
                  f"prefill {plan.data_file}")
+            script = 'modprobe -q loop; ln -sfn "$(losetup --find --show --direct-io=on "$1")" "$2"'
+            _run(host, ["sh", "-c", f"set -e; {script}", "sh", plan.data_file, plan.data_device],
+                 f"loop device over {plan.data_file}")
     return f"{plan.device}: created RAID {plan.level} on {len(plan.members)} members, chunk {plan.chunk_kib} KiB"
 
 
@@ -139,6 +148,10 @@ def destroy(host, plan: RaidPlan) -> str:
     """Unmounts and stops the array, then zeroes the superblocks it wrote (members that carry
     this array's name only). Safe to repeat, and after a crash."""
     done = []
+    if plan.data_file_bytes and host.run(["test", "-L", plan.data_device], check=False).returncode == 0:
+        _run(host, ["sh", "-c", 'losetup -d "$(readlink -f "$1")" && rm -f "$1"', "sh", plan.data_device],
+             f"detach {plan.data_device}")
+        done.append("detached the data file")
     if plan.mountpoint and host.run(["mountpoint", "-q", plan.mountpoint], check=False).returncode == 0:
         _run(host, ["umount", plan.mountpoint], f"umount {plan.mountpoint}")
         done.append("unmounted")

@@ -16,6 +16,7 @@ from pathlib import Path
 import libvirt
 
 from harness import accel, backends, gc, hosts, paths
+from harness import raid as raid_mod  # `raid` is the array a Testbed builds
 from harness.agent import GuestAgent
 from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.config import Config
@@ -47,7 +48,7 @@ class TestbedRecord:
     uri: str
     vms: list[VmInfo]
     device_path: str
-    device_kind: str            # "file" (created, prefilled), "path" (a file on the array) or "block"
+    device_kind: str            # "file" (created, prefilled) or "block" (user-named, an array, a drive)
     accel: dict
     disk: dict                  # backend metadata
     fleet: dict
@@ -99,7 +100,7 @@ class Testbed:
         """The backend's view of this fleet: the host device and each VM's slice of it."""
         f, prefix = self.cfg.fleet, self.cfg.prefix
         if self.raid is not None and self.raid.filesystem:  # a file on the array's filesystem
-            device = HostDevice(path=self.raid.data_file, kind="path")
+            device = HostDevice(path=self.raid.data_device, kind="block")
         elif self.raid is not None:
             device = HostDevice(path=self.raid.device, kind="block")
         elif self.device is not None:
@@ -232,9 +233,24 @@ class Testbed:
             self._terraform("destroy", "-auto-approve", "-input=false", "-no-color", *self._state_args(),
                             check=False)
         removed = gc.collect(self.cfg.prefix + "-", self.host.uri)
+        removed += self._destroy_arrays()
         if self.dir.exists():
             shutil.rmtree(self.dir)
         return removed
+
+    def _destroy_arrays(self) -> list[str]:
+        """Arrays whose plans are still here (a destroy that failed, a killed run): stopped again,
+        directly. Idempotent, so arrays Terraform already destroyed cost one check each."""
+        done = []
+        for plan_file in sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else []:
+            plan = RaidPlan.from_json(plan_file.read_text())
+            try:
+                result = raid_mod.destroy(hosts.from_descriptor(plan.host), plan)
+            except Exception as e:  # the host may be gone, and the array with it
+                result = f"{plan.device}: not destroyed ({e})"
+            if "nothing to do" not in result:
+                done.append(f"array {result}")
+        return done
 
     def ensure(self) -> TestbedRecord:
         """The deployed testbed, re-provisioned first when the config asks for a different one

@@ -17,7 +17,7 @@ QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 @dataclass(frozen=True)
 class HostDevice:
     path: str                  # the file or block device every data disk is carved from
-    kind: str                  # "file" (a volume in the fleet's pool), "path" (a file elsewhere) or "block"
+    kind: str                  # "file" (a volume in the fleet's pool) or "block"
     pool: str | None = None
     volume: str | None = None
 
@@ -107,8 +107,6 @@ def disk_source(device: HostDevice, vm: VmSlot) -> tuple[str, str]:
     slices = f"<slices><slice type='storage' offset={attr(vm.offset)} size={attr(vm.size)}/></slices>"
     if device.kind == "file":
         return "volume", f"<source pool={attr(device.pool)} volume={attr(device.volume)}>{slices}</source>"
-    if device.kind == "path":
-        return "file", f"<source file={attr(device.path)}>{slices}</source>"
     return "block", f"<source dev={attr(device.path)}>{slices}</source>"
 
 

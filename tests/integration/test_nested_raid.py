@@ -105,7 +105,8 @@ def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
              "--set", "fleet.disk_size_mib=64"]
     harness("testbed", "up", *extra)
     rec = json.loads((STATE / "cin" / "testbed.json").read_text())
-    assert rec["raid"]["level"] == 10 and rec["device_kind"] == "path" and rec["accel"]["accel"] == "kvm"
+    assert rec["raid"]["level"] == 10 and rec["device_path"] == "/dev/vtb-cin-raid-data"
+    assert rec["accel"]["accel"] == "kvm"
     assert b"raid10" in host.run(["cat", "/proc/mdstat"]).stdout
     vm = rec["vms"][0]
     conn = libvirt.open(host.uri)
@@ -119,6 +120,7 @@ def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
     harness("testbed", "down", *extra)
     assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
     assert b"raid-mnt" not in host.run(["cat", "/proc/mounts"]).stdout
+    assert host.run(["losetup", "--list", "--noheadings"]).stdout.strip() == b""
     assert not (STATE / "cin").exists()
 
 
