@@ -53,7 +53,6 @@ def testbed_up(config_path, overrides) -> None:
 def testbed_down(config_path, overrides, everything) -> None:
     """terraform destroy, then remove anything left with the fleet's prefix."""
     from harness import gc, paths
-    from harness.testbed import Testbed
     cfg = load(config_path, overrides)
     removed = _testbed_for_down(cfg).down()
     if everything:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource

@@ -8,7 +8,6 @@ and zeroes only the superblocks this array wrote. Both are idempotent.
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import asdict, dataclass, field
 
 from harness.analysis.raid_model import member_count_problem

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import libvirt
 
-from harness import backends, config
+from harness import config
 from harness.agent import GuestAgent
 from harness.config import Config, FioJobConfig
 from harness.console import step, warn

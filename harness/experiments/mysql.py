@@ -15,7 +15,7 @@ from harness.report import plots, tables
 from harness.samples import Sample
 from harness.store import write_atomic
 from harness.workloads import sysbench
-from harness.workloads.sysbench import DbPoint, DbRun
+from harness.workloads.sysbench import DbPoint
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ and KVM for an L2 fleet. Host commands run through its guest agent, so it needs 
 from __future__ import annotations
 
 import json
-import shlex
 import socket
 import subprocess
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 import libvirt
 
 from harness import accel, paths
-from harness.agent import AgentError, AgentTimeout, GuestAgent
+from harness.agent import AgentTimeout, GuestAgent
 from harness.backends.base import attr, qemu_commandline, qemu_opt
 from harness.console import step
 from harness.store import write_atomic
