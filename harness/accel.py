@@ -76,7 +76,7 @@ def choose(setting: str, kernel: Path, cache_dir: Path, host: Host = LocalHost()
     answer is cached under the state dir. `kernel` is the guest kernel here; a nested host boots its own."""
     if setting == "tcg":
         return decide(setting, None)
-    local = host.descriptor()["kind"] == "local"
+    local = host.name == "local"
     facts = host.run(["sh", "-c", "qemu-system-x86_64 --version; uname -r"], check=False).stdout
     ident = kernel.read_bytes() if local else json.dumps(host.descriptor()).encode()
     key = hashlib.sha256(ident + facts).hexdigest()[:16]

@@ -42,12 +42,11 @@ def collect(accel: dict, host: Host = LocalHost()) -> dict:
     the accelerator the L1 itself runs under)."""
     rev = _first_line(["git", "rev-parse", "--short=12", "HEAD"])
     dirty = _first_line(["git", "status", "--porcelain", "--untracked-files=no"]) not in ("unknown", "")
-    nested = getattr(host, "record", None)
     return {
         "accel": accel["accel"],
         "accel_reason": accel["reason"],
         "host": host.name,
-        "l0_accel": nested.l0_accel["accel"] if nested else "n/a",
+        "l0_accel": host.l0_accel,
         "host_kernel": _on_host(host, ["uname", "-r"]),
         "qemu_version": _on_host(host, ["qemu-system-x86_64", "--version"]).removeprefix("QEMU emulator version "),
         "libvirt_version": libvirt_version(host.uri),

@@ -72,11 +72,17 @@ def refusals(host, plan: RaidPlan) -> list[str]:
         problems.append(f"raid.level/raid.members: {p}")
     if len(set(plan.members)) != len(plan.members):
         problems.append("raid.members: a device is listed twice")
-    for dev in plan.members:
-        if dev not in plan.allow:
+    return problems + device_refusals(host, plan.members, plan.allow, plan.wipe)
+
+
+def device_refusals(host, devices: list[str], allow: list[str], wipe: bool) -> list[str]:
+    """Why each device must not be touched: not allowlisted, or unsafe on the host (devices.py)."""
+    problems = []
+    for dev in devices:
+        if dev not in allow:
             problems.append(f"{dev}: not on the allowlist (raid.allow); add it there only if the harness may "
                             "destroy its data")
-        elif reason := refuse_reason_on(host, dev, allow_signature=plan.wipe, wipe_field="raid.wipe"):
+        elif reason := refuse_reason_on(host, dev, allow_signature=wipe, wipe_field="raid.wipe"):
             problems.append(f"{dev}: {reason}")
     return problems
 
@@ -182,7 +188,7 @@ def md_support(host) -> str | None:
 def members_and_allowlist(cfg, host) -> tuple[list[str], list[str]]:
     """The member devices and the allowlist: the config's, plus a nested host's own drives
     (the harness created them, so they are always allowed and are the default members)."""
-    drives = list(host.record.drives) if hasattr(host, "record") else []
+    drives = list(host.drives)
     return (list(cfg.raid.members) or drives), list(dict.fromkeys([*cfg.raid.allow, *drives]))
 
 

@@ -107,8 +107,8 @@ class Testbed:
             device = HostDevice(path=self.device, kind="block")
         elif f.device is not None:
             device = HostDevice(path=str(f.device), kind="block")
-        elif getattr(self.host, "spare_device", None):  # a nested host's first drive
-            device = HostDevice(path=self.host.spare_device, kind="block")
+        elif self.host.drives:  # a nested host's first drive
+            device = HostDevice(path=self.host.drives[0], kind="block")
         else:  # a prefilled file in the pool (prefilled here, so the host must be this machine)
             volume = f"{prefix}-device.raw"
             device = HostDevice(path=str(self.dir / "pool" / volume), kind="file", pool=prefix, volume=volume)
@@ -155,7 +155,7 @@ class Testbed:
     def backend_verdict(self, plan: HostPlan | None = None) -> str | None:
         """Why this host cannot serve the configured backend, or None."""
         backend = backends.get(self.cfg.disk.backend)
-        if backend.local_host_only and self.host.descriptor()["kind"] != "local":
+        if backend.local_host_only and self.host.name != "local":
             return f"its host side runs on this machine only for now, not on the {self.host.name} host"
         return backend.preflight(self.host, plan or self.plan())
 
@@ -173,7 +173,7 @@ class Testbed:
                                "Fix: run `make testbed up` (it starts libvirtd)") from None
         backend = backends.get(self.cfg.disk.backend)
         plan = self.plan()
-        if plan.device.kind == "file" and self.host.descriptor()["kind"] != "local":
+        if plan.device.kind == "file" and self.host.name != "local":
             raise TestbedError(f"a fleet on the {self.host.name} host needs a block device there (an array, "
                                "or one of its drives), not a file prefilled on this machine")
         if reason := self.backend_verdict(plan):

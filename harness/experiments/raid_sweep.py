@@ -18,7 +18,6 @@ from harness.agent import GuestAgent
 from harness.analysis import raid_model
 from harness.config import Config, FioJobConfig
 from harness.console import step, warn
-from harness.devices import refuse_reason_on
 from harness.experiments import RunContext, repeats
 from harness.report import plots, tables
 from harness.samples import Sample
@@ -118,10 +117,8 @@ class RaidSweep:
             for i, s in enumerate(runnable):
                 step(f"[{i + 1}/{len(runnable)}] {s.label}: provisioning")
                 if s.level is None:  # the same checks an array's members get
-                    if members[0] not in allow:
-                        raise RuntimeError(f"{members[0]}: not on the allowlist (raid.allow)")
-                    if reason := refuse_reason_on(host, members[0], cfg.raid.wipe, "raid.wipe"):
-                        raise RuntimeError(f"{members[0]}: {reason}")
+                    if problems := raid.device_refusals(host, members[:1], allow, cfg.raid.wipe):
+                        raise RuntimeError("; ".join(problems))
                     tb = Testbed(sweep_cfg, host, device=members[0])
                 else:
                     tb = Testbed(sweep_cfg, host, raid=raid.RaidPlan(

@@ -13,7 +13,9 @@ from harness.hosts.local import LocalHost
 
 class Host(Protocol):
     uri: str
-    name: str
+    name: str                   # "local" or "nested"
+    drives: tuple[str, ...]     # block devices the harness created there (its own; always allowed)
+    l0_accel: str               # the accelerator the host itself runs under ("n/a" for this machine)
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:

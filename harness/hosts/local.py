@@ -11,6 +11,8 @@ from harness import paths
 class LocalHost:
     uri: str = paths.LIBVIRT_URI
     name: str = "local"
+    drives: tuple[str, ...] = ()
+    l0_accel: str = "n/a"
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:

@@ -73,9 +73,12 @@ class NestedHost:
         return {"kind": "nested", "state_dir": str(self.state_dir)}
 
     @property
-    def spare_device(self) -> str:
-        """The device a fleet without an array takes its disks from."""
-        return self.record.drives[0]
+    def drives(self) -> tuple[str, ...]:
+        return tuple(self.record.drives)
+
+    @property
+    def l0_accel(self) -> str:
+        return self.record.l0_accel["accel"]
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
