@@ -58,7 +58,7 @@ def run(user_cfg: Config, runtime: int) -> dict:
         "vm_scaling": user_cfg.vm_scaling.model_copy(update={
             "vm_counts": list(range(1, user_cfg.fleet.vms + 1)),
             "job": user_cfg.vm_scaling.job.model_copy(update={"runtime_s": runtime, "ramp_s": 1})})})
-    tb = Testbed(cfg)
+    tb = Testbed(cfg, run_scoped=True)
     tb.down(quiet=True)
     figures: dict = {}
     try:

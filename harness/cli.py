@@ -1,10 +1,12 @@
 """The `harness` command. Thin: parses arguments and calls the rest."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from harness import config as config_mod
 from harness.console import console, step
@@ -79,14 +81,18 @@ def _testbed_for_down(cfg):
 
 @cli.command()
 @with_config
-@click.option("--all", "everything", is_flag=True, help="Every vtb- resource, not only this fleet's.")
+@click.option("--all", "everything", is_flag=True, help="Every vtb- resource, even what live state owns.")
 def gc(config_path, overrides, everything) -> None:
-    """Find and remove leftovers (domains, pools, QEMU processes, loops, mounts) by name prefix."""
+    """Remove vtb- leftovers that no live state owns (domains, pools, QEMU processes, loops, mounts).
+    Fleets with state in a state dir, and the nested host, are kept; a SIGKILLed run's sweep fleet is not."""
     from harness import gc as gc_mod, paths
     cfg = load(config_path, overrides)
-    removed = gc_mod.collect(paths.PREFIX if everything else cfg.prefix + "-")
+    keep = () if everything else gc_mod.live_prefixes((cfg.state_dir,))
+    if keep:
+        console.print(f"gc: keeping what live state owns: {', '.join(keep)} (--all removes it too)", markup=False)
+    removed = gc_mod.collect(paths.PREFIX, keep=keep)
     for r in removed:
-        console.print(f"removed {r}")
+        console.print(f"removed {r}", markup=False)
     console.print(f"gc: {len(removed)} removed")
 
 
@@ -296,7 +302,7 @@ def runs(config_path, overrides, rebuild) -> None:
     """The runs in the results folder, oldest first."""
     import time as _time
     from rich.table import Table
-    from harness.store import RunIndex
+    from harness.store import RunIndex, status_of
     index = RunIndex(load(config_path, overrides).results_dir)
     if rebuild:
         index.rebuild()
@@ -305,8 +311,12 @@ def runs(config_path, overrides, rebuild) -> None:
         table.add_column(col)
     for r in index.list():
         started = _time.strftime("%Y-%m-%d %H:%M", _time.localtime(r["started"])) if r["started"] else ""
-        table.add_row(r["run_id"], r["experiment"] or "", r["status"] or "", started, r["accel"] or "",
-                      r["backend"] or "")
+        status = r["status"] or ""
+        manifest = Path(r["path"]) / "run.json"
+        if status == "running" and manifest.exists():  # still running, or killed before it could say so
+            status = status_of(json.loads(manifest.read_text()))
+        table.add_row(escape(r["run_id"]), escape(r["experiment"] or ""), status, started, r["accel"] or "",
+                      escape(r["backend"] or ""))
     console.print(table)
 
 
@@ -358,7 +368,7 @@ def report(config_path, overrides, run_ids, out) -> None:
     runs = [resolve_run(cfg, r) for r in run_ids]
     path = out or runs[0] / "report.html"
     write_atomic(path, html_report.render(runs))
-    console.print(f"report: {path}")
+    console.print(f"report: {path}", markup=False)
 
 
 @cli.command()
@@ -444,7 +454,7 @@ def main() -> None:
         e.show()
         sys.exit(e.exit_code)
     except (config_mod.ConfigError, TestbedError, AgentError, AccelError, RuntimeError) as e:
-        console.print(f"[red]error:[/red] {e}", markup=True, highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

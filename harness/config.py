@@ -222,12 +222,18 @@ class MysqlConfig(Section):
 
 
 class RepeatConfig(Section):
-    count: int = Field(1, ge=1, le=1000, description="repeats of every point (the minimum when adaptive)")
+    """Repeats run in rounds over all the points, in a seeded shuffled order (see harness/pipeline.py)."""
+    count: int = Field(3, ge=1, le=1000, description="repeats of every point (the minimum when adaptive)")
     adaptive: bool = Field(False, description="repeat until the 95% CI half-width is within target_rel_ci "
                                               "of the mean, or max_count")
     target_rel_ci: float = Field(0.05, gt=0, le=1, description="adaptive target: CI half-width / mean")
     max_count: int = Field(10, ge=1, le=1000, description="adaptive cap on repeats")
     drop_caches: bool = Field(False, description="drop the page cache (host and guests) before every repeat")
+    seed: int | None = Field(None, ge=0, description="seed of the shuffled order of each round (unset = a new "
+                                                     "one per run; every sample records the seed used)")
+    noisy_cv: float = Field(0.10, gt=0, description="flag a point noisy when the CV of its repeats is above this")
+    noisy_busy_pct: float = Field(25, gt=0, le=100, description="flag a point noisy when work other than its own "
+                                                                "used more than this % of the host's CPU during it")
 
     @model_validator(mode="after")
     def _cap(self) -> "RepeatConfig":
@@ -235,6 +241,16 @@ class RepeatConfig(Section):
             raise ValueError(f"repeat.max_count={self.max_count} must be at least repeat.count and 2 "
                              "when adaptive; raise repeat.max_count")
         return self
+
+
+class SettleConfig(Section):
+    """The quiet host each point waits for (bounded): see harness/conditions.py."""
+    max_wait_s: float = Field(60, ge=0, le=3600, description="longest wait for the host to settle before a point; "
+                                                             "a point that starts unsettled is flagged")
+    busy_pct: float = Field(15, gt=0, le=100, description="settled: host CPU busy + iowait under this % of all "
+                                                         "CPUs over one second")
+    dirty_mib: float = Field(64, gt=0, description="settled: dirty + writeback memory under this many MiB")
+    window_s: float = Field(1.0, ge=0.1, le=60, description="the window the host must be quiet over")
 
 
 class HostConfig(Section):
@@ -310,11 +326,31 @@ class RaidLevelsConfig(_RaidSweepSection):
     levels: list[RaidLevel] = Field([0, 1, 5, 10], min_length=1, description="RAID levels to sweep")
     member_counts: PositiveInts = Field([4], min_length=1, description="member counts to sweep")
 
+    @model_validator(mode="after")
+    def _some_setup_valid(self) -> "RaidLevelsConfig":
+        """Rejected before anything boots when no level x member count can be built."""
+        from harness.analysis.raid_model import member_count_problem
+        problems = [member_count_problem(lv, n) for lv in self.levels for n in self.member_counts]
+        if all(problems):
+            raise ValueError(f"no RAID level in levels={self.levels} can be built with member_counts="
+                             f"{self.member_counts} ({problems[0]}); add a member count that fits a level, "
+                             "or a level that fits a count")
+        return self
+
 
 class StripeSizeConfig(_RaidSweepSection):
     levels: list[RaidLevel] = Field([0, 5], min_length=1, description="RAID levels to sweep")
     members: int = Field(4, ge=2, le=64, description="member devices per array")
     chunks_kib: list[ChunkKib] = Field([64, 128, 256, 512, 1024], min_length=1, description="chunk sizes to sweep")
+
+    @model_validator(mode="after")
+    def _some_level_valid(self) -> "StripeSizeConfig":
+        from harness.analysis.raid_model import member_count_problem
+        problems = [member_count_problem(lv, self.members) for lv in self.levels]
+        if all(problems):
+            raise ValueError(f"no RAID level in levels={self.levels} can be built with members={self.members} "
+                             f"({problems[0]}); raise members or choose another level")
+        return self
 
 
 class FilesystemsConfig(_RaidSweepSection):
@@ -344,6 +380,7 @@ class Config(Section):
     backends: BackendsConfig = BackendsConfig()
     mysql: MysqlConfig = MysqlConfig()
     repeat: RepeatConfig = RepeatConfig()
+    settle: SettleConfig = SettleConfig()
 
     @model_validator(mode="after")
     def _fleet_fits_host(self) -> "Config":

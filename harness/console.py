@@ -1,19 +1,29 @@
-"""Console output: one line per step with the elapsed time, readable in a terminal and in CI logs."""
+"""Console output: one line per step with the elapsed time, readable in a terminal and in CI logs.
+Messages are printed as text, never as rich markup: they carry user input and error text, and a
+bracket in either must not become a markup error."""
 from __future__ import annotations
 
 import sys
 import time
 
 from rich.console import Console
+from rich.text import Text
 
 # Logs (CI, pipes) get a wide fixed width rather than rich's 80-column default.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 _start = time.monotonic()
 
 
+def _line(label: str, style: str, msg: str) -> Text:
+    line = Text(f"{time.monotonic() - _start:7.1f}s  ", style="dim")
+    if label:
+        line.append(label + " ", style=style)
+    return line.append(msg)
+
+
 def step(msg: str) -> None:
-    console.print(f"[dim]{time.monotonic() - _start:7.1f}s[/dim]  {msg}", soft_wrap=True)
+    console.print(_line("", "", msg), soft_wrap=True)
 
 
 def warn(msg: str) -> None:
-    console.print(f"[dim]{time.monotonic() - _start:7.1f}s[/dim]  [yellow]warning:[/yellow] {msg}", soft_wrap=True)
+    console.print(_line("warning:", "yellow", msg), soft_wrap=True)

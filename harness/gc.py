@@ -14,7 +14,11 @@ import libvirt
 from harness import paths
 
 
-def _processes(prefix: str) -> list[tuple[int, str]]:
+def _kept(name: str, keep: tuple[str, ...]) -> bool:
+    return any(k in name for k in keep)
+
+
+def _processes(prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[int, str]]:
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -24,15 +28,16 @@ def _processes(prefix: str) -> list[tuple[int, str]]:
         except OSError:
             continue
         exe = os.path.basename(argv[0].decode(errors="replace"))
-        if exe.startswith(("qemu-system", "qemu-storage-daemon")) and any(prefix.encode() in a for a in argv[1:]):
+        args = b" ".join(argv[1:]).decode(errors="replace")
+        if exe.startswith(("qemu-system", "qemu-storage-daemon")) and prefix in args and not _kept(args, keep):
             found.append((int(proc.name), exe))
     return found
 
 
-def _domains(conn: libvirt.virConnect, prefix: str) -> list[str]:
+def _domains(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     removed = []
     for dom in conn.listAllDomains():
-        if not dom.name().startswith(prefix):
+        if not dom.name().startswith(prefix) or dom.name().startswith(keep):
             continue
         if dom.isActive():
             dom.destroy()
@@ -43,10 +48,10 @@ def _domains(conn: libvirt.virConnect, prefix: str) -> list[str]:
     return removed
 
 
-def _pools(conn: libvirt.virConnect, prefix: str) -> list[str]:
+def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     removed = []
     for pool in conn.listAllStoragePools():
-        if not pool.name().startswith(prefix):
+        if not pool.name().startswith(prefix) or pool.name().startswith(keep):
             continue
         if not pool.isActive():
             pool.create()
@@ -63,16 +68,18 @@ def _pools(conn: libvirt.virConnect, prefix: str) -> list[str]:
     return removed
 
 
-def _loops_and_mounts(prefix: str) -> list[str]:
+def _loops_and_mounts(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     removed = []
     for line in reversed(Path("/proc/mounts").read_text().splitlines()):
         target = line.split()[1]
-        if any(part.startswith(prefix) for part in Path(target).parts):
+        parts = Path(target).parts
+        if any(part.startswith(prefix) for part in parts) and not any(part.startswith(keep) for part in parts):
             subprocess.run(["umount", "-l", target], check=False)
             removed.append(f"mount {target}")
     out = subprocess.run(["losetup", "--json", "--list"], capture_output=True, text=True).stdout
     for loop in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
-        if Path(loop.get("back-file") or "").name.startswith(prefix):
+        name = Path(loop.get("back-file") or "").name
+        if name.startswith(prefix) and not name.startswith(keep):
             subprocess.run(["losetup", "-d", loop["name"]], check=False)
             removed.append(f"loop device {loop['name']}")
     return removed
@@ -90,8 +97,9 @@ def leftovers(prefix: str, uri: str = paths.LIBVIRT_URI) -> list[str]:
     return found
 
 
-def collect(prefix: str, uri: str = paths.LIBVIRT_URI) -> list[str]:
-    """Removes everything with this prefix and says what it removed."""
+def collect(prefix: str, uri: str = paths.LIBVIRT_URI, keep: tuple[str, ...] = ()) -> list[str]:
+    """Removes everything with this prefix, except what starts with a `keep` prefix (owned by live
+    state), and says what it removed."""
     if not prefix.startswith(paths.PREFIX):
         raise ValueError(f"refusing to collect {prefix!r}: only names starting with {paths.PREFIX} are ours")
     removed = []
@@ -102,15 +110,48 @@ def collect(prefix: str, uri: str = paths.LIBVIRT_URI) -> list[str]:
         removed.append(f"(libvirt not reachable, skipped domains and pools: {e.get_error_message()})")
     if conn is not None:
         try:
-            removed += _domains(conn, prefix)
-            removed += _pools(conn, prefix)
+            removed += _domains(conn, prefix, keep)
+            removed += _pools(conn, prefix, keep)
         finally:
             conn.close()
-    for pid, exe in _processes(prefix):  # QEMUs libvirt no longer knows, probes, storage daemons
+    for pid, exe in _processes(prefix, keep):  # QEMUs libvirt no longer knows, probes, storage daemons
         try:
             os.kill(pid, signal.SIGKILL)
             removed.append(f"process {pid} ({exe})")
         except ProcessLookupError:
             pass
-    removed += _loops_and_mounts(prefix)
+    removed += _loops_and_mounts(prefix, keep)
     return removed
+
+
+def register_state_dir(state_dir: Path) -> None:
+    """Remembers, machine-wide, a state dir that has fleets: `gc` asks each which fleets are live."""
+    known = set(state_dirs())
+    if str(state_dir) not in known:
+        paths.STATE_REGISTRY.parent.mkdir(parents=True, exist_ok=True)
+        with open(paths.STATE_REGISTRY, "a") as f:
+            f.write(f"{state_dir}\n")
+
+
+def state_dirs() -> list[str]:
+    try:
+        return [l for l in paths.STATE_REGISTRY.read_text().splitlines() if l.strip()]
+    except OSError:
+        return []
+
+
+def live_prefixes(extra_state_dirs: tuple[Path, ...] = ()) -> tuple[str, ...]:
+    """Name prefixes of what live state owns: every fleet with Terraform state in a known state
+    dir, unless it belongs to a run whose process is gone (a SIGKILLed sweep), and a nested host
+    whose record is there."""
+    from harness.store import owner_alive
+    live = []
+    for d in {*map(Path, state_dirs()), *extra_state_dirs}:
+        for tfvars in d.glob("*/fleet.tfvars.json") if d.exists() else []:
+            who = tfvars.parent / "owner.json"
+            if who.exists() and not owner_alive(json.loads(who.read_text())):
+                continue
+            live.append(f"{paths.PREFIX}{tfvars.parent.name}-")
+        if (d / "nested" / "nested.json").exists():
+            live.append(f"{paths.PREFIX}nested")
+    return tuple(sorted(set(live)))

@@ -13,6 +13,7 @@ TERRAFORM_DIR = REPO / "terraform"
 GUEST_AGENTS = REPO / "guest-agents"
 IMAGE_DIR = CACHE / "images" / "current"
 TERRAFORM_CACHE = CACHE / "terraform" / "current"
+STATE_REGISTRY = Path(os.environ.get("VTB_STATE_REGISTRY", "/var/lib/vtb-registry/state-dirs"))  # for gc
 LIBVIRT_URI = os.environ.get("VTB_LIBVIRT_URI", "qemu:///system")
 
 

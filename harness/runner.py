@@ -6,17 +6,31 @@ import signal
 import time
 from dataclasses import asdict
 
-from harness import accel, environment, hosts, paths
+from pydantic import ValidationError
+
+from harness import accel, config as config_mod, environment, hosts, paths
 from harness.agent import CANCEL
 from harness.config import Config
 from harness.console import step, warn
 from harness.experiments import RunContext, registry
-from harness.store import RunStore, new_run_id
+from harness.progress import RunProgress
+from harness.store import RunStore, new_run_id, owner
 from harness.testbed import Testbed
 
 
 def _interrupt(signum, _frame):
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def grown(cfg: Config, need: int) -> Config:
+    """The config with a fleet of `need` VMs, validated again (memory, device size)."""
+    data = cfg.model_dump(mode="json", exclude_unset=True)
+    data.setdefault("fleet", {})["vms"] = need
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        raise config_mod.ConfigError(config_mod.describe(e) + f"\n  (the fleet was being grown to {need} VMs "
+                                     "for the experiment's largest VM count; lower that count instead)") from None
 
 
 def run(cfg: Config, experiment_name: str) -> RunContext:
@@ -26,6 +40,13 @@ def run(cfg: Config, experiment_name: str) -> RunContext:
         raise RuntimeError(f"{experiment_name} runs on {' or '.join(experiment.host_kinds)} hosts only, not "
                            f"host.kind={cfg.host.kind}; set host.kind={experiment.host_kinds[0]} (the RAID experiments "
                            "run on a nested host)")
+    need = experiment.fleet_size(cfg) if hasattr(experiment, "fleet_size") else 0
+    deployed = Testbed.deployed_vms(cfg)
+    if experiment.uses_fleet and max(need, deployed) > cfg.fleet.vms:
+        if need > max(cfg.fleet.vms, deployed):
+            step(f"{experiment_name} needs {need} VMs and the fleet has {max(cfg.fleet.vms, deployed)}: "
+                 f"growing the fleet to {need}")
+        cfg = grown(cfg, max(need, deployed))  # a fleet grown before stays grown
     host = hosts.for_config(cfg, bring_up=True)
     record = Testbed(cfg, host).ensure() if experiment.uses_fleet else None
     choice = record.accel if record else accel.as_dict(
@@ -33,13 +54,16 @@ def run(cfg: Config, experiment_name: str) -> RunContext:
     env = environment.collect(choice, host)
     store = RunStore(cfg.results_dir, new_run_id(experiment_name))
     where = f"{len(record.vms)} VM fleet, backend={record.disk['backend']}" if record else "a sweep fleet"
-    step(f"run {store.run_id}: {experiment_name} on {where}, accel={env['accel']} -> {store.dir}")
+    step(f"run {store.run_id}: {experiment_name} on {where}, accel={env['accel']}, "
+         f"{cfg.repeat.count} shuffled repeat(s) per point -> {store.dir}")
     store.update_manifest(experiment=experiment_name, config=json.loads(cfg.model_dump_json()),
-                          testbed=asdict(record) if record else None, environment=env)
-    ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env)
+                          testbed=asdict(record) if record else None, environment=env, owner=owner())
+    ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env, host=host)
     status = "running"
     try:
-        experiment.run(ctx)
+        with RunProgress(experiment_name) as progress:
+            ctx.progress = progress
+            experiment.run(ctx)
         failed = [s for s in store.samples if s.status != "ok"]
         status = "completed" if not failed else "completed-with-failures"
     except KeyboardInterrupt:

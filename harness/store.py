@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import socket
 import sqlite3
 import tempfile
 import time
@@ -27,6 +28,42 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When the process started (clock ticks after boot): tells a live owner from a reused pid."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def owner() -> dict:
+    """Who is writing a run: enough to tell later whether it is still alive."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "boot_id": _boot_id(), "start": _start_ticks(os.getpid())}
+
+
+def owner_alive(who: dict) -> bool:
+    """Whether the process an owner() record names still runs (another machine's: assumed so)."""
+    if who.get("host") != socket.gethostname():
+        return True
+    return who.get("boot_id") == _boot_id() and _start_ticks(who["pid"]) == who.get("start")
+
+
+def status_of(manifest: dict) -> str:
+    """The run's status, with "died" for a run that says "running" but whose owner process is gone
+    (killed with SIGKILL, or the machine rebooted). Runs owned by another machine are taken at
+    their word."""
+    status = manifest.get("status") or ""
+    who = manifest.get("owner")
+    return "died" if status == "running" and who and not owner_alive(who) else status
 
 
 def new_run_id(experiment: str) -> str:

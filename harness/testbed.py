@@ -23,7 +23,7 @@ from harness.config import Config
 from harness.console import step
 from harness.hosts import Host
 from harness.raid import RaidPlan, plan_from_config
-from harness.store import write_atomic
+from harness.store import owner, write_atomic
 
 AGENT_TIMEOUT_S = 180
 
@@ -57,6 +57,12 @@ class TestbedRecord:
     host: dict = field(default_factory=dict)     # the host's descriptor (see harness.hosts)
     raid: dict | None = None                     # the RAID array under the fleet, if any
 
+    def metadata(self) -> dict:
+        """What every sample measured on this testbed records about it."""
+        return {**self.disk, "device_kind": self.device_kind, "device": self.device_path, "image": self.image,
+                "fleet_vms": len(self.vms), "vcpus": self.fleet["vcpus"], "memory_mib": self.fleet["memory_mib"],
+                "data_size_bytes": self.vms[0].slice_bytes if self.vms else 0}
+
     @classmethod
     def from_json(cls, text: str) -> "TestbedRecord":
         d = json.loads(text)
@@ -66,13 +72,14 @@ class TestbedRecord:
 
 class Testbed:
     def __init__(self, cfg: Config, host: Host | None = None, raid: RaidPlan | None = None,
-                 device: str | None = None):
+                 device: str | None = None, run_scoped: bool = False):
         """`raid`: an array to build under the fleet; `device`: a host block device to use as is
         (both are for experiments; the config's fleet.device is the user's)."""
         self.cfg = cfg
         self.host = host or hosts.for_config(cfg)
         self.raid = raid or (None if device else plan_from_config(cfg, self.host))
         self.device = device
+        self.run_scoped = run_scoped   # a sweep's own fleet: `gc` may remove it once its run is gone
         self.dir = cfg.state_dir / cfg.fleet.name
         self.record_path = self.dir / "testbed.json"
         self.log = cfg.state_dir / "logs" / f"{cfg.prefix}-terraform.log"  # outlives the fleet, for post-mortems
@@ -150,7 +157,7 @@ class Testbed:
     def for_backend(self, name: str) -> "Testbed":
         """The same fleet served by another backend (raises ConfigError if the options do not fit)."""
         return Testbed(self.cfg.model_copy(update={"disk": self.cfg.disk.with_backend(name)}), self.host,
-                       self.raid, self.device)
+                       self.raid, self.device, self.run_scoped)
 
     def backend_verdict(self, plan: HostPlan | None = None) -> str | None:
         """Why this host cannot serve the configured backend, or None."""
@@ -188,7 +195,10 @@ class Testbed:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.host.run(["mkdir", "-p", str(self.dir / "consoles")])  # QEMU creates the logs, not their directory
         choice = self.accel()
-        step(f"accelerator: [bold]{choice.accel}[/bold] ({choice.reason})")
+        step(f"accelerator: {choice.accel} ({choice.reason})")
+        gc.register_state_dir(self.cfg.state_dir)
+        if self.run_scoped:
+            write_atomic(self.dir / "owner.json", json.dumps(owner()))
         write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
         self._terraform("init", "-input=false", "-no-color")
         step(f"terraform apply: {self.cfg.fleet.vms} VM(s) named {self.cfg.prefix}-vm*")
@@ -264,6 +274,12 @@ class Testbed:
         step(f"the deployed fleet differs from the config (backend {record.disk['backend']} -> "
              f"{backend.name}): re-provisioning")
         return self.up()
+
+    @staticmethod
+    def deployed_vms(cfg: Config) -> int:
+        """How many VMs the fleet deployed under this config's name has (0 when none)."""
+        path = cfg.state_dir / cfg.fleet.name / "testbed.json"
+        return len(json.loads(path.read_text())["vms"]) if path.exists() else 0
 
     def load(self) -> TestbedRecord:
         """The deployed testbed, checked to be running; a clear error when it is not."""

@@ -59,3 +59,15 @@ def change_p_value(a: list[float], b: list[float], seed: int = 0) -> float | Non
                                  lambda x, y: np.mean(y) - np.mean(x), vectorized=False,
                                  n_resamples=9999, alternative="two-sided", random_state=seed)
     return float(res.pvalue)
+
+
+def noisy_reason(values: list[float], cv_threshold: float, unquiet: list[str] = ()) -> str:
+    """Why a point's repeats should not be trusted ("" when they can): a CV over the threshold, or
+    a repeat measured while the host was not quiet (the reasons the pipeline recorded)."""
+    reasons = []
+    st = summarize(values) if values else None
+    if st is not None and st.cv is not None and st.cv > cv_threshold:
+        reasons.append(f"CV {st.cv:.0%} > {cv_threshold:.0%}")
+    if unquiet:
+        reasons.append(f"host not quiet in {len(unquiet)} repeat(s): {unquiet[0]}")
+    return "; ".join(reasons)

@@ -1,5 +1,5 @@
 """One module per `harness run X`, found automatically: a module here that defines EXPERIMENT is
-an experiment. Each gets a RunContext and records Samples through its store."""
+an experiment. It declares its points; harness.pipeline measures them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,7 +7,10 @@ from functools import cache
 from typing import Protocol
 
 from harness.config import Config
+from harness.hosts import Host
+from harness.pipeline import Pipeline, Settings
 from harness.plugins import discover
+from harness.progress import RunProgress
 from harness.store import RunStore
 from harness.testbed import TestbedRecord
 
@@ -18,6 +21,23 @@ class RunContext:
     testbed: TestbedRecord | None   # the user's fleet, for experiments that use it
     store: RunStore
     environment: dict
+    host: Host
+    progress: RunProgress | None = None
+
+    def pipeline(self, uri: str, quiet_prefixes: tuple[str, ...]) -> Pipeline:
+        """The run's measurement pipeline on the fleet at `uri`; idle VMs of `quiet_prefixes`
+        (and of the user's fleet) are suspended during each point."""
+        settings = Settings.from_config(self.cfg)
+        self.store.update_manifest(seed=settings.seed)
+        return Pipeline(store=self.store, settings=settings, host=self.host, uri=uri,
+                        quiet_prefixes=(*quiet_prefixes, self.cfg.prefix + "-"), progress=self.progress,
+                        base_meta={"run_id": self.store.run_id, "experiment": self.store.manifest.get("experiment"),
+                                   **self.environment})
+
+    def plan(self, runs: int) -> None:
+        """Declares point runs to come (for the progress bar and its ETA)."""
+        if self.progress:
+            self.progress.add(runs)
 
 
 class Experiment(Protocol):
@@ -26,7 +46,7 @@ class Experiment(Protocol):
     host_kinds: tuple[str, ...]  # the hosts (harness.hosts) its host-side measurements can run on
 
     def run(self, ctx: RunContext) -> None:
-        """Measures every point, adding samples to ctx.store as each point completes."""
+        """Declares its points and has the pipeline measure them (samples are stored as each completes)."""
 
     def summarize(self, ctx: RunContext) -> None:
         """Writes plots and prints the summary, from the samples stored so far."""

@@ -8,9 +8,11 @@ from harness.analysis.stats import summarize
 from harness.config import Config
 from harness.console import step
 from harness.experiments import RunContext
-from harness.experiments.fio_matrix import FioMatrix, Point
+from harness.experiments.fio_matrix import FioMatrix, FioPoint, measured_point
+from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline
 from harness.report import plots, tables
 from harness.store import write_atomic
+from harness.testbed import TestbedRecord
 
 GROUP = "breakdown"
 
@@ -22,17 +24,24 @@ class Breakdown(FioMatrix):
     def backend_names(self, cfg: Config) -> list[str]:
         return [b for b in (cfg.breakdown.backends or [cfg.disk.backend]) if b != "null"] + ["null"]
 
-    def points(self, cfg: Config) -> list[Point]:
+    def points(self, cfg: Config) -> list[FioPoint]:
         c = cfg.breakdown
-        return [Point(GROUP, "device", c.job(rw=c.rw, bs=c.bs, iodepth=1), "lat_mean", True),
-                Point(GROUP, "fio-null", c.job(rw=c.rw, bs=c.bs, iodepth=1, ioengine="null", direct=False),
-                      "lat_mean", True)]
+        return [FioPoint(GROUP, "device", c.job(rw=c.rw, bs=c.bs, iodepth=1), "lat_mean", True),
+                FioPoint(GROUP, "fio-null", c.job(rw=c.rw, bs=c.bs, iodepth=1, ioengine="null", direct=False),
+                         "lat_mean", True)]
 
-    def sweep(self, ctx: RunContext, measure, who: str) -> None:
+    def runs_per_block(self, cfg: Config) -> int:
+        return 3 * cfg.repeat.count  # the host's two points and the backend's device point (null: four)
+
+    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord) -> None:
+        """The host's device and fio-null points, the VM's device point, and with the null backend
+        the VM's fio-null point too, interleaved."""
         device, fio_null = self.points(ctx.cfg)
-        for p in (device, fio_null) if who in ("physical", "null") else (device,):
-            step(f"[{who}] {p.label}")
-            measure(p)
+        vm_points = (device, fio_null) if record.disk["backend"] == "null" else (device,)
+        points = [measured_point(ctx, record, p, PHYSICAL) for p in (device, fio_null)]
+        points += [measured_point(ctx, record, p, VIRTUAL) for p in vm_points]
+        pipeline.measure(points, record.metadata())
+        pipeline.ratios(points, record.metadata())
 
     def summarize(self, ctx: RunContext) -> None:
         lat: dict[tuple[str, str], float] = {}

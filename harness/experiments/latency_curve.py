@@ -9,9 +9,11 @@ from harness.analysis.curve import facts
 from harness.config import Config
 from harness.console import step
 from harness.experiments import RunContext
-from harness.experiments.fio_matrix import FioMatrix, Point
+from harness.experiments.fio_matrix import FioMatrix, FioPoint, measured_point
+from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline
 from harness.report import plots, tables
 from harness.store import write_atomic
+from harness.testbed import TestbedRecord
 
 GROUP = "latency-curve"
 
@@ -23,22 +25,32 @@ class LatencyCurve(FioMatrix):
     def backend_names(self, cfg: Config) -> list[str]:
         return cfg.latency_curve.backends or [cfg.disk.backend]
 
-    def points(self, cfg: Config) -> list[Point]:
+    def points(self, cfg: Config) -> list[FioPoint]:
         c = cfg.latency_curve
-        return [Point(GROUP, "unthrottled", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth), "iops", False)]
+        return [FioPoint(GROUP, "unthrottled", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth), "iops", False)]
 
-    def sweep(self, ctx: RunContext, measure, who: str) -> None:
+    def runs_per_block(self, cfg: Config) -> int:
+        return 2 * (1 + len(cfg.latency_curve.fractions)) * cfg.repeat.count
+
+    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord) -> None:
+        """First the bound of both environments (unthrottled, interleaved), then the rate steps of
+        both, each a fraction of its own environment's bound, interleaved."""
         c = ctx.cfg.latency_curve
         (top,) = self.points(ctx.cfg)
-        step(f"[{who}] unthrottled")
-        bound = measure(top)
-        if not bound:
-            return
-        for f in c.fractions:
-            rate = max(1, int(bound * f))
-            step(f"[{who}] rate_iops={rate:,} ({f:.0%} of {bound:,.0f})")
-            measure(Point(GROUP, f"rate-{f:.0%}", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth, rate_iops=rate),
-                          "lat_mean", True))
+        unthrottled = [measured_point(ctx, record, top, env) for env in (PHYSICAL, VIRTUAL)]
+        pipeline.measure(unthrottled, record.metadata())
+        steps = []
+        for env, point in zip((PHYSICAL, VIRTUAL), unthrottled):
+            values = pipeline.values(point.id, "iops")
+            if not values:
+                continue
+            bound = sum(values) / len(values)
+            step(f"{point.id}: bound {bound:,.0f} IOPS")
+            steps += [measured_point(ctx, record, FioPoint(
+                GROUP, f"rate-{f:.0%}", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth, rate_iops=max(1, int(bound * f))),
+                "lat_mean", True), env) for f in c.fractions]
+        pipeline.measure(steps, record.metadata())
+        pipeline.ratios(unthrottled + steps, record.metadata())
 
     def summarize(self, ctx: RunContext) -> None:
         curves = tables.curve_points(ctx.store.samples, GROUP)

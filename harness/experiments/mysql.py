@@ -2,17 +2,17 @@
 virtual, one VM against many, sweeping one axis at a time around a base point. Config section [mysql]."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
+from functools import partial
 
 import libvirt
 
 from harness.agent import GuestAgent, in_parallel
 from harness.config import Config
 from harness.console import step, warn
-from harness.experiments import RunContext, repeats
+from harness.experiments import RunContext
+from harness.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
-from harness.samples import Sample
 from harness.store import write_atomic
 from harness.workloads import sysbench
 from harness.workloads.sysbench import DbPoint
@@ -53,82 +53,46 @@ class Mysql:
     uses_fleet = True
     host_kinds = ("local",)  # the host MariaDB runs on this machine (not yet through harness.hosts)
 
+    def fleet_size(self, cfg: Config) -> int:
+        return max(cfg.mysql.vm_counts)
+
+    def points(self, ctx: RunContext, planned: list[Planned]) -> list[Point]:
+        tb = ctx.testbed
+        fleet_dir = ctx.cfg.state_dir / ctx.cfg.fleet.name
+        points = []
+        for p in planned:
+            vms = tb.vms[:p.vm_count]
+            meta = {"axis": p.axis, "point": p.name, "vm_count": p.vm_count, **p.point.metadata()}
+            common = dict(parse=sysbench.parse, aggregate=sysbench.aggregate, headline="aggregate_tps", meta=meta,
+                          raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
+            slots = [{"device": tb.device_path, "offset": vm.slice_offset, "size": vm.slice_bytes,
+                      "mount": str(fleet_dir / f"{tb.prefix}-db{i}")} for i, vm in enumerate(vms)]
+            points.append(Point(f"{p.name}/physical", PHYSICAL, "host", (), **common, run=partial(
+                lambda pt, sl: sysbench.outputs(sysbench.run_all_on_host(pt, sl),
+                                                [f"host-slot{i}" for i in range(len(sl))]), p.point, slots)))
+            points.append(Point(f"{p.name}/virtual", VIRTUAL, tb.disk["backend"], tuple(vm.name for vm in vms),
+                                **common, baseline=f"{p.name}/physical", run=partial(self._in_guests, tb.uri, p.point, vms)))
+        return points
+
+    @staticmethod
+    def _in_guests(uri: str, point: DbPoint, vms: list) -> list:
+        conn = libvirt.open(uri)
+        try:
+            return sysbench.outputs(in_parallel(lambda vm: sysbench.run_in_guest(
+                GuestAgent(conn.lookupByName(vm.name)), point, locator=vm.locator), vms), [vm.name for vm in vms])
+        finally:
+            conn.close()
+
     def run(self, ctx: RunContext) -> None:
         planned, skipped = plan(ctx.cfg, len(ctx.testbed.vms))
         for name, reason in skipped.items():
             warn(f"{name} skipped: {reason}")
         ctx.store.update_manifest(planned=[p.name for p in planned], skipped=skipped)
-        conn = libvirt.open(ctx.testbed.uri)
-        try:
-            for i, p in enumerate(planned):
-                for env in ("physical", "virtual"):
-                    step(f"[{i + 1}/{len(planned)}] {env} {p.name} ({p.axis})")
-                    guests = [vm.name for vm in ctx.testbed.vms[:p.vm_count]] if env == "virtual" else []
-                    repeats.repeat(ctx.cfg.repeat, lambda rep: self._point(ctx, conn, p, env, rep),
-                                   before=lambda: repeats.drop_caches(conn, guests), what=p.name)
-        finally:
-            conn.close()
-
-    def _point(self, ctx: RunContext, conn, p: Planned, env: str, rep: int) -> float | None:
-        """One repeat of a point; returns its aggregate TPS, or None when it failed."""
-        tb = ctx.testbed
-        vms = tb.vms[:p.vm_count]
-        meta = {"run_id": ctx.store.run_id, "experiment": self.name, "env": env, "axis": p.axis,
-                "point": p.name, "vm_count": p.vm_count, **tb.disk, **p.point.metadata(),
-                "data_size_bytes": vms[0].slice_bytes, "device_kind": tb.device_kind, "image": tb.image,
-                "repeat": rep, "drop_caches": ctx.cfg.repeat.drop_caches, **ctx.environment}
-        t0 = time.monotonic()
-        names = [vm.name for vm in vms] if env == "virtual" else [f"host-slot{i}" for i in range(p.vm_count)]
-        try:
-            if env == "virtual":
-                def one(vm):
-                    return sysbench.run_in_guest(GuestAgent(conn.lookupByName(vm.name)), p.point, locator=vm.locator)
-                runs = in_parallel(one, vms)
-            else:
-                fleet_dir = ctx.cfg.state_dir / ctx.cfg.fleet.name
-                runs = sysbench.run_all_on_host(p.point, [
-                    {"device": tb.device_path, "offset": vm.slice_offset, "size": vm.slice_bytes,
-                     "mount": str(fleet_dir / f"{tb.prefix}-db{i}")} for i, vm in enumerate(vms)])
-            samples, results = [], []
-            for who, run in zip(names, runs):
-                raw = self._keep(ctx, p, who + ("" if rep == 0 else f".r{rep}"), run.raw, run.server_config,
-                                 run.server_log)
-                r = sysbench.parse(run.raw)
-                results.append(r)
-                samples += [Sample(m, v, u, {**meta, "scope": "vm" if env == "virtual" else "slot", "vm": who,
-                                             "raw": raw}) for m, (v, u) in r.metrics().items()]
-            agg = {"aggregate_tps": (sum(r.tps for r in results), "tx/s"),
-                   "aggregate_qps": (sum(r.qps for r in results), "q/s"),
-                   "tps_per_vm": (sum(r.tps for r in results) / len(results), "tx/s"),
-                   "lat_avg": (sum(r.lat_avg_ms for r in results) / len(results), "ms"),
-                   "lat_p95": (sum(r.lat_p95_ms for r in results) / len(results), "ms")}
-            agg_meta = {**meta, "scope": "aggregate", "vm": "", "point_wall_s": round(time.monotonic() - t0, 3)}
-            samples += [Sample(m, v, u, agg_meta) for m, (v, u) in agg.items()]
-            if env == "virtual":
-                base = [s.value for s in ctx.store.samples if s.metric == "aggregate_tps" and s.status == "ok"
-                        and s.metadata["env"] == "physical" and s.metadata["point"] == p.name]
-                if base and sum(base) > 0:  # against the mean of the physical repeats
-                    samples.append(Sample("ve_pe_ratio", agg["aggregate_tps"][0] / (sum(base) / len(base)), "ratio",
-                                          agg_meta))
-            ctx.store.add(samples)
-            step(f"      {agg['aggregate_tps'][0]:,.1f} TPS aggregate, p95 {agg['lat_p95'][0]:,.1f} ms")
-            return agg["aggregate_tps"][0]
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except Exception as e:  # recorded as failed, with the server's log, never as a number
-            log = getattr(e, "server_log", "")
-            raw = self._keep(ctx, p, f"{env}-failed", "", getattr(e, "server_config", ""), log) if log else ""
-            ctx.store.add([Sample("aggregate_tps", None, "tx/s", {**meta, "scope": "aggregate", "vm": "",
-                                                                   "raw": raw}, status="failed", error=str(e))])
-            warn(f"{env} {p.name} failed: {e}")
-            return None
-
-    @staticmethod
-    def _keep(ctx: RunContext, p: Planned, who: str, raw: str, config: str, log: str) -> str:
-        path = ctx.store.save_raw(f"{p.name}/{who}.sysbench.txt", raw) if raw else ""
-        ctx.store.save_raw(f"{p.name}/{who}.server.cnf", config)
-        ctx.store.save_raw(f"{p.name}/{who}.server.log", log)
-        return path or f"raw/{p.name}/{who}.server.log"
+        points = self.points(ctx, planned)
+        ctx.plan(len(points) * ctx.cfg.repeat.count)
+        pipeline = ctx.pipeline(ctx.testbed.uri, (ctx.testbed.prefix + "-",))
+        pipeline.measure(points, ctx.testbed.metadata())
+        pipeline.ratios(points, ctx.testbed.metadata())
 
     def summarize(self, ctx: RunContext) -> None:
         rows = tables.mysql_rows(ctx.store.samples)

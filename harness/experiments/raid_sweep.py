@@ -8,17 +8,15 @@ Runs on any host with md; a host without md gets an error that offers the nested
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
+from functools import partial
 
-import libvirt
-
-from harness import hosts, raid
-from harness.agent import GuestAgent
+from harness import raid
 from harness.analysis import raid_model
 from harness.config import Config, FioJobConfig
 from harness.console import step, warn
-from harness.experiments import RunContext, repeats
+from harness.experiments import RunContext
+from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point as MeasuredPoint
 from harness.report import plots, tables
 from harness.samples import Sample
 from harness.store import write_atomic
@@ -85,7 +83,7 @@ class RaidSweep:
     # --- the sweep -------------------------------------------------------------------------
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, getattr(ctx.cfg, self.section)
-        host = hosts.for_config(cfg)
+        host = ctx.host
         if reason := raid.md_support(host):
             raise RuntimeError(reason)
         members, allow = raid.members_and_allowlist(cfg, host)
@@ -111,87 +109,69 @@ class RaidSweep:
                                                             "points": [p.label for p in points]})
         sweep_cfg = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
             "name": f"rs-{cfg.fleet.name}"[:20], "vms": 1, "disk_size_mib": c.size_mib})})
-        tb = Testbed(sweep_cfg, host)
+        tb = Testbed(sweep_cfg, host, run_scoped=True)
         tb.down(quiet=True)  # a sweep fleet left by a killed run
+        ctx.plan(len(runnable) * len(points) * (2 if c.ve else 1) * cfg.repeat.count)
+        pipeline = ctx.pipeline(host.uri, (sweep_cfg.prefix + "-",))
         try:
             for i, s in enumerate(runnable):
                 step(f"[{i + 1}/{len(runnable)}] {s.label}: provisioning")
                 if s.level is None:  # the same checks an array's members get
                     if problems := raid.device_refusals(host, members[:1], allow, cfg.raid.wipe):
                         raise RuntimeError("; ".join(problems))
-                    tb = Testbed(sweep_cfg, host, device=members[0])
+                    tb = Testbed(sweep_cfg, host, device=members[0], run_scoped=True)
                 else:
-                    tb = Testbed(sweep_cfg, host, raid=raid.RaidPlan(
+                    tb = Testbed(sweep_cfg, host, run_scoped=True, raid=raid.RaidPlan(
                         name=f"{sweep_cfg.prefix}-raid", level=s.level, members=members[:s.members],
                         chunk_kib=s.chunk_kib, allow=allow, wipe=cfg.raid.wipe, wait_resync=cfg.raid.wait_resync,
                         host=host.descriptor()))
                 record = tb.up()
-                conn = libvirt.open(record.uri)
-                try:
-                    for p in points:
-                        for env in ("physical", "virtual") if c.ve else ("physical",):
-                            step(f"      {env} {p.label}")
-                            guests = [record.vms[0].name] if env == "virtual" else []
-                            repeats.repeat(cfg.repeat,
-                                           lambda rep: self._measure(ctx, host, conn, record, s, p, env, rep),
-                                           before=lambda: repeats.drop_caches(conn, guests, host), what=p.label)
-                finally:
-                    conn.close()
+                block = [self._point(ctx, record, s, p, env) for p in points
+                         for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
+                pipeline.measure(block, record.metadata())
+                pipeline.ratios(block, record.metadata())
+                self._expectations(ctx, pipeline, s, block)
         finally:
             step("tearing down the sweep fleet and its array")
             tb.down(quiet=True)
 
-    def _measure(self, ctx: RunContext, host, conn, record: TestbedRecord, s: Setup, p: Point, env: str,
-                 rep: int) -> float | None:
+    def _point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
         c = getattr(ctx.cfg, self.section)
         vm = record.vms[0]
-        mkfs = raid.MKFS[p.filesystem] if p.filesystem else None
-        meta = {"run_id": ctx.store.run_id, "experiment": self.name, "group": self.section, "point": p.label,
-                "setup": s.label, "env": env, "raid_level": SINGLE if s.level is None else s.level,
-                "members": s.members, "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a",
-                "filesystem": p.filesystem or "none", "vm_count": 1 if env == "virtual" else 0,
-                **(record.disk if env == "virtual" else {"backend": "host", "cache": "n/a", "aio": "n/a",
-                                                         "iothreads": "n/a", "num_queues": "n/a"}),
-                "rw": p.job.rw, "bs": p.job.bs, "iodepth": p.job.iodepth, "numjobs": p.job.numjobs,
-                "direct": p.job.direct, "runtime_s": p.job.runtime_s, "ramp_s": p.job.ramp_s,
-                "data_size_bytes": p.size(c.size_mib << 20), "device": record.device_path, "image": record.image,
-                "repeat": rep, "drop_caches": ctx.cfg.repeat.drop_caches, **ctx.environment}
-        t0 = time.monotonic()
-        try:
-            if env == "virtual":
-                raw = fio.run_in_guest(GuestAgent(conn.lookupByName(vm.name)), p.job, locator=vm.locator,
-                                       size=p.size(vm.slice_bytes), extra_env=fio.fs_env(mkfs))
-            else:
-                raw = fio.run_on_host(host, p.job, device=record.device_path, size=p.size(c.size_mib << 20),
-                                      extra_env=fio.fs_env(mkfs))
-            path = ctx.store.save_raw(f"{s.label}/{p.label}/{env}{'' if rep == 0 else f'.r{rep}'}.json", raw)
-            r = fio.parse(raw)
-            meta = {**meta, "raw": path, "fio_version": r.version, "point_wall_s": round(time.monotonic() - t0, 3)}
-            samples = [Sample(m, v, u, meta) for m, (v, u) in r.metrics().items()]
-            samples += self._expectation(ctx, s, p, env, r.bw_kib_s, meta)
-            ctx.store.add(samples)
-            step(f"      bw {r.bw_kib_s / 1024:,.1f} MiB/s, {r.iops:,.0f} IOPS")
-            return r.bw_kib_s
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except Exception as e:  # recorded as failed, never as a number
-            ctx.store.add([Sample("bw", None, "", meta, status="failed", error=str(e))])
-            warn(f"{s.label} {env} {p.label} failed: {e}")
-            return None
+        extra = fio.fs_env(raid.MKFS[p.filesystem] if p.filesystem else None)
+        meta = {"group": self.section, "point": p.label, "setup": s.label,
+                "raid_level": SINGLE if s.level is None else s.level, "members": s.members,
+                "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a", "filesystem": p.filesystem or "none",
+                **fio.job_meta(p.job), "data_size_bytes": p.size(c.size_mib << 20)}
+        common = dict(parse=fio.parse, headline="bw", meta=meta)
+        if env == PHYSICAL:
+            return MeasuredPoint(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
+                fio.on_host, ctx.host, p.job, device=record.device_path, slots=[(0, p.size(c.size_mib << 20))],
+                extra_env=extra))
+        return MeasuredPoint(f"{s.label}/{p.label}/virtual", VIRTUAL, record.disk["backend"], (vm.name,), **common,
+                             baseline=f"{s.label}/{p.label}/physical",
+                             run=partial(fio.in_guests, record.uri, p.job, [vm], size=p.size(vm.slice_bytes),
+                                         extra_env=extra))
 
-    def _expectation(self, ctx: RunContext, s: Setup, p: Point, env: str, bw: float, meta: dict) -> list[Sample]:
-        """The RAID model against the single member measured at the same point (and filesystem), same env."""
+    def _expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[MeasuredPoint]) -> None:
+        """The RAID model against the single member measured at the same point (and filesystem) in
+        the same environment: expected bandwidth, measured/expected and the stack overhead."""
         if s.level is None:
-            return []
-        base = [x.value for x in ctx.store.samples if x.metric == "bw" and x.status == "ok"
-                and x.metadata["setup"] == SINGLE
-                and x.metadata["env"] == env and x.metadata["point"] == p.label]
-        if not base:
-            return []
-        expected = raid_model.expected(s.level, s.members, p.job.rw, sum(base) / len(base))
-        return [Sample("expected_bw", expected, "KiB/s", meta),
-                Sample("measured_expected", bw / expected, "ratio", meta),
-                Sample("stack_overhead", raid_model.stack_overhead(bw, expected), "ratio", meta)]
+            return
+        derived = []
+        for mp in block:
+            label, env = mp.meta["point"], mp.id.rsplit("/", 1)[1]
+            measured, base = pipeline.values(mp.id, "bw"), pipeline.values(f"{SINGLE}/{label}/{env}", "bw")
+            if not measured or not base:
+                continue
+            bw = sum(measured) / len(measured)
+            expected = raid_model.expected(s.level, s.members, mp.meta["rw"], sum(base) / len(base))
+            meta = {**pipeline.derived_meta(mp), "n_measured": len(measured), "n_base": len(base)}
+            derived += [Sample("expected_bw", expected, "KiB/s", meta),
+                        Sample("measured_expected", bw / expected, "ratio", meta),
+                        Sample("stack_overhead", raid_model.stack_overhead(bw, expected), "ratio", meta)]
+        if derived:
+            ctx.store.add(derived)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = tables.raid_rows(ctx.store.samples)

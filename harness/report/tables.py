@@ -3,11 +3,30 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from harness.analysis.stats import summarize
+from harness.analysis.stats import change_p_value, noisy_reason, summarize
 from harness.console import console as shared
 
 STATS = "#stats"  # row[key + STATS]: the Summary behind row[key] (a mean over repeats)
+VALUES = "#values"  # row[key + VALUES]: the repeat values behind row[key]
+NOISY = "#noisy"  # row[key + NOISY]: why the repeats behind row[key] are not to be trusted ("" = fine)
+NOISY_MARK = " (noisy)"
+
+
+def measured(s: Sample) -> bool:
+    """A sample of one repeat (not a value derived over repeats, such as a VE/PE ratio)."""
+    return s.metadata.get("repeat") != "all"
+
+
+def _flag(d: dict, key: str, unquiet: list[str], threshold: float) -> None:
+    """Sets d[key + NOISY] from the repeat values in d[key] (call before _means)."""
+    if isinstance(d.get(key), list):
+        d[key + NOISY] = noisy_reason(d[key], threshold, unquiet)
+
+
+def unquiet_of(s: Sample) -> list[str]:
+    return [] if s.metadata.get("host_quiet", True) else [s.metadata.get("quiet_reason") or "host busy"]
 
 
 def _means(d: dict) -> dict:
@@ -15,43 +34,65 @@ def _means(d: dict) -> dict:
     for key, value in list(d.items()):
         if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
             st = summarize(value)
-            d[key], d[key + STATS] = st.mean, st
+            d[key], d[key + STATS], d[key + VALUES] = st.mean, st, value
     return d
 
 from harness.samples import Sample
 
 
 def vm_scaling_rows(samples: list[Sample]) -> list[dict]:
-    """One row per VM count: physical and virtual aggregates side by side (None where failed)."""
+    """One row per VM count: physical and virtual aggregates side by side (None where failed),
+    each a mean over repeats with its CI, and the noisy flag of the headline."""
     rows: dict[int, dict] = {}
+    unquiet: dict[tuple, list[str]] = {}
+    threshold = 0.10
     for s in samples:
         if s.metadata.get("scope") != "aggregate":
             continue
         row = rows.setdefault(s.metadata["vm_count"], {"vm_count": s.metadata["vm_count"], "errors": []})
         env = s.metadata["env"]
+        threshold = s.metadata.get("noisy_cv_threshold", threshold)
         if s.status != "ok":
             row["errors"].append(f"{env}: {s.error}")
             row[f"{env}_failed"] = True
             continue
         row.setdefault(f"{env}_{s.metric}", []).append(s.value)
+        if s.metric == "aggregate_iops":
+            unquiet.setdefault((row["vm_count"], env), []).extend(unquiet_of(s))
+    for (n, env), reasons in unquiet.items():
+        _flag(rows[n], f"{env}_aggregate_iops", reasons, threshold)
     return [_means(rows[n]) for n in sorted(rows)]
 
 
-def _render(tables: list[Table], failures: list[tuple[str, str]], width: int = 100) -> str:
-    """Prints the tables and the failures under them; returns the same as plain text."""
+def _render(tables: list[Table], failures: list[tuple[str, str]], width: int = 100,
+            notes: list[tuple[str, str]] = ()) -> str:
+    """Prints the tables, the noisy points and the failures under them; returns the same as plain text."""
     console = Console(record=True, highlight=False, width=max(shared.width, width))
     for t in tables:
         console.print(t)
+    _render_notes(console, list(notes))
     for what, error in failures:
-        console.print(f"[red]{what} failed[/red]: {error}")
+        console.print(Text(f"{what} failed", style="red").append(f": {error}"))
     return console.export_text()
 
 
 def _cell(row: dict, key: str, digits: int = 0) -> str:
-    """A number; 'failed' where the point failed; '-' where it was not measured (e.g. interrupted)."""
+    """A number; 'failed' where the point failed; '-' where it was not measured (e.g. interrupted).
+    A noisy point is marked."""
     if row.get(key) is not None:
-        return _with_ci(row[key], row.get(key + STATS), digits)
+        return _with_ci(row[key], row.get(key + STATS), digits) + (NOISY_MARK if row.get(key + NOISY) else "")
     return "failed" if row.get(f"{key.split('_')[0]}_failed") else "-"
+
+
+def _noisy_notes(rows: list[dict], name) -> list[tuple[str, str]]:
+    """(what, why) for every noisy value in the rows, printed under the table."""
+    return [(f"{name(r)} {key.removesuffix(NOISY)}", why) for r in rows for key, why in r.items()
+            if key.endswith(NOISY) and why]
+
+
+def _render_notes(console: Console, notes: list[tuple[str, str]]) -> None:
+    for what, why in notes:
+        console.print(Text("noisy ", style="yellow").append(f"{what}: {why}"))
 
 
 def _with_ci(mean: float, st, digits: int) -> str:
@@ -70,36 +111,56 @@ def print_vm_scaling(rows: list[dict], accel: str) -> str:
                       _cell(r, "virtual_iops_per_vm"), _cell(r, "virtual_lat_mean", 1),
                       _cell(r, "virtual_lat_p50", 1), _cell(r, "virtual_lat_p99", 1),
                       _cell(r, "virtual_ve_pe_ratio", 3))
-    return _render([table], [(f"{r['vm_count']} VM point", e) for r in rows for e in r["errors"]])
+    table.caption = "mean ± 95% CI (CV) over shuffled repeats; (noisy): see below"
+    return _render([table], [(f"{r['vm_count']} VM point", e) for r in rows for e in r["errors"]],
+                   notes=_noisy_notes(rows, lambda r: f"{r['vm_count']} VM"))
 
 
 def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
-    """One row per point label of a group: {label, <backend>: {metric: value}, ..., errors}."""
+    """One row per point label of a group: {label, results: {<backend>: {metric: value}}, errors},
+    with the noisy flag of every metric."""
     rows: dict[str, dict] = {}
+    unquiet: dict[tuple[str, str], list[str]] = {}
+    threshold = 0.10
     for s in samples:
         m = s.metadata
         if m.get("group") != group:
             continue
         row = rows.setdefault(m["point"], {"label": m["point"], "results": {}, "errors": []})
+        threshold = m.get("noisy_cv_threshold", threshold)
         if s.status != "ok":
             row["errors"].append(f"{m['backend']}: {s.error}")
             row["results"].setdefault(m["backend"], {})["failed"] = True
             continue
         row["results"].setdefault(m["backend"], {}).setdefault(s.metric, []).append(s.value)
+        if measured(s) and s.metric in ("iops", "lat_mean", "bw"):
+            unquiet.setdefault((m["point"], m["backend"]), []).extend(unquiet_of(s))
     for row in rows.values():
-        for res in row["results"].values():
+        for backend, res in row["results"].items():
+            for metric in ("iops", "lat_mean", "bw"):
+                _flag(res, metric, unquiet.get((row["label"], backend), [])[:1], threshold)
             _means(res)
     return list(rows.values())
 
 
-def best_backend(row: dict, metric: str, lower_is_better: bool) -> tuple[str, float] | None:
-    """The backend with the best value of metric on this row, and its VE/PE ratio."""
-    cands = [(b, r[metric], r.get("ve_pe_ratio")) for b, r in row["results"].items()
-             if b != "host" and r.get(metric) is not None]
+def best_backend(row: dict, metric: str, lower_is_better: bool, alpha: float = 0.05) -> str:
+    """The backend with the best mean on this row, named only when it differs significantly from
+    the runner-up (the permutation test `harness compare` uses); otherwise says why not."""
+    cands = sorted(((b, r) for b, r in row["results"].items() if b != "host" and r.get(metric) is not None),
+                   key=lambda c: c[1][metric], reverse=not lower_is_better)
     if not cands:
-        return None
-    b, _, ratio = (min if lower_is_better else max)(cands, key=lambda c: c[1])
-    return b, ratio
+        return "-"
+    best, res = cands[0]
+    ratio = f" ({res['ve_pe_ratio']:.2f}x bare metal)" if res.get("ve_pe_ratio") is not None else ""
+    if len(cands) == 1:
+        return f"{best}{ratio}, the only one measured"
+    runner_up = cands[1]
+    p = change_p_value(res.get(metric + VALUES, [res[metric]]), runner_up[1].get(metric + VALUES, [runner_up[1][metric]]))
+    if p is None:
+        return f"no test: one repeat (set repeat.count >= 2)"
+    if p >= alpha:
+        return f"no significant difference ({best} vs {runner_up[0]}: p={p:.2f})"
+    return f"{best}{ratio}, p={p:.3f} vs {runner_up[0]}"
 
 
 def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
@@ -108,7 +169,9 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
     backends = sorted({b for r in rows for b in r["results"] if b != "host"})
     unit = {"lat_mean": "us", "iops": "IOPS", "bw": "KiB/s"}.get(metric, "")
     table = Table(title=f"{group}: {metric} ({unit}), accel={accel}"
-                        f"{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''}")
+                        f"{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''}",
+                  caption="mean ± 95% CI (CV) over shuffled repeats; (x) = VE/PE; IO/CPU-s = I/Os per CPU-second "
+                          "of QEMU and storage daemons")
     table.add_column("point")
     table.add_column("host", justify="right")
     for b in backends:
@@ -122,10 +185,9 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
             if v.get(metric) is None:
                 return "failed" if v.get("failed") else "-"
             ratio = f" ({v['ve_pe_ratio']:.2f}x)" if v.get("ve_pe_ratio") is not None else ""
-            return f"{_with_ci(v[metric], v.get(metric + STATS), 1)}{ratio}"
-        best = best_backend(r, metric, lower)
-        table.add_row(r["label"], cell("host"), *[cell(b) for b in backends],
-                      f"{best[0]} ({best[1]:.2f}x bare metal)" if best and best[1] is not None else "-")
+            eff = f", {v['ios_per_cpu_s']:,.0f} IO/CPU-s" if v.get("ios_per_cpu_s") is not None else ""
+            return f"{_with_ci(v[metric], v.get(metric + STATS), 1)}{ratio}{eff}{NOISY_MARK if v.get(metric + NOISY) else ''}"
+        table.add_row(r["label"], cell("host"), *[cell(b) for b in backends], best_backend(r, metric, lower))
     tables = [table]
     if lower:
         lat = Table(title=f"{group}: latency percentiles (us)")
@@ -136,7 +198,9 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
                 if v.get("lat_mean") is not None:
                     lat.add_row(r["label"], b, *(f"{v[k]:,.1f}" for k in ("lat_mean", "lat_p50", "lat_p99", "lat_p999")))
         tables.append(lat)
-    return _render(tables, [(r["label"], e) for r in rows for e in r["errors"]])
+    notes = [(f"{r['label']} {b} {k.removesuffix(NOISY)}", why) for r in rows for b, v in r["results"].items()
+             for k, why in v.items() if k.endswith(NOISY) and why and k.removesuffix(NOISY) == metric]
+    return _render(tables, [(r["label"], e) for r in rows for e in r["errors"]], notes=notes)
 
 
 MYSQL_AXIS_KEYS = {"tests": "db_test", "threads": "db_threads", "page_sizes": "db_page_size",

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from dataclasses import dataclass
 
+import libvirt
+
 from harness import paths
-from harness.agent import GuestAgent
+from harness.agent import GuestAgent, in_parallel
 from harness.config import FioJobConfig
+from harness.pipeline import Output
 from harness.workloads import guest_script
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
@@ -30,6 +32,7 @@ class FioResult:
     lat_p999_us: float
     runtime_s: float
     version: str
+    cpu_s: float = 0.0      # CPU fio says it used (usr + sys over each job's runtime)
 
     def metrics(self) -> dict[str, tuple[float, str]]:
         return {"iops": (self.iops, "IOPS"), "bw": (self.bw_kib_s, "KiB/s"),
@@ -42,6 +45,11 @@ def job_env(job: FioJobConfig, *, offset: int, size: int) -> dict[str, str]:
             "FIO_IODEPTH": str(job.iodepth), "FIO_NUMJOBS": str(job.numjobs), "FIO_IOENGINE": job.ioengine,
             "FIO_DIRECT": str(int(job.direct)), "FIO_RUNTIME": str(job.runtime_s), "FIO_RAMP": str(job.ramp_s),
             "FIO_RATE_IOPS": str(job.rate_iops)}
+
+
+def job_meta(job: FioJobConfig) -> dict:
+    """The job's fields as sample metadata."""
+    return job.model_dump()
 
 
 def timeout_s(job: FioJobConfig) -> float:
@@ -64,30 +72,11 @@ def run_in_guest(agent: GuestAgent, job: FioJobConfig, *, locator: str, size: in
     return res.stdout.decode()
 
 
-def start_on_host(job: FioJobConfig, *, filename: str, offset: int, size: int) -> subprocess.Popen:
-    """Starts host fio on a region of the device; finish with `wait_on_host`."""
-    env = {**os.environ, **job_env(job, offset=offset, size=size), "FIO_FILENAME": filename}
-    with open(JOB_TEMPLATE, "rb") as job_file:  # the job reaches fio on stdin, as in the guest
-        return subprocess.Popen(["fio", "--output-format=json", "-"], env=env, stdin=job_file,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def wait_on_host(proc: subprocess.Popen, job: FioJobConfig) -> str:
-    try:
-        out, err = proc.communicate(timeout=timeout_s(job))
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise FioError(f"host fio did not finish within {timeout_s(job):.0f} s; killed it") from None
-    if proc.returncode != 0:
-        raise FioError(f"host fio exited {proc.returncode}: {err.decode(errors='replace').strip()[-500:]}")
-    return out.decode()
-
-
-def run_on_host(host, job: FioJobConfig, *, device: str, size: int, extra_env: dict | None = None) -> str:
-    """Runs the job on a host block device with the guests' runner (any host: this machine or a
-    nested one); returns fio's raw JSON."""
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **job_env(job, offset=0, size=size), **(extra_env or {})}
+def run_on_host(host, job: FioJobConfig, *, device: str, size: int, offset: int = 0,
+                extra_env: dict | None = None) -> str:
+    """Runs the job on a region of a host device or file with the guests' runner (any host: this
+    machine or a nested one); returns fio's raw JSON."""
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **job_env(job, offset=offset, size=size), **(extra_env or {})}
     try:
         out = host.run(["/bin/sh", "-c", guest_script(GUEST_RUNNER), "run-fio", f"path:{device}"], env=env,
                        input=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job), check=False)
@@ -99,8 +88,26 @@ def run_on_host(host, job: FioJobConfig, *, device: str, size: int, extra_env: d
     return out.stdout.decode()
 
 
+def _direction(d: dict) -> dict | None:
+    """One direction of a job as {ios, iops, bw, lat_mean_us, pct_us}, from fio 3.x (ns units,
+    total_ios) or fio 2.x (us units, no total_ios: I/Os are iops x runtime); None when idle."""
+    if "clat_ns" in d:
+        n = d["total_ios"]
+        lat_mean, pct, scale = d["lat_ns"]["mean"], d["clat_ns"].get("percentile", {}), 1000
+    elif "clat" in d and "lat" in d:
+        n = round(d["iops"] * d.get("runtime", 0) / 1000)
+        lat_mean, pct, scale = d["lat"]["mean"], d["clat"].get("percentile", {}), 1
+    else:
+        raise KeyError("clat_ns")
+    if not n:
+        return None
+    return {"ios": n, "iops": d["iops"], "bw": d["bw"], "lat_mean_us": lat_mean / scale,
+            "pct_us": {k: v / scale for k, v in pct.items()}}
+
+
 def parse(raw: str) -> FioResult:
-    """fio --output-format=json -> FioResult. Tolerates warning lines fio prints before the JSON."""
+    """fio --output-format=json -> FioResult, from fio 3.x or 2.x (whose JSON has microsecond
+    units and no clat_ns/lat_ns/total_ios). Tolerates warning lines fio prints before the JSON."""
     start = raw.find("{")
     if start < 0:
         raise FioError("fio printed no JSON")
@@ -108,28 +115,54 @@ def parse(raw: str) -> FioResult:
         doc = json.loads(raw[start:])
     except json.JSONDecodeError as e:
         raise FioError(f"fio output is not valid JSON: {e}") from None
-    iops = bw = ios = lat_sum = 0.0
+    version = doc.get("fio version", "unknown")
+    iops = bw = ios = lat_sum = cpu_s = 0.0
     runtime_ms = 0
     major = None  # the direction with most I/O supplies the percentiles
-    for job in doc["jobs"]:
-        if job.get("error"):
-            raise FioError(f"fio job {job.get('jobname')} failed with error {job['error']}")
-        runtime_ms = max(runtime_ms, job.get("job_runtime", 0))
-        for direction in ("read", "write"):
-            d = job[direction]
-            n = d["total_ios"]
-            if not n:
-                continue
-            iops += d["iops"]
-            bw += d["bw"]
-            ios += n
-            lat_sum += d["lat_ns"]["mean"] * n
-            if major is None or n > major["total_ios"]:
-                major = d
-    if not ios or major is None:
-        raise FioError("fio completed no I/O")
-    pct = major["clat_ns"]["percentile"]
-    return FioResult(iops=iops, bw_kib_s=bw, lat_mean_us=lat_sum / ios / 1000,
-                     lat_p50_us=pct["50.000000"] / 1000, lat_p99_us=pct["99.000000"] / 1000,
-                     lat_p999_us=pct["99.900000"] / 1000,
-                     runtime_s=runtime_ms / 1000, version=doc.get("fio version", "unknown"))
+    try:
+        for job in doc["jobs"]:
+            if job.get("error"):
+                raise FioError(f"fio job {job.get('jobname')} failed with error {job['error']}")
+            job_ms = job.get("job_runtime") or max(job[d].get("runtime", 0) for d in ("read", "write"))
+            runtime_ms = max(runtime_ms, job_ms)
+            cpu_s += (job.get("usr_cpu", 0) + job.get("sys_cpu", 0)) / 100 * job_ms / 1000
+            for direction in ("read", "write"):
+                d = _direction(job[direction])
+                if d is None:
+                    continue
+                iops += d["iops"]
+                bw += d["bw"]
+                ios += d["ios"]
+                lat_sum += d["lat_mean_us"] * d["ios"]
+                if major is None or d["ios"] > major["ios"]:
+                    major = d
+        if not ios or major is None:
+            raise FioError("fio completed no I/O")
+        pct = major["pct_us"]
+        p50, p99, p999 = pct["50.000000"], pct["99.000000"], pct["99.900000"]
+    except KeyError as e:
+        raise FioError(f"cannot read the JSON of {version}: no {e} field where fio 2.x or 3.x has one; "
+                       "run fio 3.x, or report this layout") from None
+    return FioResult(iops=iops, bw_kib_s=bw, lat_mean_us=lat_sum / ios, lat_p50_us=p50, lat_p99_us=p99,
+                     lat_p999_us=p999, runtime_s=runtime_ms / 1000, version=version, cpu_s=cpu_s)
+
+
+def on_host(host, job: FioJobConfig, *, device: str, slots: list[tuple[int, int]],
+            extra_env: dict | None = None) -> list[Output]:
+    """The job on each (offset, size) region of a host device at once: one output per host slot."""
+    return [Output(f"host-slot{i}", raw) for i, raw in enumerate(in_parallel(
+        lambda slot: run_on_host(host, job, device=device, offset=slot[0], size=slot[1], extra_env=extra_env),
+        slots))]
+
+
+def in_guests(uri: str, job: FioJobConfig, vms: list, *, size: int | None = None,
+              extra_env: dict | None = None) -> list[Output]:
+    """The job in each VM at once, on its data disk (the whole disk unless `size`)."""
+    conn = libvirt.open(uri)
+    try:
+        def one(vm) -> Output:
+            return Output(vm.name, run_in_guest(GuestAgent(conn.lookupByName(vm.name)), job, locator=vm.locator,
+                                                size=size or vm.slice_bytes, extra_env=extra_env))
+        return in_parallel(one, vms)
+    finally:
+        conn.close()

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 
 from harness import paths
 from harness.agent import GuestAgent
+from harness.pipeline import Output
 from harness.workloads import guest_script
 
 RUNNER = paths.GUEST_AGENTS / "run-mysql.sh"
@@ -169,6 +170,7 @@ class SysbenchResult:
     lat_avg_ms: float
     lat_p95_ms: float
     errors_per_s: float
+    version: str = "unknown"
 
     def metrics(self) -> dict[str, tuple[float, str]]:
         return {"tps": (self.tps, "tx/s"), "qps": (self.qps, "q/s"), "lat_avg": (self.lat_avg_ms, "ms"),
@@ -186,4 +188,27 @@ def parse(raw: str) -> SysbenchResult:
                           qps=grab(r"queries:\s+\d+\s+\(([\d.]+) per sec\.\)"),
                           lat_avg_ms=grab(r"avg:\s+([\d.]+)"),
                           lat_p95_ms=grab(r"95th percentile:\s+([\d.]+)"),
-                          errors_per_s=grab(r"ignored errors:\s+\d+\s+\(([\d.]+) per sec\.\)"))
+                          errors_per_s=grab(r"ignored errors:\s+\d+\s+\(([\d.]+) per sec\.\)"),
+                          version=(re.search(r"^(sysbench [\w.\-]+)", raw, re.M) or [None, "unknown"])[1])
+
+
+def aggregate(results: list[SysbenchResult]) -> dict[str, tuple[float, str]]:
+    """Totals and means over the concurrent servers of one point."""
+    n = len(results)
+    return {"aggregate_tps": (sum(r.tps for r in results), "tx/s"),
+            "aggregate_qps": (sum(r.qps for r in results), "q/s"),
+            "tps_per_vm": (sum(r.tps for r in results) / n, "tx/s"),
+            "lat_avg": (sum(r.lat_avg_ms for r in results) / n, "ms"),
+            "lat_p95": (sum(r.lat_p95_ms for r in results) / n, "ms")}
+
+
+def outputs(runs: list[DbRun], names: list[str]) -> list[Output]:
+    """Each run's sysbench output, with its server's config and log kept beside it."""
+    return [Output(who, run.raw, {"server.cnf": run.server_config, "server.log": run.server_log})
+            for who, run in zip(names, runs)]
+
+
+def failure_files(e: Exception) -> list[Output]:
+    """The server's config and log from a failed point, kept for the post-mortem."""
+    log = getattr(e, "server_log", "")
+    return [Output("failed", "", {"server.cnf": getattr(e, "server_config", ""), "server.log": log})] if log else []

@@ -3,34 +3,50 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.config import FioJobConfig
-from harness.experiments.raid_sweep import Point, RaidSweep, Setup
+from harness.experiments.raid_sweep import RaidSweep, Setup
 from harness.report import tables
 from harness.samples import Sample
 
 
-def bw(setup, env, value, point="read-direct"):
-    return Sample("bw", value, "KiB/s", {"setup": setup, "env": env, "point": point})
+class FakePipeline:
+    """The two things the expectation reads from the pipeline: repeat values and derived metadata."""
+    def __init__(self, values: dict[str, list[float]]):
+        self._values = values
+
+    def values(self, point_id, metric):
+        return self._values.get(point_id, [])
+
+    def derived_meta(self, mp):
+        return {"point_id": mp.id}
+
+
+def block(setup: Setup, env: str, rw: str = "read"):
+    return [SimpleNamespace(id=f"{setup.label}/{rw}-direct/{env}", meta={"point": f"{rw}-direct", "rw": rw})]
+
+
+def expectations(pipeline, setup, env):
+    store = SimpleNamespace(samples=[])
+    store.add = store.samples.extend
+    RaidSweep()._expectations(SimpleNamespace(store=store), pipeline, setup, block(setup, env))
+    return {s.metric: s.value for s in store.samples}
 
 
 def test_expectation_uses_the_single_member_at_the_same_point_and_env():
-    store = SimpleNamespace(samples=[bw("single", "physical", 100.0), bw("single", "virtual", 40.0),
-                                     bw("single", "physical", 999.0, point="write-direct")])
-    ctx = SimpleNamespace(store=store)
-    p = Point("read-direct", FioJobConfig(rw="read"))
-    got = {s.metric: s.value for s in RaidSweep()._expectation(ctx, Setup(5, 4, 64), p, "physical", 240.0, {})}
+    raid5, raid0 = Setup(5, 4, 64), Setup(0, 4, 64)
+    pipe = FakePipeline({"single/read-direct/physical": [100.0, 100.0], "single/read-direct/virtual": [40.0],
+                         "single/write-direct/physical": [999.0], f"{raid5.label}/read-direct/physical": [240.0],
+                         f"{raid0.label}/read-direct/virtual": [80.0]})
+    got = expectations(pipe, raid5, "physical")
     assert got["expected_bw"] == 300.0                     # RAID 5 read: (N-1) x single
     assert got["measured_expected"] == pytest.approx(0.8)
     assert got["stack_overhead"] == pytest.approx(0.2)
-    virt = {s.metric: s.value for s in RaidSweep()._expectation(ctx, Setup(0, 4, 64), p, "virtual", 80.0, {})}
-    assert virt["expected_bw"] == 160.0
-    assert RaidSweep()._expectation(ctx, Setup(None, 1, 0), p, "physical", 100.0, {}) == []
+    assert expectations(pipe, raid0, "virtual")["expected_bw"] == 160.0
+    assert expectations(pipe, Setup(None, 1, 0), "physical") == {}
 
 
 def test_no_base_means_no_expectation_rather_than_a_guess():
-    ctx = SimpleNamespace(store=SimpleNamespace(samples=[]))
-    assert RaidSweep()._expectation(ctx, Setup(0, 2, 64), Point("read-direct", FioJobConfig(rw="read")),
-                                    "physical", 1.0, {}) == []
+    setup = Setup(0, 2, 64)
+    assert expectations(FakePipeline({f"{setup.label}/read-direct/physical": [1.0]}), setup, "physical") == {}
 
 
 def test_rows_pair_pe_and_ve_and_keep_failures():

@@ -39,24 +39,3 @@ def test_permutation_test_does_not_flag_no_shift():
 
 def test_no_test_on_single_values():
     assert change_p_value([1.0], [2.0, 3.0]) is None
-
-
-def test_repeat_fixed_adaptive_and_failure():
-    from harness.config import RepeatConfig
-    from harness.experiments.repeats import repeat
-    calls = []
-
-    def measure(values):
-        def m(i):
-            calls.append(i)
-            return values[i]
-        return m
-    assert repeat(RepeatConfig(count=3), measure([1.0, 2.0, 3.0, 4.0])) == [1.0, 2.0, 3.0]
-    tight = [100.0, 100.1, 99.9, 100.0, 100.2]
-    assert repeat(RepeatConfig(count=2, adaptive=True, target_rel_ci=0.01, max_count=5), measure(tight)) == tight[:2]
-    noisy = [100.0, 150.0, 60.0, 120.0, 80.0]
-    assert len(repeat(RepeatConfig(adaptive=True, target_rel_ci=0.01, max_count=4), measure(noisy))) == 4  # capped
-    assert repeat(RepeatConfig(count=3), measure([1.0, None, 3.0])) == [1.0]  # a failed repeat ends the point
-    dropped = []
-    repeat(RepeatConfig(count=2, drop_caches=True), measure([1.0, 1.0]), before=lambda: dropped.append(1))
-    assert dropped == [1, 1]

@@ -1,0 +1,94 @@
+"""The conditions a point is measured under: a quiet host before it (a bounded settle wait), the
+fleet VMs that take no part in it suspended, and the host's CPU use over it (busy, steal, and the
+CPU time of each participating QEMU and storage daemon). Every sample records these."""
+from __future__ import annotations
+
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import libvirt
+
+from harness import hoststat
+
+@dataclass(frozen=True)
+class Load:
+    """Host CPU use between two snapshots, in % of all CPUs, and dirty + writeback memory at the end."""
+    busy_pct: float
+    iowait_pct: float
+    steal_pct: float
+    dirty_mib: float
+    seconds: float
+
+    @classmethod
+    def between(cls, a: dict, b: dict) -> "Load":
+        return cls(**hoststat.load_between(a, b))
+
+
+@dataclass(frozen=True)
+class Settled:
+    wait_s: float
+    timed_out: bool
+    last: Load              # the last window looked at: quiet, or the state when the bound expired
+
+
+def settle(host, *, max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: float = 1.0) -> Settled:
+    """A bounded wait for a quiet host (hoststat.wait_quiet, run on the host itself)."""
+    got = hoststat.wait_quiet_on(host, max_wait_s, busy_pct, dirty_mib, window_s)
+    return Settled(got["wait_s"], got["timed_out"], Load(**got["last"]))
+
+
+def qemu_pattern(vm: str) -> str:
+    """What a guest's QEMU command line carries (libvirt names it with `-name guest=NAME,...`)."""
+    return f"guest={vm},"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """CPU use over a point: the host's, and per participating process group (label)."""
+    load: Load
+    cpu_s: dict[str, float]       # label -> CPU seconds (user + system) used during the point
+
+    def metadata(self) -> dict:
+        ncpu_s = max(self.load.seconds, 1e-9)
+        return {"host_busy_pct": round(self.load.busy_pct, 1), "host_iowait_pct": round(self.load.iowait_pct, 1),
+                "host_steal_pct": round(self.load.steal_pct, 1),
+                **{f"{label}_cpu_s": round(s, 3) for label, s in sorted(self.cpu_s.items())},
+                **{f"{label}_cpu_pct": round(100 * s / ncpu_s, 1) for label, s in sorted(self.cpu_s.items())}}
+
+
+def usage_between(a: dict, b: dict) -> Usage:
+    """Processes that exist at both ends count (a process that started or ended within the point
+    is not measured here: host fio reports its own CPU use)."""
+    cpu_s: dict[str, float] = {}
+    for pid, p in b["procs"].items():
+        if pid in a["procs"]:
+            cpu_s[p["label"]] = cpu_s.get(p["label"], 0.0) + (p["ticks"] - a["procs"][pid]["ticks"]) / b["clk_tck"]
+    return Usage(Load.between(a, b), cpu_s)
+
+
+@contextmanager
+def suspended(conn: libvirt.virConnect, prefixes: tuple[str, ...], keep: set[str]):
+    """Suspends every running domain whose name starts with one of `prefixes` and is not in
+    `keep`, and resumes them afterwards, whatever happens in between."""
+    paused = []
+    try:
+        for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_RUNNING):
+            if dom.name().startswith(prefixes) and dom.name() not in keep:
+                dom.suspend()
+                paused.append(dom)
+        yield [d.name() for d in paused]
+    finally:
+        for dom in paused:
+            try:
+                dom.resume()
+            except libvirt.libvirtError:
+                pass  # destroyed meanwhile: nothing to resume
+
+
+def flush(host) -> None:
+    """Writes dirty pages back now (after a prefill), so the first point does not pay for it."""
+    try:
+        host.run(["sync"], timeout=600, check=False)
+    except subprocess.TimeoutExpired:
+        pass

@@ -1,0 +1,363 @@
+"""The one measurement pipeline. An experiment declares its points (where each runs, what it runs,
+what it is compared with); the pipeline measures them and keeps everything:
+
+- repeats run in rounds over all the points of a block, in a seeded shuffled order (recorded),
+  never the same point twice in a row, so slow drift falls on both sides of every comparison;
+- before each point: every fleet VM that takes no part in it is suspended, and the host is given
+  a bounded wait to settle (CPU quiet, dirty pages written back);
+- over each point: the host's CPU busy/steal and the CPU time of the participating QEMUs, storage
+  daemons, libvirtd and the harness itself;
+- each output's raw text is stored, parsed by its workload, and turned into samples that carry the
+  standard metadata (added here and only here) and the conditions; a failure is a failed sample;
+- a guest whose agent stops answering is looked at (domain state, console tail) and restarted
+  before the next point;
+- afterwards: VE/PE ratios against each point's declared baseline.
+
+This follows PerfKit Benchmarker's Run-returns-Samples model with one metadata provider.
+"""
+from __future__ import annotations
+
+import random
+import resource
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import libvirt
+
+from harness import conditions, hoststat
+from harness.agent import AgentError, GuestAgent
+from harness.analysis.stats import enough, summarize
+from harness.console import step, warn
+from harness.samples import Sample
+
+PHYSICAL, VIRTUAL = "physical", "virtual"
+DAEMON_PATTERNS = {"daemon": "qemu-storage-daemon", "spdk": "/bin/vhost "}
+
+
+class Parsed(Protocol):
+    version: str
+
+    def metrics(self) -> dict[str, tuple[float, str]]: ...
+
+
+@dataclass
+class Output:
+    """One process's raw output (a VM's or a host slot's), with any files kept beside it."""
+    who: str
+    raw: str
+    extra: dict[str, str] = field(default_factory=dict)   # file suffix -> text (server config, log)
+
+
+@dataclass(frozen=True)
+class Point:
+    id: str                                  # unique in the run; names the raw folder
+    env: str                                 # physical | virtual
+    backend: str                             # "host" when physical
+    vms: tuple[str, ...]                     # the guests it runs in; every other fleet VM is suspended
+    run: Callable[[], list[Output]]          # runs the workload once
+    parse: Callable[[str], Parsed]           # the workload's own parser
+    headline: str                            # the metric repeats, ratios and the noisy flag look at
+    meta: dict = field(default_factory=dict)  # the experiment's own fields (group, label, job)
+    aggregate: Callable[[list[Any]], dict] | None = None   # metrics over the outputs (scope aggregate)
+    baseline: str | None = None              # id of the physical point a VE/PE ratio is taken against
+    raw_suffix: str = ".json"
+    on_failure: Callable[[Exception], list[Output]] | None = None   # raw files to keep from a failure
+
+
+@dataclass
+class Settings:
+    """What the pipeline needs from the config ([repeat] and [settle])."""
+    count: int
+    adaptive: bool
+    target_rel_ci: float
+    max_count: int
+    seed: int
+    noisy_cv: float
+    noisy_busy_pct: float
+    settle_max_wait_s: float
+    settle_busy_pct: float
+    settle_dirty_mib: float
+    settle_window_s: float
+    drop_caches: bool
+
+    @classmethod
+    def from_config(cls, cfg) -> "Settings":
+        r, s = cfg.repeat, cfg.settle
+        return cls(count=r.count, adaptive=r.adaptive, target_rel_ci=r.target_rel_ci, max_count=r.max_count,
+                   seed=r.seed if r.seed is not None else random.SystemRandom().randrange(1 << 31),
+                   noisy_cv=r.noisy_cv, noisy_busy_pct=r.noisy_busy_pct, settle_max_wait_s=s.max_wait_s,
+                   settle_busy_pct=s.busy_pct, settle_dirty_mib=s.dirty_mib, settle_window_s=s.window_s, drop_caches=r.drop_caches)
+
+
+def schedule(ids: list[str], rng: random.Random, last: str | None) -> list[str]:
+    """One round: the ids shuffled, never starting with `last` (the previous round's final point)
+    when there is a choice."""
+    order = list(ids)
+    rng.shuffle(order)
+    if len(order) > 1 and order[0] == last:
+        swap = rng.randrange(1, len(order))
+        order[0], order[swap] = order[swap], order[0]
+    return order
+
+
+class Pipeline:
+    def __init__(self, *, store, settings: Settings, host, uri: str, quiet_prefixes: tuple[str, ...],
+                 base_meta: dict, progress=None):
+        self.store = store
+        self.settings = settings
+        self.host = host
+        self.uri = uri
+        self.quiet_prefixes = quiet_prefixes   # fleets whose idle VMs are suspended during a point
+        self.base_meta = base_meta             # run id, experiment, environment: on every sample
+        self.progress = progress
+        self.rng = random.Random(settings.seed)
+        self.last: str | None = None
+        self.failed: set[str] = set()
+        self.testbed_meta: dict = {}
+
+    # --- one block of points, in rounds ---------------------------------------------------
+    def measure(self, points: list[Point], testbed_meta: dict | None = None) -> None:
+        """Measures every point `count` times (more when adaptive), in shuffled rounds."""
+        if not points:
+            return
+        by_id = {p.id: p for p in points}
+        if len(by_id) != len(points):
+            raise ValueError("point ids must be unique")
+        s = self.settings
+        self.testbed_meta = testbed_meta or {}
+        rounds = s.max_count if s.adaptive else s.count
+        conn = libvirt.open(self.uri)
+        try:
+            for r in range(rounds):
+                todo = [p.id for p in points if p.id not in self.failed
+                        and not (s.adaptive and r >= s.count and self._converged(by_id[p.id]))]
+                if not todo:
+                    break
+                if r >= s.count and self.progress:
+                    self.progress.add(len(todo))
+                order = schedule(todo, self.rng, self.last)
+                for i, pid in enumerate(order):
+                    self._one(conn, by_id[pid], r, i, testbed_meta or {})
+                    self.last = pid
+        finally:
+            conn.close()
+
+    def _converged(self, p: Point) -> bool:
+        return enough(self.values(p.id, p.headline), self.settings.target_rel_ci, minimum=self.settings.count)
+
+    def values(self, point_id: str, metric: str) -> list[float]:
+        """The point's values of a metric over its repeats (aggregate scope where it has one)."""
+        rows = [x for x in self.store.samples if x.metadata.get("point_id") == point_id and x.metric == metric
+                and x.status == "ok" and x.metadata.get("repeat") != "all"]
+        agg = [x.value for x in rows if x.metadata.get("scope") == "aggregate"]
+        return agg or [x.value for x in rows]
+
+    # --- one repeat of one point ----------------------------------------------------------
+    def _meta(self, p: Point, rep: int, order: int, testbed_meta: dict) -> dict:
+        """The standard metadata of every sample: one place."""
+        return {**self.base_meta, **testbed_meta, "point_id": p.id, "env": p.env, "backend": p.backend,
+                "vm_count": len(p.vms) if p.env == VIRTUAL else p.meta.get("vm_count", 0), **p.meta,
+                "repeat": rep, "round_order": order, "seed": self.settings.seed,
+                "drop_caches": self.settings.drop_caches, "noisy_cv_threshold": self.settings.noisy_cv}
+
+    def _one(self, conn: libvirt.virConnect, p: Point, rep: int, order: int, testbed_meta: dict) -> None:
+        s = self.settings
+        meta = self._meta(p, rep, order, testbed_meta)
+        what = f"{p.id} (repeat {rep + 1})"
+        if self.progress:
+            self.progress.start(what)
+        step(f"  {what}")
+        t0 = time.monotonic()
+        try:
+            with conditions.suspended(conn, self.quiet_prefixes, keep=set(p.vms)) as paused:
+                if s.drop_caches:
+                    self._drop_caches(conn, p.vms)
+                settled = conditions.settle(self.host, max_wait_s=s.settle_max_wait_s, busy_pct=s.settle_busy_pct,
+                                            dirty_mib=s.settle_dirty_mib, window_s=s.settle_window_s)
+                patterns = {**{f"qemu{i}": conditions.qemu_pattern(vm) for i, vm in enumerate(p.vms)},
+                            **DAEMON_PATTERNS, "libvirtd": "libvirtd"}
+                before, self_before = hoststat.snapshot_on(self.host, patterns), _own_cpu_s()
+                t_run = time.monotonic()
+                outputs = p.run()
+                run_s = time.monotonic() - t_run
+                after, self_after = hoststat.snapshot_on(self.host, patterns), _own_cpu_s()
+            kept = [self._keep(p, rep, out) for out in outputs]   # before parsing: a bad output is kept too
+            meta = {**meta, **kept[0]} if kept else meta
+            parsed = [p.parse(out.raw) for out in outputs]
+            usage = conditions.usage_between(before, after)
+            tool_cpu_s = 0.0 if self.host.name == "local" else sum(getattr(r, "cpu_s", 0.0) for r in parsed)
+            cond = self._conditions(usage, self_after - self_before + tool_cpu_s, settled, paused, after["ncpu"])
+            meta = {**meta, **cond, "point_wall_s": round(time.monotonic() - t0, 3), "run_wall_s": round(run_s, 3)}
+            samples = self._samples(p, outputs, kept, parsed, meta)
+            self.store.add(samples)
+            head = next((x for x in samples if x.metric == p.headline and x.metadata.get("scope") == "aggregate"),
+                        next(x for x in samples if x.metric == p.headline))
+            step(f"      {p.headline} {head.value:,.1f} {head.unit}; host busy {cond['host_busy_pct']:.0f}%, "
+                 f"settled in {settled.wait_s:.1f}s{'' if cond['host_quiet'] else ' [not quiet: ' + cond['quiet_reason'] + ']'}")
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:  # recorded as failed, never as a number
+            error = str(e)
+            if isinstance(e, AgentError):
+                error += self._recover(conn, p.vms)
+            files = {}
+            for out in p.on_failure(e) if p.on_failure else []:
+                files.update(self._keep(p, rep, out))
+            self.store.add([Sample(p.headline, None, "", {**meta, "scope": "aggregate", "vm": "", **files,
+                                                          "point_wall_s": round(time.monotonic() - t0, 3)},
+                                   status="failed", error=error)])
+            self.failed.add(p.id)
+            warn(f"{p.id} failed: {error} (not repeated)")
+        finally:
+            if self.progress:
+                self.progress.done()
+
+    def _conditions(self, usage: conditions.Usage, harness_cpu_s: float, settled, paused, ncpu: int) -> dict:
+        """The point's conditions, and whether the host was quiet: it settled, and work other than
+        the point's own (QEMU, daemons, libvirtd, the harness and its tools) stayed under the bound."""
+        s = self.settings
+        load = usage.load
+        ours = sum(usage.cpu_s.values()) + harness_cpu_s
+        other = max(0.0, load.busy_pct - 100 * ours / (max(load.seconds, 1e-9) * ncpu))
+        reasons = []
+        if settled.timed_out:
+            reasons.append(f"the host did not settle within {s.settle_max_wait_s:g} s "
+                           f"(busy {settled.last.busy_pct + settled.last.iowait_pct:.0f}%, "
+                           f"dirty {settled.last.dirty_mib:.0f} MiB)")
+        if other > s.noisy_busy_pct:
+            reasons.append(f"other work used {other:.0f}% of the host's CPU during the point")
+        if load.steal_pct > 5:
+            reasons.append(f"{load.steal_pct:.0f}% CPU steal")
+        cpu = {"qemu": 0.0, **{label: 0.0 for label in DAEMON_PATTERNS}, "libvirtd": 0.0}
+        for label, seconds in usage.cpu_s.items():
+            cpu["qemu" if label.startswith("qemu") else label] += seconds
+        return {**conditions.Usage(load, cpu).metadata(),
+                "harness_cpu_s": round(harness_cpu_s, 3), "host_other_busy_pct": round(other, 1),
+                "settle_wait_s": settled.wait_s, "settle_timed_out": settled.timed_out,
+                "suspended_vms": len(paused), "host_quiet": not reasons, "quiet_reason": "; ".join(reasons)}
+
+    def _keep(self, p: Point, rep: int, out: Output) -> dict:
+        """Stores an output's raw text and its extra files; returns the raw path for the metadata."""
+        stem = f"{p.id}/{out.who}{'' if rep == 0 else f'.r{rep}'}"
+        paths = {}
+        if out.raw:
+            paths["raw"] = self.store.save_raw(stem + p.raw_suffix, out.raw)
+        for suffix, text in out.extra.items():
+            kept = self.store.save_raw(f"{stem}.{suffix}", text)
+            paths.setdefault("raw", kept)
+        return paths
+
+    def _samples(self, p: Point, outputs: list[Output], kept: list[dict], parsed: list, meta: dict) -> list[Sample]:
+        samples = []
+        scope = "vm" if p.env == VIRTUAL else "slot"
+        for out, paths, r in zip(outputs, kept, parsed):
+            samples += [Sample(m, v, u, {**meta, "scope": scope, "vm": out.who, **paths, "tool_version": r.version})
+                        for m, (v, u) in r.metrics().items()]
+        if p.aggregate is not None:
+            agg_meta = {**meta, "scope": "aggregate", "vm": "", "tool_version": parsed[0].version}
+            samples += [Sample(m, v, u, agg_meta) for m, (v, u) in p.aggregate(parsed).items()]
+        samples += self._efficiency(p, samples, meta)
+        return samples
+
+    @staticmethod
+    def _efficiency(p: Point, samples: list[Sample], meta: dict) -> list[Sample]:
+        """I/Os per CPU-second spent by QEMU and the storage daemons (virtual points)."""
+        if p.env != VIRTUAL:
+            return []
+        iops = [x for x in samples if x.metric in ("aggregate_iops", "iops")
+                and x.metadata.get("scope") == ("aggregate" if p.aggregate else x.metadata.get("scope"))]
+        cpu = sum(meta.get(k, 0.0) for k in ("qemu_cpu_s", "daemon_cpu_s", "spdk_cpu_s"))
+        seconds = meta.get("run_wall_s") or 0
+        if not iops or cpu <= 0 or not seconds:
+            return []
+        return [Sample("ios_per_cpu_s", iops[0].value / (cpu / seconds), "IO/CPU-s",
+                       {**iops[0].metadata})]
+
+    # --- around a point -------------------------------------------------------------------
+    def _drop_caches(self, conn: libvirt.virConnect, vms: tuple[str, ...]) -> None:
+        self.host.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"])
+        for name in vms:
+            res = GuestAgent(conn.lookupByName(name)).exec("/bin/sh", ["-c", "sync; echo 3 > /proc/sys/vm/drop_caches"],
+                                                            timeout=30)
+            if res.exitcode != 0:
+                raise AgentError(f"{name}: dropping the page cache failed")
+
+    def _recover(self, conn: libvirt.virConnect, vms: tuple[str, ...]) -> str:
+        """After an agent error: what state each guest is in, the tail of its console, and a
+        restart of any guest that no longer answers, so the next point finds it working."""
+        notes = []
+        for name in vms:
+            try:
+                conn = _fresh(conn, self.uri)
+                dom = conn.lookupByName(name)
+                state = _STATES.get(dom.state()[0], "unknown")
+                agent = GuestAgent(dom)
+                if state == "running" and agent.ping(timeout=5):
+                    continue
+                tail = console_tail(dom)
+                notes.append(f"{name} was {state} and its agent did not answer; console tail:\n{tail}")
+                warn(f"{name}: agent lost ({state}); restarting the guest")
+                if dom.isActive():
+                    dom.destroy()
+                dom.create()
+                agent.wait_ready(180)
+                notes.append(f"{name} restarted")
+            except (libvirt.libvirtError, AgentError) as e:
+                notes.append(f"{name}: could not be restarted ({e})")
+        return ("\n" + "\n".join(notes)) if notes else ""
+
+    # --- after a block ---------------------------------------------------------------------
+    def derived_meta(self, p: Point, testbed_meta: dict | None = None) -> dict:
+        """Metadata of a value derived over a point's repeats (a ratio, a model's expectation)."""
+        return {**self._meta(p, 0, -1, testbed_meta or self.testbed_meta), "repeat": "all", "scope": "aggregate",
+                "vm": ""}
+
+    def ratios(self, points: list[Point], testbed_meta: dict | None = None) -> None:
+        """VE/PE of each virtual point's headline against its baseline's, as means over repeats."""
+        by_id = {p.id: p for p in points}
+        derived = []
+        for p in points:
+            if not p.baseline or p.baseline not in by_id:
+                continue
+            virt, phys = self.values(p.id, p.headline), self.values(p.baseline, p.headline)
+            if not virt or not phys or summarize(phys).mean == 0:
+                continue
+            meta = {**self.derived_meta(p, testbed_meta), "ratio_of": p.headline, "baseline_point": p.baseline, "n_virtual": len(virt),
+                    "n_physical": len(phys)}
+            derived.append(Sample("ve_pe_ratio", summarize(virt).mean / summarize(phys).mean, "ratio", meta))
+        if derived:
+            self.store.add(derived)
+
+
+_STATES = {libvirt.VIR_DOMAIN_RUNNING: "running", libvirt.VIR_DOMAIN_PAUSED: "paused",
+           libvirt.VIR_DOMAIN_SHUTOFF: "shut off", libvirt.VIR_DOMAIN_CRASHED: "crashed",
+           libvirt.VIR_DOMAIN_BLOCKED: "blocked", libvirt.VIR_DOMAIN_SHUTDOWN: "shutting down"}
+
+
+def _fresh(conn: libvirt.virConnect, uri: str) -> libvirt.virConnect:
+    """The connection, or a new one when libvirtd dropped it (restarted, or the link broke)."""
+    try:
+        if conn.isAlive():
+            return conn
+    except libvirt.libvirtError:
+        pass
+    return libvirt.open(uri)
+
+
+def console_tail(dom: libvirt.virDomain, lines: int = 20) -> str:
+    """The last lines of a guest's serial console log file, when it has one readable here."""
+    import xml.etree.ElementTree as ET
+    try:
+        src = ET.fromstring(dom.XMLDesc()).find("./devices/serial[@type='file']/source")
+        text = open(src.get("path"), errors="replace").read() if src is not None else ""
+    except (OSError, libvirt.libvirtError, ET.ParseError):
+        return "(console log not readable here)"
+    return "\n".join(text.splitlines()[-lines:]) or "(console log empty)"
+
+
+def _own_cpu_s() -> float:
+    """CPU time of this process (every thread) and of the children it waited for (host fio, sync)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+

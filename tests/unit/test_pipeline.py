@@ -1,0 +1,99 @@
+"""The measurement pipeline on real fio outputs (recorded), this machine's /proc, a real results
+folder and libvirt's test driver (a real libvirt connection with one running domain, "test")."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from harness.config import Config
+from harness.hosts import LocalHost
+from harness.pipeline import PHYSICAL, VIRTUAL, Output, Pipeline, Point, Settings, schedule
+from harness.store import RunStore
+from harness.workloads import fio
+
+URI = "test:///default"
+
+
+def settings(**kw) -> Settings:
+    cfg = Config.model_validate({"repeat": {"count": 3, "seed": 7}, "settle": {"max_wait_s": 0.2, "window_s": 0.1}})
+    s = Settings.from_config(cfg)
+    for k, v in kw.items():
+        setattr(s, k, v)
+    return s
+
+
+def pipeline(tmp_path, **kw) -> Pipeline:
+    return Pipeline(store=RunStore(tmp_path, "run"), settings=settings(**kw), host=LocalHost(), uri=URI,
+                    quiet_prefixes=("test",), base_meta={"run_id": "run", "experiment": "unit", "accel": "tcg"})
+
+
+def fio_point(pid: str, env: str, raw: str, log: list, vms=(), baseline=None, scale=1.0) -> Point:
+    def run():
+        log.append(pid)
+        doc = json.loads(raw)
+        for job in doc["jobs"]:
+            job["read"]["iops"] *= scale
+        return [Output("slot0", json.dumps(doc))]
+    return Point(pid, env, "host" if env == PHYSICAL else "virtio-blk", tuple(vms), run=run, parse=fio.parse,
+                 headline="iops", meta={"point": pid}, baseline=baseline)
+
+
+def test_schedule_is_seeded_shuffled_and_never_repeats_the_last_point():
+    ids = ["a", "b", "c", "d"]
+    assert schedule(ids, random.Random(1), None) == schedule(ids, random.Random(1), None)
+    for seed in range(50):
+        order = schedule(ids, random.Random(seed), "a")
+        assert sorted(order) == ids and order[0] != "a"
+
+
+def test_rounds_interleave_points_and_every_sample_carries_conditions(tmp_path, fixture_text):
+    raw, log = fixture_text("fio/host-randread-qd16.json"), []
+    p = pipeline(tmp_path)
+    points = [fio_point("phys", PHYSICAL, raw, log), fio_point("virt", VIRTUAL, raw, log, baseline="phys", scale=0.5)]
+    p.measure(points)
+    p.ratios(points)
+    assert sorted(log) == ["phys"] * 3 + ["virt"] * 3
+    assert all(a != b for a, b in zip(log, log[1:]))  # never the same point twice in a row
+    rows = [s.metadata for s in p.store.samples if s.metadata.get("repeat") != "all"]
+    for m in rows:
+        for key in ("host_busy_pct", "host_steal_pct", "qemu_cpu_s", "daemon_cpu_s", "harness_cpu_s",
+                    "settle_wait_s", "settle_timed_out", "host_quiet", "seed", "round_order", "accel", "raw"):
+            assert key in m, key
+        assert m["seed"] == 7
+    assert sorted({m["repeat"] for m in rows}) == [0, 1, 2]
+    (ratio,) = [s for s in p.store.samples if s.metric == "ve_pe_ratio"]
+    assert ratio.value == pytest.approx(0.5, rel=1e-6) and ratio.metadata["n_virtual"] == 3
+    raws = sorted(x.relative_to(p.store.dir).as_posix() for x in (p.store.dir / "raw").rglob("*.json"))
+    assert raws[:3] == ["raw/phys/slot0.json", "raw/phys/slot0.r1.json", "raw/phys/slot0.r2.json"]
+
+
+def test_a_failed_point_is_recorded_not_repeated_and_others_go_on(tmp_path, fixture_text):
+    raw, log = fixture_text("fio/host-randread-qd16.json"), []
+
+    def broken():
+        log.append("broken")
+        return [Output("slot0", "fio: no JSON here")]
+    p = pipeline(tmp_path)
+    bad = Point("bad", PHYSICAL, "host", (), run=broken, parse=fio.parse, headline="iops", meta={})
+    p.measure([bad, fio_point("good", PHYSICAL, raw, log)])
+    assert log.count("broken") == 1 and log.count("good") == 3
+    (failed,) = [s for s in p.store.samples if s.status == "failed"]
+    assert "no JSON" in failed.error and failed.metadata["raw"] == "raw/bad/slot0.json"  # the bad output is kept
+
+
+def test_idle_fleet_vms_are_suspended_during_a_point(tmp_path, fixture_text):
+    raw = fixture_text("fio/host-randread-qd16.json")
+    p = pipeline(tmp_path, count=1)
+    p.measure([Point("phys", PHYSICAL, "host", (), run=lambda: [Output("slot0", raw)], parse=fio.parse,
+                     headline="iops", meta={})])
+    (s,) = [x for x in p.store.samples if x.metric == "iops"]
+    assert s.metadata["suspended_vms"] == 1  # the test driver's running domain "test" takes no part
+
+
+def test_adaptive_adds_rounds_only_for_points_not_yet_tight(tmp_path, fixture_text):
+    raw, log = fixture_text("fio/host-randread-qd16.json"), []
+    p = pipeline(tmp_path, count=2, adaptive=True, max_count=4, target_rel_ci=0.5)
+    p.measure([fio_point("steady", PHYSICAL, raw, log)])
+    assert log.count("steady") == 2  # identical values: the CI is zero after the minimum
