@@ -86,6 +86,16 @@ def suspended(conn: libvirt.virConnect, prefixes: tuple[str, ...], keep: set[str
                 pass  # destroyed meanwhile: nothing to resume
 
 
+def resume_paused(conn: libvirt.virConnect, prefixes: tuple[str, ...]) -> list[str]:
+    """Resumes domains a killed run left suspended (a SIGKILL skips `suspended`'s resume)."""
+    resumed = []
+    for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_PAUSED):
+        if dom.name().startswith(prefixes):
+            dom.resume()
+            resumed.append(dom.name())
+    return resumed
+
+
 def flush(host) -> None:
     """Writes dirty pages back now (after a prefill), so the first point does not pay for it."""
     try:

@@ -129,6 +129,8 @@ class Pipeline:
         rounds = s.max_count if s.adaptive else s.count
         conn = libvirt.open(self.uri)
         try:
+            if left := conditions.resume_paused(conn, self.quiet_prefixes):
+                warn(f"resumed {', '.join(left)}, left suspended by a run that was killed")
             for r in range(rounds):
                 todo = [p.id for p in points if p.id not in self.failed
                         and not (s.adaptive and r >= s.count and self._converged(by_id[p.id]))]
@@ -171,6 +173,7 @@ class Pipeline:
         t0 = time.monotonic()
         try:
             with conditions.suspended(conn, self.quiet_prefixes, keep=set(p.vms)) as paused:
+                restarted = self._check_guests(conn, p.vms)
                 if s.drop_caches:
                     self._drop_caches(conn, p.vms)
                 settled = conditions.settle(self.host, max_wait_s=s.settle_max_wait_s, busy_pct=s.settle_busy_pct,
@@ -188,7 +191,8 @@ class Pipeline:
             usage = conditions.usage_between(before, after)
             tool_cpu_s = 0.0 if self.host.name == "local" else sum(getattr(r, "cpu_s", 0.0) for r in parsed)
             cond = self._conditions(usage, self_after - self_before + tool_cpu_s, settled, paused, after["ncpu"])
-            meta = {**meta, **cond, "point_wall_s": round(time.monotonic() - t0, 3), "run_wall_s": round(run_s, 3)}
+            meta = {**meta, **cond, "point_wall_s": round(time.monotonic() - t0, 3), "run_wall_s": round(run_s, 3),
+                    "guests_restarted": restarted}
             samples = self._samples(p, outputs, kept, parsed, meta)
             self.store.add(samples)
             head = next((x for x in samples if x.metric == p.headline and x.metadata.get("scope") == "aggregate"),
@@ -283,7 +287,24 @@ class Pipeline:
             if res.exitcode != 0:
                 raise AgentError(f"{name}: dropping the page cache failed")
 
-    def _recover(self, conn: libvirt.virConnect, vms: tuple[str, ...]) -> str:
+    def _check_guests(self, conn: libvirt.virConnect, vms: tuple[str, ...]) -> str:
+        """Before a point: each guest answers and every disk it has completes one direct read.
+        A guest that does not (its agent gone, or a disk queue stuck) is restarted, with the
+        reason recorded in the point's samples."""
+        notes = []
+        for name in vms:
+            try:
+                res = GuestAgent(conn.lookupByName(name)).exec("/bin/sh", ["-c", DISK_PROBE], timeout=GUEST_PROBE_S)
+                if res.exitcode == 0:
+                    continue
+                why = f"a disk did not complete a read ({res.stderr.decode(errors='replace').strip()[-200:]})"
+            except AgentError as e:
+                why = str(e)
+            warn(f"{name}: {why}; restarting it before the point")
+            notes.append(f"{name}: {why}{self._recover(conn, (name,), force=True)}")
+        return "\n".join(notes)
+
+    def _recover(self, conn: libvirt.virConnect, vms: tuple[str, ...], force: bool = False) -> str:
         """After an agent error: what state each guest is in, the tail of its console, and a
         restart of any guest that no longer answers, so the next point finds it working."""
         notes = []
@@ -293,7 +314,7 @@ class Pipeline:
                 dom = conn.lookupByName(name)
                 state = _STATES.get(dom.state()[0], "unknown")
                 agent = GuestAgent(dom)
-                if state == "running" and agent.ping(timeout=5):
+                if not force and state == "running" and agent.ping(timeout=5):
                     continue
                 tail = console_tail(dom)
                 notes.append(f"{name} was {state} and its agent did not answer; console tail:\n{tail}")
@@ -329,6 +350,11 @@ class Pipeline:
         if derived:
             self.store.add(derived)
 
+
+GUEST_PROBE_S = 20
+# One 4 KiB direct read from every disk of a guest: a virtqueue that lost a notification hangs here.
+DISK_PROBE = ('for d in /sys/block/*; do n=${d##*/}; case $n in loop*|ram*|sr*) continue;; esac; '
+              'dd if=/dev/$n of=/dev/null bs=4096 count=1 iflag=direct status=none || exit 1; done')
 
 _STATES = {libvirt.VIR_DOMAIN_RUNNING: "running", libvirt.VIR_DOMAIN_PAUSED: "paused",
            libvirt.VIR_DOMAIN_SHUTOFF: "shut off", libvirt.VIR_DOMAIN_CRASHED: "crashed",

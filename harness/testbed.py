@@ -15,7 +15,7 @@ from pathlib import Path
 
 import libvirt
 
-from harness import accel, backends, gc, hosts, paths
+from harness import accel, backends, conditions, gc, hosts, paths
 from harness import raid as raid_mod  # `raid` is the array a Testbed builds
 from harness.agent import GuestAgent
 from harness.backends import HostDevice, HostPlan, VmSlot
@@ -209,6 +209,7 @@ class Testbed:
             # A failed create leaves defined domains that block the next apply: undo it all.
             self.down(quiet=True)
             raise
+        conditions.flush(self.host)  # the prefilled device is written back now, not during the first point
         vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
                       str(self.dir / "consoles" / f"{vm.name}.log")) for vm in plan.vms]
         ready = self._wait_agents([v.name for v in vms], t0)

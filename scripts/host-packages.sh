@@ -17,6 +17,8 @@ if [ "${#missing[@]}" -eq 0 ]; then
 fi
 echo "host packages: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+"$(dirname "$0")/apt-lock-wait.sh"
 # Lists can be stale on a fresh machine; some package indices may be unreachable, so tolerate that.
 apt-get update -qq || echo "warning: apt-get update reported errors; trying the install anyway" >&2
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/apt-lock-wait.sh"
+apt-get install -y -qq -o DPkg::Lock::Timeout="${VTB_APT_LOCK_WAIT_S:-600}" --no-install-recommends "${missing[@]}"

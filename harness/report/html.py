@@ -8,7 +8,7 @@ import html
 import json
 from pathlib import Path
 
-from harness.analysis.stats import summarize
+from harness.analysis.stats import noisy_reason, summarize
 
 HEADLINE = {"vm-scaling": "aggregate_iops", "mysql": "aggregate_tps", "latency": "lat_mean", "iops": "iops",
             "bandwidth": "bw", "latency-curve": "lat_mean"}
@@ -17,7 +17,7 @@ STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;col
 h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}
 pre{background:#f8f8f8;padding:1em;overflow-x:auto;font-size:.8em}img{max-width:100%;border:1px solid #eee;margin:.5em 0}
-.warn{background:#fff4e5;border-left:4px solid #f90;padding:.5em 1em}.fail{color:#b00}"""
+.noisy{color:#b00;font-weight:bold;font-size:.8em}.warn{background:#fff4e5;border-left:4px solid #f90;padding:.5em 1em}.fail{color:#b00}"""
 
 # Marks the page once every plot has decoded, and reports a broken one on the console.
 CHECK = """window.addEventListener('load',function(){var imgs=document.images,ok=true;
@@ -32,7 +32,7 @@ def _e(x) -> str:
 def _headline_key(row: dict) -> tuple | None:
     exp = row.get("experiment")
     metric = HEADLINE.get(row.get("group") or exp)
-    if row.get("status") != "ok" or row.get("metric") != metric:
+    if row.get("status") != "ok" or row.get("metric") != metric or row.get("repeat") == "all":
         return None
     if row.get("scope") != "aggregate" and "group" not in row:
         return None
@@ -49,7 +49,11 @@ def pe_ve_table(rows: list[dict]) -> str:
             continue
         exp, group, point, where, metric = k
         point_key = (exp, group, point.replace("virtual-", "").replace("physical-", ""), metric)
-        cells.setdefault(point_key, {}).setdefault(where, []).append(r["value"])
+        cell = cells.setdefault(point_key, {}).setdefault(where, {"values": [], "unquiet": [], "cv": 0.10})
+        cell["values"].append(r["value"])
+        cell["cv"] = r.get("noisy_cv_threshold", cell["cv"])
+        if r.get("host_quiet") is False:
+            cell["unquiet"].append(r.get("quiet_reason") or "host busy")
         if where not in envs:
             envs.append(where)
     if not cells:
@@ -58,19 +62,24 @@ def pe_ve_table(rows: list[dict]) -> str:
     head = "".join(f"<th>{_e(e)}</th>" for e in envs)
     body = []
     for (exp, group, point, metric), by_env in cells.items():
-        host = summarize(by_env["host"]).mean if "host" in by_env else None
+        host = summarize(by_env["host"]["values"]).mean if "host" in by_env else None
         tds = []
         for env in envs:
             if env not in by_env:
                 tds.append("<td>-</td>")
                 continue
-            st = summarize(by_env[env])
+            cell = by_env[env]
+            st = summarize(cell["values"])
             ratio = f" <small>({st.mean / host:.2f}x)</small>" if host and env != "host" else ""
-            tds.append(f"<td>{_e(st.format())}{ratio}</td>")
+            why = noisy_reason(cell["values"], cell["cv"], cell["unquiet"][:1])
+            flag = f" <span class=noisy title='{_e(why)}'>noisy</span>" if why else ""
+            tds.append(f"<td>{_e(st.format())}{ratio}{flag}</td>")
         name = f"{exp} {group} {point}" if group and group != exp else f"{exp} {point}"
         body.append(f"<tr><td>{_e(name)} <small>{_e(metric)}</small></td>{''.join(tds)}</tr>")
     return (f"<table><tr><th>point (metric)</th>{head}</tr>{''.join(body)}</table>"
-            "<p><small>Mean over repeats ± 95% CI (Student t) and CV where repeated; (x) = virtual / physical.</small></p>")
+            "<p><small>Mean over shuffled repeats ± 95% CI (Student t) and CV where repeated; (x) = virtual / "
+            "physical; <span class=noisy>noisy</span>: CV over the threshold, or the host was not quiet during a "
+            "repeat (hover for why).</small></p>")
 
 
 def run_section(run: Path) -> str:

@@ -20,17 +20,35 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+STATS, NOISY = "#stats", "#noisy"  # the keys harness.report.tables puts beside a mean
+
+
+def _ci(row: dict, key: str) -> float:
+    st = row.get(key + STATS)
+    return st.ci95 if st is not None and st.ci95 is not None else 0.0
+
+
+def _mark_noisy(ax, xs, ys, noisy) -> None:
+    """Noisy points get a red ring and a label: their CI or conditions make them untrustworthy."""
+    for x, y, n in zip(xs, ys, noisy):
+        if n:
+            ax.plot([x], [y], "o", ms=13, mfc="none", mec="red", mew=1.5)
+            ax.annotate("noisy", (x, y), textcoords="offset points", xytext=(6, -12), fontsize=7, color="red")
+
+
 def vm_scaling(rows: list[dict], path: Path, title: str) -> Path:
-    """Aggregate and per-VM IOPS against VM count, with the physical baseline drawn."""
+    """Aggregate and per-VM IOPS against VM count (mean ± 95% CI), with the physical baseline."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
 
-    def series(key: str):
-        pts = [(r["vm_count"], r[key]) for r in rows if r.get(key) is not None]
-        return [p[0] for p in pts], [p[1] for p in pts]
+    def series(key: str, fmt: str, label: str):
+        pts = [r for r in rows if r.get(key) is not None]
+        xs, ys = [r["vm_count"] for r in pts], [r[key] for r in pts]
+        ax.errorbar(xs, ys, yerr=[_ci(r, key) for r in pts], fmt=fmt, capsize=4, label=label)
+        _mark_noisy(ax, xs, ys, [bool(r.get(key + NOISY)) for r in pts])
 
-    ax.plot(*series("virtual_aggregate_iops"), "o-", label="virtual: aggregate IOPS")
-    ax.plot(*series("virtual_iops_per_vm"), "s--", label="virtual: mean IOPS per VM")
-    ax.plot(*series("physical_aggregate_iops"), "k^-", label="physical: host fio, same concurrency")
+    series("virtual_aggregate_iops", "o-", "virtual: aggregate IOPS")
+    series("virtual_iops_per_vm", "s--", "virtual: mean IOPS per VM")
+    series("physical_aggregate_iops", "k^-", "physical: host fio, same concurrency")
     for r in rows:
         if r.get("virtual_ve_pe_ratio") is not None:
             ax.annotate(f"{r['virtual_ve_pe_ratio']:.2f}x", (r["vm_count"], r["virtual_aggregate_iops"]),
@@ -51,13 +69,17 @@ def backends_bars(rows: list[dict], path: Path, metric: str, title: str) -> Path
     fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(rows) * max(1, len(envs)) / 3), 4.5))
     width = 0.8 / len(envs)
     for i, env in enumerate(envs):
-        xs, ys = [], []
+        xs, ys, errs, noisy = [], [], [], []
         for x, r in enumerate(rows):
-            v = r["results"].get(env, {}).get(metric)
-            if v is not None:
+            res = r["results"].get(env, {})
+            if res.get(metric) is not None:
                 xs.append(x + (i - (len(envs) - 1) / 2) * width)
-                ys.append(v)
-        ax.bar(xs, ys, width, label=env, color="black" if env == "host" else None)
+                ys.append(res[metric])
+                errs.append(_ci(res, metric))
+                noisy.append(bool(res.get(metric + NOISY)))
+        ax.bar(xs, ys, width, yerr=errs, capsize=3, label=env, color="black" if env == "host" else None,
+               ecolor="gray")
+        _mark_noisy(ax, xs, ys, noisy)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r["label"] for r in rows], fontsize=8)
     ax.set_ylabel({"lat_mean": "mean latency (us)", "iops": "IOPS", "bw": "bandwidth (KiB/s)"}.get(metric, metric))

@@ -92,16 +92,19 @@ def test_bad_backend_input_changes_nothing(fleet, tmp_path):
 
 
 def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
+    """The main job as configured by default: 1, 2 and 4 VMs (the fleet of 2 grows to 4), three
+    shuffled repeats, every sample with its conditions."""
     out = harness("run", "vm-scaling", "--set", f"results_dir={tmp_path}")
-    assert "skipped" in out.stdout  # 4 VMs > fleet of 2
+    assert "growing the fleet to 4" in out.stdout
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     manifest = json.loads((run / "run.json").read_text())
-    assert manifest["status"] == "completed"
-    assert manifest["skipped"] == {"4": "exceeds fleet size"}
+    assert manifest["status"] == "completed", (run / "summary.txt").read_text()
+    assert isinstance(manifest["seed"], int)
     raws = sorted(p.relative_to(run).as_posix() for p in (run / "raw").rglob("*.json"))
-    assert raws == ["raw/physical-n1/host-slot0.json", "raw/physical-n2/host-slot0.json",
-                    "raw/physical-n2/host-slot1.json", "raw/virtual-n1/vtb-ci-vm0.json",
-                    "raw/virtual-n2/vtb-ci-vm0.json", "raw/virtual-n2/vtb-ci-vm1.json"]
+    expected = [f"raw/{env}-n{n}/{who}{rep}.json" for n in (1, 2, 4) for env in ("physical", "virtual")
+                for who in ([f"host-slot{i}" for i in range(n)] if env == "physical" else
+                            [f"vtb-ci-vm{i}" for i in range(n)]) for rep in ("", ".r1", ".r2")]
+    assert raws == sorted(expected)
     for raw in raws:
         assert json.loads((run / raw).read_text())["jobs"]
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
@@ -109,12 +112,21 @@ def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
         assert len(list(csv.DictReader(f))) == len(rows)
     for r in rows:
         for key in ("backend", "cache", "aio", "iothreads", "iodepth", "bs", "vm_count", "data_size_bytes",
-                    "accel", "host_kernel", "qemu_version", "libvirt_version", "fio_version", "cpu_model",
-                    "harness_rev"):
+                    "accel", "host_kernel", "qemu_version", "libvirt_version", "cpu_model", "harness_rev", "seed"):
             assert r[key] not in (None, ""), key
         assert r["status"] == "ok" and r["value"] > 0
+        if r["repeat"] != "all":  # the conditions of every measured sample
+            for key in ("host_busy_pct", "host_steal_pct", "qemu_cpu_s", "daemon_cpu_s", "settle_wait_s",
+                        "host_quiet", "tool_version"):
+                assert key in r, key
+            if r["env"] == "virtual":
+                assert r["qemu_cpu_s"] > 0  # the participating QEMUs' CPU time was measured
+    order = [(r["repeat"], r["round_order"], r["point_id"]) for r in rows if r["metric"] == "aggregate_iops"]
+    sequence = [pid for *_, pid in sorted(order)]
+    assert all(a != b for a, b in zip(sequence, sequence[1:]))  # never a point twice in a row
     ratios = [r for r in rows if r["metric"] == "ve_pe_ratio"]
-    assert sorted(r["vm_count"] for r in ratios) == [1, 2]
+    assert sorted(r["vm_count"] for r in ratios) == [1, 2, 4]
+    assert any(r["metric"] == "ios_per_cpu_s" for r in rows)
     assert (run / "vm-scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "virt/phys" in (run / "summary.txt").read_text()
     # a model over the swept factors (VM count, physical/virtual) predicts a point not measured
@@ -122,7 +134,7 @@ def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
     assert "R²" in out.stdout and "predicted aggregate_iops at vm_count=3, env=virtual" in out.stdout
 
 
-MYSQL_SMALL = ["--set", "mysql.tables=2", "--set", "mysql.table_size=2000", "--threads", "4", "--runtime", "3"]
+MYSQL_SMALL = ["--set", "repeat.count=1", "--set", "mysql.tables=2", "--set", "mysql.table_size=2000", "--threads", "4", "--runtime", "3"]
 
 
 def test_mysql_physical_and_virtual(fleet, tmp_path):
@@ -137,8 +149,8 @@ def test_mysql_physical_and_virtual(fleet, tmp_path):
     assert all(v > 0 for v in agg.values())
     two = [r for r in rows if r["point"].endswith("-n2") and r["metric"] == "tps" and r["env"] == "virtual"]
     assert {r["vm"] for r in two} == {"vtb-ci-vm0", "vtb-ci-vm1"}  # both VMs ran at once on the shared device
-    for name in ("vtb-ci-vm0", "host-slot0"):
-        raw = run / "raw" / "oltp_read_only-t4-p16k-bp0.1-n1"
+    for env, name in (("virtual", "vtb-ci-vm0"), ("physical", "host-slot0")):
+        raw = run / "raw" / "oltp_read_only-t4-p16k-bp0.1-n1" / env
         assert "transactions:" in (raw / f"{name}.sysbench.txt").read_text()
         assert "innodb_flush_method=O_DIRECT" in (raw / f"{name}.server.cnf").read_text()
         assert "Shutdown complete" in (raw / f"{name}.server.log").read_text()  # stopped cleanly
@@ -148,7 +160,7 @@ def test_mysql_physical_and_virtual(fleet, tmp_path):
 
 def test_mysql_data_that_does_not_fit_fails_clearly(fleet, tmp_path):
     harness("run", "mysql", "--tests", "oltp_read_only", "--set", f"results_dir={tmp_path}",
-            "--set", "mysql.tables=1", "--set", "mysql.table_size=1000000", "--runtime", "1")
+            "--set", "repeat.count=1", "--set", "mysql.tables=1", "--set", "mysql.table_size=1000000", "--runtime", "1")
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     assert {r["env"] for r in rows} == {"physical", "virtual"}
@@ -214,12 +226,14 @@ def test_agent_timeout_names_the_vm(fleet):
 
 
 def test_vm_scaling_with_another_backend_reprovisions(fleet, tmp_path):
-    out = harness("run", "vm-scaling", "--backend", "vhost-user-blk-qsd", "--vm-counts", "2",
+    out = harness("run", "vm-scaling", "--backend", "vhost-user-blk-qsd", "--vm-counts", "2", "--set", "repeat.count=1",
                   "--set", f"results_dir={tmp_path}")
     assert "re-provisioning" in out.stdout
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
-    assert {r["backend"] for r in rows} == {"vhost-user-blk-qsd"} and all(r["status"] == "ok" for r in rows)
+    assert {r["backend"] for r in rows if r["env"] == "virtual"} == {"vhost-user-blk-qsd"}
+    assert all(r["status"] == "ok" for r in rows)
+    assert any(r.get("daemon_cpu_s", 0) > 0 for r in rows if r["env"] == "virtual")  # the storage daemons' CPU
     assert {r["vm"] for r in rows if r["env"] == "virtual" and r["scope"] == "vm"} == {"vtb-ci-vm0", "vtb-ci-vm1"}
 
 
@@ -227,8 +241,8 @@ def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set",
                              f"results_dir={tmp_path}", "--runtime", "30"], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not list(tmp_path.glob("*/raw/physical-n1/*.json")):  # first point done, guests now busy
+    deadline = time.monotonic() + 180
+    while not list(tmp_path.glob("*/samples.jsonl")):  # first point done, the next one under way
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.5)
     time.sleep(3)
@@ -237,8 +251,16 @@ def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert json.loads((run / "run.json").read_text())["status"] == "running"  # never claims completion
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
-    assert {r["point"] for r in rows} == {"physical-n1"}  # whole points only
+    (point,) = {r["point_id"] for r in rows}  # whole points only
+    assert {r["metric"] for r in rows if r["scope"] == "aggregate"} >= {"aggregate_iops", "lat_p99"}
     assert not list(run.rglob(".*"))  # no half-written temp files
+    listing = harness("runs", "--set", f"results_dir={tmp_path}").stdout
+    assert run.name in listing and "died" in listing  # not "running" forever
+
+    # gc without --all keeps the user's own fleet (live state owns it) and says so
+    before = domain_ids()
+    assert "keeping what live state owns" in harness("gc").stdout
+    assert domain_ids() == before
 
     harness("testbed", "down")
     assert gc.leftovers(PREFIX) == []  # domains, pools, QEMUs and storage daemons

@@ -51,3 +51,21 @@ def test_job_error_and_no_io_are_errors(fixture_text):
     doc["jobs"][0]["read"]["total_ios"] = 0
     with pytest.raises(fio.FioError, match="no I/O"):
         fio.parse(json.dumps(doc))
+
+
+def test_fio_2x_layout_is_read_in_microseconds(fixture_text):
+    """fio 2.x (PKB's samples come from 2.1.4 and 2.17) writes usec units and no clat_ns, lat_ns or
+    total_ios. The fixture follows that layout; its I/O counts are iops x runtime."""
+    r = fio.parse(fixture_text("fio/fio2-layout-two-jobs.json"))
+    assert r.version == "fio-2.1.4"
+    assert r.iops == 3000 and r.bw_kib_s == 12000
+    # I/O-weighted mean of 25,000 reads at 399.5 us and 5,000 writes at 1999 us
+    assert r.lat_mean_us == pytest.approx((25000 * 399.5 + 5000 * 1999.0) / 30000)
+    assert r.lat_p99_us == 900  # the direction with most I/O gives the percentiles, already in us
+    assert r.cpu_s == pytest.approx(0.10 * 10 + 0.05 * 10)
+
+
+def test_an_unknown_layout_names_the_fio_version():
+    doc = {"fio version": "fio-1.50", "jobs": [{"jobname": "x", "error": 0, "read": {"iops": 1}, "write": {}}]}
+    with pytest.raises(fio.FioError, match="fio-1.50"):
+        fio.parse(json.dumps(doc))

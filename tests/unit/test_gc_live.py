@@ -1,0 +1,37 @@
+"""`harness gc` without --all keeps what live state owns: fleets with state, the nested host; a
+SIGKILLed run's sweep fleet (its owner process gone) is not live."""
+import json
+import subprocess
+
+from harness import gc
+from harness.store import owner
+
+
+def fleet(state, name, who=None):
+    d = state / name
+    d.mkdir(parents=True)
+    (d / "fleet.tfvars.json").write_text("{}")
+    if who is not None:
+        (d / "owner.json").write_text(json.dumps(who))
+
+
+def test_live_prefixes(tmp_path, monkeypatch):
+    monkeypatch.setattr(gc.paths, "STATE_REGISTRY", tmp_path / "registry")
+    state, other = tmp_path / "state", tmp_path / "other"
+    fleet(state, "default")                     # the user's fleet: persistent
+    fleet(state, "sw-default", owner())         # a sweep of a live run (this process)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    fleet(state, "rs-default", {**owner(), "pid": gone.pid, "start": 1})  # a killed run's sweep
+    (state / "nested").mkdir()
+    (state / "nested" / "nested.json").write_text("{}")
+    fleet(other, "ci")
+    gc.register_state_dir(other)                # another state dir on this machine (the tests')
+    gc.register_state_dir(other)                # registered once
+    assert (tmp_path / "registry").read_text().splitlines() == [str(other)]
+    assert gc.live_prefixes((state,)) == ("vtb-ci-", "vtb-default-", "vtb-nested", "vtb-sw-default-")
+
+
+def test_kept_names_are_not_collected():
+    assert gc._kept("-name guest=vtb-default-vm0,debug-threads=on", ("vtb-default-",))
+    assert not gc._kept("-name guest=vtb-sw-default-vm0", ("vtb-default-",))
