@@ -157,7 +157,7 @@ def best_backend(row: dict, metric: str, lower_is_better: bool, alpha: float = 0
     runner_up = cands[1]
     p = change_p_value(res.get(metric + VALUES, [res[metric]]), runner_up[1].get(metric + VALUES, [runner_up[1][metric]]))
     if p is None:
-        return f"no test: one repeat (set repeat.count >= 2)"
+        return "no test: one repeat (set repeat.count >= 2)"
     if p >= alpha:
         return f"no significant difference ({best} vs {runner_up[0]}: p={p:.2f})"
     return f"{best}{ratio}, p={p:.3f} vs {runner_up[0]}"
