@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 NUMERIC = ("vm_count", "iodepth", "numjobs", "bs_bytes", "rate_iops", "db_threads", "db_buffer_pool_fraction")
-CATEGORICAL = ("backend", "env", "rw", "db_test", "db_page_size")
+CATEGORICAL = ("env", "backend", "rw", "db_test", "db_page_size")  # env first: kept when backend only repeats it
 
 
 def bs_bytes(bs: str) -> int:
@@ -72,8 +72,16 @@ def fit(rows: list[dict], metric: str) -> Model:
     if len(obs) < 3:
         raise ValueError(f"{metric}: {len(obs)} measured points; a model needs at least 3")
     numeric = [n for n in NUMERIC if len({o.get(n) for o in obs}) > 1 and all(n in o for o in obs)]
-    levels = {c: sorted({str(o[c]) for o in obs}) for c in CATEGORICAL
-              if all(c in o for o in obs) and len({str(o[c]) for o in obs}) > 1}
+    levels: dict[str, list[str]] = {}
+    seen = set()
+    for c in CATEGORICAL:
+        if not all(c in o for o in obs) or len({str(o[c]) for o in obs}) < 2:
+            continue
+        grouping = frozenset(frozenset(i for i, o in enumerate(obs) if str(o[c]) == v) for v in {str(o[c]) for o in obs})
+        if grouping in seen:
+            continue  # the same split as a factor already in (physical rows are backend "host"): aliased
+        seen.add(grouping)
+        levels[c] = sorted({str(o[c]) for o in obs})
     if not numeric and not levels:
         raise ValueError(f"{metric}: no factor varies in this run; sweep something first")
     X, y = _design(obs, numeric, levels)
