@@ -64,7 +64,7 @@ def _fidelity(ctx, cfg: Config, record) -> dict:
     from harness.experiments.vm_scaling import EXPERIMENT as vm_scaling
     physical = next(p for p in vm_scaling.points(ctx) if p.id == "physical-n1")
     pipeline = ctx.pipeline(record.uri, (record.prefix + "-",))
-    pipeline.settings.count, pipeline.settings.adaptive = 1, False
+    pipeline.repeat = cfg.repeat.model_copy(update={"count": 1, "adaptive": False})
     ratios = []
     for i in range(FIDELITY_PAIRS):
         step(f"bench: fidelity pair {i + 1}/{FIDELITY_PAIRS}")

@@ -32,9 +32,9 @@ class Settled:
     last: Load              # the last window looked at: quiet, or the state when the bound expired
 
 
-def settle(host, *, max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: float = 1.0) -> Settled:
-    """A bounded wait for a quiet host (hoststat.wait_quiet, run on the host itself)."""
-    got = hoststat.wait_quiet_on(host, max_wait_s, busy_pct, dirty_mib, window_s)
+def settle(host, cfg) -> Settled:
+    """A bounded wait for a quiet host ([settle]; hoststat.wait_quiet, run on the host itself)."""
+    got = hoststat.wait_quiet_on(host, cfg.max_wait_s, cfg.busy_pct, cfg.dirty_mib, cfg.window_s)
     return Settled(got["wait_s"], got["timed_out"], Load(**got["last"]))
 
 
@@ -57,10 +57,11 @@ class Usage:
                 **{f"{label}_cpu_pct": round(100 * s / ncpu_s, 1) for label, s in sorted(self.cpu_s.items())}}
 
 
-def usage_between(a: dict, b: dict) -> Usage:
+def usage_between(a: dict, b: dict, labels: list[str]) -> Usage:
     """Processes that exist at both ends count (a process that started or ended within the point
-    is not measured here: host fio reports its own CPU use)."""
-    cpu_s: dict[str, float] = {}
+    is not measured here: host fio reports its own CPU use). Every label gets a figure, 0 when
+    no process of it ran."""
+    cpu_s = dict.fromkeys(labels, 0.0)
     for pid, p in b["procs"].items():
         if pid in a["procs"]:
             cpu_s[p["label"]] = cpu_s.get(p["label"], 0.0) + (p["ticks"] - a["procs"][pid]["ticks"]) / b["clk_tck"]

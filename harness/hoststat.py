@@ -27,9 +27,10 @@ def _memory_kib() -> dict[str, int]:
     return found
 
 
-def _matching(patterns: dict[str, str]) -> dict[str, dict]:
-    """{pid: {label, exe, ticks}} for processes whose command line contains a pattern's text.
-    A process matching several patterns counts under the first."""
+def _matching(patterns: list[tuple[str, str]]) -> dict[str, dict]:
+    """{pid: {label, exe, ticks}} for processes whose command line contains a pattern's text;
+    patterns are (label, text) pairs, and a label may repeat. A process matching several
+    patterns counts under the first."""
     found = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
@@ -39,7 +40,7 @@ def _matching(patterns: dict[str, str]) -> dict[str, dict]:
             stat = (proc / "stat").read_text()
         except OSError:
             continue
-        label = next((lab for lab, text in patterns.items() if text in argv), None)
+        label = next((lab for lab, text in patterns if text in argv), None)
         if label is None:
             continue
         fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
@@ -48,9 +49,9 @@ def _matching(patterns: dict[str, str]) -> dict[str, dict]:
     return found
 
 
-def snapshot(patterns: dict[str, str] | None = None) -> dict:
+def snapshot(patterns: list[tuple[str, str]] = ()) -> dict:
     return {"t": time.monotonic(), "cpu": _cpu(), "ncpu": os.cpu_count() or 1,
-            "clk_tck": os.sysconf("SC_CLK_TCK"), **_memory_kib(), "procs": _matching(patterns or {})}
+            "clk_tck": os.sysconf("SC_CLK_TCK"), **_memory_kib(), "procs": _matching(patterns)}
 
 
 BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
@@ -85,18 +86,17 @@ def wait_quiet(max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: f
         before = after
 
 
-def _on(host, call: str, *args) -> dict:
+def _on(host, timeout: float, call: str, *args) -> dict:
     """A function of this file called on `host`: in-process here, through python3 elsewhere."""
     if host.name == "local":
         return globals()[call](*args)
     script = Path(__file__).read_text() + f"\nimport sys\nprint(json.dumps({call}(*json.loads(sys.argv[1]))))\n"
-    timeout = 60 + (args[0] if call == "wait_quiet" else 0)
     return json.loads(host.run(["python3", "-c", script, json.dumps(list(args))], timeout=timeout).stdout.decode())
 
 
-def snapshot_on(host, patterns: dict[str, str] | None = None) -> dict:
-    return _on(host, "snapshot", patterns or {})
+def snapshot_on(host, patterns: list[tuple[str, str]] = ()) -> dict:
+    return _on(host, 60, "snapshot", list(patterns))
 
 
 def wait_quiet_on(host, max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: float = 1.0) -> dict:
-    return _on(host, "wait_quiet", max_wait_s, busy_pct, dirty_mib, window_s)
+    return _on(host, 60 + max_wait_s, "wait_quiet", max_wait_s, busy_pct, dirty_mib, window_s)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import resource
 import time
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -28,11 +29,14 @@ import libvirt
 from harness import conditions, hoststat
 from harness.agent import AgentError, GuestAgent
 from harness.analysis.stats import enough, summarize
+from harness.config import RepeatConfig, SettleConfig
 from harness.console import step, warn
 from harness.samples import Sample
 
 PHYSICAL, VIRTUAL = "physical", "virtual"
-DAEMON_PATTERNS = {"daemon": "qemu-storage-daemon", "spdk": "/bin/vhost "}
+# (label, command-line text) of the processes whose CPU time every point records, beside its QEMUs
+PROCESS_PATTERNS = [("daemon", "qemu-storage-daemon"), ("spdk", "/bin/vhost "), ("libvirtd", "libvirtd")]
+CPU_LABELS = ["qemu", *(label for label, _ in PROCESS_PATTERNS)]   # every sample has a figure for each
 
 
 class Parsed(Protocol):
@@ -65,31 +69,6 @@ class Point:
     on_failure: Callable[[Exception], list[Output]] | None = None   # raw files to keep from a failure
 
 
-@dataclass
-class Settings:
-    """What the pipeline needs from the config ([repeat] and [settle])."""
-    count: int
-    adaptive: bool
-    target_rel_ci: float
-    max_count: int
-    seed: int
-    noisy_cv: float
-    noisy_busy_pct: float
-    settle_max_wait_s: float
-    settle_busy_pct: float
-    settle_dirty_mib: float
-    settle_window_s: float
-    drop_caches: bool
-
-    @classmethod
-    def from_config(cls, cfg) -> "Settings":
-        r, s = cfg.repeat, cfg.settle
-        return cls(count=r.count, adaptive=r.adaptive, target_rel_ci=r.target_rel_ci, max_count=r.max_count,
-                   seed=r.seed if r.seed is not None else random.SystemRandom().randrange(1 << 31),
-                   noisy_cv=r.noisy_cv, noisy_busy_pct=r.noisy_busy_pct, settle_max_wait_s=s.max_wait_s,
-                   settle_busy_pct=s.busy_pct, settle_dirty_mib=s.dirty_mib, settle_window_s=s.window_s, drop_caches=r.drop_caches)
-
-
 def schedule(ids: list[str], rng: random.Random, last: str | None) -> list[str]:
     """One round: the ids shuffled, never starting with `last` (the previous round's final point)
     when there is a choice."""
@@ -101,30 +80,37 @@ def schedule(ids: list[str], rng: random.Random, last: str | None) -> list[str]:
     return order
 
 
+def new_seed() -> int:
+    return random.SystemRandom().randrange(1 << 31)
+
+
 class Pipeline:
-    def __init__(self, *, store, settings: Settings, host, uri: str, quiet_prefixes: tuple[str, ...],
-                 base_meta: dict, progress=None):
+    def __init__(self, *, store, repeat: RepeatConfig, settle: SettleConfig, seed: int, host, uri: str,
+                 quiet_prefixes: tuple[str, ...], base_meta: dict, progress=None):
         self.store = store
-        self.settings = settings
+        self.repeat = repeat
+        self.settle = settle
+        self.seed = seed
         self.host = host
         self.uri = uri
         self.quiet_prefixes = quiet_prefixes   # fleets whose idle VMs are suspended during a point
         self.base_meta = base_meta             # run id, experiment, environment: on every sample
         self.progress = progress
-        self.rng = random.Random(settings.seed)
+        self.rng = random.Random(seed)
         self.last: str | None = None
         self.failed: set[str] = set()
         self.testbed_meta: dict = {}
 
     # --- one block of points, in rounds ---------------------------------------------------
     def measure(self, points: list[Point], testbed_meta: dict | None = None) -> None:
-        """Measures every point `count` times (more when adaptive), in shuffled rounds."""
+        """Measures every point `count` times (more when adaptive), in shuffled rounds, then takes
+        the VE/PE ratio of each point that declares a baseline among them."""
         if not points:
             return
         by_id = {p.id: p for p in points}
         if len(by_id) != len(points):
             raise ValueError("point ids must be unique")
-        s = self.settings
+        s = self.repeat
         self.testbed_meta = testbed_meta or {}
         rounds = s.max_count if s.adaptive else s.count
         conn = libvirt.open(self.uri)
@@ -140,13 +126,14 @@ class Pipeline:
                     self.progress.add(len(todo))
                 order = schedule(todo, self.rng, self.last)
                 for i, pid in enumerate(order):
-                    self._one(conn, by_id[pid], r, i, testbed_meta or {})
+                    self._one(conn, by_id[pid], r, i)
                     self.last = pid
         finally:
             conn.close()
+        self._ratios(points)
 
     def _converged(self, p: Point) -> bool:
-        return enough(self.values(p.id, p.headline), self.settings.target_rel_ci, minimum=self.settings.count)
+        return enough(self.values(p.id, p.headline), self.repeat.target_rel_ci, minimum=self.repeat.count)
 
     def values(self, point_id: str, metric: str) -> list[float]:
         """The point's values of a metric over its repeats (aggregate scope where it has one)."""
@@ -156,16 +143,15 @@ class Pipeline:
         return agg or [x.value for x in rows]
 
     # --- one repeat of one point ----------------------------------------------------------
-    def _meta(self, p: Point, rep: int, order: int, testbed_meta: dict) -> dict:
+    def _meta(self, p: Point, rep: int | str, order: int) -> dict:
         """The standard metadata of every sample: one place."""
-        return {**self.base_meta, **testbed_meta, "point_id": p.id, "env": p.env, "backend": p.backend,
+        return {**self.base_meta, **self.testbed_meta, "point_id": p.id, "env": p.env, "backend": p.backend,
                 "vm_count": len(p.vms) if p.env == VIRTUAL else p.meta.get("vm_count", 0), **p.meta,
-                "repeat": rep, "round_order": order, "seed": self.settings.seed,
-                "drop_caches": self.settings.drop_caches, "noisy_cv_threshold": self.settings.noisy_cv}
+                "repeat": rep, "round_order": order, "seed": self.seed,
+                "drop_caches": self.repeat.drop_caches, "noisy_cv_threshold": self.repeat.noisy_cv}
 
-    def _one(self, conn: libvirt.virConnect, p: Point, rep: int, order: int, testbed_meta: dict) -> None:
-        s = self.settings
-        meta = self._meta(p, rep, order, testbed_meta)
+    def _one(self, conn: libvirt.virConnect, p: Point, rep: int, order: int) -> None:
+        meta = self._meta(p, rep, order)
         what = f"{p.id} (repeat {rep + 1})"
         if self.progress:
             self.progress.start(what)
@@ -174,12 +160,10 @@ class Pipeline:
         try:
             with conditions.suspended(conn, self.quiet_prefixes, keep=set(p.vms)) as paused:
                 restarted = self._check_guests(conn, p.vms)
-                if s.drop_caches:
+                if self.repeat.drop_caches:
                     self._drop_caches(conn, p.vms)
-                settled = conditions.settle(self.host, max_wait_s=s.settle_max_wait_s, busy_pct=s.settle_busy_pct,
-                                            dirty_mib=s.settle_dirty_mib, window_s=s.settle_window_s)
-                patterns = {**{f"qemu{i}": conditions.qemu_pattern(vm) for i, vm in enumerate(p.vms)},
-                            **DAEMON_PATTERNS, "libvirtd": "libvirtd"}
+                settled = conditions.settle(self.host, self.settle)
+                patterns = [*(("qemu", conditions.qemu_pattern(vm)) for vm in p.vms), *PROCESS_PATTERNS]
                 before, self_before = hoststat.snapshot_on(self.host, patterns), _own_cpu_s()
                 t_run = time.monotonic()
                 outputs = p.run()
@@ -188,7 +172,7 @@ class Pipeline:
             kept = [self._keep(p, rep, out) for out in outputs]   # before parsing: a bad output is kept too
             meta = {**meta, **kept[0]} if kept else meta
             parsed = [p.parse(out.raw) for out in outputs]
-            usage = conditions.usage_between(before, after)
+            usage = conditions.usage_between(before, after, CPU_LABELS)
             tool_cpu_s = 0.0 if self.host.name == "local" else sum(getattr(r, "cpu_s", 0.0) for r in parsed)
             cond = self._conditions(usage, self_after - self_before + tool_cpu_s, settled, paused, after["ncpu"])
             meta = {**meta, **cond, "point_wall_s": round(time.monotonic() - t0, 3), "run_wall_s": round(run_s, 3),
@@ -220,23 +204,19 @@ class Pipeline:
     def _conditions(self, usage: conditions.Usage, harness_cpu_s: float, settled, paused, ncpu: int) -> dict:
         """The point's conditions, and whether the host was quiet: it settled, and work other than
         the point's own (QEMU, daemons, libvirtd, the harness and its tools) stayed under the bound."""
-        s = self.settings
         load = usage.load
         ours = sum(usage.cpu_s.values()) + harness_cpu_s
         other = max(0.0, load.busy_pct - 100 * ours / (max(load.seconds, 1e-9) * ncpu))
         reasons = []
         if settled.timed_out:
-            reasons.append(f"the host did not settle within {s.settle_max_wait_s:g} s "
+            reasons.append(f"the host did not settle within {self.settle.max_wait_s:g} s "
                            f"(busy {settled.last.busy_pct + settled.last.iowait_pct:.0f}%, "
                            f"dirty {settled.last.dirty_mib:.0f} MiB)")
-        if other > s.noisy_busy_pct:
+        if other > self.repeat.noisy_busy_pct:
             reasons.append(f"other work used {other:.0f}% of the host's CPU during the point")
         if load.steal_pct > 5:
             reasons.append(f"{load.steal_pct:.0f}% CPU steal")
-        cpu = {"qemu": 0.0, **{label: 0.0 for label in DAEMON_PATTERNS}, "libvirtd": 0.0}
-        for label, seconds in usage.cpu_s.items():
-            cpu["qemu" if label.startswith("qemu") else label] += seconds
-        return {**conditions.Usage(load, cpu).metadata(),
+        return {**usage.metadata(),
                 "harness_cpu_s": round(harness_cpu_s, 3), "host_other_busy_pct": round(other, 1),
                 "settle_wait_s": settled.wait_s, "settle_timed_out": settled.timed_out,
                 "suspended_vms": len(paused), "host_quiet": not reasons, "quiet_reason": "; ".join(reasons)}
@@ -269,8 +249,8 @@ class Pipeline:
         """I/Os per CPU-second spent by QEMU and the storage daemons (virtual points)."""
         if p.env != VIRTUAL:
             return []
-        iops = [x for x in samples if x.metric in ("aggregate_iops", "iops")
-                and x.metadata.get("scope") == ("aggregate" if p.aggregate else x.metadata.get("scope"))]
+        metric = "aggregate_iops" if p.aggregate else "iops"  # the point's total IOPS
+        iops = [x for x in samples if x.metric == metric]
         cpu = sum(meta.get(k, 0.0) for k in ("qemu_cpu_s", "daemon_cpu_s", "spdk_cpu_s"))
         seconds = meta.get("run_wall_s") or 0
         if not iops or cpu <= 0 or not seconds:
@@ -329,12 +309,11 @@ class Pipeline:
         return ("\n" + "\n".join(notes)) if notes else ""
 
     # --- after a block ---------------------------------------------------------------------
-    def derived_meta(self, p: Point, testbed_meta: dict | None = None) -> dict:
+    def derived_meta(self, p: Point) -> dict:
         """Metadata of a value derived over a point's repeats (a ratio, a model's expectation)."""
-        return {**self._meta(p, 0, -1, testbed_meta or self.testbed_meta), "repeat": "all", "scope": "aggregate",
-                "vm": ""}
+        return {**self._meta(p, "all", -1), "scope": "aggregate", "vm": ""}
 
-    def ratios(self, points: list[Point], testbed_meta: dict | None = None) -> None:
+    def _ratios(self, points: list[Point]) -> None:
         """VE/PE of each virtual point's headline against its baseline's, as means over repeats."""
         by_id = {p.id: p for p in points}
         derived = []
@@ -344,8 +323,8 @@ class Pipeline:
             virt, phys = self.values(p.id, p.headline), self.values(p.baseline, p.headline)
             if not virt or not phys or summarize(phys).mean == 0:
                 continue
-            meta = {**self.derived_meta(p, testbed_meta), "ratio_of": p.headline, "baseline_point": p.baseline, "n_virtual": len(virt),
-                    "n_physical": len(phys)}
+            meta = {**self.derived_meta(p), "ratio_of": p.headline, "baseline_point": p.baseline,
+                    "n_virtual": len(virt), "n_physical": len(phys)}
             derived.append(Sample("ve_pe_ratio", summarize(virt).mean / summarize(phys).mean, "ratio", meta))
         if derived:
             self.store.add(derived)
@@ -373,7 +352,6 @@ def _fresh(conn: libvirt.virConnect, uri: str) -> libvirt.virConnect:
 
 def console_tail(dom: libvirt.virDomain, lines: int = 20) -> str:
     """The last lines of a guest's serial console log file, when it has one readable here."""
-    import xml.etree.ElementTree as ET
     try:
         src = ET.fromstring(dom.XMLDesc()).find("./devices/serial[@type='file']/source")
         text = open(src.get("path"), errors="replace").read() if src is not None else ""

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from harness.config import Config
 from harness.hosts import Host
-from harness.pipeline import Pipeline, Settings
+from harness.pipeline import Pipeline, new_seed
 from harness.plugins import discover
 from harness.progress import RunProgress
 from harness.store import RunStore
@@ -27,9 +27,9 @@ class RunContext:
     def pipeline(self, uri: str, quiet_prefixes: tuple[str, ...]) -> Pipeline:
         """The run's measurement pipeline on the fleet at `uri`; idle VMs of `quiet_prefixes`
         (and of the user's fleet) are suspended during each point."""
-        settings = Settings.from_config(self.cfg)
-        self.store.update_manifest(seed=settings.seed)
-        return Pipeline(store=self.store, settings=settings, host=self.host, uri=uri,
+        seed = self.cfg.repeat.seed if self.cfg.repeat.seed is not None else new_seed()
+        self.store.update_manifest(seed=seed)
+        return Pipeline(store=self.store, repeat=self.cfg.repeat, settle=self.cfg.settle, seed=seed, host=self.host, uri=uri,
                         quiet_prefixes=(*quiet_prefixes, self.cfg.prefix + "-"), progress=self.progress,
                         base_meta={"run_id": self.store.run_id, "experiment": self.store.manifest.get("experiment"),
                                    **self.environment})

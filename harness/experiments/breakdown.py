@@ -41,7 +41,6 @@ class Breakdown(FioMatrix):
         points = [measured_point(ctx, record, p, PHYSICAL) for p in (device, fio_null)]
         points += [measured_point(ctx, record, p, VIRTUAL) for p in vm_points]
         pipeline.measure(points, record.metadata())
-        pipeline.ratios(points, record.metadata())
 
     def summarize(self, ctx: RunContext) -> None:
         lat: dict[tuple[str, str], float] = {}

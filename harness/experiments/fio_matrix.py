@@ -99,6 +99,24 @@ def loop_over_prefilled_file(path: Path, size: int):
         path.unlink(missing_ok=True)
 
 
+@contextmanager
+def provisioned(ctx: RunContext, tb: Testbed, backend: str):
+    """The sweep VM served by `backend`. The fleet stays up for the next backend to re-provision,
+    except on a loop device of its own, which goes (fleet first) when the block is done."""
+    step(f"backend {backend}: provisioning the sweep VM")
+    if not on_loop(tb, backend):
+        yield tb.for_backend(backend).up()
+        return
+    with loop_over_prefilled_file(ctx.cfg.state_dir / f"{tb.cfg.prefix}-passthrough.raw",
+                                  tb.cfg.fleet.disk_size_mib << 20) as dev:
+        step(f"backend {backend}: no block device named (fleet.device), so a loop device over a prefilled file: {dev}")
+        loop_tb = Testbed(tb.for_backend(backend).cfg, ctx.host, device=dev, run_scoped=True)
+        try:
+            yield loop_tb.up()
+        finally:
+            loop_tb.down(quiet=True)
+
+
 class FioMatrix:
     uses_fleet = False
     host_kinds = ("local",)  # the sweep fleet's device is a file prefilled on this machine
@@ -140,20 +158,8 @@ class FioMatrix:
         try:
             pipeline = ctx.pipeline(ctx.host.uri, (tb.cfg.prefix + "-",))
             for b in runnable:
-                step(f"backend {b}: provisioning the sweep VM")
-                if on_loop(tb, b):
-                    with loop_over_prefilled_file(ctx.cfg.state_dir / f"{tb.cfg.prefix}-passthrough.raw",
-                                                  tb.cfg.fleet.disk_size_mib << 20) as dev:
-                        step(f"backend {b}: no block device named (fleet.device), so a loop device over a "
-                             f"prefilled file: {dev}")
-                        loop_tb = Testbed(tb.for_backend(b).cfg, ctx.host, device=dev, run_scoped=True)
-                        try:
-                            self.block(ctx, pipeline, loop_tb.up())
-                        finally:
-                            loop_tb.down(quiet=True)
-                    continue
-                record = tb.for_backend(b).up()
-                self.block(ctx, pipeline, record)
+                with provisioned(ctx, tb, b) as record:
+                    self.block(ctx, pipeline, record)
         finally:
             step("tearing down the sweep fleet")
             tb.down(quiet=True)
@@ -162,7 +168,6 @@ class FioMatrix:
         """Measures this experiment's points on the host and in the VM of one backend."""
         points = [measured_point(ctx, record, p, env) for p in self.points(ctx.cfg) for env in (PHYSICAL, VIRTUAL)]
         pipeline.measure(points, record.metadata())
-        pipeline.ratios(points, record.metadata())
 
     def summarize(self, ctx: RunContext) -> None:
         text = ""

@@ -50,7 +50,6 @@ class LatencyCurve(FioMatrix):
                 GROUP, f"rate-{f:.0%}", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth, rate_iops=max(1, int(bound * f))),
                 "lat_mean", True), env) for f in c.fractions]
         pipeline.measure(steps, record.metadata())
-        pipeline.ratios(unthrottled + steps, record.metadata())
 
     def summarize(self, ctx: RunContext) -> None:
         curves = tables.curve_points(ctx.store.samples, GROUP)

@@ -67,12 +67,15 @@ class Mysql:
                           raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
             slots = [{"device": tb.device_path, "offset": vm.slice_offset, "size": vm.slice_bytes,
                       "mount": str(fleet_dir / f"{tb.prefix}-db{i}")} for i, vm in enumerate(vms)]
-            points.append(Point(f"{p.name}/physical", PHYSICAL, "host", (), **common, run=partial(
-                lambda pt, sl: sysbench.outputs(sysbench.run_all_on_host(pt, sl),
-                                                [f"host-slot{i}" for i in range(len(sl))]), p.point, slots)))
+            points.append(Point(f"{p.name}/physical", PHYSICAL, "host", (), **common,
+                                run=partial(self._on_host, p.point, slots)))
             points.append(Point(f"{p.name}/virtual", VIRTUAL, tb.disk["backend"], tuple(vm.name for vm in vms),
                                 **common, baseline=f"{p.name}/physical", run=partial(self._in_guests, tb.uri, p.point, vms)))
         return points
+
+    @staticmethod
+    def _on_host(point: DbPoint, slots: list[dict]) -> list:
+        return sysbench.outputs(sysbench.run_all_on_host(point, slots), [f"host-slot{i}" for i in range(len(slots))])
 
     @staticmethod
     def _in_guests(uri: str, point: DbPoint, vms: list) -> list:
@@ -92,7 +95,6 @@ class Mysql:
         ctx.plan(len(points) * ctx.cfg.repeat.count)
         pipeline = ctx.pipeline(ctx.testbed.uri, (ctx.testbed.prefix + "-",))
         pipeline.measure(points, ctx.testbed.metadata())
-        pipeline.ratios(points, ctx.testbed.metadata())
 
     def summarize(self, ctx: RunContext) -> None:
         rows = tables.mysql_rows(ctx.store.samples)

@@ -129,7 +129,6 @@ class RaidSweep:
                 block = [self._point(ctx, record, s, p, env) for p in points
                          for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
                 pipeline.measure(block, record.metadata())
-                pipeline.ratios(block, record.metadata())
                 self._expectations(ctx, pipeline, s, block)
         finally:
             step("tearing down the sweep fleet and its array")
@@ -160,8 +159,7 @@ class RaidSweep:
             return
         derived = []
         for mp in block:
-            label, env = mp.meta["point"], mp.id.rsplit("/", 1)[1]
-            measured, base = pipeline.values(mp.id, "bw"), pipeline.values(f"{SINGLE}/{label}/{env}", "bw")
+            measured, base = pipeline.values(mp.id, "bw"), pipeline.values(f"{SINGLE}/{mp.meta['point']}/{mp.env}", "bw")
             if not measured or not base:
                 continue
             bw = sum(measured) / len(measured)

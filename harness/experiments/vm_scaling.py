@@ -19,7 +19,6 @@ class VmScaling:
     host_kinds = ("local",)  # the fleet's device is a file prefilled on this machine
     name = "vm-scaling"
     headline = "aggregate_iops"
-    lower_is_better = False
 
     def fleet_size(self, cfg: Config) -> int:
         """The fleet this experiment needs: it grows to the largest VM count."""
@@ -47,7 +46,6 @@ class VmScaling:
         ctx.plan(len(points) * ctx.cfg.repeat.count)
         pipeline = ctx.pipeline(ctx.testbed.uri, (ctx.testbed.prefix + "-",))
         pipeline.measure(points, ctx.testbed.metadata())
-        pipeline.ratios(points, ctx.testbed.metadata())
 
     def summarize(self, ctx: RunContext) -> None:
         rows = tables.vm_scaling_rows(ctx.store.samples)

@@ -84,10 +84,10 @@ def _cell(row: dict, key: str, digits: int = 0) -> str:
     return "failed" if row.get(f"{key.split('_')[0]}_failed") else "-"
 
 
-def _noisy_notes(rows: list[dict], name) -> list[tuple[str, str]]:
-    """(what, why) for every noisy value in the rows, printed under the table."""
-    return [(f"{name(r)} {key.removesuffix(NOISY)}", why) for r in rows for key, why in r.items()
-            if key.endswith(NOISY) and why]
+def _noisy_notes(named: list[tuple[str, dict]], metric: str = "") -> list[tuple[str, str]]:
+    """(what, why) for every noisy value (of `metric`, or any) in the named dicts, printed under the table."""
+    return [(f"{name} {key.removesuffix(NOISY)}", why) for name, d in named for key, why in d.items()
+            if key.endswith(NOISY) and why and key.removesuffix(NOISY).endswith(metric)]
 
 
 def _render_notes(console: Console, notes: list[tuple[str, str]]) -> None:
@@ -113,7 +113,7 @@ def print_vm_scaling(rows: list[dict], accel: str) -> str:
                       _cell(r, "virtual_ve_pe_ratio", 3))
     table.caption = "mean ± 95% CI (CV) over shuffled repeats; (noisy): see below"
     return _render([table], [(f"{r['vm_count']} VM point", e) for r in rows for e in r["errors"]],
-                   notes=_noisy_notes(rows, lambda r: f"{r['vm_count']} VM"))
+                   notes=_noisy_notes([(f"{r['vm_count']} VM", r) for r in rows]))
 
 
 def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
@@ -198,8 +198,7 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
                 if v.get("lat_mean") is not None:
                     lat.add_row(r["label"], b, *(f"{v[k]:,.1f}" for k in ("lat_mean", "lat_p50", "lat_p99", "lat_p999")))
         tables.append(lat)
-    notes = [(f"{r['label']} {b} {k.removesuffix(NOISY)}", why) for r in rows for b, v in r["results"].items()
-             for k, why in v.items() if k.endswith(NOISY) and why and k.removesuffix(NOISY) == metric]
+    notes = _noisy_notes([(f"{r['label']} {b}", v) for r in rows for b, v in r["results"].items()], metric)
     return _render(tables, [(r["label"], e) for r in rows for e in r["errors"]], notes=notes)
 
 

@@ -9,24 +9,18 @@ import pytest
 
 from harness.config import Config
 from harness.hosts import LocalHost
-from harness.pipeline import PHYSICAL, VIRTUAL, Output, Pipeline, Point, Settings, schedule
+from harness.pipeline import PHYSICAL, VIRTUAL, Output, Pipeline, Point, schedule
 from harness.store import RunStore
 from harness.workloads import fio
 
 URI = "test:///default"
 
 
-def settings(**kw) -> Settings:
-    cfg = Config.model_validate({"repeat": {"count": 3, "seed": 7}, "settle": {"max_wait_s": 0.2, "window_s": 0.1}})
-    s = Settings.from_config(cfg)
-    for k, v in kw.items():
-        setattr(s, k, v)
-    return s
-
-
-def pipeline(tmp_path, **kw) -> Pipeline:
-    return Pipeline(store=RunStore(tmp_path, "run"), settings=settings(**kw), host=LocalHost(), uri=URI,
-                    quiet_prefixes=("test",), base_meta={"run_id": "run", "experiment": "unit", "accel": "tcg"})
+def pipeline(tmp_path, **repeat) -> Pipeline:
+    cfg = Config.model_validate({"repeat": {"count": 3, "seed": 7, **repeat},
+                                 "settle": {"max_wait_s": 0.2, "window_s": 0.1}})
+    return Pipeline(store=RunStore(tmp_path, "run"), repeat=cfg.repeat, settle=cfg.settle, seed=7, host=LocalHost(),
+                    uri=URI, quiet_prefixes=("test",), base_meta={"run_id": "run", "experiment": "unit", "accel": "tcg"})
 
 
 def fio_point(pid: str, env: str, raw: str, log: list, vms=(), baseline=None, scale=1.0) -> Point:
@@ -53,7 +47,6 @@ def test_rounds_interleave_points_and_every_sample_carries_conditions(tmp_path, 
     p = pipeline(tmp_path)
     points = [fio_point("phys", PHYSICAL, raw, log), fio_point("virt", VIRTUAL, raw, log, baseline="phys", scale=0.5)]
     p.measure(points)
-    p.ratios(points)
     assert sorted(log) == ["phys"] * 3 + ["virt"] * 3
     assert all(a != b for a, b in zip(log, log[1:]))  # never the same point twice in a row
     rows = [s.metadata for s in p.store.samples if s.metadata.get("repeat") != "all"]

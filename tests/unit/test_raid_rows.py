@@ -21,7 +21,7 @@ class FakePipeline:
 
 
 def block(setup: Setup, env: str, rw: str = "read"):
-    return [SimpleNamespace(id=f"{setup.label}/{rw}-direct/{env}", meta={"point": f"{rw}-direct", "rw": rw})]
+    return [SimpleNamespace(id=f"{setup.label}/{rw}-direct/{env}", env=env, meta={"point": f"{rw}-direct", "rw": rw})]
 
 
 def expectations(pipeline, setup, env):
