@@ -8,25 +8,32 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from harness import config as config_mod
+from harness.schema import ConfigError
 from harness.console import console, step
 
-common = [
-    click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
-                 help="TOML config file (default: ./harness.toml if present)."),
-    click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-                 help="Override any config field, e.g. --set fleet.vms=2 --set vm_scaling.job.iodepth=8."),
-]
+CONFIG_OPTIONS = (
+    (("--config", "config_path"), dict(type=click.Path(path_type=Path), default=None,
+                                       help="TOML config file (default: ./harness.toml if present).")),
+    (("--set", "overrides"), dict(multiple=True, metavar="KEY=VALUE",
+                                  help="Override any config field, e.g. --set fleet.vms=2 "
+                                       "--set vm_scaling.job.iodepth=8 --set raid.allow=/dev/a,/dev/b.")),
+)
 
 
 def with_config(f):
-    for opt in reversed(common):
-        f = opt(f)
+    for decls, kwargs in reversed(CONFIG_OPTIONS):
+        f = click.option(*decls, **kwargs)(f)
     return f
 
 
-def load(config_path, overrides) -> config_mod.Config:
-    return config_mod.load(config_path, list(overrides))
+def config_params() -> list[click.Parameter]:
+    """--config and --set, for commands built at run time."""
+    return [click.Option(list(decls), **kwargs) for decls, kwargs in CONFIG_OPTIONS]
+
+
+def load(config_path, overrides):
+    from harness import settings
+    return settings.load(config_path, list(overrides))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -115,7 +122,7 @@ def backend_list(config_path, overrides) -> None:
     for name, b in backends.all_backends().items():
         try:
             reason = Testbed(cfg).for_backend(name).backend_verdict()
-        except config_mod.ConfigError as e:
+        except ConfigError as e:
             reason = str(e).replace("invalid configuration:\n  ", "")
         table.add_row(name, b.summary, "[green]yes[/green]" if not reason else f"[red]no[/red]: {reason}")
     console.print(table)
@@ -197,102 +204,61 @@ def host_raid_destroy(plan_file) -> None:
     step(raid.destroy(from_descriptor(plan.host), plan))
 
 
-@cli.group()
+class ExperimentCommands(click.Group):
+    """`harness run NAME`: one command per experiment in the registry, with the flags it declares;
+    experiments are imported only when a run command is asked for."""
+
+    def list_commands(self, ctx) -> list[str]:
+        from harness.experiments import registry
+        return list(registry())
+
+    def get_command(self, ctx, name: str):
+        from harness.experiments import registry
+        experiment = registry().get(name)
+        return experiment_command(experiment) if experiment else None
+
+
+def experiment_command(experiment) -> click.Command:
+    """The command of one experiment: --config, --set and its own flags, typed by the fields they set."""
+    import re
+    import typing
+    from harness import settings
+    options = []
+    for flag in experiment.flags:
+        info = settings.field_at(flag.fields[0].split("."))
+        help_text = flag.help or (f"{info.description}." if info else "")
+        if flag.switch is not None:
+            options.append(click.Option([flag.option], is_flag=True, default=False, help=help_text))
+            continue
+        annotation = info.annotation if info else None
+        click_type = (click.Choice([str(a) for a in typing.get_args(annotation)])
+                      if typing.get_origin(annotation) is typing.Literal else
+                      {int: click.INT, float: click.FLOAT}.get(annotation, click.STRING))
+        options.append(click.Option([flag.option], type=click_type, default=None, help=help_text))
+
+    def callback(config_path, overrides, **given) -> None:
+        from harness import runner
+        typed = []
+        for flag in experiment.flags:
+            value = given[flag.option.lstrip("-").replace("-", "_")]
+            if value is None or value is False:
+                continue
+            for path in flag.fields:
+                keys = path.split(".")
+                typed.append((keys, flag.switch if flag.switch is not None else
+                              settings.typed_value(keys, value) if isinstance(value, str) else value))
+        runner.run(settings.load(config_path, list(overrides), typed), experiment.name)
+
+    doc = (sys.modules[type(experiment).__module__].__doc__ or experiment.name).strip()
+    summary = " ".join(doc.split("\n\n")[0].split())
+    summary = re.sub(rf"^(`harness run {experiment.name}`|{experiment.name}): ", "", summary)
+    return click.Command(experiment.name, callback=callback, params=[*config_params(), *options],
+                         help=summary)
+
+
+@cli.group(cls=ExperimentCommands)
 def run() -> None:
-    """Run an experiment against the deployed testbed."""
-
-
-@run.command("vm-scaling")
-@with_config
-@click.option("--vm-counts", help="Comma-separated VM counts, e.g. 1,2,4.")
-@click.option("--runtime", type=int, help="Measured seconds per point.")
-@click.option("--ramp", type=int, help="Warm-up seconds per point.")
-@click.option("--iodepth", type=int, help="fio queue depth.")
-@click.option("--bs", help="fio block size, e.g. 4k.")
-@click.option("--rw", help="fio pattern: randread, randwrite, read, write, randrw, rw.")
-@click.option("--numjobs", type=int, help="fio jobs per VM.")
-@click.option("--ioengine", help="libaio, io_uring or psync.")
-@click.option("--backend", "backend_name", help="Disk backend; the fleet is re-provisioned when it differs.")
-def run_vm_scaling(config_path, overrides, vm_counts, runtime, ramp, iodepth, bs, rw, numjobs, ioengine,
-                   backend_name) -> None:
-    """Same fio job in 1..N VMs on one device, against host fio at the same concurrency."""
-    from harness import runner
-    flags = {"vm_counts": f"[{vm_counts}]" if vm_counts else None, "job.runtime_s": runtime,
-             "job.ramp_s": ramp, "job.iodepth": iodepth, "job.bs": bs, "job.rw": rw,
-             "job.numjobs": numjobs, "job.ioengine": ioengine}
-    extra = [f"vm_scaling.{k}={v}" for k, v in flags.items() if v is not None]
-    if backend_name:
-        extra.append(f"disk.backend={backend_name}")
-    runner.run(load(config_path, [*overrides, *extra]), "vm-scaling")
-
-
-@run.command("mysql")
-@with_config
-@click.option("--tests", help="Comma-separated sysbench tests, e.g. oltp_read_only,oltp_read_write.")
-@click.option("--threads", help="Comma-separated client thread counts.")
-@click.option("--vm-counts", help="Comma-separated VM counts.")
-@click.option("--runtime", type=int, help="sysbench run seconds per point.")
-def run_mysql(config_path, overrides, tests, threads, vm_counts, runtime) -> None:
-    """sysbench OLTP on MariaDB, physical against virtual, sweeping one axis at a time."""
-    from harness import runner
-    flags = {"tests": f'[{",".join(json_str(t) for t in tests.split(","))}]' if tests else None,
-             "threads": f"[{threads}]" if threads else None, "vm_counts": f"[{vm_counts}]" if vm_counts else None,
-             "runtime_s": runtime}
-    runner.run(load(config_path, [*overrides, *(f"mysql.{k}={v}" for k, v in flags.items() if v is not None)]),
-               "mysql")
-
-
-def json_str(s: str) -> str:
-    import json
-    return json.dumps(s.strip())
-
-
-def _sweep_command(name: str, section: str | None):
-    @run.command(name, help=registry_help(name))
-    @with_config
-    @click.option("--backend", "backend_names", help="Comma-separated backends (default: the config's).")
-    @click.option("--runtime", type=int, help="Measured seconds per point.")
-    @click.option("--ramp", type=int, help="Warm-up seconds per point.")
-    def command(config_path, overrides, backend_names, runtime, ramp) -> None:
-        from harness import runner
-        extra = []
-        sections = [section] if section else ["latency", "iops", "bandwidth"]
-        for sec in sections:
-            extra += [f"{sec}.runtime_s={runtime}"] if runtime else []
-            extra += [f"{sec}.ramp_s={ramp}"] if ramp is not None else []
-        if backend_names:
-            names = ",".join(json_str(b) for b in backend_names.split(","))
-            extra.append(f"{section or 'backends'}.backends=[{names}]")
-        runner.run(load(config_path, [*overrides, *extra]), name)
-    return command
-
-
-def _raid_command(name: str, section: str):
-    @run.command(name, help=registry_help(name))
-    @with_config
-    @click.option("--runtime", type=int, help="Measured seconds per point.")
-    @click.option("--ramp", type=int, help="Warm-up seconds per point.")
-    @click.option("--pe-only", is_flag=True, help="Measure on the host only (no VM counterpart).")
-    def command(config_path, overrides, runtime, ramp, pe_only) -> None:
-        from harness import runner
-        flags = {"runtime_s": runtime, "ramp_s": ramp, "ve": "false" if pe_only else None}
-        runner.run(load(config_path, [*overrides, *(f"{section}.{k}={v}" for k, v in flags.items() if v is not None)]),
-                   name)
-    return command
-
-
-def registry_help(name: str) -> str:
-    """The first line of the experiment module's docstring."""
-    import sys as _sys
-    from harness.experiments import registry
-    return (_sys.modules[type(registry()[name]).__module__].__doc__ or name).strip().splitlines()[0]
-
-
-for _name, _section in (("latency", "latency"), ("iops", "iops"), ("bandwidth", "bandwidth"),
-                       ("latency-curve", "latency_curve"), ("breakdown", "breakdown"), ("backends", None)):
-    _sweep_command(_name, _section)
-for _name, _section in (("raid-levels", "raid_levels"), ("stripe-size", "stripe_size"), ("filesystems", "filesystems")):
-    _raid_command(_name, _section)
+    """Run an experiment against the deployed testbed (`harness run NAME --help` lists its flags)."""
 
 
 @cli.command()
@@ -453,7 +419,7 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except (config_mod.ConfigError, TestbedError, AgentError, AccelError, RuntimeError) as e:
+    except (ConfigError, TestbedError, AgentError, AccelError, RuntimeError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -121,6 +121,21 @@ def collect(prefix: str, uri: str = paths.LIBVIRT_URI, keep: tuple[str, ...] = (
         except ProcessLookupError:
             pass
     removed += _loops_and_mounts(prefix, keep)
+    removed += _scratch_files(prefix, keep)
+    return removed
+
+
+SCRATCH_SUFFIX = ".scratch.raw"  # a file the harness made in a state dir for one run (a loop's backing file)
+
+
+def _scratch_files(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """Scratch files left in known state dirs by a run that was killed (after their loops are gone)."""
+    removed = []
+    for d in map(Path, state_dirs()):
+        for f in d.glob(f"{prefix}*{SCRATCH_SUFFIX}") if d.is_dir() else []:
+            if not f.name.startswith(keep):
+                f.unlink(missing_ok=True)
+                removed.append(f"scratch file {f}")
     return removed
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import resource
+import subprocess
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from harness.analysis.stats import enough, summarize
 from harness.config import RepeatConfig, SettleConfig
 from harness.console import step, warn
 from harness.samples import Sample
+from harness.store import write_atomic
 
 PHYSICAL, VIRTUAL = "physical", "virtual"
 # (label, command-line text) of the processes whose CPU time every point records, beside its QEMUs
@@ -61,7 +63,8 @@ class Point:
     vms: tuple[str, ...]                     # the guests it runs in; every other fleet VM is suspended
     run: Callable[[], list[Output]]          # runs the workload once
     parse: Callable[[str], Parsed]           # the workload's own parser
-    headline: str                            # the metric repeats, ratios and the noisy flag look at
+    headline: str                            # the metric repeats, ratios, the noisy flag and reports look at
+    lower_is_better: bool = False            # the headline's direction (latency: lower)
     meta: dict = field(default_factory=dict)  # the experiment's own fields (group, label, job)
     aggregate: Callable[[list[Any]], dict] | None = None   # metrics over the outputs (scope aggregate)
     baseline: str | None = None              # id of the physical point a VE/PE ratio is taken against
@@ -129,8 +132,25 @@ class Pipeline:
                     self._one(conn, by_id[pid], r, i)
                     self.last = pid
         finally:
+            self.keep_consoles(conn)
             conn.close()
         self._ratios(points)
+
+    def keep_consoles(self, conn: libvirt.virConnect) -> None:
+        """Copies the serial console of every fleet guest (and of a nested host) into the run's
+        consoles/ folder, before a teardown takes them: what a lost guest said stays with the run."""
+        logs = {}
+        try:
+            conn = _fresh(conn, self.uri)
+            for dom in conn.listAllDomains():
+                if dom.name().startswith(self.quiet_prefixes):
+                    logs[dom.name()] = console_text(self.host, dom)
+        except libvirt.libvirtError as e:
+            warn(f"could not read the guests' consoles: {e.get_error_message()}")
+        if self.host.console_log is not None and self.host.console_log.exists():
+            logs[f"{self.host.name}-host"] = self.host.console_log.read_text(errors="replace")[-CONSOLE_BYTES:]
+        for name, text in logs.items():
+            write_atomic(self.store.dir / "consoles" / f"{name}.log", text)
 
     def _converged(self, p: Point) -> bool:
         return enough(self.values(p.id, p.headline), self.repeat.target_rel_ci, minimum=self.repeat.count)
@@ -147,6 +167,7 @@ class Pipeline:
         """The standard metadata of every sample: one place."""
         return {**self.base_meta, **self.testbed_meta, "point_id": p.id, "env": p.env, "backend": p.backend,
                 "vm_count": len(p.vms) if p.env == VIRTUAL else p.meta.get("vm_count", 0), **p.meta,
+                "headline": p.headline, "better": "lower" if p.lower_is_better else "higher",
                 "repeat": rep, "round_order": order, "seed": self.seed,
                 "drop_caches": self.repeat.drop_caches, "noisy_cv_threshold": self.repeat.noisy_cv}
 
@@ -296,7 +317,7 @@ class Pipeline:
                 agent = GuestAgent(dom)
                 if not force and state == "running" and agent.ping(timeout=5):
                     continue
-                tail = console_tail(dom)
+                tail = console_tail(self.host, dom)
                 notes.append(f"{name} was {state} and its agent did not answer; console tail:\n{tail}")
                 warn(f"{name}: agent lost ({state}); restarting the guest")
                 if dom.isActive():
@@ -350,14 +371,24 @@ def _fresh(conn: libvirt.virConnect, uri: str) -> libvirt.virConnect:
     return libvirt.open(uri)
 
 
-def console_tail(dom: libvirt.virDomain, lines: int = 20) -> str:
-    """The last lines of a guest's serial console log file, when it has one readable here."""
+CONSOLE_BYTES = 256 << 10   # the end of a console log that a run keeps
+
+
+def console_text(host, dom: libvirt.virDomain) -> str:
+    """The end of a guest's serial console log file, read on the host the guest runs on."""
     try:
         src = ET.fromstring(dom.XMLDesc()).find("./devices/serial[@type='file']/source")
-        text = open(src.get("path"), errors="replace").read() if src is not None else ""
-    except (OSError, libvirt.libvirtError, ET.ParseError):
-        return "(console log not readable here)"
-    return "\n".join(text.splitlines()[-lines:]) or "(console log empty)"
+        if src is None:
+            return "(no console log file)"
+        out = host.run(["tail", "-c", str(CONSOLE_BYTES), src.get("path")], timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError, libvirt.libvirtError, ET.ParseError) as e:
+        return f"(console log not readable: {e})"
+    return out.stdout.decode(errors="replace") if out.returncode == 0 else "(console log not readable)"
+
+
+def console_tail(host, dom: libvirt.virDomain, lines: int = 20) -> str:
+    """The last lines of a guest's serial console."""
+    return "\n".join(console_text(host, dom).splitlines()[-lines:]) or "(console log empty)"
 
 
 def _own_cpu_s() -> float:

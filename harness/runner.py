@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from pydantic import ValidationError
 
-from harness import accel, config as config_mod, environment, hosts, paths
+from harness import accel, environment, hosts, paths, settings
 from harness.agent import CANCEL
 from harness.config import Config
 from harness.console import step, warn
@@ -27,9 +27,9 @@ def grown(cfg: Config, need: int) -> Config:
     data = cfg.model_dump(mode="json", exclude_unset=True)
     data.setdefault("fleet", {})["vms"] = need
     try:
-        return Config.model_validate(data)
+        return type(cfg).model_validate(data)
     except ValidationError as e:
-        raise config_mod.ConfigError(config_mod.describe(e) + f"\n  (the fleet was being grown to {need} VMs "
+        raise settings.ConfigError(settings.describe(e) + f"\n  (the fleet was being grown to {need} VMs "
                                      "for the experiment's largest VM count; lower that count instead)") from None
 
 

@@ -11,8 +11,14 @@ from harness.analysis.stats import change_p_value, summarize
 DERIVED = {"ve_pe_ratio"}          # follows from other metrics; compared through them
 
 
-def lower_is_better(metric: str) -> bool:
-    return metric.startswith("lat") or metric == "errors"
+def declared_directions(rows: list[dict]) -> dict[str, bool]:
+    """{metric: lower is better} for the headline metrics, as their experiments declared."""
+    return {r["headline"]: r["better"] == "lower" for r in rows if "headline" in r and "better" in r}
+
+
+def lower_is_better(metric: str, declared: dict[str, bool] | None = None) -> bool:
+    """The declared direction, else by name (latency and errors: lower is better)."""
+    return (declared or {}).get(metric, metric.startswith("lat") or metric == "errors")
 
 
 def load_rows(source: Path) -> list[dict]:
@@ -55,12 +61,13 @@ class Change:
 def compare(a_rows: list[dict], b_rows: list[dict], alpha: float, min_change: float) -> tuple[list[Change], int]:
     """(changes of the paired points, number of points found in only one of the runs)."""
     a, b = values_by_key(a_rows), values_by_key(b_rows)
+    declared = {**declared_directions(a_rows), **declared_directions(b_rows)}
     changes = []
     for k in sorted(set(a) & set(b)):
         ma, mb = summarize(a[k]).mean, summarize(b[k]).mean
         rel = mb / ma - 1 if ma else float("inf")
         p = change_p_value(a[k], b[k])
         significant = p is not None and p < alpha and abs(rel) >= min_change
-        worse = rel > 0 if lower_is_better(k[-1]) else rel < 0
+        worse = rel > 0 if lower_is_better(k[-1], declared) else rel < 0
         changes.append(Change(k, a[k], b[k], rel, p, significant and worse, significant and not worse))
     return changes, len(set(a) ^ set(b))

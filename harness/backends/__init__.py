@@ -11,7 +11,7 @@ from functools import cache
 from harness.backends.base import Attachment, Backend, HostDevice, HostPlan, VmSlot
 from harness.plugins import discover
 
-__all__ = ["Attachment", "Backend", "HostDevice", "HostPlan", "VmSlot", "all_backends", "get"]
+__all__ = ["Attachment", "Backend", "HostDevice", "HostPlan", "VmSlot", "all_backends", "get", "option_fields"]
 
 
 @cache
@@ -24,3 +24,14 @@ def get(name: str) -> Backend:
         return all_backends()[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(all_backends())}") from None
+
+
+def option_fields() -> dict[str, tuple]:
+    """Every backend's own [disk] fields, as create_model field definitions (one owner per name)."""
+    fields, owner = {}, {}
+    for b in all_backends().values():
+        for name, info in b.Options.model_fields.items():
+            if name in owner and owner[name] != type(b).Options:
+                raise TypeError(f"disk.{name} is declared by both {owner[name].__name__} and {b.Options.__name__}")
+            fields[name], owner[name] = (info.annotation, info), type(b).Options
+    return fields

@@ -8,6 +8,7 @@ from typing import ClassVar
 from xml.sax.saxutils import quoteattr
 
 from harness.hosts import LocalHost
+from harness.schema import Section
 
 DATA_SERIAL = "vtb-data"     # the guest runner finds a disk by this serial ...
 DATA_PCI_SLOT = 0x10         # ... or, for devices with no serial, by this guest PCI slot
@@ -64,13 +65,23 @@ class Attachment:
     locator: str = f"serial:{DATA_SERIAL}"
 
 
+class NoOptions(Section):
+    """A backend with no [disk] fields of its own."""
+
+
 class Backend:
     """One way to serve a VM's data disk. Subclasses live one per module in this package."""
     name: ClassVar[str]
-    options: ClassVar[frozenset[str]]   # DiskConfig fields this backend honours
+    shared_options: ClassVar[frozenset[str]] = frozenset()  # the common [disk] fields it honours
+    Options: ClassVar[type[Section]] = NoOptions  # its own [disk] fields (with defaults), merged into [disk]
     summary: ClassVar[str] = ""
     diagnostic: ClassVar[bool] = False  # a measuring aid, not a way to serve disks (left out of "all")
     local_host_only: ClassVar[bool] = False  # its host side runs on this machine (not yet through harness.hosts)
+
+    @property
+    def options(self) -> frozenset[str]:
+        """Every [disk] field this backend honours."""
+        return self.shared_options | frozenset(self.Options.model_fields)
 
     def check(self, disk) -> str | None:
         """A config the backend cannot honour (beyond unsupported options), as one sentence."""

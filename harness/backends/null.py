@@ -9,7 +9,7 @@ from harness.backends.base import (DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backe
 
 class Null(Backend):
     name = "null"
-    options = frozenset()
+    shared_options = frozenset()
     summary = "virtio-blk on QEMU null-co (no storage): the virtualization layers alone"
     diagnostic = True
 

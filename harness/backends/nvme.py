@@ -8,7 +8,7 @@ from harness.backends.base import (DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backe
 
 class Nvme(Backend):
     name = "nvme"
-    options = frozenset({"cache", "aio", "num_queues"})  # QEMU 7.2's nvme device takes no iothread
+    shared_options = frozenset({"cache", "aio", "num_queues"})  # QEMU 7.2's nvme device takes no iothread
     summary = "emulated NVMe controller (QEMU nvme device)"
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:

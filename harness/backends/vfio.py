@@ -11,8 +11,11 @@ import os
 import subprocess
 from pathlib import Path
 
+from pydantic import Field
+
 from harness.backends.base import DATA_PCI_SLOT, Attachment, Backend, HostPlan, VmSlot, attr, pci_address
 from harness.hosts import LocalHost
+from harness.schema import Section
 
 NVME_CLASS = 0x010802
 
@@ -73,9 +76,14 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1) -> str | None:
     return None
 
 
+class VfioOptions(Section):
+    pci_address: str | None = Field(None, pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$",
+                                    description="vfio: the NVMe controller to pass through, e.g. 0000:01:00.0")
+
+
 class Vfio(Backend):
     name = "vfio"
-    options = frozenset({"pci_address"})
+    Options = VfioOptions
     local_host_only = True
     summary = "PCI passthrough of an NVMe controller (vfio-pci)"
 

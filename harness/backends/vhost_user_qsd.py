@@ -13,10 +13,14 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
 
 from harness.backends.base import (Attachment, Backend, HostPlan, VmSlot, file_blockdev, qemu_opt,
                                    vhost_user_blk)
 from harness.hosts import LocalHost
+from harness.schema import Section
 
 BINARY = "qemu-storage-daemon"
 
@@ -41,9 +45,15 @@ def _listening(path: Path) -> bool:
             return False
 
 
+class QsdOptions(Section):
+    qsd_per: Literal["vm", "device"] = Field("vm", description="vhost-user-blk-qsd: one qemu-storage-daemon per "
+                                             "VM or one per host device")
+
+
 class VhostUserQsd(Backend):
     name = "vhost-user-blk-qsd"
-    options = frozenset({"cache", "aio", "num_queues", "qsd_per"})
+    shared_options = frozenset({"cache", "aio", "num_queues"})
+    Options = QsdOptions
     local_host_only = True
     summary = "vhost-user-blk, served by qemu-storage-daemon"
 

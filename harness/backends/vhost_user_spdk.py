@@ -22,8 +22,11 @@ import socket
 from pathlib import Path
 from typing import Callable
 
+from pydantic import Field
+
 from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, vhost_user_blk
 from harness.hosts import LocalHost
+from harness.schema import Section
 
 INSTALL_HINT = ("install SPDK (git clone https://github.com/spdk/spdk; scripts/pkgdep.sh; ./configure; make), "
                 "reserve hugepages (scripts/setup.sh), start `build/bin/spdk_tgt -S <vhost dir>` and set "
@@ -78,9 +81,15 @@ def names(plan: HostPlan) -> tuple[str, list[str]]:
     return base, [f"{base}p{i}" for i in range(len(plan.vms))]
 
 
+class SpdkOptions(Section):
+    spdk_socket: str = Field("/var/tmp/spdk.sock", description="vhost-user-blk-spdk: SPDK's JSON-RPC socket")
+    spdk_vhost_dir: str = Field("/var/tmp", description="vhost-user-blk-spdk: the directory SPDK's -S names")
+
+
 class VhostUserSpdk(Backend):
     name = "vhost-user-blk-spdk"
-    options = frozenset({"num_queues", "spdk_socket", "spdk_vhost_dir"})
+    shared_options = frozenset({"num_queues"})
+    Options = SpdkOptions
     local_host_only = True
     summary = "vhost-user-blk, served by SPDK vhost"
 

@@ -6,7 +6,7 @@ from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, attr, d
 
 class VirtioBlk(Backend):
     name = "virtio-blk"
-    options = frozenset({"cache", "aio", "iothreads", "num_queues"})
+    shared_options = frozenset({"cache", "aio", "iothreads", "num_queues"})
     summary = "virtio-blk PCI device, QEMU block layer"
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:

@@ -6,7 +6,7 @@ from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, attr, d
 
 class VirtioScsi(Backend):
     name = "virtio-scsi"
-    options = frozenset({"cache", "aio", "iothreads", "num_queues"})
+    shared_options = frozenset({"cache", "aio", "iothreads", "num_queues"})
     summary = "virtio-scsi controller with a scsi-hd LUN"
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:

@@ -1,16 +1,18 @@
 """One module per `harness run X`, found automatically: a module here that defines EXPERIMENT is
-an experiment. It declares its points; harness.pipeline measures them."""
+an experiment. It declares its settings (a config section), its command-line flags, its headline
+metric and that metric's direction, and its points; harness.pipeline measures them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
 from harness.config import Config
 from harness.hosts import Host
 from harness.pipeline import Pipeline, new_seed
 from harness.plugins import discover
 from harness.progress import RunProgress
+from harness.schema import Section
 from harness.store import RunStore
 from harness.testbed import TestbedRecord
 
@@ -40,8 +42,30 @@ class RunContext:
             self.progress.add(runs)
 
 
+@dataclass(frozen=True)
+class Flag:
+    """An option of `harness run NAME`: sets config fields (dotted paths from the top), typed by the
+    first field's annotation; its help defaults to that field's description."""
+    option: str                  # e.g. "--vm-counts"
+    fields: tuple[str, ...]
+    help: str = ""
+    switch: Any = None           # not None: an on/off flag that sets the fields to this value
+
+
+def sweep_flags(*sections: str, backends_field: str) -> tuple[Flag, ...]:
+    """--backend, --runtime and --ramp, for experiments that sweep backends over fio points."""
+    return (Flag("--backend", (backends_field,), "Comma-separated backends (default: the config's)."),
+            Flag("--runtime", tuple(f"{s}.runtime_s" for s in sections)),
+            Flag("--ramp", tuple(f"{s}.ramp_s" for s in sections)))
+
+
 class Experiment(Protocol):
     name: str
+    section: str                 # its [section] in the config
+    Settings: ClassVar[type[Section]]
+    flags: tuple[Flag, ...]
+    headline: str                # the metric its tables and report lead with
+    lower_is_better: bool
     uses_fleet: bool   # runs on the user's fleet (else brings up its own)
     host_kinds: tuple[str, ...]  # the hosts (harness.hosts) its host-side measurements can run on
 

@@ -1,13 +1,26 @@
 """`harness run backends`: latency, iops and bandwidth for every backend that passes preflight
 (or those in [backends].backends). Backends that cannot run are listed with their reason."""
+from pydantic import Field
+
 from harness import backends
 from harness.config import Config
+from harness.experiments import sweep_flags
 from harness.experiments.fio_matrix import FioMatrix
+from harness.schema import BackendNames, Section
+
+GROUPS = ("latency", "iops", "bandwidth")
+
+
+class Settings(Section):
+    backends: BackendNames = Field([], description="backends for `harness run backends`; empty = every one")
 
 
 class Backends(FioMatrix):
-    name = "backends"
-    groups = ("latency", "iops", "bandwidth")
+    name = section = "backends"
+    Settings = Settings
+    groups = GROUPS
+    headline, lower_is_better = "iops", False
+    flags = sweep_flags(*GROUPS, backends_field="backends.backends")
 
     def backend_names(self, cfg: Config) -> list[str]:
         return cfg.backends.backends or [n for n, b in backends.all_backends().items() if not b.diagnostic]

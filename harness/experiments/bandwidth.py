@@ -1,11 +1,33 @@
 """`harness run bandwidth`: 128 KiB multi-job sequential bandwidth per backend and on the host.
 Config section [bandwidth]."""
-from harness.experiments.fio_matrix import FioMatrix
+from typing import Literal
+
+from pydantic import Field
+
+from harness.experiments import sweep_flags
+from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings
+from harness.schema import BlockSize
+
+
+class Settings(SweepSettings):
+    patterns: list[Literal["read", "write"]] = Field(["read", "write"], min_length=1,
+                                                     description="sequential patterns")
+    bs: BlockSize = Field("128k", description="block size")
+    numjobs: int = Field(4, ge=1, le=256, description="fio jobs")
+    iodepth: int = Field(16, ge=1, le=4096, description="queue depth per job")
 
 
 class Bandwidth(FioMatrix):
-    name = "bandwidth"
-    groups = ("bandwidth",)
+    name = section = "bandwidth"
+    Settings = Settings
+    headline, lower_is_better = "bw", False
+    flags = sweep_flags("bandwidth", backends_field="bandwidth.backends")
+
+    def group_points(self, cfg) -> list[FioPoint]:
+        c = self.settings(cfg)
+        return [FioPoint(self.name, f"{rw}-{c.bs}-j{c.numjobs}",
+                         c.job(rw=rw, bs=c.bs, iodepth=c.iodepth, numjobs=c.numjobs), self.headline,
+                         self.lower_is_better) for rw in c.patterns]
 
 
 EXPERIMENT = Bandwidth()

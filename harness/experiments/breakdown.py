@@ -3,32 +3,44 @@ latency-breakdown figure of the PE/VE study; a stacked bar per backend. Config s
 Method and limits: harness/analysis/breakdown.py (also printed in the run's summary)."""
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
 from harness.analysis import breakdown
 from harness.analysis.stats import summarize
 from harness.config import Config
 from harness.console import step
-from harness.experiments import RunContext
-from harness.experiments.fio_matrix import FioMatrix, FioPoint, measured_point
+from harness.experiments import RunContext, sweep_flags
+from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline
 from harness.report import plots, tables
+from harness.schema import BlockSize
 from harness.store import write_atomic
 from harness.testbed import TestbedRecord
 
 GROUP = "breakdown"
 
 
+class Settings(SweepSettings):
+    rw: Literal["randread", "randwrite"] = Field("randread", description="access pattern (QD1)")
+    bs: BlockSize = Field("4k", description="block size")
+
+
 class Breakdown(FioMatrix):
-    name = "breakdown"
-    groups = (GROUP,)
+    name = section = GROUP
+    Settings = Settings
+    headline, lower_is_better = "lat_mean", True
+    flags = sweep_flags(GROUP, backends_field="breakdown.backends")
 
     def backend_names(self, cfg: Config) -> list[str]:
         return [b for b in (cfg.breakdown.backends or [cfg.disk.backend]) if b != "null"] + ["null"]
 
-    def points(self, cfg: Config) -> list[FioPoint]:
-        c = cfg.breakdown
-        return [FioPoint(GROUP, "device", c.job(rw=c.rw, bs=c.bs, iodepth=1), "lat_mean", True),
+    def group_points(self, cfg: Config) -> list[FioPoint]:
+        c = self.settings(cfg)
+        return [FioPoint(GROUP, "device", c.job(rw=c.rw, bs=c.bs, iodepth=1), self.headline, self.lower_is_better),
                 FioPoint(GROUP, "fio-null", c.job(rw=c.rw, bs=c.bs, iodepth=1, ioengine="null", direct=False),
-                         "lat_mean", True)]
+                         self.headline, self.lower_is_better)]
 
     def runs_per_block(self, cfg: Config) -> int:
         return 3 * cfg.repeat.count  # the host's two points and the backend's device point (null: four)

@@ -14,47 +14,40 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Literal
 
-from harness import config
-from harness.config import Config, FioJobConfig
+from pydantic import Field
+
+from harness import gc
+from harness.config import Config
 from harness.console import step, warn
-from harness.experiments import RunContext
+from harness.experiments import RunContext, registry
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.report import plots, tables
+from harness.schema import BackendNames, ConfigError, Section
 from harness.store import write_atomic
 from harness.testbed import Testbed, TestbedRecord
 from harness.workloads import fio
 
 
+class SweepSettings(Section):
+    """The settings every experiment of the matrix shares (each adds its own points' fields)."""
+    backends: BackendNames = Field([], description="backends to compare; empty = disk.backend")
+    runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
+    ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
+    ioengine: Literal["libaio", "io_uring", "psync"] = Field("libaio", description="fio ioengine")
+
+    def job(self, **fields) -> fio.FioJob:
+        return fio.FioJob(**{"runtime_s": self.runtime_s, "ramp_s": self.ramp_s, "ioengine": self.ioengine, **fields})
+
+
 @dataclass(frozen=True)
 class FioPoint:
-    group: str          # latency | iops | bandwidth
+    group: str          # the experiment whose point this is: latency, iops, bandwidth, ...
     label: str          # e.g. randread-qd1, randread-j4-qd64, read-128k
-    job: FioJobConfig
-    headline: str       # the metric this group is about
+    job: fio.FioJob
+    headline: str       # the metric this point is about
     lower_is_better: bool
-
-
-def latency_points(cfg: Config) -> list[FioPoint]:
-    c = cfg.latency
-    return [FioPoint("latency", f"{rw}-qd1", c.job(rw=rw, bs=c.bs, iodepth=1, numjobs=1), "lat_mean", True)
-            for rw in c.patterns]
-
-
-def iops_points(cfg: Config) -> list[FioPoint]:
-    c = cfg.iops
-    return [FioPoint("iops", f"{c.rw}-j{j}-qd{qd}", c.job(rw=c.rw, bs=c.bs, iodepth=qd, numjobs=j), "iops", False)
-            for j in c.numjobs for qd in c.iodepth]
-
-
-def bandwidth_points(cfg: Config) -> list[FioPoint]:
-    c = cfg.bandwidth
-    return [FioPoint("bandwidth", f"{rw}-{c.bs}-j{c.numjobs}",
-                     c.job(rw=rw, bs=c.bs, iodepth=c.iodepth, numjobs=c.numjobs), "bw", False)
-            for rw in c.patterns]
-
-
-GROUPS = {"latency": latency_points, "iops": iops_points, "bandwidth": bandwidth_points}
 
 
 def sweep_config(cfg: Config) -> Config:
@@ -67,7 +60,7 @@ def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str
     slice of the device, or fio in the sweep VM."""
     vm, backend = record.vms[0], record.disk["backend"]
     where = "host" if env == PHYSICAL else backend
-    common = dict(parse=fio.parse, headline=p.headline,
+    common = dict(parse=fio.parse, headline=p.headline, lower_is_better=p.lower_is_better,
                   meta={"group": p.group, "point": p.label, "block": backend, **fio.job_meta(p.job)})
     pid = f"{p.group}/{p.label}/{where}@{backend}" if env == PHYSICAL else f"{p.group}/{p.label}/{backend}"
     if env == PHYSICAL:
@@ -107,7 +100,7 @@ def provisioned(ctx: RunContext, tb: Testbed, backend: str):
     if not on_loop(tb, backend):
         yield tb.for_backend(backend).up()
         return
-    with loop_over_prefilled_file(ctx.cfg.state_dir / f"{tb.cfg.prefix}-passthrough.raw",
+    with loop_over_prefilled_file(ctx.cfg.state_dir / f"{tb.cfg.prefix}-passthrough{gc.SCRATCH_SUFFIX}",
                                   tb.cfg.fleet.disk_size_mib << 20) as dev:
         step(f"backend {backend}: no block device named (fleet.device), so a loop device over a prefilled file: {dev}")
         loop_tb = Testbed(tb.for_backend(backend).cfg, ctx.host, device=dev, run_scoped=True)
@@ -118,16 +111,32 @@ def provisioned(ctx: RunContext, tb: Testbed, backend: str):
 
 
 class FioMatrix:
+    """An experiment of the matrix: its own points (`group_points`, from its own section), or those
+    of the experiments it groups (`groups`, e.g. backends: latency, iops and bandwidth)."""
     uses_fleet = False
     host_kinds = ("local",)  # the sweep fleet's device is a file prefilled on this machine
-    groups: tuple[str, ...] = ()
     name = ""
+    section = ""
+    groups: tuple[str, ...] = ()  # the experiments whose points it measures (default: its own)
+    Settings = SweepSettings
+    headline = ""
+    lower_is_better = False
+
+    def settings(self, cfg: Config):
+        return getattr(cfg, self.section)
+
+    def group_points(self, cfg: Config) -> list[FioPoint]:
+        """This experiment's own fio points."""
+        raise NotImplementedError
+
+    def _grouped(self) -> list["FioMatrix"]:
+        return [registry()[g] for g in self.groups] if self.groups else [self]
 
     def backend_names(self, cfg: Config) -> list[str]:
-        return getattr(cfg, self.groups[0]).backends or [cfg.disk.backend]
+        return self.settings(cfg).backends or [cfg.disk.backend]
 
     def points(self, cfg: Config) -> list[FioPoint]:
-        return [p for g in self.groups for p in GROUPS[g](cfg)]
+        return [p for e in self._grouped() for p in e.group_points(cfg)]
 
     def runs_per_block(self, cfg: Config) -> int:
         """Point runs of one backend's block, host included (for the progress bar)."""
@@ -138,7 +147,7 @@ class FioMatrix:
         for name in names:
             try:
                 verdicts[name] = None if on_loop(tb, name) else tb.for_backend(name).backend_verdict()
-            except config.ConfigError as e:
+            except ConfigError as e:
                 verdicts[name] = str(e)
         return verdicts
 
@@ -171,15 +180,16 @@ class FioMatrix:
 
     def summarize(self, ctx: RunContext) -> None:
         text = ""
-        for group in self.groups:
+        accel = ctx.environment["accel"]
+        for e in self._grouped():
+            group, headline = e.name, e.headline
             rows = tables.matrix_rows(ctx.store.samples, group)
             if not rows:
                 continue
-            headline = GROUPS[group](ctx.cfg)[0].headline
             png = plots.backends_bars(rows, ctx.store.dir / f"{group}.png", metric=headline,
                                       title=f"{group}: {headline}, host against backends, mean ± 95% CI (accel="
-                                            f"{ctx.environment['accel']}{', not performance numbers' if ctx.environment['accel'] == 'tcg' else ''})")
-            text += tables.print_matrix(rows, group, headline, accel=ctx.environment["accel"])
+                                            f"{accel}{', not performance numbers' if accel == 'tcg' else ''})")
+            text += tables.print_matrix(rows, group, headline, e.lower_is_better, accel=accel)
             step(f"plot: {png}")
         if text:
             write_atomic(ctx.store.dir / "summary.txt", text)

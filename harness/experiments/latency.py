@@ -1,11 +1,30 @@
 """`harness run latency`: QD1 4 KiB latency (seq/rand x read/write) per backend and on the host: mean/p50/p99/p99.9 and VE/PE.
 Config section [latency]."""
-from harness.experiments.fio_matrix import FioMatrix
+from typing import Literal
+
+from pydantic import Field
+
+from harness.experiments import sweep_flags
+from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings
+from harness.schema import BlockSize
+
+
+class Settings(SweepSettings):
+    patterns: list[Literal["randread", "randwrite", "read", "write"]] = Field(
+        ["randread", "randwrite", "read", "write"], min_length=1, description="access patterns at QD1")
+    bs: BlockSize = Field("4k", description="block size")
 
 
 class Latency(FioMatrix):
-    name = "latency"
-    groups = ("latency",)
+    name = section = "latency"
+    Settings = Settings
+    headline, lower_is_better = "lat_mean", True
+    flags = sweep_flags("latency", backends_field="latency.backends")
+
+    def group_points(self, cfg) -> list[FioPoint]:
+        c = self.settings(cfg)
+        return [FioPoint(self.name, f"{rw}-qd1", c.job(rw=rw, bs=c.bs, iodepth=1, numjobs=1), self.headline,
+                         self.lower_is_better) for rw in c.patterns]
 
 
 EXPERIMENT = Latency()

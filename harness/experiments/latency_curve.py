@@ -5,28 +5,45 @@ Each environment is first measured unthrottled (its bound); the curve's steps ar
 that environment's own bound, so point names pair up across environments."""
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
 from harness.analysis.curve import facts
 from harness.config import Config
 from harness.console import step
-from harness.experiments import RunContext
-from harness.experiments.fio_matrix import FioMatrix, FioPoint, measured_point
+from harness.experiments import RunContext, sweep_flags
+from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline
 from harness.report import plots, tables
+from harness.schema import BlockSize, each
 from harness.store import write_atomic
 from harness.testbed import TestbedRecord
 
 GROUP = "latency-curve"
 
 
+class Settings(SweepSettings):
+    rw: Literal["randread", "randwrite"] = Field("randread", description="access pattern")
+    bs: BlockSize = Field("4k", description="block size")
+    iodepth: int = Field(16, ge=1, le=4096, description="queue depth (enough to saturate)")
+    fractions: Annotated[list[float], each(lambda f: 0 < f <= 1, "fractions must be in (0, 1]"),
+                         AfterValidator(sorted)] = Field(
+        [0.1, 0.25, 0.5, 0.75, 0.9, 1.0], min_length=2,
+        description="rate_iops steps as fractions of the unthrottled IOPS")
+    threshold_pct: float = Field(20, gt=0, description="mark where mean latency has grown this many % over "
+                                                       "its value at the lowest rate")
+
+
 class LatencyCurve(FioMatrix):
-    name = "latency-curve"
-    groups = (GROUP,)
+    name = GROUP
+    section = "latency_curve"
+    Settings = Settings
+    headline, lower_is_better = "lat_mean", True   # of the rate steps; each bound is an IOPS point
+    flags = sweep_flags("latency_curve", backends_field="latency_curve.backends")
 
-    def backend_names(self, cfg: Config) -> list[str]:
-        return cfg.latency_curve.backends or [cfg.disk.backend]
-
-    def points(self, cfg: Config) -> list[FioPoint]:
-        c = cfg.latency_curve
+    def group_points(self, cfg: Config) -> list[FioPoint]:
+        c = self.settings(cfg)
         return [FioPoint(GROUP, "unthrottled", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth), "iops", False)]
 
     def runs_per_block(self, cfg: Config) -> int:
@@ -48,7 +65,7 @@ class LatencyCurve(FioMatrix):
             step(f"{point.id}: bound {bound:,.0f} IOPS")
             steps += [measured_point(ctx, record, FioPoint(
                 GROUP, f"rate-{f:.0%}", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth, rate_iops=max(1, int(bound * f))),
-                "lat_mean", True), env) for f in c.fractions]
+                self.headline, self.lower_is_better), env) for f in c.fractions]
         pipeline.measure(steps, record.metadata())
 
     def summarize(self, ctx: RunContext) -> None:

@@ -4,18 +4,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Annotated, Literal
 
 import libvirt
+from pydantic import Field
 
 from harness.agent import GuestAgent, in_parallel
 from harness.config import Config
 from harness.console import step, warn
-from harness.experiments import RunContext
+from harness.experiments import Flag, RunContext
 from harness.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
+from harness.schema import Section, VmCounts, each
 from harness.store import write_atomic
 from harness.workloads import sysbench
 from harness.workloads.sysbench import DbPoint
+
+
+class Settings(Section):
+    """Sweeps one axis at a time around the base point (the first value of each list)."""
+    tests: list[Literal["oltp_read_only", "oltp_write_only", "oltp_read_write"]] = Field(
+        ["oltp_read_only", "oltp_read_write"], min_length=1, description="sysbench OLTP tests")
+    threads: Annotated[list[int], each(lambda t: 1 <= t <= 64, "client threads must be between 1 and 64")] = Field(
+        [16], min_length=1, description="sysbench client threads (1-64)")
+    page_sizes: list[Literal["4k", "8k", "16k", "32k", "64k"]] = Field(["16k"], min_length=1,
+                                                                        description="innodb_page_size values")
+    buffer_pool_fractions: Annotated[list[float], each(
+        lambda f: 0.03 <= f <= 0.5, "buffer pool fractions must be between 0.03 and 0.5 of the data size")] = Field(
+        [0.1], min_length=1, description="InnoDB buffer pool as a fraction of the data (0.03-0.5)")
+    compression: list[Literal[0, 4, 8]] = Field([0], min_length=1,
+                                                description="ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE (0 = none)")
+    vm_counts: VmCounts = Field([1], min_length=1, description="VMs sharing the device (aggregate TPS)")
+    tables: int = Field(4, ge=1, le=1024, description="sysbench tables")
+    table_size: int = Field(10000, ge=100, description="rows per table")
+    runtime_s: int = Field(30, ge=1, le=86400, description="sysbench run seconds per point")
+    filesystem: Literal["ext4", "xfs"] = Field("ext4", description="filesystem made on the data disk")
 
 
 @dataclass(frozen=True)
@@ -50,6 +73,14 @@ def plan(cfg: Config, fleet_size: int) -> tuple[list[Planned], dict[str, str]]:
 
 class Mysql:
     name = "mysql"
+    section = "mysql"
+    Settings = Settings
+    headline = "aggregate_tps"
+    lower_is_better = False
+    flags = (Flag("--tests", ("mysql.tests",), "Comma-separated sysbench tests, e.g. oltp_read_only,oltp_read_write."),
+             Flag("--threads", ("mysql.threads",), "Comma-separated client thread counts."),
+             Flag("--vm-counts", ("mysql.vm_counts",), "Comma-separated VM counts."),
+             Flag("--runtime", ("mysql.runtime_s",)))
     uses_fleet = True
     host_kinds = ("local",)  # the host MariaDB runs on this machine (not yet through harness.hosts)
 
@@ -63,7 +94,7 @@ class Mysql:
         for p in planned:
             vms = tb.vms[:p.vm_count]
             meta = {"axis": p.axis, "point": p.name, "vm_count": p.vm_count, **p.point.metadata()}
-            common = dict(parse=sysbench.parse, aggregate=sysbench.aggregate, headline="aggregate_tps", meta=meta,
+            common = dict(parse=sysbench.parse, aggregate=sysbench.aggregate, headline=self.headline, meta=meta,
                           raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
             slots = [{"device": tb.device_path, "offset": vm.slice_offset, "size": vm.slice_bytes,
                       "mount": str(fleet_dir / f"{tb.prefix}-db{i}")} for i, vm in enumerate(vms)]

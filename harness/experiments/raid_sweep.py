@@ -10,20 +10,44 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Literal
+
+from pydantic import Field
 
 from harness import raid
 from harness.analysis import raid_model
-from harness.config import Config, FioJobConfig
+from harness.config import Config
 from harness.console import step, warn
-from harness.experiments import RunContext
+from harness.experiments import Flag, RunContext
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point as MeasuredPoint
 from harness.report import plots, tables
 from harness.samples import Sample
+from harness.schema import BlockSize, Section
 from harness.store import write_atomic
 from harness.testbed import Testbed, TestbedRecord
 from harness.workloads import fio
 
 SINGLE = "single"
+
+
+class RaidSweepSettings(Section):
+    """Shared by the RAID experiments: the fio points run on each array, on the host and in a VM."""
+    patterns: list[Literal["read", "write", "randread", "randwrite"]] = Field(
+        ["read", "write", "randread", "randwrite"], min_length=1, description="fio access patterns")
+    direct: list[bool] = Field([True, False], min_length=1, description="direct (O_DIRECT) and/or buffered I/O")
+    bs: BlockSize = Field("128k", description="block size (the studies use 512k)")
+    numjobs: int = Field(4, ge=1, le=256, description="fio jobs (the studies use 64)")
+    iodepth: int = Field(1, ge=1, le=4096, description="queue depth per job")
+    runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
+    ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
+    size_mib: int = Field(128, ge=16, description="the region fio works on (host and VM alike); must fit "
+                                                  "the smallest array")
+    ve: bool = Field(True, description="also measure inside a VM whose disk is the array (PE and VE side by side)")
+
+
+def raid_flags(section: str) -> tuple[Flag, ...]:
+    return (Flag("--runtime", (f"{section}.runtime_s",)), Flag("--ramp", (f"{section}.ramp_s",)),
+            Flag("--pe-only", (f"{section}.ve",), "Measure on the host only (no VM counterpart).", switch=False))
 
 
 @dataclass(frozen=True)
@@ -41,7 +65,7 @@ class Setup:
 @dataclass(frozen=True)
 class Point:
     label: str                 # e.g. randread-direct, xfs-write-buffered
-    job: FioJobConfig
+    job: fio.FioJob
     filesystem: str | None = None   # made on the disk before the job, which then runs on a file
 
     def size(self, region: int) -> int:
@@ -66,6 +90,9 @@ class RaidSweep:
     host_kinds = ("local", "nested")
     name = ""
     section = ""
+    Settings = RaidSweepSettings
+    headline, lower_is_better = "bw", False
+    flags: tuple[Flag, ...] = ()
 
     def setups(self, cfg: Config) -> list[Setup]:
         raise NotImplementedError
@@ -76,7 +103,7 @@ class RaidSweep:
     def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[Point]:
         c = getattr(cfg, self.section)
         return [Point(f"{fs + '-' if fs else ''}{rw}-{'direct' if d else 'buffered'}",
-                      FioJobConfig(rw=rw, bs=c.bs, iodepth=c.iodepth, numjobs=c.numjobs, direct=d,
+                      fio.FioJob(rw=rw, bs=c.bs, iodepth=c.iodepth, numjobs=c.numjobs, direct=d,
                                    runtime_s=c.runtime_s, ramp_s=c.ramp_s), fs)
                 for fs in self.filesystems(cfg) if fs_ok(fs) for rw in c.patterns for d in c.direct]
 
@@ -142,7 +169,7 @@ class RaidSweep:
                 "raid_level": SINGLE if s.level is None else s.level, "members": s.members,
                 "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a", "filesystem": p.filesystem or "none",
                 **fio.job_meta(p.job), "data_size_bytes": p.size(c.size_mib << 20)}
-        common = dict(parse=fio.parse, headline="bw", meta=meta)
+        common = dict(parse=fio.parse, headline=self.headline, lower_is_better=self.lower_is_better, meta=meta)
         if env == PHYSICAL:
             return MeasuredPoint(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
                 fio.on_host, ctx.host, p.job, device=record.device_path, slots=[(0, p.size(c.size_mib << 20))],

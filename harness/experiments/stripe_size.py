@@ -1,12 +1,32 @@
 """`harness run stripe-size`: chunk size sweep for RAID 0 and RAID 5, PE and VE, against the RAID model.
 Config section [stripe_size]; member devices from [raid]."""
+from pydantic import Field, model_validator
+
+from harness.analysis.raid_model import member_count_problem
 from harness.config import Config
-from harness.experiments.raid_sweep import RaidSweep, Setup
+from harness.experiments.raid_sweep import RaidSweep, RaidSweepSettings, Setup, raid_flags
+from harness.schema import ChunkKib, RaidLevel
+
+
+class Settings(RaidSweepSettings):
+    levels: list[RaidLevel] = Field([0, 5], min_length=1, description="RAID levels to sweep")
+    members: int = Field(4, ge=2, le=64, description="member devices per array")
+    chunks_kib: list[ChunkKib] = Field([64, 128, 256, 512, 1024], min_length=1, description="chunk sizes to sweep")
+
+    @model_validator(mode="after")
+    def _some_level_valid(self) -> "Settings":
+        problems = [member_count_problem(lv, self.members) for lv in self.levels]
+        if all(problems):
+            raise ValueError(f"no RAID level in levels={self.levels} can be built with members={self.members} "
+                             f"({problems[0]}); raise members or choose another level")
+        return self
 
 
 class StripeSize(RaidSweep):
     name = "stripe-size"
     section = "stripe_size"
+    Settings = Settings
+    flags = raid_flags("stripe_size")
 
     def setups(self, cfg: Config) -> list[Setup]:
         c = cfg.stripe_size

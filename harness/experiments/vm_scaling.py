@@ -3,22 +3,40 @@ same device at the same total concurrency. How does aggregate IOPS scale with th
 from __future__ import annotations
 
 from functools import partial
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
 
 from harness import aggregate
 from harness.config import Config
 from harness.console import step
-from harness.experiments import RunContext
+from harness.experiments import Flag, RunContext
 from harness.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
+from harness.schema import Section, VmCounts
 from harness.store import write_atomic
 from harness.workloads import fio
+
+
+class Settings(Section):
+    vm_counts: Annotated[VmCounts, AfterValidator(lambda v: sorted(set(v)))] = Field(
+        [1, 2, 4], min_length=1, description="VM counts to sweep; the fleet grows to the largest")
+    job: fio.FioJob = fio.FioJob()
 
 
 class VmScaling:
     uses_fleet = True
     host_kinds = ("local",)  # the fleet's device is a file prefilled on this machine
     name = "vm-scaling"
+    section = "vm_scaling"
+    Settings = Settings
     headline = "aggregate_iops"
+    lower_is_better = False
+    flags = (Flag("--vm-counts", ("vm_scaling.vm_counts",), "Comma-separated VM counts, e.g. 1,2,4."),
+             *(Flag(f"--{option}", (f"vm_scaling.job.{field}",)) for option, field in (
+                 ("runtime", "runtime_s"), ("ramp", "ramp_s"), ("iodepth", "iodepth"), ("bs", "bs"), ("rw", "rw"),
+                 ("numjobs", "numjobs"), ("ioengine", "ioengine"))),
+             Flag("--backend", ("disk.backend",), "Disk backend; the fleet is re-provisioned when it differs."))
 
     def fleet_size(self, cfg: Config) -> int:
         """The fleet this experiment needs: it grows to the largest VM count."""
@@ -30,7 +48,7 @@ class VmScaling:
         points = []
         for n in ctx.cfg.vm_scaling.vm_counts:
             vms = tb.vms[:n]
-            common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline)
+            common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline, lower_is_better=self.lower_is_better)
             points.append(Point(f"physical-n{n}", PHYSICAL, "host", (), **common,
                                 meta={"point": f"physical-n{n}", "vm_count": n, **job_meta},
                                 run=partial(fio.on_host, ctx.host, job, device=tb.device_path,

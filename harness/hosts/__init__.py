@@ -16,6 +16,7 @@ class Host(Protocol):
     name: str                   # "local" or "nested"
     drives: tuple[str, ...]     # block devices the harness created there (its own; always allowed)
     l0_accel: str               # the accelerator the host itself runs under ("n/a" for this machine)
+    console_log: Path | None    # the host's own serial console, on this machine (a nested host's)
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:

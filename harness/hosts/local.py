@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness import paths
 
@@ -13,6 +14,7 @@ class LocalHost:
     name: str = "local"
     drives: tuple[str, ...] = ()
     l0_accel: str = "n/a"
+    console_log: Path | None = None
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:

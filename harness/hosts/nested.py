@@ -73,6 +73,11 @@ class NestedHost:
         return {"kind": "nested", "state_dir": str(self.state_dir)}
 
     @property
+    def console_log(self) -> Path:
+        """The L1's serial console, written on this machine."""
+        return self.state_dir / "console.log"
+
+    @property
     def drives(self) -> tuple[str, ...]:
         return tuple(self.record.drives)
 

@@ -10,9 +10,6 @@ from pathlib import Path
 
 from harness.analysis.stats import noisy_reason, summarize
 
-HEADLINE = {"vm-scaling": "aggregate_iops", "mysql": "aggregate_tps", "latency": "lat_mean", "iops": "iops",
-            "bandwidth": "bw", "latency-curve": "lat_mean"}
-
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}
@@ -30,8 +27,8 @@ def _e(x) -> str:
 
 
 def _headline_key(row: dict) -> tuple | None:
-    exp = row.get("experiment")
-    metric = HEADLINE.get(row.get("group") or exp)
+    """The row's place in the PE/VE table: only repeats of the headline metric its point declared."""
+    exp, metric = row.get("experiment"), row.get("headline")
     if row.get("status") != "ok" or row.get("metric") != metric or row.get("repeat") == "all":
         return None
     if row.get("scope") != "aggregate" and "group" not in row:

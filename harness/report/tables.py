@@ -163,9 +163,9 @@ def best_backend(row: dict, metric: str, lower_is_better: bool, alpha: float = 0
     return f"{best}{ratio}, p={p:.3f} vs {runner_up[0]}"
 
 
-def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
-    """Host and every backend side by side on the group's headline metric, with VE/PE and the best."""
-    lower = metric.startswith("lat")
+def print_matrix(rows: list[dict], group: str, metric: str, lower_is_better: bool, accel: str) -> str:
+    """Host and every backend side by side on the group's headline metric (its direction as the
+    experiment declares it), with VE/PE and the best backend."""
     backends = sorted({b for r in rows for b in r["results"] if b != "host"})
     unit = {"lat_mean": "us", "iops": "IOPS", "bw": "KiB/s"}.get(metric, "")
     table = Table(title=f"{group}: {metric} ({unit}), accel={accel}"
@@ -187,9 +187,9 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
             ratio = f" ({v['ve_pe_ratio']:.2f}x)" if v.get("ve_pe_ratio") is not None else ""
             eff = f", {v['ios_per_cpu_s']:,.0f} IO/CPU-s" if v.get("ios_per_cpu_s") is not None else ""
             return f"{_with_ci(v[metric], v.get(metric + STATS), 1)}{ratio}{eff}{NOISY_MARK if v.get(metric + NOISY) else ''}"
-        table.add_row(r["label"], cell("host"), *[cell(b) for b in backends], best_backend(r, metric, lower))
+        table.add_row(r["label"], cell("host"), *[cell(b) for b in backends], best_backend(r, metric, lower_is_better))
     tables = [table]
-    if lower:
+    if metric.startswith("lat"):
         lat = Table(title=f"{group}: latency percentiles (us)")
         for col in ("point", "env", "mean", "p50", "p99", "p99.9"):
             lat.add_column(col, justify="right" if col not in ("point", "env") else "left")

@@ -4,17 +4,33 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass
+from typing import Literal
 
 import libvirt
+from pydantic import Field
 
 from harness import paths
 from harness.agent import GuestAgent, in_parallel
-from harness.config import FioJobConfig
 from harness.pipeline import Output
+from harness.schema import BlockSize, Section
 from harness.workloads import guest_script
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
 GUEST_RUNNER = paths.GUEST_AGENTS / "run-fio.sh"
+
+
+class FioJob(Section):
+    """One fio job: the workload's own settings (an experiment embeds or builds them)."""
+    rw: Literal["randread", "randwrite", "read", "write", "randrw", "rw"] = Field(
+        "randread", description="fio access pattern")
+    bs: BlockSize = Field("4k", description="block size, e.g. 4k or 128k")
+    iodepth: int = Field(16, ge=1, le=4096, description="queue depth per fio job")
+    numjobs: int = Field(1, ge=1, le=256, description="fio jobs per VM (and per host slot)")
+    ioengine: Literal["libaio", "io_uring", "psync", "null"] = Field("libaio", description="fio ioengine")
+    direct: bool = Field(True, description="O_DIRECT I/O")
+    runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
+    ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
+    rate_iops: int = Field(0, ge=0, description="fio rate limit in IOPS per job (0 = none)")
 
 
 class FioError(RuntimeError):
@@ -40,19 +56,19 @@ class FioResult:
                 "lat_p99": (self.lat_p99_us, "us"), "lat_p999": (self.lat_p999_us, "us")}
 
 
-def job_env(job: FioJobConfig, *, offset: int, size: int) -> dict[str, str]:
+def job_env(job: FioJob, *, offset: int, size: int) -> dict[str, str]:
     return {"FIO_OFFSET": str(offset), "FIO_SIZE": str(size), "FIO_RW": job.rw, "FIO_BS": job.bs,
             "FIO_IODEPTH": str(job.iodepth), "FIO_NUMJOBS": str(job.numjobs), "FIO_IOENGINE": job.ioengine,
             "FIO_DIRECT": str(int(job.direct)), "FIO_RUNTIME": str(job.runtime_s), "FIO_RAMP": str(job.ramp_s),
             "FIO_RATE_IOPS": str(job.rate_iops)}
 
 
-def job_meta(job: FioJobConfig) -> dict:
+def job_meta(job: FioJob) -> dict:
     """The job's fields as sample metadata."""
     return job.model_dump()
 
 
-def timeout_s(job: FioJobConfig) -> float:
+def timeout_s(job: FioJob) -> float:
     return job.runtime_s + job.ramp_s + 60
 
 
@@ -61,7 +77,7 @@ def fs_env(mkfs: list[str] | None, mount_options: str = "") -> dict[str, str]:
     return {"FIO_MKFS": " ".join(mkfs), "FIO_MOUNT_OPTIONS": mount_options} if mkfs else {}
 
 
-def run_in_guest(agent: GuestAgent, job: FioJobConfig, *, locator: str, size: int, extra_env: dict | None = None) -> str:
+def run_in_guest(agent: GuestAgent, job: FioJob, *, locator: str, size: int, extra_env: dict | None = None) -> str:
     """Runs the job on the guest disk the locator names (see run-fio.sh); returns fio's raw JSON."""
     res = agent.exec("/bin/sh", ["-c", guest_script(GUEST_RUNNER), "run-fio", locator],
                      env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **job_env(job, offset=0, size=size),
@@ -72,7 +88,7 @@ def run_in_guest(agent: GuestAgent, job: FioJobConfig, *, locator: str, size: in
     return res.stdout.decode()
 
 
-def run_on_host(host, job: FioJobConfig, *, device: str, size: int, offset: int = 0,
+def run_on_host(host, job: FioJob, *, device: str, size: int, offset: int = 0,
                 extra_env: dict | None = None) -> str:
     """Runs the job on a region of a host device or file with the guests' runner (any host: this
     machine or a nested one); returns fio's raw JSON."""
@@ -147,7 +163,7 @@ def parse(raw: str) -> FioResult:
                      lat_p999_us=p999, runtime_s=runtime_ms / 1000, version=version, cpu_s=cpu_s)
 
 
-def on_host(host, job: FioJobConfig, *, device: str, slots: list[tuple[int, int]],
+def on_host(host, job: FioJob, *, device: str, slots: list[tuple[int, int]],
             extra_env: dict | None = None) -> list[Output]:
     """The job on each (offset, size) region of a host device at once: one output per host slot."""
     return [Output(f"host-slot{i}", raw) for i, raw in enumerate(in_parallel(
@@ -155,7 +171,7 @@ def on_host(host, job: FioJobConfig, *, device: str, slots: list[tuple[int, int]
         slots))]
 
 
-def in_guests(uri: str, job: FioJobConfig, vms: list, *, size: int | None = None,
+def in_guests(uri: str, job: FioJob, vms: list, *, size: int | None = None,
               extra_env: dict | None = None) -> list[Output]:
     """The job in each VM at once, on its data disk (the whole disk unless `size`)."""
     conn = libvirt.open(uri)

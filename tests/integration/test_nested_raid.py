@@ -12,7 +12,7 @@ from pathlib import Path
 import libvirt
 import pytest
 
-from harness import config, raid
+from harness import raid, settings
 from harness.hosts.nested import DOMAIN, NestedHost
 
 pytestmark = pytest.mark.integration
@@ -99,7 +99,7 @@ def test_every_refusal_names_the_device_and_the_reason(host):
 
 def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
     from harness.agent import GuestAgent
-    from harness.config import FioJobConfig
+    from harness.workloads.fio import FioJob
     from harness.workloads import fio
     extra = ["--set", "raid.level=10", "--set", "raid.filesystem=ext4", "--set", "fleet.vms=1",
              "--set", "fleet.disk_size_mib=64"]
@@ -112,7 +112,7 @@ def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
     conn = libvirt.open(host.uri)
     try:
         raw = fio.run_in_guest(GuestAgent(conn.lookupByName(vm["name"])),
-                               FioJobConfig(rw="randwrite", iodepth=1, runtime_s=1, ramp_s=0),
+                               FioJob(rw="randwrite", iodepth=1, runtime_s=1, ramp_s=0),
                                locator=vm["locator"], size=vm["slice_bytes"])
     finally:
         conn.close()
@@ -126,7 +126,7 @@ def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
 
 def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
     out = harness("run", "raid-levels")
-    cfg = config.load(CONFIG)
+    cfg = settings.load(CONFIG)
     run_dir = sorted(Path(cfg.results_dir).glob("*-raid-levels-*"), key=lambda p: p.stat().st_mtime)[-1]
     manifest = json.loads((run_dir / "run.json").read_text())
     assert manifest["status"] == "completed", manifest

@@ -21,11 +21,16 @@ def harness(*args, env=None):
 
 
 def test_brackets_in_a_set_value_give_the_config_error_not_a_markup_traceback(tmp_path):
+    # the list is read as two devices (typed by the field), so the error is about RAID 5's count
     out = harness("testbed", "up", "--set", "raid.members=[/dev/loop0,/dev/loop1]", "--set", "raid.level=5",
                   "--set", f"state_dir={tmp_path}")
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr and "MarkupError" not in out.stderr
-    assert "raid.members" in out.stdout and "[/dev/loop0,/dev/loop1]" in out.stdout
+    assert "raid.members" in out.stdout and "needs at least 3 member devices, got 2" in out.stdout
+    # text with brackets, shown as typed
+    out = harness("testbed", "up", "--set", "fleet.name=[bold]x[/bold]", "--set", f"state_dir={tmp_path}")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "MarkupError" not in out.stderr
+    assert "fleet.name" in out.stdout and "[bold]x[/bold]" in out.stdout
 
 
 def test_every_raid_levels_setup_invalid_is_rejected_at_config_time(tmp_path):

@@ -16,7 +16,7 @@ HARNESS = str(Path(sys.executable).parent / "harness")
 def write_run(root: Path, run_id: str, iops: list[float], lat: list[float]) -> Path:
     store = RunStore(root, run_id)
     meta = {"experiment": "vm-scaling", "point": "virtual-n1", "env": "virtual", "backend": "virtio-blk",
-            "scope": "aggregate"}
+            "scope": "aggregate", "headline": "aggregate_iops", "better": "higher"}  # as the pipeline records
     store.add([Sample("aggregate_iops", v, "IOPS", {**meta, "repeat": i}) for i, v in enumerate(iops)]
               + [Sample("lat_mean", v, "us", {**meta, "repeat": i}) for i, v in enumerate(lat)]
               + [Sample("ve_pe_ratio", 0.5, "ratio", meta)])
@@ -50,6 +50,16 @@ def test_higher_latency_is_a_regression(tmp_path):
     b = write_run(tmp_path, "b", noisy(1000, seed=1), noisy(130, seed=7))
     changes, _ = compare(load_rows(a), load_rows(b), alpha=0.05, min_change=0.05)
     assert [c.key[-1] for c in changes if c.regression] == ["lat_mean"]
+
+
+def test_the_direction_a_sample_declares_decides_what_a_regression_is(tmp_path):
+    a = write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
+    b = write_run(tmp_path, "b", noisy(1200, seed=3), noisy(100, seed=4))
+    for run in (a, b):  # the experiment declares its headline lower-is-better (e.g. a cost)
+        rows = [{**r, "better": "lower"} for r in load_rows(run)]
+        (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    changes, _ = compare(load_rows(a), load_rows(b), alpha=0.05, min_change=0.05)
+    assert [c.key[-1] for c in changes if c.regression] == ["aggregate_iops"]
 
 
 def test_cli_exit_code_gates_on_regression_and_baseline_file(tmp_path):

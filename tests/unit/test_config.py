@@ -3,12 +3,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import config
+from harness import settings
 from harness.config import ConfigError
 
 
 def load(*overrides, path=None):
-    return config.load(path, list(overrides))
+    return settings.load(path, list(overrides))
 
 
 def test_defaults_are_valid():

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import config
+from harness import settings
 from harness.config import ConfigError
 from harness.devices import refuse_reason
 
@@ -28,14 +28,14 @@ def loop(tmp_path):
 def test_blank_device_is_accepted(loop):
     dev, _ = loop
     assert refuse_reason(dev) is None
-    cfg = config.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=16", "fleet.vms=2"])
+    cfg = settings.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=16", "fleet.vms=2"])
     assert cfg.fleet.device == dev
 
 
 def test_device_too_small_for_the_fleet_is_refused(loop):
     dev, _ = loop
     with pytest.raises(ConfigError, match=r"\(40 MiB\) is smaller than fleet.vms x fleet.disk_size_mib \(2 x 32 MiB\)"):
-        config.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=32"])
+        settings.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=32"])
 
 
 def test_filesystem_signature_is_refused_unless_wipe(loop):
@@ -43,7 +43,7 @@ def test_filesystem_signature_is_refused_unless_wipe(loop):
     subprocess.run(["mkfs.ext4", "-q", str(dev)], check=True)
     assert "ext4 signature" in refuse_reason(dev)
     with pytest.raises(ConfigError, match="fleet.wipe=true"):
-        config.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=16"])
+        settings.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=16"])
     assert refuse_reason(dev, allow_signature=True) is None
 
 

@@ -35,3 +35,17 @@ def test_live_prefixes(tmp_path, monkeypatch):
 def test_kept_names_are_not_collected():
     assert gc._kept("-name guest=vtb-default-vm0,debug-threads=on", ("vtb-default-",))
     assert not gc._kept("-name guest=vtb-sw-default-vm0", ("vtb-default-",))
+
+
+def test_a_killed_runs_scratch_file_is_removed_and_a_live_ones_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(gc.paths, "STATE_REGISTRY", tmp_path / "registry")
+    state = tmp_path / "state"
+    state.mkdir()
+    gc.register_state_dir(state)
+    dead = state / f"vtb-sw-gone-passthrough{gc.SCRATCH_SUFFIX}"
+    live = state / f"vtb-sw-live-passthrough{gc.SCRATCH_SUFFIX}"
+    fleet_device = state / "vtb-sw-gone-device.raw"     # not a scratch file: left to its fleet's teardown
+    for f in (dead, live, fleet_device):
+        f.write_bytes(b"x")
+    assert gc._scratch_files("vtb-", keep=("vtb-sw-live-",)) == [f"scratch file {dead}"]
+    assert not dead.exists() and live.exists() and fleet_device.exists()

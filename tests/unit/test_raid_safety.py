@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import config, raid
+from harness import raid, settings
 from harness.config import ConfigError
 from harness.hosts import LocalHost
 
@@ -78,10 +78,10 @@ def test_create_refuses_and_changes_nothing(loops):
 
 def test_config_names_the_field_and_the_fix():
     with pytest.raises(ConfigError, match=r"raid.members: RAID 5 needs at least 3 member devices, got 2"):
-        config.load(None, ["raid.level=5", 'raid.members=["/dev/a","/dev/b"]'])
+        settings.load(None, ["raid.level=5", 'raid.members=["/dev/a","/dev/b"]'])
     with pytest.raises(ConfigError, match=r"raid.members: /dev/b not in raid.allow"):
-        config.load(None, ["raid.level=0", 'raid.members=["/dev/a","/dev/b"]', 'raid.allow=["/dev/a"]'])
+        settings.load(None, ["raid.level=0", 'raid.members=["/dev/a","/dev/b"]', 'raid.allow=["/dev/a"]'])
     with pytest.raises(ConfigError, match=r"stripe_size.chunks_kib: a chunk size must be a power of two KiB"):
-        config.load(None, ["stripe_size.chunks_kib=[96]"])
+        settings.load(None, ["stripe_size.chunks_kib=[96]"])
     with pytest.raises(ConfigError, match=r"raid_levels.levels"):
-        config.load(None, ["raid_levels.levels=[4]"])
+        settings.load(None, ["raid_levels.levels=[4]"])

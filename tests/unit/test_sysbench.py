@@ -1,7 +1,7 @@
 """sysbench output parsing (recorded real 1.0.20 outputs) and the mysql sweep plan."""
 import pytest
 
-from harness import config
+from harness import settings
 from harness.config import ConfigError
 from harness.experiments.mysql import plan
 from harness.workloads import sysbench
@@ -31,7 +31,7 @@ def test_buffer_pool_is_a_fraction_of_the_data_with_mariadbs_floor():
 
 
 def test_plan_sweeps_one_axis_at_a_time():
-    cfg = config.load(None, ['mysql.tests=["oltp_read_only","oltp_write_only"]', "mysql.threads=[4,16]",
+    cfg = settings.load(None, ['mysql.tests=["oltp_read_only","oltp_write_only"]', "mysql.threads=[4,16]",
                              "mysql.vm_counts=[1,2,4]", 'mysql.page_sizes=["16k","4k"]'])
     planned, skipped = plan(cfg, fleet_size=2)
     assert [(p.axis, p.point.test, p.point.threads, p.point.page_size, p.vm_count) for p in planned] == [
@@ -48,4 +48,4 @@ def test_plan_sweeps_one_axis_at_a_time():
 ])
 def test_bad_sweep_values(override, message):
     with pytest.raises(ConfigError, match=message):
-        config.load(None, [override])
+        settings.load(None, [override])

@@ -1,0 +1,49 @@
+"""The building blocks of every settings model: the strict base section, the config error, and the
+field types that core settings and plugins share. Imports nothing else from the harness, so a
+plugin can declare its settings without pulling the rest in."""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+FIX = "fix"  # key in a field's json_schema_extra: how to repair a bad value
+
+
+class ConfigError(Exception):
+    """A bad config: the message names the field and the fix. Raised before anything is provisioned."""
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def each(ok, message: str) -> AfterValidator:
+    """A list whose every element must pass `ok`; the message names the rule."""
+    def check(values: list) -> list:
+        if not all(ok(v) for v in values):
+            raise ValueError(message)
+        return values
+    return AfterValidator(check)
+
+
+def _known_backends(names: list[str]) -> list[str]:
+    from harness import backends
+    for n in names:
+        backends.get(n)  # raises ValueError naming the choices
+    return names
+
+
+def _power_of_two(kib: int) -> int:
+    if kib & (kib - 1):
+        raise ValueError("a chunk size must be a power of two KiB")
+    return kib
+
+
+BlockSize = Annotated[str, Field(pattern=r"^[1-9][0-9]*[kKmM]?$")]
+PositiveInts = Annotated[list[int], each(lambda n: n >= 1, "every value must be >= 1")]
+VmCounts = Annotated[list[int], each(lambda n: n >= 1, "every VM count must be >= 1")]
+BackendNames = Annotated[list[str], AfterValidator(_known_backends)]
+RaidLevel = Literal[0, 1, 5, 6, 10]
+ChunkKib = Annotated[int, Field(ge=4, le=65536), AfterValidator(_power_of_two)]
+Filesystem = Literal["ext4", "xfs", "btrfs", "f2fs", "nilfs2"]
