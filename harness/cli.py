@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+import typing
 from pathlib import Path
 
 import click
@@ -220,8 +222,6 @@ class ExperimentCommands(click.Group):
 
 def experiment_command(experiment) -> click.Command:
     """The command of one experiment: --config, --set and its own flags, typed by the fields they set."""
-    import re
-    import typing
     from harness import settings
     options = []
     for flag in experiment.flags:

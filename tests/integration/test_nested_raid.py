@@ -143,6 +143,10 @@ def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
                 "iodepth", "bs", "vm_count", "accel", "l0_accel", "host_kernel", "qemu_version"} <= r.keys()
     assert (run_dir / "raid-levels.png").stat().st_size > 10_000
     assert "raid5-n4-c512k" in (run_dir / "summary.txt").read_text()
+    # The consoles of the L2 guest (read inside the L1) and of the L1 itself stay with the run.
+    consoles = sorted(p.name for p in (run_dir / "consoles").glob("*.log"))
+    assert "nested-host.log" in consoles and "vtb-rs-cin-vm0.log" in consoles, consoles
+    assert "(console log not readable" not in (run_dir / "consoles" / "vtb-rs-cin-vm0.log").read_text()
     # The sweep tore down its fleet and arrays: nothing left in the nested host.
     assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
     conn = libvirt.open(host.uri)

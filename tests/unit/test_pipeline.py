@@ -58,6 +58,8 @@ def test_rounds_interleave_points_and_every_sample_carries_conditions(tmp_path, 
     assert sorted({m["repeat"] for m in rows}) == [0, 1, 2]
     (ratio,) = [s for s in p.store.samples if s.metric == "ve_pe_ratio"]
     assert ratio.value == pytest.approx(0.5, rel=1e-6) and ratio.metadata["n_virtual"] == 3
+    assert {(m["headline"], m["better"]) for m in rows} == {("iops", "higher")}  # what reports read
+    assert (p.store.dir / "consoles" / "test.log").exists()  # every fleet guest's console stays with the run
     raws = sorted(x.relative_to(p.store.dir).as_posix() for x in (p.store.dir / "raw").rglob("*.json"))
     assert raws[:3] == ["raw/phys/slot0.json", "raw/phys/slot0.r1.json", "raw/phys/slot0.r2.json"]
 
