@@ -52,9 +52,13 @@ def testbed() -> None:
 @with_config
 def testbed_up(config_path, overrides) -> None:
     """Probe the accelerator, terraform apply the fleet (and its [raid] array), wait for every guest agent."""
-    from harness import hosts
+    from harness import hosts, runner
     from harness.testbed import Testbed
     cfg = load(config_path, overrides)
+    deployed = Testbed.deployed_vms(cfg)
+    if "vms" not in cfg.fleet.model_fields_set and deployed > cfg.fleet.vms:
+        step(f"keeping the fleet's {deployed} VMs (an experiment grew it; set fleet.vms to change that)")
+        cfg = runner.grown(cfg, deployed)
     Testbed(cfg, hosts.for_config(cfg, bring_up=True)).up()
 
 

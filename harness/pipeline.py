@@ -17,6 +17,7 @@ This follows PerfKit Benchmarker's Run-returns-Samples model with one metadata p
 """
 from __future__ import annotations
 
+import contextlib
 import random
 import resource
 import subprocess
@@ -129,12 +130,26 @@ class Pipeline:
                     self.progress.add(len(todo))
                 order = schedule(todo, self.rng, self.last)
                 for i, pid in enumerate(order):
+                    conn = self._reconnected(conn)
                     self._one(conn, by_id[pid], r, i)
                     self.last = pid
         finally:
             self.keep_consoles(conn)
-            conn.close()
+            with contextlib.suppress(libvirt.libvirtError):
+                conn.close()
         self._ratios(points)
+
+    def _reconnected(self, conn: libvirt.virConnect) -> libvirt.virConnect:
+        """The connection, reopened when the host's libvirtd dropped it; when it cannot be reopened
+        the point fails on it (recorded) and the next point tries again."""
+        try:
+            fresh = _fresh(conn, self.uri)
+        except libvirt.libvirtError as e:
+            warn(f"libvirtd at {self.uri} is not answering ({e.get_error_message()}); the next point will fail")
+            return conn
+        if fresh is not conn:
+            warn(f"the connection to libvirtd at {self.uri} was lost; reconnected")
+        return fresh
 
     def keep_consoles(self, conn: libvirt.virConnect) -> None:
         """Copies the serial console of every fleet guest (and of a nested host) into the run's

@@ -61,6 +61,12 @@ def change_p_value(a: list[float], b: list[float], seed: int = 0) -> float | Non
     return float(res.pvalue)
 
 
+def smallest_p_value(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p the exact permutation test can give with n_a and n_b values: below
+    alpha only with enough repeats (3 and 3: 0.10; 4 and 4: 0.029)."""
+    return min(1.0, 2 / math.comb(n_a + n_b, n_a))
+
+
 def noisy_reason(values: list[float], cv_threshold: float, unquiet: list[str] = ()) -> str:
     """Why a point's repeats should not be trusted ("" when they can): a CV over the threshold, or
     a repeat measured while the host was not quiet (the reasons the pipeline recorded)."""

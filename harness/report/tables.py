@@ -5,7 +5,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.analysis.stats import change_p_value, noisy_reason, summarize
+from harness.analysis.stats import change_p_value, noisy_reason, smallest_p_value, summarize
 from harness.console import console as shared
 
 STATS = "#stats"  # row[key + STATS]: the Summary behind row[key] (a mean over repeats)
@@ -155,9 +155,13 @@ def best_backend(row: dict, metric: str, lower_is_better: bool, alpha: float = 0
     if len(cands) == 1:
         return f"{best}{ratio}, the only one measured"
     runner_up = cands[1]
-    p = change_p_value(res.get(metric + VALUES, [res[metric]]), runner_up[1].get(metric + VALUES, [runner_up[1][metric]]))
+    a, b = res.get(metric + VALUES, [res[metric]]), runner_up[1].get(metric + VALUES, [runner_up[1][metric]])
+    p = change_p_value(a, b)
     if p is None:
-        return "no test: one repeat (set repeat.count >= 2)"
+        return "no test: one repeat (set repeat.count >= 4)"
+    if smallest_p_value(len(a), len(b)) >= alpha:
+        return (f"no test possible: {len(a)} and {len(b)} repeats cannot reach p < {alpha:g} "
+                f"(set repeat.count >= 4); best mean {best}")
     if p >= alpha:
         return f"no significant difference ({best} vs {runner_up[0]}: p={p:.2f})"
     return f"{best}{ratio}, p={p:.3f} vs {runner_up[0]}"

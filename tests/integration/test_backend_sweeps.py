@@ -61,7 +61,7 @@ def test_backends_against_the_host(tmp_path):
     for group in ("latency", "iops", "bandwidth"):
         assert (run / f"{group}.png").read_bytes()[:4] == b"\x89PNG"
     summary = (run / "summary.txt").read_text()
-    assert "bare metal" in summary or "no significant" in summary  # named only when significant
+    assert "bare metal" in summary or "no significant" in summary or "no test possible" in summary
     assert "IO/CPU-s" in summary  # efficiency: I/Os per CPU-second of QEMU and the storage daemons
     assert gc.leftovers(SWEEP_PREFIX) == [] and storage_daemons() == []
 
