@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 
 from harness.analysis.stats import noisy_reason, summarize
@@ -26,9 +27,24 @@ def _e(x) -> str:
     return html.escape(str(x))
 
 
+def _natural(key: tuple) -> list:
+    """Sorts point names as people read them: n2 before n10 (points run in shuffled order)."""
+    return [[int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(part))] for part in key]
+
+
+def _declared_headline(row: dict) -> str | None:
+    """The headline metric the row's point declared; for rows recorded before samples carried it,
+    the one its experiment (or group) declares now."""
+    if "headline" in row:
+        return row["headline"]
+    from harness.experiments import registry
+    exp = registry().get(row.get("group") or row.get("experiment") or "")
+    return exp.headline if exp else None
+
+
 def _headline_key(row: dict) -> tuple | None:
     """The row's place in the PE/VE table: only repeats of the headline metric its point declared."""
-    exp, metric = row.get("experiment"), row.get("headline")
+    exp, metric = row.get("experiment"), _declared_headline(row)
     if row.get("status") != "ok" or row.get("metric") != metric or row.get("repeat") == "all":
         return None
     if row.get("scope") != "aggregate" and "group" not in row:
@@ -58,7 +74,7 @@ def pe_ve_table(rows: list[dict]) -> str:
     envs = ["host"] + sorted(e for e in envs if e != "host")
     head = "".join(f"<th>{_e(e)}</th>" for e in envs)
     body = []
-    for (exp, group, point, metric), by_env in cells.items():
+    for (exp, group, point, metric), by_env in sorted(cells.items(), key=lambda kv: _natural(kv[0])):
         host = summarize(by_env["host"]["values"]).mean if "host" in by_env else None
         tds = []
         for env in envs:
