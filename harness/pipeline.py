@@ -152,8 +152,8 @@ class Pipeline:
         return fresh
 
     def keep_consoles(self, conn: libvirt.virConnect) -> None:
-        """Copies the serial console of every fleet guest (and of a nested host) into the run's
-        consoles/ folder, before a teardown takes them: what a lost guest said stays with the run."""
+        """Copies the serial console of every fleet guest, and a nested host's own logs, into the
+        run's consoles/ folder before a teardown takes them: what a lost guest said stays with the run."""
         logs = {}
         try:
             conn = _fresh(conn, self.uri)
@@ -162,10 +162,10 @@ class Pipeline:
                     logs[dom.name()] = console_text(self.host, dom)
         except libvirt.libvirtError as e:
             warn(f"could not read the guests' consoles: {e.get_error_message()}")
-        if self.host.console_log is not None and self.host.console_log.exists():
-            logs[f"{self.host.name}-host"] = self.host.console_log.read_text(errors="replace")[-CONSOLE_BYTES:]
         for name, text in logs.items():
             write_atomic(self.store.dir / "consoles" / f"{name}.log", text)
+        for name, text in self.host.diagnostics().items():
+            write_atomic(self.store.dir / "consoles" / name, text)
 
     def _converged(self, p: Point) -> bool:
         return enough(self.values(p.id, p.headline), self.repeat.target_rel_ci, minimum=self.repeat.count)

@@ -28,7 +28,8 @@ host)
   hooks=(--customize-hook="copy-in $here/host/vtb-host-init /sbin"
          --customize-hook='chroot "$1" useradd --system --no-create-home --shell /usr/sbin/nologin libvirt-qemu'
          --customize-hook='printf "user = \"root\"\ngroup = \"root\"\nstdio_handler = \"file\"\n" >> "$1/etc/libvirt/qemu.conf"'
-         --customize-hook='printf "listen_tls = 0\nlisten_tcp = 1\nauth_tcp = \"none\"\n" >> "$1/etc/libvirt/libvirtd.conf"')
+         --customize-hook='printf "listen_tls = 0\nlisten_tcp = 1\nauth_tcp = \"none\"\n" >> "$1/etc/libvirt/libvirtd.conf"'
+         --customize-hook='printf "log_outputs = \"3:file:/var/log/libvirt/libvirtd.log\"\n" >> "$1/etc/libvirt/libvirtd.conf"')
   free_mib=3072   # room for the L2 pool: the uploaded guest image and overlays
   key=host-$( (cd "$here" && cat build.sh guest/* host/*) | sha256sum | cut -c1-16)
   link=host-current ;;

@@ -16,7 +16,6 @@ class Host(Protocol):
     name: str                   # "local" or "nested"
     drives: tuple[str, ...]     # block devices the harness created there (its own; always allowed)
     l0_accel: str               # the accelerator the host itself runs under ("n/a" for this machine)
-    console_log: Path | None    # the host's own serial console, on this machine (a nested host's)
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -25,6 +24,10 @@ class Host(Protocol):
 
     def descriptor(self) -> dict:
         """Enough to find this host again from another process (a Terraform hook)."""
+
+    def diagnostics(self) -> dict[str, str]:
+        """The host's own logs worth keeping with a run ({file name: text}; a nested host's console,
+        kernel log and libvirtd log), so that what went wrong inside it outlives its teardown."""
 
 
 def from_descriptor(d: dict) -> Host:

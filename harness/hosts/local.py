@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 from harness import paths
 
@@ -14,7 +13,6 @@ class LocalHost:
     name: str = "local"
     drives: tuple[str, ...] = ()
     l0_accel: str = "n/a"
-    console_log: Path | None = None
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -22,3 +20,6 @@ class LocalHost:
 
     def descriptor(self) -> dict:
         return {"kind": "local", "uri": self.uri}
+
+    def diagnostics(self) -> dict[str, str]:
+        return {}  # this machine's logs stay where they are

@@ -15,7 +15,7 @@ from pathlib import Path
 import libvirt
 
 from harness import accel, paths
-from harness.agent import AgentTimeout, GuestAgent
+from harness.agent import AgentError, AgentTimeout, GuestAgent
 from harness.backends.base import attr, qemu_commandline, qemu_opt
 from harness.console import step
 from harness.store import write_atomic
@@ -26,6 +26,8 @@ LIBVIRTD_PORT = 16509
 DRIVE_PCI_SLOT = 0x10           # drive i sits at slot 0x10 + i
 DRIVE_SERIAL = "vtb-drive"      # drive i has serial vtb-drive<i>
 BOOT_TIMEOUT_S = 240
+LIBVIRTD_LOG = "/var/log/libvirt/libvirtd.log"   # where the host image's libvirtd.conf logs warnings
+LOG_BYTES = 256 << 10
 PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -72,10 +74,19 @@ class NestedHost:
     def descriptor(self) -> dict:
         return {"kind": "nested", "state_dir": str(self.state_dir)}
 
-    @property
-    def console_log(self) -> Path:
-        """The L1's serial console, written on this machine."""
-        return self.state_dir / "console.log"
+    def diagnostics(self) -> dict[str, str]:
+        """The L1's console (a file on this machine), its kernel log and its libvirtd log."""
+        logs = {}
+        console = self.state_dir / "console.log"
+        if console.exists():
+            logs["nested-host-console.log"] = console.read_text(errors="replace")[-LOG_BYTES:]
+        for name, argv in (("nested-host-dmesg.log", ["dmesg"]),
+                           ("nested-host-libvirtd.log", ["tail", "-c", str(LOG_BYTES), LIBVIRTD_LOG])):
+            try:
+                logs[name] = self.run(argv, timeout=30, check=False).stdout.decode(errors="replace")
+            except (AgentError, subprocess.SubprocessError) as e:
+                logs[name] = f"(not readable: {e})"
+        return logs
 
     @property
     def drives(self) -> tuple[str, ...]:

@@ -144,9 +144,13 @@ def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
     assert (run_dir / "raid-levels.png").stat().st_size > 10_000
     assert "raid5-n4-c512k" in (run_dir / "summary.txt").read_text()
     # The consoles of the L2 guest (read inside the L1) and of the L1 itself stay with the run.
+    # The L2 guest's console (read inside the L1), and the L1's console, kernel log and libvirtd log
+    # stay with the run.
     consoles = sorted(p.name for p in (run_dir / "consoles").glob("*.log"))
-    assert "nested-host.log" in consoles and "vtb-rs-cin-vm0.log" in consoles, consoles
+    assert {"vtb-rs-cin-vm0.log", "nested-host-console.log", "nested-host-dmesg.log",
+            "nested-host-libvirtd.log"} <= set(consoles), consoles
     assert "(console log not readable" not in (run_dir / "consoles" / "vtb-rs-cin-vm0.log").read_text()
+    assert "Linux version" in (run_dir / "consoles" / "nested-host-dmesg.log").read_text()
     # The sweep tore down its fleet and arrays: nothing left in the nested host.
     assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
     conn = libvirt.open(host.uri)
