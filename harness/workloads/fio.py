@@ -106,12 +106,12 @@ def run_on_host(host, job: FioJob, *, device: str, size: int, offset: int = 0,
 
 def _direction(d: dict) -> dict | None:
     """One direction of a job as {ios, iops, bw, lat_mean_us, pct_us}, from fio 3.x (ns units,
-    total_ios) or fio 2.x (us units, no total_ios: I/Os are iops x runtime); None when idle."""
+    total_ios) or fio 2.x (us units; 2.1.x has no total_ios: I/Os are iops x runtime); None when idle."""
     if "clat_ns" in d:
         n = d["total_ios"]
         lat_mean, pct, scale = d["lat_ns"]["mean"], d["clat_ns"].get("percentile", {}), 1000
     elif "clat" in d and "lat" in d:
-        n = round(d["iops"] * d.get("runtime", 0) / 1000)
+        n = d.get("total_ios", round(d["iops"] * d.get("runtime", 0) / 1000))  # 2.1.x has no total_ios
         lat_mean, pct, scale = d["lat"]["mean"], d["clat"].get("percentile", {}), 1
     else:
         raise KeyError("clat_ns")

@@ -53,16 +53,24 @@ def test_job_error_and_no_io_are_errors(fixture_text):
         fio.parse(json.dumps(doc))
 
 
-def test_fio_2x_layout_is_read_in_microseconds(fixture_text):
-    """fio 2.x (PKB's samples come from 2.1.4 and 2.17) writes usec units and no clat_ns, lat_ns or
-    total_ios. The fixture follows that layout; its I/O counts are iops x runtime."""
-    r = fio.parse(fixture_text("fio/fio2-layout-two-jobs.json"))
+def test_fio_2_1_4_layout_is_read_in_microseconds(fixture_text):
+    """PKB's recorded fio 2.1.4 output: usec units, no clat_ns, lat_ns or total_ios (I/O counts are
+    iops x runtime). Five jobs, one direction each."""
+    r = fio.parse(fixture_text("fio/pkb-fio-2.1.4-sample.json"))
     assert r.version == "fio-2.1.4"
-    assert r.iops == 3000 and r.bw_kib_s == 12000
-    # I/O-weighted mean of 25,000 reads at 399.5 us and 5,000 writes at 1999 us
-    assert r.lat_mean_us == pytest.approx((25000 * 399.5 + 5000 * 1999.0) / 30000)
-    assert r.lat_p99_us == 900  # the direction with most I/O gives the percentiles, already in us
-    assert r.cpu_s == pytest.approx(0.10 * 10 + 0.05 * 10)
+    assert r.iops == 133 + 253 + 1610 + 317 + 323 and r.bw_kib_s == 68118 + 129836 + 6443 + 1269 + 1292
+    ios_lat = [(707, 478737.47), (705, 250770.05), (9056, 617.69), (9047, 3146.50), (9059, 198058.86)]
+    assert r.lat_mean_us == pytest.approx(sum(n * l for n, l in ios_lat) / sum(n for n, _ in ios_lat), rel=1e-3)
+    assert r.lat_p99_us == 209920  # percentiles of the direction with the most I/O, already in us
+
+
+def test_fio_2_17_layout_uses_its_total_ios(fixture_text):
+    r = fio.parse(fixture_text("fio/pkb-fio-2.17-sample.json"))
+    assert r.version == "fio-2.17"
+    assert r.iops == pytest.approx(8086.673998 + 2457.017193)
+    assert r.lat_mean_us == pytest.approx((80891 * 245.531122 + 24580 * 810.977136) / (80891 + 24580))
+    assert r.lat_p99_us == 1352
+    assert r.cpu_s == pytest.approx((1.539846 + 4.039596) / 100 * 10.003 + (0.739889 + 1.879718) / 100 * 10.004)
 
 
 def test_an_unknown_layout_names_the_fio_version():
