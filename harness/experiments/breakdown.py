@@ -3,9 +3,11 @@ latency-breakdown figure of the PE/VE study; a stacked bar per backend. Config s
 Method and limits: harness/analysis/breakdown.py (also printed in the run's summary)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
+from rich.table import Table
 
 from harness.analysis import breakdown
 from harness.analysis.stats import summarize
@@ -15,6 +17,8 @@ from harness.experiments import RunContext, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline
 from harness.report import plots, tables
+from harness.report.plots import plt
+from harness.samples import Sample
 from harness.schema import BlockSize
 from harness.store import write_atomic
 from harness.testbed import TestbedRecord
@@ -56,7 +60,7 @@ class Breakdown(FioMatrix):
 
     def summarize(self, ctx: RunContext) -> None:
         lat: dict[tuple[str, str], float] = {}
-        for (b, point), values in tables.values_of(ctx.store.samples, GROUP, "lat_mean").items():
+        for (b, point), values in values_of(ctx.store.samples, GROUP, "lat_mean").items():
             lat[(b, point)] = summarize(values).mean
         needed = [("host", "fio-null"), ("host", "device"), ("null", "fio-null"), ("null", "device")]
         if any(k not in lat for k in needed):
@@ -67,12 +71,51 @@ class Breakdown(FioMatrix):
         if not per_backend:
             return
         accel = ctx.environment["accel"]
-        png = plots.stacked_layers(per_backend, ctx.store.dir / "breakdown.png",
-                                   title=f"QD1 {ctx.cfg.breakdown.rw} {ctx.cfg.breakdown.bs} latency by layer "
-                                         f"(accel={accel}{', not performance numbers' if accel == 'tcg' else ''})")
+        png = stacked_layers(per_backend, ctx.store.dir / "breakdown.png",
+                             title=f"QD1 {ctx.cfg.breakdown.rw} {ctx.cfg.breakdown.bs} latency by layer "
+                                   f"(accel={accel}{', not performance numbers' if accel == 'tcg' else ''})")
         step(f"plot: {png}")
         write_atomic(ctx.store.dir / "summary.txt",
-                     tables.print_layers(per_backend, accel) + "\nMethod and limits:\n" + breakdown.__doc__)
+                     print_layers(per_backend, accel) + "\nMethod and limits:\n" + breakdown.__doc__)
+
+
+# --- its summary: rows over repeats, the table, the plot --------------------
+def values_of(samples: list[Sample], group: str, metric: str) -> dict[tuple[str, str], list[float]]:
+    """(backend or host, point) -> the metric's values over repeats, for one group."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for s in samples:
+        if s.metadata.get("group") == group and s.metric == metric and s.status == "ok":
+            out.setdefault((s.metadata["backend"], s.metadata["point"]), []).append(s.value)
+    return out
+
+
+def print_layers(per_backend: dict[str, dict[str, float]], accel: str) -> str:
+    table = Table(title=f"latency by layer, us and share of the backend's total (accel={accel}"
+                        f"{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''})")
+    layers = list(next(iter(per_backend.values())))
+    table.add_column("layer", justify="left")
+    for b in per_backend:
+        table.add_column(b, justify="right")
+    for layer in layers:
+        table.add_row(layer, *(f"{v[layer]:,.1f} ({v[layer] / sum(v.values()):.0%})" for v in per_backend.values()))
+    table.add_row("total", *(f"{sum(v.values()):,.1f}" for v in per_backend.values()))
+    return tables.render([table], [])
+
+
+def stacked_layers(per_backend: dict[str, dict[str, float]], path: Path, title: str) -> Path:
+    """One stacked bar per backend, a segment per layer (negative differences drawn as zero)."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(per_backend) + 3), 4.5))
+    names = list(per_backend)
+    bottom = [0.0] * len(names)
+    for layer in next(iter(per_backend.values())):
+        heights = [max(0.0, per_backend[b][layer]) for b in names]
+        ax.bar(names, heights, bottom=bottom, label=layer)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.set_ylabel("mean latency (us)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.set_title(title, fontsize=9)
+    return plots.save(fig, path)
 
 
 EXPERIMENT = Breakdown()

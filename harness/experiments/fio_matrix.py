@@ -21,9 +21,8 @@ from pydantic import Field
 from harness import gc
 from harness.config import Config
 from harness.console import step, warn
-from harness.experiments import RunContext, registry
+from harness.experiments import RunContext, matrix_summary, registry
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
-from harness.report import plots, tables
 from harness.schema import BackendNames, ConfigError, Section
 from harness.store import write_atomic
 from harness.testbed import Testbed, TestbedRecord
@@ -183,13 +182,13 @@ class FioMatrix:
         accel = ctx.environment["accel"]
         for e in self._grouped():
             group, headline = e.name, e.headline
-            rows = tables.matrix_rows(ctx.store.samples, group)
+            rows = matrix_summary.matrix_rows(ctx.store.samples, group)
             if not rows:
                 continue
-            png = plots.backends_bars(rows, ctx.store.dir / f"{group}.png", metric=headline,
-                                      title=f"{group}: {headline}, host against backends, mean ± 95% CI (accel="
-                                            f"{accel}{', not performance numbers' if accel == 'tcg' else ''})")
-            text += tables.print_matrix(rows, group, headline, e.lower_is_better, accel=accel)
+            png = matrix_summary.backends_bars(rows, ctx.store.dir / f"{group}.png", metric=headline,
+                                               title=f"{group}: {headline}, host against backends, mean ± 95% CI (accel="
+                                                     f"{accel}{', not performance numbers' if accel == 'tcg' else ''})")
+            text += matrix_summary.print_matrix(rows, group, headline, e.lower_is_better, accel=accel)
             step(f"plot: {png}")
         if text:
             write_atomic(ctx.store.dir / "summary.txt", text)

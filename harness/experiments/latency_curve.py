@@ -5,17 +5,22 @@ Each environment is first measured unthrottled (its bound); the curve's steps ar
 that environment's own bound, so point names pair up across environments."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
+from rich.table import Table
 
 from harness.analysis.curve import facts
+from harness.analysis.stats import summarize
 from harness.config import Config
 from harness.console import step
 from harness.experiments import RunContext, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline
 from harness.report import plots, tables
+from harness.report.plots import plt
+from harness.samples import Sample
 from harness.schema import BlockSize, each
 from harness.store import write_atomic
 from harness.testbed import TestbedRecord
@@ -69,17 +74,66 @@ class LatencyCurve(FioMatrix):
         pipeline.measure(steps, record.metadata())
 
     def summarize(self, ctx: RunContext) -> None:
-        curves = tables.curve_points(ctx.store.samples, GROUP)
+        curves = curve_points(ctx.store.samples, GROUP)
         if not curves:
             return
         c = ctx.cfg.latency_curve
         found = {env: facts(pts, c.threshold_pct) for env, pts in curves.items() if len(pts) >= 2}
         accel = ctx.environment["accel"]
-        png = plots.latency_curves(curves, found, ctx.store.dir / "latency-curve.png",
-                                   title=f"latency against IOPS, {c.rw} {c.bs} QD{c.iodepth} (accel={accel}"
-                                         f"{', not performance numbers' if accel == 'tcg' else ''})")
+        png = latency_curves(curves, found, ctx.store.dir / "latency-curve.png",
+                             title=f"latency against IOPS, {c.rw} {c.bs} QD{c.iodepth} (accel={accel}"
+                                   f"{', not performance numbers' if accel == 'tcg' else ''})")
         step(f"plot: {png}")
-        write_atomic(ctx.store.dir / "summary.txt", tables.print_curves(found, c.threshold_pct, accel))
+        write_atomic(ctx.store.dir / "summary.txt", print_curves(found, c.threshold_pct, accel))
+
+
+# --- its summary: rows over repeats, the table, the plot --------------------
+def curve_points(samples: list[Sample], group: str) -> dict[str, list[tuple[float, float]]]:
+    """Per environment (host or backend): (achieved IOPS, mean latency) of each throttled point,
+    in increasing rate order, averaged over repeats."""
+    acc: dict[str, dict[str, dict[str, list]]] = {}
+    order: dict[str, int] = {}
+    for s in samples:
+        m = s.metadata
+        if m.get("group") != group or s.status != "ok" or m.get("rate_iops", 0) == 0:
+            continue
+        point = acc.setdefault(m["backend"], {}).setdefault(m["point"], {"iops": [], "lat_mean": []})
+        order.setdefault(m["point"], m["rate_iops"])
+        if s.metric in point:
+            point[s.metric].append(s.value)
+    return {env: [(summarize(p["iops"]).mean, summarize(p["lat_mean"]).mean)
+                  for _, p in sorted(points.items(), key=lambda kv: order[kv[0]]) if p["iops"] and p["lat_mean"]]
+            for env, points in acc.items()}
+
+
+def print_curves(found: dict, threshold_pct: float, accel: str) -> str:
+    table = Table(title=f"latency-curve (accel={accel}{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''})")
+    for col in ("env", "bound IOPS", "base lat us", f"knee (lat +{threshold_pct:g}%) IOPS", "IOPS at 95% bound",
+                "lat there us", "increase"):
+        table.add_column(col, justify="left" if col == "env" else "right")
+    for env, f in sorted(found.items(), key=lambda kv: kv[0] != "host"):
+        table.add_row(env, f"{f.bound_iops:,.0f}", f"{f.base_lat:,.1f}",
+                      "-" if f.knee_iops is None else f"{f.knee_iops:,.0f}", f"{f.iops_at_95:,.0f}",
+                      f"{f.lat_at_95:,.1f}", f"{f.increase_at_95:+.0%}")
+    return tables.render([table], [])
+
+
+def latency_curves(curves: dict[str, list[tuple[float, float]]], found: dict, path: Path, title: str) -> Path:
+    """Mean latency against achieved IOPS per environment, with each curve's knee marked."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for env, pts in sorted(curves.items(), key=lambda kv: kv[0] != "host"):
+        xs, ys = zip(*pts)
+        line, = ax.plot(xs, ys, "o-", label=env, color="black" if env == "host" else None)
+        f = found.get(env)
+        if f and f.knee_iops is not None:
+            ax.axvline(f.knee_iops, ls=":", color=line.get_color(), alpha=0.6)
+    ax.set_xlabel("achieved IOPS")
+    ax.set_ylabel("mean latency (us)")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, title="dotted: latency +threshold", title_fontsize=7)
+    ax.set_title(title, fontsize=9)
+    return plots.save(fig, path)
 
 
 EXPERIMENT = LatencyCurve()

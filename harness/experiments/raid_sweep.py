@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
+from rich.table import Table
 
 from harness import raid
 from harness.analysis import raid_model
@@ -21,6 +23,7 @@ from harness.console import step, warn
 from harness.experiments import Flag, RunContext
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point as MeasuredPoint
 from harness.report import plots, tables
+from harness.report.plots import plt
 from harness.samples import Sample
 from harness.schema import BlockSize, Section
 from harness.store import write_atomic
@@ -199,14 +202,78 @@ class RaidSweep:
             ctx.store.add(derived)
 
     def summarize(self, ctx: RunContext) -> None:
-        rows = tables.raid_rows(ctx.store.samples)
+        rows = raid_rows(ctx.store.samples)
         if not rows:
             return
         env = ctx.environment
         accel = env["accel"] + (f" in a nested host under {env['l0_accel']}" if env.get("l0_accel", "n/a") != "n/a" else "")
         accel += ", not performance numbers" if "tcg" in accel else ""
-        text = tables.print_raid(rows, title=self.name, accel=accel)
+        text = print_raid(rows, title=self.name, accel=accel)
         write_atomic(ctx.store.dir / "summary.txt", text)
-        png = plots.raid_bars(rows, ctx.store.dir / f"{self.name}.png",
-                              title=f"{self.name}: bandwidth, PE and VE per array (accel={accel})")
+        png = raid_bars(rows, ctx.store.dir / f"{self.name}.png",
+                        title=f"{self.name}: bandwidth, PE and VE per array (accel={accel})")
         step(f"plot: {png}")
+
+
+# --- its summary: rows over repeats, the table, the plot --------------------
+def raid_rows(samples: list[Sample]) -> list[dict]:
+    """One row per (array setup, point): PE and VE bandwidth with the RAID model's expectation,
+    measured/expected and the stack overhead (means over repeats)."""
+    rows: dict[tuple, dict] = {}
+    for s in samples:
+        m = s.metadata
+        if "setup" not in m:
+            continue
+        row = rows.setdefault((m["setup"], m["point"]), {"setup": m["setup"], "point": m["point"], "errors": []})
+        if s.status != "ok":
+            row["errors"].append(f"{m['env']}: {s.error}")
+            row[f"{m['env']}_failed"] = True
+            continue
+        if s.metric in ("bw", "expected_bw", "measured_expected", "stack_overhead"):
+            row.setdefault(f"{m['env']}_{s.metric}", []).append(s.value)
+    return [tables.means(r) for r in rows.values()]
+
+
+def print_raid(rows: list[dict], title: str, accel: str) -> str:
+    table = Table(title=f"{title}: bandwidth (MiB/s), measured against the RAID model, accel={accel}")
+    for col in ("array", "point", "PE", "PE expected", "PE meas/exp", "PE overhead",
+                "VE", "VE expected", "VE meas/exp", "VE overhead", "VE/PE"):
+        table.add_column(col, justify="left" if col in ("array", "point") else "right", no_wrap=True)
+
+    def mib(r, key):
+        return "-" if r.get(key) is None else f"{r[key] / 1024:,.1f}"
+
+    def ratio(r, key, pct=False):
+        return "-" if r.get(key) is None else (f"{r[key]:+.0%}" if pct else f"{r[key]:.2f}")
+    for r in rows:
+        ve_pe = (f"{r['virtual_bw'] / r['physical_bw']:.2f}" if r.get("virtual_bw") and r.get("physical_bw") else "-")
+        table.add_row(r["setup"], r["point"],
+                      tables.cell(r, "physical_bw", 0) if r.get("physical_bw") is None else mib(r, "physical_bw"),
+                      mib(r, "physical_expected_bw"), ratio(r, "physical_measured_expected"),
+                      ratio(r, "physical_stack_overhead", pct=True).lstrip("+"),
+                      tables.cell(r, "virtual_bw", 0) if r.get("virtual_bw") is None else mib(r, "virtual_bw"),
+                      mib(r, "virtual_expected_bw"), ratio(r, "virtual_measured_expected"),
+                      ratio(r, "virtual_stack_overhead", pct=True).lstrip("+"), ve_pe)
+    return tables.render([table], [(f"{r['setup']} {r['point']}", e) for r in rows for e in r["errors"]], width=150)
+
+
+def raid_bars(rows: list[dict], path: Path, title: str) -> Path:
+    """Per point, measured/expected for each array, PE and VE side by side (1.0 = the RAID model)."""
+    points = list(dict.fromkeys(r["point"] for r in rows))
+    setups = list(dict.fromkeys(r["setup"] for r in rows if r["setup"] != "single"))
+    fig, axes = plt.subplots(1, max(1, len(points)), figsize=(max(6, 3.2 * len(points)), 4.2), squeeze=False,
+                             sharey=True)
+    for ax, point in zip(axes[0], points):
+        by_setup = {r["setup"]: r for r in rows if r["point"] == point}
+        xs = range(len(setups))
+        for i, (env, color) in enumerate((("physical", "black"), ("virtual", "tab:blue"))):
+            ys = [by_setup.get(s, {}).get(f"{env}_measured_expected") or 0 for s in setups]
+            ax.bar([x + (i - 0.5) * 0.4 for x in xs], ys, 0.4, color=color, label="PE" if i == 0 else "VE")
+        ax.axhline(1.0, color="gray", ls="--", lw=1)
+        ax.set_xticks(list(xs), setups, rotation=35, ha="right", fontsize=7)
+        ax.set_title(point, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("measured / expected (RAID model)")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    return plots.save(fig, path)

@@ -3,9 +3,11 @@ same device at the same total concurrency. How does aggregate IOPS scale with th
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import AfterValidator, Field
+from rich.table import Table
 
 from harness import aggregate
 from harness.config import Config
@@ -13,6 +15,8 @@ from harness.console import step
 from harness.experiments import Flag, RunContext
 from harness.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
+from harness.report.plots import plt
+from harness.samples import Sample
 from harness.schema import Section, VmCounts
 from harness.store import write_atomic
 from harness.workloads import fio
@@ -66,18 +70,86 @@ class VmScaling:
         pipeline.measure(points, ctx.testbed.metadata())
 
     def summarize(self, ctx: RunContext) -> None:
-        rows = tables.vm_scaling_rows(ctx.store.samples)
+        rows = vm_scaling_rows(ctx.store.samples)
         if not rows:
             return
         accel = ctx.environment["accel"]
         job = ctx.cfg.vm_scaling.job
-        png = plots.vm_scaling(rows, ctx.store.dir / "vm-scaling.png",
-                               title=f"vm-scaling: {job.rw} {job.bs} QD{job.iodepth}, {ctx.testbed.disk['backend']}, "
-                                     f"accel={accel}{' (TCG: not performance numbers)' if accel == 'tcg' else ''}; "
-                                     "mean ± 95% CI")
-        text = tables.print_vm_scaling(rows, accel=accel)
+        png = plot(rows, ctx.store.dir / "vm-scaling.png",
+                   title=f"vm-scaling: {job.rw} {job.bs} QD{job.iodepth}, {ctx.testbed.disk['backend']}, "
+                         f"accel={accel}{' (TCG: not performance numbers)' if accel == 'tcg' else ''}; "
+                         "mean ± 95% CI")
+        text = print_vm_scaling(rows, accel=accel)
         write_atomic(ctx.store.dir / "summary.txt", text)
         step(f"plot: {png}")
+
+
+# --- its summary: rows over repeats, the table, the plot --------------------
+def vm_scaling_rows(samples: list[Sample]) -> list[dict]:
+    """One row per VM count: physical and virtual aggregates side by side (None where failed),
+    each a mean over repeats with its CI, and the noisy flag of the headline."""
+    rows: dict[int, dict] = {}
+    unquiet: dict[tuple, list[str]] = {}
+    threshold = 0.10
+    for s in samples:
+        if s.metadata.get("scope") != "aggregate":
+            continue
+        row = rows.setdefault(s.metadata["vm_count"], {"vm_count": s.metadata["vm_count"], "errors": []})
+        env = s.metadata["env"]
+        threshold = s.metadata.get("noisy_cv_threshold", threshold)
+        if s.status != "ok":
+            row["errors"].append(f"{env}: {s.error}")
+            row[f"{env}_failed"] = True
+            continue
+        row.setdefault(f"{env}_{s.metric}", []).append(s.value)
+        if s.metric == "aggregate_iops":
+            unquiet.setdefault((row["vm_count"], env), []).extend(tables.unquiet_of(s))
+    for (n, env), reasons in unquiet.items():
+        tables.flag_noisy(rows[n], f"{env}_aggregate_iops", reasons, threshold)
+    return [tables.means(rows[n]) for n in sorted(rows)]
+
+
+def print_vm_scaling(rows: list[dict], accel: str) -> str:
+    """Prints the summary and returns it as plain text (kept in the run folder)."""
+    table = Table(title=f"vm-scaling (accel={accel}{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''})")
+    for col in ("VMs", "phys IOPS", "virt IOPS", "virt IOPS/VM", "virt lat mean us", "p50 us", "p99 us",
+                "virt/phys"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(str(r["vm_count"]), tables.cell(r, "physical_aggregate_iops"), tables.cell(r, "virtual_aggregate_iops"),
+                      tables.cell(r, "virtual_iops_per_vm"), tables.cell(r, "virtual_lat_mean", 1),
+                      tables.cell(r, "virtual_lat_p50", 1), tables.cell(r, "virtual_lat_p99", 1),
+                      tables.cell(r, "virtual_ve_pe_ratio", 3))
+    table.caption = "mean ± 95% CI (CV) over shuffled repeats; (noisy): see below"
+    return tables.render([table], [(f"{r['vm_count']} VM point", e) for r in rows for e in r["errors"]],
+                         notes=tables.noisy_notes([(f"{r['vm_count']} VM", r) for r in rows]))
+
+
+def plot(rows: list[dict], path: Path, title: str) -> Path:
+    """Aggregate and per-VM IOPS against VM count (mean ± 95% CI), with the physical baseline."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+
+    def series(key: str, fmt: str, label: str):
+        pts = [r for r in rows if r.get(key) is not None]
+        xs, ys = [r["vm_count"] for r in pts], [r[key] for r in pts]
+        ax.errorbar(xs, ys, yerr=[plots.ci(r, key) for r in pts], fmt=fmt, capsize=4, label=label)
+        plots.mark_noisy(ax, xs, ys, [bool(r.get(key + tables.NOISY)) for r in pts])
+
+    series("virtual_aggregate_iops", "o-", "virtual: aggregate IOPS")
+    series("virtual_iops_per_vm", "s--", "virtual: mean IOPS per VM")
+    series("physical_aggregate_iops", "k^-", "physical: host fio, same concurrency")
+    for r in rows:
+        if r.get("virtual_ve_pe_ratio") is not None:
+            ax.annotate(f"{r['virtual_ve_pe_ratio']:.2f}x", (r["vm_count"], r["virtual_aggregate_iops"]),
+                        textcoords="offset points", xytext=(6, 6), fontsize=8)
+    ax.set_xlabel("VM count (host slots for physical)")
+    ax.set_ylabel("IOPS")
+    ax.set_xticks(sorted({r["vm_count"] for r in rows}))
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=9)
+    return plots.save(fig, path)
 
 
 EXPERIMENT = VmScaling()

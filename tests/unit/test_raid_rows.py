@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.experiments.raid_sweep import RaidSweep, Setup
-from harness.report import tables
+from harness.experiments import raid_sweep
 from harness.samples import Sample
 
 
@@ -54,8 +54,8 @@ def test_rows_pair_pe_and_ve_and_keep_failures():
     samples = [Sample("bw", 200.0, "KiB/s", {**meta, "env": "physical"}),
                Sample("stack_overhead", 0.25, "ratio", {**meta, "env": "physical"}),
                Sample("bw", None, "", {**meta, "env": "virtual"}, status="failed", error="boom")]
-    (row,) = tables.raid_rows(samples)
+    (row,) = raid_sweep.raid_rows(samples)
     assert row["physical_bw"] == 200.0 and row["physical_stack_overhead"] == 0.25
     assert row["virtual_failed"] and row["errors"] == ["virtual: boom"]
-    text = tables.print_raid([row], title="raid-levels", accel="tcg")
+    text = raid_sweep.print_raid([row], title="raid-levels", accel="tcg")
     assert "raid0-n2-c64k" in text and "failed" in text and "virtual: boom" in text

@@ -48,7 +48,7 @@ def _row(a: list[float], b: list[float]) -> dict:
 
 
 def test_best_backend_is_named_only_when_significant():
-    from harness.report.tables import best_backend
+    from harness.experiments.matrix_summary import best_backend
     close = _row([100, 112, 95, 108, 101, 110], [98, 104, 92, 103, 97, 106])  # means 5% apart, 10% noise
     assert best_backend(close, "iops", False).startswith("no significant difference")
     apart = _row([200, 205, 198, 202], [100, 104, 97, 101])

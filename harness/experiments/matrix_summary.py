@@ -1,0 +1,128 @@
+"""The fio matrix's summary: one row per point with the host and every backend side by side,
+the table (with the best backend, named only when significant) and the bar plot."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from harness.analysis.stats import change_p_value, smallest_p_value
+from harness.report import plots, tables
+from harness.report.plots import plt
+from harness.samples import Sample
+
+
+def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
+    """One row per point label of a group: {label, results: {<backend>: {metric: value}}, errors},
+    with the noisy flag of every metric."""
+    rows: dict[str, dict] = {}
+    unquiet: dict[tuple[str, str], list[str]] = {}
+    threshold = 0.10
+    for s in samples:
+        m = s.metadata
+        if m.get("group") != group:
+            continue
+        row = rows.setdefault(m["point"], {"label": m["point"], "results": {}, "errors": []})
+        threshold = m.get("noisy_cv_threshold", threshold)
+        if s.status != "ok":
+            row["errors"].append(f"{m['backend']}: {s.error}")
+            row["results"].setdefault(m["backend"], {})["failed"] = True
+            continue
+        row["results"].setdefault(m["backend"], {}).setdefault(s.metric, []).append(s.value)
+        if tables.measured(s) and s.metric in ("iops", "lat_mean", "bw"):
+            unquiet.setdefault((m["point"], m["backend"]), []).extend(tables.unquiet_of(s))
+    for row in rows.values():
+        for backend, res in row["results"].items():
+            for metric in ("iops", "lat_mean", "bw"):
+                tables.flag_noisy(res, metric, unquiet.get((row["label"], backend), [])[:1], threshold)
+            tables.means(res)
+    return list(rows.values())
+
+
+def best_backend(row: dict, metric: str, lower_is_better: bool, alpha: float = 0.05) -> str:
+    """The backend with the best mean on this row, named only when it differs significantly from
+    the runner-up (the permutation test `harness compare` uses); otherwise says why not."""
+    cands = sorted(((b, r) for b, r in row["results"].items() if b != "host" and r.get(metric) is not None),
+                   key=lambda c: c[1][metric], reverse=not lower_is_better)
+    if not cands:
+        return "-"
+    best, res = cands[0]
+    ratio = f" ({res['ve_pe_ratio']:.2f}x bare metal)" if res.get("ve_pe_ratio") is not None else ""
+    if len(cands) == 1:
+        return f"{best}{ratio}, the only one measured"
+    runner_up = cands[1]
+    a, b = res.get(metric + tables.VALUES, [res[metric]]), runner_up[1].get(metric + tables.VALUES, [runner_up[1][metric]])
+    p = change_p_value(a, b)
+    if p is None:
+        return "no test: one repeat (set repeat.count >= 4)"
+    if smallest_p_value(len(a), len(b)) >= alpha:
+        return (f"no test possible: {len(a)} and {len(b)} repeats cannot reach p < {alpha:g} "
+                f"(set repeat.count >= 4); best mean {best}")
+    if p >= alpha:
+        return f"no significant difference ({best} vs {runner_up[0]}: p={p:.2f})"
+    return f"{best}{ratio}, p={p:.3f} vs {runner_up[0]}"
+
+
+def print_matrix(rows: list[dict], group: str, metric: str, lower_is_better: bool, accel: str) -> str:
+    """Host and every backend side by side on the group's headline metric (its direction as the
+    experiment declares it), with VE/PE and the best backend."""
+    backends = sorted({b for r in rows for b in r["results"] if b != "host"})
+    unit = {"lat_mean": "us", "iops": "IOPS", "bw": "KiB/s"}.get(metric, "")
+    table = Table(title=f"{group}: {metric} ({unit}), accel={accel}"
+                        f"{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''}",
+                  caption="mean ± 95% CI (CV) over shuffled repeats; (x) = VE/PE; IO/CPU-s = I/Os per CPU-second "
+                          "of QEMU and storage daemons")
+    table.add_column("point")
+    table.add_column("host", justify="right")
+    for b in backends:
+        table.add_column(f"{b} (VE/PE)", justify="right")
+    table.add_column("best backend", justify="left")
+    for r in rows:
+        res = r["results"]
+
+        def cell(b):
+            v = res.get(b, {})
+            if v.get(metric) is None:
+                return "failed" if v.get("failed") else "-"
+            ratio = f" ({v['ve_pe_ratio']:.2f}x)" if v.get("ve_pe_ratio") is not None else ""
+            eff = f", {v['ios_per_cpu_s']:,.0f} IO/CPU-s" if v.get("ios_per_cpu_s") is not None else ""
+            return f"{tables.with_ci(v[metric], v.get(metric + tables.STATS), 1)}{ratio}{eff}{tables.NOISY_MARK if v.get(metric + tables.NOISY) else ''}"
+        table.add_row(r["label"], cell("host"), *[cell(b) for b in backends], best_backend(r, metric, lower_is_better))
+    tables = [table]
+    if metric.startswith("lat"):
+        lat = Table(title=f"{group}: latency percentiles (us)")
+        for col in ("point", "env", "mean", "p50", "p99", "p99.9"):
+            lat.add_column(col, justify="right" if col not in ("point", "env") else "left")
+        for r in rows:
+            for b, v in sorted(r["results"].items()):
+                if v.get("lat_mean") is not None:
+                    lat.add_row(r["label"], b, *(f"{v[k]:,.1f}" for k in ("lat_mean", "lat_p50", "lat_p99", "lat_p999")))
+        tables.append(lat)
+    notes = tables.noisy_notes([(f"{r['label']} {b}", v) for r in rows for b, v in r["results"].items()], metric)
+    return tables.render(tables, [(r["label"], e) for r in rows for e in r["errors"]], notes=notes)
+
+
+def backends_bars(rows: list[dict], path: Path, metric: str, title: str) -> Path:
+    """Grouped bars: one group per point, one bar per environment (host first, then backends)."""
+    envs = ["host"] + sorted({b for r in rows for b in r["results"] if b != "host"})
+    fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(rows) * max(1, len(envs)) / 3), 4.5))
+    width = 0.8 / len(envs)
+    for i, env in enumerate(envs):
+        xs, ys, errs, noisy = [], [], [], []
+        for x, r in enumerate(rows):
+            res = r["results"].get(env, {})
+            if res.get(metric) is not None:
+                xs.append(x + (i - (len(envs) - 1) / 2) * width)
+                ys.append(res[metric])
+                errs.append(plots.ci(res, metric))
+                noisy.append(bool(res.get(metric + tables.NOISY)))
+        ax.bar(xs, ys, width, yerr=errs, capsize=3, label=env, color="black" if env == "host" else None,
+               ecolor="gray")
+        plots.mark_noisy(ax, xs, ys, noisy)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([r["label"] for r in rows], fontsize=8)
+    ax.set_ylabel({"lat_mean": "mean latency (us)", "iops": "IOPS", "bw": "bandwidth (KiB/s)"}.get(metric, metric))
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.set_title(title, fontsize=9)
+    return plots.save(fig, path)
