@@ -52,14 +52,14 @@ def testbed() -> None:
 @with_config
 def testbed_up(config_path, overrides) -> None:
     """Probe the accelerator, terraform apply the fleet (and its [raid] array), wait for every guest agent."""
-    from harness import hosts, runner
+    from harness import nested_host, runner
     from harness.testbed import Testbed
     cfg = load(config_path, overrides)
     deployed = Testbed.deployed_vms(cfg)
     if "vms" not in cfg.fleet.model_fields_set and deployed > cfg.fleet.vms:
         step(f"keeping the fleet's {deployed} VMs (an experiment grew it; set fleet.vms to change that)")
         cfg = runner.grown(cfg, deployed)
-    Testbed(cfg, hosts.for_config(cfg, bring_up=True)).up()
+    Testbed(cfg, nested_host.host_for(cfg)).up()
 
 
 @testbed.command("down")
@@ -74,8 +74,8 @@ def testbed_down(config_path, overrides, everything) -> None:
         for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
             other = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})})
             removed += _testbed_for_down(other).down()
-        from harness.hosts import nested
-        removed += nested.down(cfg.state_dir)  # everything built inside it goes with it
+        from harness import nested_host
+        removed += nested_host.down(cfg.state_dir)  # everything built inside it goes with it
         removed += gc.collect(paths.PREFIX)
     step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed))
 
@@ -170,16 +170,16 @@ def host_nested() -> None:
 @with_config
 def host_nested_up(config_path, overrides) -> None:
     """Boot the nested host (kept when already up and answering)."""
-    from harness.hosts import nested
-    nested.up(load(config_path, overrides))
+    from harness import nested_host
+    nested_host.up(load(config_path, overrides))
 
 
 @host_nested.command("down")
 @with_config
 def host_nested_down(config_path, overrides) -> None:
     """Destroy the nested host and its drives, with everything built inside it."""
-    from harness.hosts import nested
-    for r in nested.down(load(config_path, overrides).state_dir):
+    from harness import nested_host
+    for r in nested_host.down(load(config_path, overrides).state_dir):
         step(f"removed {r}")
 
 
@@ -337,7 +337,8 @@ def report(config_path, overrides, run_ids, out) -> None:
     cfg = load(config_path, overrides)
     runs = [resolve_run(cfg, r) for r in run_ids]
     path = out or runs[0] / "report.html"
-    write_atomic(path, html_report.render(runs))
+    from harness.experiments import registry
+    write_atomic(path, html_report.render(runs, {name: e.headline for name, e in registry().items()}))
     console.print(f"report: {path}", markup=False)
 
 

@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from pydantic import ValidationError
 
-from harness import accel, environment, hosts, paths, settings
+from harness import accel, environment, nested_host, paths, settings
 from harness.agent import CANCEL
 from harness.config import Config
 from harness.console import step, warn
@@ -47,7 +47,7 @@ def run(cfg: Config, experiment_name: str) -> RunContext:
             step(f"{experiment_name} needs {need} VMs and the fleet has {max(cfg.fleet.vms, deployed)}: "
                  f"growing the fleet to {need}")
         cfg = grown(cfg, max(need, deployed))  # a fleet grown before stays grown
-    host = hosts.for_config(cfg, bring_up=True)
+    host = nested_host.host_for(cfg)
     record = Testbed(cfg, host).ensure() if experiment.uses_fleet else None
     choice = record.accel if record else accel.as_dict(
         accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host))

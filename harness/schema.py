@@ -27,13 +27,6 @@ def each(ok, message: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-def _known_backends(names: list[str]) -> list[str]:
-    from harness import backends
-    for n in names:
-        backends.get(n)  # raises ValueError naming the choices
-    return names
-
-
 def _power_of_two(kib: int) -> int:
     if kib & (kib - 1):
         raise ValueError("a chunk size must be a power of two KiB")
@@ -43,7 +36,6 @@ def _power_of_two(kib: int) -> int:
 BlockSize = Annotated[str, Field(pattern=r"^[1-9][0-9]*[kKmM]?$")]
 PositiveInts = Annotated[list[int], each(lambda n: n >= 1, "every value must be >= 1")]
 VmCounts = Annotated[list[int], each(lambda n: n >= 1, "every VM count must be >= 1")]
-BackendNames = Annotated[list[str], AfterValidator(_known_backends)]
 RaidLevel = Literal[0, 1, 5, 6, 10]
 ChunkKib = Annotated[int, Field(ge=4, le=65536), AfterValidator(_power_of_two)]
 Filesystem = Literal["ext4", "xfs", "btrfs", "f2fs", "nilfs2"]

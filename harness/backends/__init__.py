@@ -7,11 +7,15 @@ experiment runs.
 from __future__ import annotations
 
 from functools import cache
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from harness.backends.base import Attachment, Backend, HostDevice, HostPlan, VmSlot
 from harness.plugins import discover
 
-__all__ = ["Attachment", "Backend", "HostDevice", "HostPlan", "VmSlot", "all_backends", "get", "option_fields"]
+__all__ = ["Attachment", "Backend", "BackendNames", "HostDevice", "HostPlan", "VmSlot", "all_backends", "get",
+           "option_fields"]
 
 
 @cache
@@ -35,3 +39,12 @@ def option_fields() -> dict[str, tuple]:
                 raise TypeError(f"disk.{name} is declared by both {owner[name].__name__} and {b.Options.__name__}")
             fields[name], owner[name] = (info.annotation, info), type(b).Options
     return fields
+
+
+def _known(names: list[str]) -> list[str]:
+    for n in names:
+        get(n)  # raises ValueError naming the choices
+    return names
+
+
+BackendNames = Annotated[list[str], AfterValidator(_known)]  # a settings field: names of known backends

@@ -5,14 +5,13 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import ClassVar
-from xml.sax.saxutils import quoteattr
 
 from harness.hosts import LocalHost
+from harness.libvirt_xml import attr, qemu_commandline, qemu_opt
 from harness.schema import Section
 
 DATA_SERIAL = "vtb-data"     # the guest runner finds a disk by this serial ...
 DATA_PCI_SLOT = 0x10         # ... or, for devices with no serial, by this guest PCI slot
-QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 
 
 @dataclass(frozen=True)
@@ -108,11 +107,6 @@ class Backend:
 
 
 # --- helpers -------------------------------------------------------------------------------
-def attr(value) -> str:
-    """An XML attribute value for a literal element inside the XSLT (braces are AVT syntax there)."""
-    return quoteattr(str(value).replace("{", "{{").replace("}", "}}"))
-
-
 def disk_source(device: HostDevice, vm: VmSlot) -> tuple[str, str]:
     """(disk type, <source> element) for the VM's slice of the host device."""
     slices = f"<slices><slice type='storage' offset={attr(vm.offset)} size={attr(vm.size)}/></slices>"
@@ -134,16 +128,6 @@ def data_disk(plan: HostPlan, vm: VmSlot, target: str, bus: str, driver_extra: s
 def iothreads(n: int) -> tuple[str, str]:
     """(driver attribute, domain element) for n iothreads, the first serving the disk."""
     return (" iothread='1'", f"<iothreads>{n}</iothreads>") if n else ("", "")
-
-
-def qemu_opt(value) -> str:
-    """A value inside QEMU's comma-separated option syntax (commas are doubled)."""
-    return str(value).replace(",", ",,")
-
-
-def qemu_commandline(*args: str) -> str:
-    inner = "".join(f"<qemu:arg value={attr(a)}/>" for a in args)
-    return f"<qemu:commandline xmlns:qemu={attr(QEMU_NS)}>{inner}</qemu:commandline>"
 
 
 def shared_memory() -> str:

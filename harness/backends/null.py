@@ -3,8 +3,8 @@ to serve a disk: the latency breakdown measures the virtualization layers with i
 comparisons of real backends leave it out unless it is named."""
 from __future__ import annotations
 
-from harness.backends.base import (DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot,
-                                   qemu_commandline)
+from harness.backends.base import DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot
+from harness.libvirt_xml import qemu_commandline
 
 
 class Null(Backend):

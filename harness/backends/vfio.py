@@ -13,8 +13,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from harness.backends.base import DATA_PCI_SLOT, Attachment, Backend, HostPlan, VmSlot, attr, pci_address
+from harness.backends.base import DATA_PCI_SLOT, Attachment, Backend, HostPlan, VmSlot, pci_address
 from harness.hosts import LocalHost
+from harness.libvirt_xml import attr
 from harness.schema import Section
 
 NVME_CLASS = 0x010802

@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.backends.base import (Attachment, Backend, HostPlan, VmSlot, file_blockdev, qemu_opt,
-                                   vhost_user_blk)
+from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, file_blockdev, vhost_user_blk
 from harness.hosts import LocalHost
+from harness.libvirt_xml import qemu_opt
 from harness.schema import Section
 
 BINARY = "qemu-storage-daemon"

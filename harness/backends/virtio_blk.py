@@ -1,7 +1,8 @@
 """virtio-blk: QEMU's paravirtual block device, with cache/aio, iothreads and queues."""
 from __future__ import annotations
 
-from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, attr, data_disk, iothreads
+from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, data_disk, iothreads
+from harness.libvirt_xml import attr
 
 
 class VirtioBlk(Backend):

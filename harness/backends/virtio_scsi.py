@@ -1,7 +1,8 @@
 """virtio-scsi: a virtio SCSI controller (iothread and queues on the controller) with one LUN."""
 from __future__ import annotations
 
-from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, attr, data_disk, iothreads
+from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, data_disk, iothreads
+from harness.libvirt_xml import attr
 
 
 class VirtioScsi(Backend):

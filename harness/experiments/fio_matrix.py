@@ -23,7 +23,8 @@ from harness.config import Config
 from harness.console import step, warn
 from harness.experiments import RunContext, matrix_summary, registry
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
-from harness.schema import BackendNames, ConfigError, Section
+from harness.backends import BackendNames
+from harness.schema import ConfigError, Section
 from harness.store import write_atomic
 from harness.testbed import Testbed, TestbedRecord
 from harness.workloads import fio

@@ -39,12 +39,11 @@ def from_descriptor(d: dict) -> Host:
     raise ValueError(f"unknown host kind {d['kind']!r}")
 
 
-def for_config(cfg, bring_up: bool = False) -> Host:
-    """The host the config names. A nested host is booted when `bring_up` (it then stays up for
-    the next run; `harness host nested down` or `make testbed down` removes it), else it must be up."""
+def for_config(cfg) -> Host:
+    """The host the config names, which must be up (harness/nested_host.py boots a nested one)."""
     if cfg.host.kind == "nested":
-        from harness.hosts import nested
-        return nested.up(cfg) if bring_up else nested.NestedHost.load(cfg.state_dir / "nested")
+        from harness.hosts.nested import NestedHost
+        return NestedHost.load(cfg.state_dir / "nested")
     return LocalHost()
 
 

@@ -1,31 +1,25 @@
-"""The nested host: an L1 VM that plays the host, for machines whose kernel has no md (like this
-CI machine) and for nested-virt CI. It boots the host image (images/build.sh host) with emulated
-NVMe drives backed by prefilled files, runs libvirtd (reached over a loopback-only port forward)
-and KVM for an L2 fleet. Host commands run through its guest agent, so it needs no ssh.
+"""Reaching the nested host: an L1 VM that plays the host, for machines whose kernel has no md
+(like this CI machine) and for nested-virt CI. Its libvirtd is reached over a loopback-only port
+forward and host commands run through its guest agent, so it needs no ssh. Building and tearing
+it down is harness/nested_host.py's work.
 """
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import libvirt
 
-from harness import accel, paths
+from harness import paths
 from harness.agent import AgentError, AgentTimeout, GuestAgent
-from harness.backends.base import attr, qemu_commandline, qemu_opt
-from harness.console import step
-from harness.store import write_atomic
 
 DOMAIN = f"{paths.PREFIX}nested"
 HOST_IMAGE_DIR = paths.CACHE / "images" / "host-current"
 LIBVIRTD_PORT = 16509
 DRIVE_PCI_SLOT = 0x10           # drive i sits at slot 0x10 + i
 DRIVE_SERIAL = "vtb-drive"      # drive i has serial vtb-drive<i>
-BOOT_TIMEOUT_S = 240
 LIBVIRTD_LOG = "/var/log/libvirt/libvirtd.log"   # where the host image's libvirtd.conf logs warnings
 LOG_BYTES = 256 << 10
 PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
@@ -112,143 +106,3 @@ class NestedHost:
         if check:
             proc.check_returncode()
         return proc
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice) -> str:
-    n = cfg.nested
-    drives = []
-    for i in range(n.drives):
-        path = state_dir / "drives" / f"{DOMAIN}-drive{i}.raw"
-        node = f"drive{i}"
-        drives += ["-blockdev", f"driver=file,node-name={node}-file,filename={qemu_opt(path)},cache.direct=on,aio=native",
-                   "-blockdev", f"driver=raw,node-name={node},file={node}-file"]
-        device = "nvme" if n.drive_model == "nvme" else "virtio-blk-pci"
-        drives += ["-device", f"{device},drive={node},serial={DRIVE_SERIAL}{i},bus=pci.0,addr={DRIVE_PCI_SLOT + i:#x}"]
-    net = ["-netdev", f"user,id=vtbnet,hostfwd=tcp:127.0.0.1:{port}-:{LIBVIRTD_PORT}",
-           "-device", "virtio-net-pci,netdev=vtbnet,bus=pci.0,addr=0x1f"]
-    # TCG: the 'max' CPU model, which carries SVM, so that KVM works inside for the L2 fleet.
-    cpu = "<cpu mode='host-passthrough'/>" if choice.accel == "kvm" else "<cpu mode='maximum' migratable='off'/>"
-    img = HOST_IMAGE_DIR.resolve()
-    return f"""<domain type={attr(choice.domain_type)}>
-  <name>{DOMAIN}</name>
-  <memory unit='MiB'>{n.memory_mib}</memory>
-  <vcpu>{n.vcpus}</vcpu>
-  <os><type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>{img / 'vmlinuz'}</kernel><initrd>{img / 'initrd.img'}</initrd>
-    <cmdline>root=LABEL=vtbroot rw console=ttyS0 init=/sbin/vtb-host-init vtb.name={DOMAIN} quiet</cmdline>
-  </os>
-  <features><acpi/></features>
-  {cpu}
-  <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot>
-  <devices>
-    <disk type='file' device='disk'><driver name='qemu' type='qcow2'/>
-      <source file={attr(state_dir / 'root.qcow2')}/><target dev='vda' bus='virtio'/></disk>
-    <serial type='file'><source path={attr(state_dir / 'console.log')}/><target port='0'/></serial>
-    <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>
-    <memballoon model='none'/>
-  </devices>
-  {qemu_commandline(*drives, *net)}
-</domain>"""
-
-
-def up(cfg) -> NestedHost:
-    """Boots the nested host (idempotent: an L1 that is up and answering is kept)."""
-    state_dir = cfg.state_dir / "nested"
-    try:
-        host = NestedHost.load(state_dir)
-        libvirt.open(host.uri).close()
-        step(f"nested host: already up ({host.uri})")
-        return host
-    except (NestedHostError, libvirt.libvirtError):
-        down(cfg.state_dir)
-    if not (HOST_IMAGE_DIR / "rootfs.qcow2").exists():
-        step("nested host: building its image from Debian packages (images/build.sh host, a few minutes, once)")
-        if subprocess.run([str(paths.REPO / "images" / "build.sh"), "host"]).returncode != 0:
-            raise NestedHostError("building the nested host image failed (see the output above). "
-                                  "Fix: run `images/build.sh host` and read its error")
-    n = cfg.nested
-    t0 = time.monotonic()
-    (state_dir / "drives").mkdir(parents=True, exist_ok=True)
-    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
-                    str((HOST_IMAGE_DIR / "rootfs.qcow2").resolve()), str(state_dir / "root.qcow2")], check=True)
-    step(f"nested host: {n.drives} {n.drive_model} drives of {n.drive_mib} MiB, prefilled with random data")
-    for i in range(n.drives):
-        # Prefilled: reads of a sparse file cost no I/O and would give meaningless numbers.
-        subprocess.run(["dd", "if=/dev/urandom", f"of={state_dir / 'drives' / f'{DOMAIN}-drive{i}.raw'}", "bs=1M",
-                        f"count={n.drive_mib}", "status=none"], check=True)
-    choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
-    port = _free_port()
-    conn = libvirt.open(paths.LIBVIRT_URI)
-    try:
-        dom = conn.defineXML(domain_xml(cfg, state_dir, port, choice))
-        dom.create()
-        step(f"nested host: booting {DOMAIN} (accel={choice.accel}), libvirtd on 127.0.0.1:{port}")
-        GuestAgent(dom).wait_ready(BOOT_TIMEOUT_S)
-    finally:
-        conn.close()
-    record = NestedRecord(port=port, drives=[], drive_model=n.drive_model, drive_mib=n.drive_mib,
-                          image=(HOST_IMAGE_DIR / "recipe.sha").read_text().strip(), l0_accel=accel.as_dict(choice),
-                          ready_s=0.0)
-    host = NestedHost(state_dir, record)
-    record.drives = _find_drives(host, n.drives)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            libvirt.open(host.uri).close()
-            break
-        except libvirt.libvirtError as e:
-            if time.monotonic() > deadline:
-                raise NestedHostError(f"libvirtd in {DOMAIN} is not reachable at {host.uri}: "
-                                      f"{e.get_error_message()} (console: {state_dir / 'console.log'})") from None
-            time.sleep(1)
-    record.ready_s = round(time.monotonic() - t0, 1)
-    write_atomic(state_dir / "nested.json", json.dumps(asdict(record), indent=2))
-    step(f"nested host: up in {record.ready_s:.0f} s, drives {' '.join(record.drives)}")
-    return host
-
-
-def _find_drives(host: NestedHost, count: int) -> list[str]:
-    """The L1's device paths of our drives, by serial (no udev there, so no /dev/disk/by-id)."""
-    script = ('for d in /sys/block/*; do s=$(cat "$d/device/serial" 2>/dev/null || cat "$d/serial" 2>/dev/null); '
-              'echo "${d##*/} $s"; done')
-    deadline = time.monotonic() + 30
-    while True:
-        out = host.run(["/bin/sh", "-c", script]).stdout.decode()
-        by_serial = {s.strip(): f"/dev/{name}" for name, _, s in (l.partition(" ") for l in out.splitlines())}
-        found = [by_serial.get(f"{DRIVE_SERIAL}{i}") for i in range(count)]
-        if all(found):
-            return found  # type: ignore[return-value]
-        if time.monotonic() > deadline:
-            raise NestedHostError(f"{DOMAIN}: found {sum(map(bool, found))} of {count} drives ({out.strip()!r})")
-        time.sleep(1)
-
-
-def down(state_dir: Path) -> list[str]:
-    """Destroys the nested host and removes its files (everything in it goes with it)."""
-    removed = []
-    try:
-        conn = libvirt.open(paths.LIBVIRT_URI)
-    except libvirt.libvirtError:
-        conn = None
-    if conn is not None:
-        try:
-            dom = conn.lookupByName(DOMAIN)
-            if dom.isActive():
-                dom.destroy()
-            dom.undefine()
-            removed.append(f"domain {DOMAIN}")
-        except libvirt.libvirtError:
-            pass
-        finally:
-            conn.close()
-    nested_dir = state_dir / "nested" if (state_dir / "nested").exists() else None
-    if nested_dir:
-        subprocess.run(["rm", "-rf", "--one-file-system", str(nested_dir)], check=True)
-        removed.append(f"files {nested_dir}")
-    return removed

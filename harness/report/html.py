@@ -32,19 +32,11 @@ def _natural(key: tuple) -> list:
     return [[int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(part))] for part in key]
 
 
-def _declared_headline(row: dict) -> str | None:
-    """The headline metric the row's point declared; for rows recorded before samples carried it,
-    the one its experiment (or group) declares now."""
-    if "headline" in row:
-        return row["headline"]
-    from harness.experiments import registry
-    exp = registry().get(row.get("group") or row.get("experiment") or "")
-    return exp.headline if exp else None
-
-
-def _headline_key(row: dict) -> tuple | None:
-    """The row's place in the PE/VE table: only repeats of the headline metric its point declared."""
-    exp, metric = row.get("experiment"), _declared_headline(row)
+def _headline_key(row: dict, headlines: dict[str, str]) -> tuple | None:
+    """The row's place in the PE/VE table: only repeats of the headline metric its point declared
+    (rows recorded before samples carried it: the one its experiment, or group, declares now)."""
+    exp = row.get("experiment")
+    metric = row.get("headline") or headlines.get(row.get("group") or exp or "")
     if row.get("status") != "ok" or row.get("metric") != metric or row.get("repeat") == "all":
         return None
     if row.get("scope") != "aggregate" and "group" not in row:
@@ -53,11 +45,11 @@ def _headline_key(row: dict) -> tuple | None:
     return (exp, row.get("group", ""), row["point"], where, metric)
 
 
-def pe_ve_table(rows: list[dict]) -> str:
+def pe_ve_table(rows: list[dict], headlines: dict[str, str]) -> str:
     cells: dict[tuple, dict[str, list[float]]] = {}
     envs: list[str] = []
     for r in rows:
-        k = _headline_key(r)
+        k = _headline_key(r, headlines)
         if k is None:
             continue
         exp, group, point, where, metric = k
@@ -95,7 +87,7 @@ def pe_ve_table(rows: list[dict]) -> str:
             "repeat (hover for why).</small></p>")
 
 
-def run_section(run: Path) -> str:
+def run_section(run: Path, headlines: dict[str, str]) -> str:
     manifest = json.loads((run / "run.json").read_text())
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()] \
         if (run / "samples.jsonl").exists() else []
@@ -105,7 +97,7 @@ def run_section(run: Path) -> str:
     if env.get("accel") == "tcg":
         parts.append("<p class=warn>accel=tcg: these numbers describe an emulated CPU, not storage performance; "
                      "compare them only within this run.</p>")
-    parts += ["<h3>Physical against virtual</h3>", pe_ve_table(rows)]
+    parts += ["<h3>Physical against virtual</h3>", pe_ve_table(rows, headlines)]
     failures = [r for r in rows if r.get("status") != "ok"]
     skipped = manifest.get("skipped") or {}
     if failures or skipped:
@@ -127,8 +119,10 @@ def run_section(run: Path) -> str:
     return "\n".join(parts)
 
 
-def render(runs: list[Path]) -> str:
-    body = "\n".join(run_section(r) for r in runs)
+def render(runs: list[Path], headlines: dict[str, str] | None = None) -> str:
+    """The page; `headlines` ({experiment: its headline metric}) serves runs whose samples predate
+    recording their headline."""
+    body = "\n".join(run_section(r, headlines or {}) for r in runs)
     title = "vtb report: " + ", ".join(r.name for r in runs)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{STYLE}</style>"
             f"</head><body><h1>{_e(title)}</h1>{body}<script>{CHECK}</script></body></html>")

@@ -6,7 +6,7 @@ import pytest
 
 from harness import backends, config
 from harness.backends import HostDevice, HostPlan, VmSlot
-from harness.backends.base import QEMU_NS
+from harness.libvirt_xml import QEMU_NS
 
 MIB = 1 << 20
 FILE = HostDevice(path="/var/lib/vtb/x/pool/vtb-x-device.raw", kind="file", pool="vtb-x", volume="vtb-x-device.raw")
