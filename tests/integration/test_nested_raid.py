@@ -124,6 +124,27 @@ def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
     assert not (STATE / "cin").exists()
 
 
+def test_the_main_job_on_a_raid10_array_in_the_nested_host(host, tmp_path):
+    """vm-scaling on an md array: the physical baseline is host fio in the L1 on the array, the VMs
+    are L2 guests whose disks are slices of it."""
+    extra = ["--set", "raid.level=10", "--set", "fleet.vms=2", "--set", "fleet.disk_size_mib=64"]
+    harness("testbed", "up", *extra)
+    try:
+        harness("run", "vm-scaling", *extra, "--vm-counts", "1,2", "--runtime", "2", "--ramp", "0", "--iodepth", "4",
+                "--set", f"results_dir={tmp_path}")
+        (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+        manifest = json.loads((run / "run.json").read_text())
+        assert manifest["status"] == "completed", (run / "summary.txt").read_text()
+        assert manifest["environment"]["host"] == "nested" and manifest["testbed"]["raid"]["level"] == 10
+        rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+        agg = {(r["env"], r["vm_count"]) for r in rows if r["metric"] == "aggregate_iops" and r["value"] > 0}
+        assert agg == {(e, n) for e in ("physical", "virtual") for n in (1, 2)}
+        assert all(r["qemu_cpu_s"] > 0 for r in rows if r["metric"] == "aggregate_iops" and r["env"] == "virtual")
+    finally:
+        harness("testbed", "down", *extra)
+    assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
+
+
 def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
     out = harness("run", "raid-levels")
     cfg = settings.load(CONFIG)
