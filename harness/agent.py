@@ -1,16 +1,20 @@
 """Drives a guest through qemu-guest-agent (libvirt_qemu.qemuAgentCommand): no guest networking.
 
 Every call has a timeout, and every error names the VM, so a hung guest never hangs the harness.
+A guest agent is a node like a host (`run(argv, env, input, timeout, check)`), so a workload runs
+the same way in a guest, on this machine or on a nested host.
 """
 from __future__ import annotations
 
 import base64
 import json
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, TypeVar
 
 import libvirt
 import libvirt_qemu
@@ -38,12 +42,31 @@ class ExecResult:
     stderr: bytes
 
 
+PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
 class GuestAgent:
     POLL_S = 0.25
 
     def __init__(self, domain: libvirt.virDomain):
         self.domain = domain
         self.vm = domain.name()
+        self.label = self.vm   # how messages name this node
+
+    def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
+            timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        """The node interface: argv in the guest, as subprocess.run would run it here (env, when
+        given, is the whole environment; TimeoutExpired after `timeout`)."""
+        try:
+            # Through sh so that argv[0] is looked up in the PATH we pass, as subprocess would.
+            res = self.exec("/bin/sh", ["-c", 'exec "$@"', "sh", *argv], env=env or {"PATH": PATH},
+                            stdin=input, timeout=timeout or 24 * 3600)
+        except AgentTimeout:
+            raise subprocess.TimeoutExpired(argv, timeout or 0) from None
+        proc = subprocess.CompletedProcess(argv, res.exitcode, res.stdout, res.stderr)
+        if check:
+            proc.check_returncode()
+        return proc
 
     def command(self, execute: str, arguments: dict | None = None, timeout: int = 10) -> dict:
         cmd = {"execute": execute, **({"arguments": arguments} if arguments else {})}
@@ -102,6 +125,16 @@ class GuestAgent:
                                                                   str(pid)]})
         except AgentError:
             pass
+
+
+@contextmanager
+def guests(uri: str, names: Iterable[str]) -> Iterator[list[GuestAgent]]:
+    """The named guests' agents, over one libvirt connection held for the block."""
+    conn = libvirt.open(uri)
+    try:
+        yield [GuestAgent(conn.lookupByName(n)) for n in names]
+    finally:
+        conn.close()
 
 
 T = TypeVar("T")

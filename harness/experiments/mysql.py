@@ -7,11 +7,9 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated, Literal
 
-import libvirt
 from pydantic import Field
 from rich.table import Table
 
-from harness.agent import GuestAgent, in_parallel
 from harness.config import Config
 from harness.console import step, warn
 from harness.experiments import Flag, RunContext
@@ -105,21 +103,12 @@ class Mysql:
             points.append(Point(f"{p.name}/physical", PHYSICAL, "host", (), **common,
                                 run=partial(self._on_host, p.point, slots)))
             points.append(Point(f"{p.name}/virtual", VIRTUAL, tb.disk["backend"], tuple(vm.name for vm in vms),
-                                **common, baseline=f"{p.name}/physical", run=partial(self._in_guests, tb.uri, p.point, vms)))
+                                **common, baseline=f"{p.name}/physical", run=partial(sysbench.in_guests, tb.uri, p.point, vms)))
         return points
 
     @staticmethod
     def _on_host(point: DbPoint, slots: list[dict]) -> list:
         return sysbench.outputs(sysbench.run_all_on_host(point, slots), [f"host-slot{i}" for i in range(len(slots))])
-
-    @staticmethod
-    def _in_guests(uri: str, point: DbPoint, vms: list) -> list:
-        conn = libvirt.open(uri)
-        try:
-            return sysbench.outputs(in_parallel(lambda vm: sysbench.run_in_guest(
-                GuestAgent(conn.lookupByName(vm.name)), point, locator=vm.locator), vms), [vm.name for vm in vms])
-        finally:
-            conn.close()
 
     def run(self, ctx: RunContext) -> None:
         planned, skipped = plan(ctx.cfg, len(ctx.testbed.vms))

@@ -11,16 +11,23 @@ from typing import Protocol
 from harness.hosts.local import LocalHost
 
 
-class Host(Protocol):
+class Node(Protocol):
+    """Anything that runs commands: this machine, a nested host, a guest through its agent
+    (harness.agent.GuestAgent). Workloads run on a node, whichever it is."""
+    label: str                  # how messages name it ("this machine", "the nested host"; a guest: its name)
+
+    def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
+            timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        """Runs argv on the node (env, when given, is the whole environment). Raises
+        subprocess.TimeoutExpired after `timeout`, CalledProcessError when check and it failed."""
+
+
+class Host(Node, Protocol):
+    """A node that serves a fleet: its libvirt URI, and what the harness made there."""
     uri: str
     name: str                   # "local" or "nested"
     drives: tuple[str, ...]     # block devices the harness created there (its own; always allowed)
     l0_accel: str               # the accelerator the host itself runs under ("n/a" for this machine)
-
-    def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
-            timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
-        """Runs argv on the host (env, when given, is the whole environment). Raises
-        subprocess.TimeoutExpired after `timeout`, CalledProcessError when check and it failed."""
 
     def descriptor(self) -> dict:
         """Enough to find this host again from another process (a Terraform hook)."""
@@ -47,4 +54,4 @@ def for_config(cfg) -> Host:
     return LocalHost()
 
 
-__all__ = ["Host", "LocalHost", "for_config", "from_descriptor"]
+__all__ = ["Host", "LocalHost", "Node", "for_config", "from_descriptor"]

@@ -11,6 +11,7 @@ from harness import paths
 class LocalHost:
     uri: str = paths.LIBVIRT_URI
     name: str = "local"
+    label: str = "this machine"
     drives: tuple[str, ...] = ()
     l0_accel: str = "n/a"
 

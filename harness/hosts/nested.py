@@ -13,7 +13,7 @@ from pathlib import Path
 import libvirt
 
 from harness import paths
-from harness.agent import AgentError, AgentTimeout, GuestAgent
+from harness.agent import AgentError, guests
 
 DOMAIN = f"{paths.PREFIX}nested"
 HOST_IMAGE_DIR = paths.CACHE / "images" / "host-current"
@@ -22,7 +22,6 @@ DRIVE_PCI_SLOT = 0x10           # drive i sits at slot 0x10 + i
 DRIVE_SERIAL = "vtb-drive"      # drive i has serial vtb-drive<i>
 LIBVIRTD_LOG = "/var/log/libvirt/libvirtd.log"   # where the host image's libvirtd.conf logs warnings
 LOG_BYTES = 256 << 10
-PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 class NestedHostError(RuntimeError):
@@ -42,6 +41,7 @@ class NestedRecord:
 
 class NestedHost:
     name = "nested"
+    label = "the nested host"
 
     def __init__(self, state_dir: Path, record: NestedRecord):
         self.state_dir = state_dir
@@ -92,17 +92,5 @@ class NestedHost:
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
-        conn = libvirt.open(paths.LIBVIRT_URI)
-        try:
-            agent = GuestAgent(conn.lookupByName(DOMAIN))
-            # Through sh so that argv[0] is looked up in the PATH we pass, as subprocess would.
-            res = agent.exec("/bin/sh", ["-c", 'exec "$@"', "sh", *argv], env=env or {"PATH": PATH},
-                             stdin=input, timeout=timeout or 24 * 3600)
-        except AgentTimeout:
-            raise subprocess.TimeoutExpired(argv, timeout or 0) from None
-        finally:
-            conn.close()
-        proc = subprocess.CompletedProcess(argv, res.exitcode, res.stdout, res.stderr)
-        if check:
-            proc.check_returncode()
-        return proc
+        with guests(paths.LIBVIRT_URI, [DOMAIN]) as (l1,):
+            return l1.run(argv, env=env, input=input, timeout=timeout, check=check)

@@ -6,11 +6,11 @@ import subprocess
 from dataclasses import dataclass
 from typing import Literal
 
-import libvirt
 from pydantic import Field
 
 from harness import paths
-from harness.agent import GuestAgent, in_parallel
+from harness.agent import PATH, guests, in_parallel
+from harness.hosts import Node
 from harness.pipeline import Output
 from harness.schema import BlockSize, Section
 from harness.workloads import guest_script
@@ -77,29 +77,17 @@ def fs_env(mkfs: list[str] | None, mount_options: str = "") -> dict[str, str]:
     return {"FIO_MKFS": " ".join(mkfs), "FIO_MOUNT_OPTIONS": mount_options} if mkfs else {}
 
 
-def run_in_guest(agent: GuestAgent, job: FioJob, *, locator: str, size: int, extra_env: dict | None = None) -> str:
-    """Runs the job on the guest disk the locator names (see run-fio.sh); returns fio's raw JSON."""
-    res = agent.exec("/bin/sh", ["-c", guest_script(GUEST_RUNNER), "run-fio", locator],
-                     env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **job_env(job, offset=0, size=size),
-                          **(extra_env or {})},
-                     stdin=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job))
-    if res.exitcode != 0:
-        raise FioError(f"{agent.vm}: {res.stderr.decode(errors='replace').strip()[-500:] or f'exit {res.exitcode}'}")
-    return res.stdout.decode()
-
-
-def run_on_host(host, job: FioJob, *, device: str, size: int, offset: int = 0,
-                extra_env: dict | None = None) -> str:
-    """Runs the job on a region of a host device or file with the guests' runner (any host: this
-    machine or a nested one); returns fio's raw JSON."""
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **job_env(job, offset=offset, size=size), **(extra_env or {})}
+def run(node: Node, job: FioJob, *, locator: str, size: int, offset: int = 0, extra_env: dict | None = None) -> str:
+    """Runs the job on the disk or region the locator names (see run-fio.sh: `serial:`, `pci:` in a
+    guest, `path:` on a host) with the same runner on any node; returns fio's raw JSON."""
+    env = {"PATH": PATH, **job_env(job, offset=offset, size=size), **(extra_env or {})}
     try:
-        out = host.run(["/bin/sh", "-c", guest_script(GUEST_RUNNER), "run-fio", f"path:{device}"], env=env,
+        out = node.run(["/bin/sh", "-c", guest_script(GUEST_RUNNER), "run-fio", locator], env=env,
                        input=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job), check=False)
     except subprocess.TimeoutExpired:
-        raise FioError(f"fio on the {host.name} host did not finish within {timeout_s(job):.0f} s; killed it") from None
+        raise FioError(f"fio on {node.label} did not finish within {timeout_s(job):.0f} s; killed it") from None
     if out.returncode != 0:
-        raise FioError(f"fio on the {host.name} host exited {out.returncode}: "
+        raise FioError(f"fio on {node.label} exited {out.returncode}: "
                        f"{out.stderr.decode(errors='replace').strip()[-500:]}")
     return out.stdout.decode()
 
@@ -167,18 +155,14 @@ def on_host(host, job: FioJob, *, device: str, slots: list[tuple[int, int]],
             extra_env: dict | None = None) -> list[Output]:
     """The job on each (offset, size) region of a host device at once: one output per host slot."""
     return [Output(f"host-slot{i}", raw) for i, raw in enumerate(in_parallel(
-        lambda slot: run_on_host(host, job, device=device, offset=slot[0], size=slot[1], extra_env=extra_env),
+        lambda slot: run(host, job, locator=f"path:{device}", offset=slot[0], size=slot[1], extra_env=extra_env),
         slots))]
 
 
 def in_guests(uri: str, job: FioJob, vms: list, *, size: int | None = None,
               extra_env: dict | None = None) -> list[Output]:
     """The job in each VM at once, on its data disk (the whole disk unless `size`)."""
-    conn = libvirt.open(uri)
-    try:
-        def one(vm) -> Output:
-            return Output(vm.name, run_in_guest(GuestAgent(conn.lookupByName(vm.name)), job, locator=vm.locator,
-                                                size=size or vm.slice_bytes, extra_env=extra_env))
-        return in_parallel(one, vms)
-    finally:
-        conn.close()
+    with guests(uri, [vm.name for vm in vms]) as agents:
+        return in_parallel(lambda pair: Output(pair[1].name, run(
+            pair[0], job, locator=pair[1].locator, size=size or pair[1].slice_bytes, extra_env=extra_env)),
+            list(zip(agents, vms)))

@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 
 from harness import paths
-from harness.agent import GuestAgent
+from harness.agent import GuestAgent, guests, in_parallel
 from harness.pipeline import Output
 from harness.workloads import guest_script
 
@@ -103,6 +103,13 @@ def run_in_guest(agent: GuestAgent, point: DbPoint, *, locator: str) -> DbRun:
     res = agent.exec("/bin/sh", ["-c", guest_script(RUNNER), "run-mysql", locator],
                      env=point.env("/mnt/vtb-db"), timeout=timeout_s(point))
     return _result(res.exitcode, res.stdout.decode(errors="replace"), res.stderr.decode(errors="replace"), agent.vm)
+
+
+def in_guests(uri: str, point: DbPoint, vms: list) -> list[Output]:
+    """The point in each VM at once, on its data disk: one output per VM."""
+    with guests(uri, [vm.name for vm in vms]) as agents:
+        runs = in_parallel(lambda pair: run_in_guest(pair[0], point, locator=pair[1].locator), list(zip(agents, vms)))
+    return outputs(runs, [vm.name for vm in vms])
 
 
 def start_on_host(point: DbPoint, *, device: str, offset: int, size: int, mount: str) -> tuple[subprocess.Popen, str]:

@@ -98,7 +98,7 @@ def test_every_refusal_names_the_device_and_the_reason(host):
 
 
 def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
-    from harness.agent import GuestAgent
+    from harness.agent import guests
     from harness.workloads.fio import FioJob
     from harness.workloads import fio
     extra = ["--set", "raid.level=10", "--set", "raid.filesystem=ext4", "--set", "fleet.vms=1",
@@ -109,13 +109,9 @@ def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
     assert rec["accel"]["accel"] == "kvm"
     assert b"raid10" in host.run(["cat", "/proc/mdstat"]).stdout
     vm = rec["vms"][0]
-    conn = libvirt.open(host.uri)
-    try:
-        raw = fio.run_in_guest(GuestAgent(conn.lookupByName(vm["name"])),
-                               FioJob(rw="randwrite", iodepth=1, runtime_s=1, ramp_s=0),
-                               locator=vm["locator"], size=vm["slice_bytes"])
-    finally:
-        conn.close()
+    with guests(host.uri, [vm["name"]]) as (guest,):   # a guest is a node like a host
+        raw = fio.run(guest, FioJob(rw="randwrite", iodepth=1, runtime_s=1, ramp_s=0), locator=vm["locator"],
+                      size=vm["slice_bytes"])
     assert fio.parse(raw).iops > 0
     harness("testbed", "down", *extra)
     assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
