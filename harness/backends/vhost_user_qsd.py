@@ -6,19 +6,13 @@ is a QEMU command-line -chardev/-device pair with an explicit PCI address; guest
 """
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import time
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
 from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, file_blockdev, vhost_user_blk
-from harness.hosts import LocalHost
+from harness.hosts import Host
 from harness.libvirt_xml import qemu_opt
 from harness.schema import Section
 
@@ -36,13 +30,21 @@ def _daemons(plan: HostPlan) -> dict[str, list[VmSlot]]:
     return {f"{vm.name}-qsd": [vm] for vm in plan.vms}
 
 
-def _listening(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX) as s:
-        try:
-            s.connect(str(path))
-            return True
-        except OSError:
-            return False
+# Run on the fleet's host (this machine or a nested one), never assumed to be here.
+_LISTENING = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
+              "try:\n    s.connect(sys.argv[1])\nexcept OSError:\n    sys.exit(1)")
+_ALIVE = 'kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null'
+_STOP = ('pid=$(cat "$1" 2>/dev/null) || exit 0; kill "$pid" 2>/dev/null; i=0; '
+         'while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; '
+         'kill -9 "$pid" 2>/dev/null; rm -f "$1"')
+
+
+def _listening(host: Host, path: Path) -> bool:
+    return host.run(["python3", "-c", _LISTENING, str(path)], check=False, timeout=30).returncode == 0
+
+
+def _sh(host: Host, script: str, *args) -> bool:
+    return host.run(["sh", "-c", script, "sh", *map(str, args)], check=False, timeout=60).returncode == 0
 
 
 class QsdOptions(Section):
@@ -54,25 +56,24 @@ class VhostUserQsd(Backend):
     name = "vhost-user-blk-qsd"
     shared_options = frozenset({"cache", "aio", "num_queues"})
     Options = QsdOptions
-    local_host_only = True
     summary = "vhost-user-blk, served by qemu-storage-daemon"
 
-    def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
-        if shutil.which(BINARY) is None:
-            return f"{BINARY} is not installed (Debian: apt install qemu-system-common)"
+    def preflight(self, host: Host, plan: HostPlan) -> str | None:
+        if not _sh(host, f"command -v {BINARY}"):
+            return f"{BINARY} is not installed on {host.label} (Debian: apt install qemu-system-common)"
         for vm in plan.vms:
             path = socket_path(plan, vm)
-            if path.exists() and _listening(path) and not (plan.run_dir / f"{vm.name}-qsd.pid").exists() \
-                    and not (plan.run_dir / f"{plan.prefix}-qsd.pid").exists():
+            ours = [plan.run_dir / f"{vm.name}-qsd.pid", plan.run_dir / f"{plan.prefix}-qsd.pid"]
+            if _sh(host, '[ -S "$1" ] && [ ! -e "$2" ] && [ ! -e "$3" ]', path, *ours) and _listening(host, path):
                 return f"storage-daemon socket {path} is already in use by another process"
         return None
 
-    def host_up(self, host: LocalHost, plan: HostPlan) -> None:
-        plan.run_dir.mkdir(parents=True, exist_ok=True)
+    def host_up(self, host: Host, plan: HostPlan) -> None:
+        host.run(["mkdir", "-p", str(plan.run_dir)], timeout=30)
         d = plan.disk
         for daemon, vms in _daemons(plan).items():
             pidfile = plan.run_dir / f"{daemon}.pid"
-            if pidfile.exists() and _alive(pidfile):
+            if _sh(host, _ALIVE, pidfile):
                 continue
             args = [BINARY, "--daemonize", "--pidfile", str(pidfile)]
             for vm in vms:
@@ -82,48 +83,26 @@ class VhostUserQsd(Backend):
                 args += ["--export", f"type=vhost-user-blk,id={vm.name}-export,node-name={node},"
                                      f"addr.type=unix,addr.path={qemu_opt(socket_path(plan, vm))},writable=on,"
                                      f"num-queues={d['num_queues']}"]
-            out = subprocess.run(args, capture_output=True, text=True)
+            out = host.run(args, check=False, timeout=120)
             if out.returncode != 0:
                 self.host_down(host, plan)
-                raise RuntimeError(f"{BINARY} for {daemon} failed to start: {out.stderr.strip()}")
+                raise RuntimeError(f"{BINARY} for {daemon} failed to start on {host.label}: "
+                                   f"{out.stderr.decode(errors='replace').strip()}")
         for vm in plan.vms:  # --daemonize returns once the exports listen; check, do not assume
-            if not _listening(socket_path(plan, vm)):
+            if not _listening(host, socket_path(plan, vm)):
                 self.host_down(host, plan)
                 raise RuntimeError(f"{BINARY} is not listening on {socket_path(plan, vm)}")
 
-    def host_down(self, host: LocalHost, plan: HostPlan) -> None:
+    def host_down(self, host: Host, plan: HostPlan) -> None:
         for daemon in _daemons(plan):
-            pidfile = plan.run_dir / f"{daemon}.pid"
-            if pidfile.exists():
-                _stop(int(pidfile.read_text()))
-                pidfile.unlink(missing_ok=True)
-        for vm in plan.vms:
-            socket_path(plan, vm).unlink(missing_ok=True)
+            _sh(host, _STOP, plan.run_dir / f"{daemon}.pid")
+        host.run(["rm", "-f", *(str(socket_path(plan, vm)) for vm in plan.vms)], check=False, timeout=30)
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
         return vhost_user_blk(socket_path(plan, vm), plan.disk["num_queues"])
 
     def metadata(self, disk) -> dict:
         return {**super().metadata(disk), "qsd_per": disk.qsd_per}
-
-
-def _alive(pidfile: Path) -> bool:
-    try:
-        os.kill(int(pidfile.read_text()), 0)
-        return True
-    except (OSError, ValueError):
-        return False
-
-
-def _stop(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(50):
-            os.kill(pid, 0)
-            time.sleep(0.1)
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 BACKEND = VhostUserQsd()

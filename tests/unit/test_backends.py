@@ -1,11 +1,14 @@
-"""Each backend's domain XML and host-side checks, without a daemon or a VM."""
+"""Each backend's domain XML and host-side checks, and a real storage daemon's life cycle on this
+machine (no VM)."""
 import socket
+import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from harness import backends, config
 from harness.backends import HostDevice, HostPlan, VmSlot
+from harness.hosts import LocalHost
 from harness.libvirt_xml import QEMU_NS
 
 MIB = 1 << 20
@@ -84,8 +87,27 @@ def test_storage_daemon_socket_in_use_is_refused(tmp_path):
     with socket.socket(socket.AF_UNIX) as s:
         s.bind(str(p.run_dir / "vtb-x-vm0.vhost.sock"))
         s.listen()
-        reason = backends.get("vhost-user-blk-qsd").preflight(None, p)
+        reason = backends.get("vhost-user-blk-qsd").preflight(LocalHost(), p)  # checked on the fleet's host
     assert "vtb-x-vm0.vhost.sock is already in use" in reason
+
+
+@pytest.mark.parametrize("per", ["vm", "device"])
+def test_storage_daemons_start_listen_and_stop_through_the_fleets_host(tmp_path, per):
+    """The real qemu-storage-daemon, started and stopped with commands run on the host node."""
+    from harness.backends.vhost_user_qsd import _listening, socket_path
+    device = tmp_path / "device.raw"
+    device.write_bytes(b"\0" * (128 * MIB))
+    p = plan(tmp_path, "vhost-user-blk-qsd", device=HostDevice(path=str(device), kind="block"), qsd_per=per)
+    qsd, host = backends.get("vhost-user-blk-qsd"), LocalHost()
+    qsd.host_up(host, p)
+    try:
+        assert all(_listening(host, socket_path(p, vm)) for vm in p.vms)
+        assert len(list(p.run_dir.glob("*.pid"))) == (1 if per == "device" else 2)
+        qsd.host_up(host, p)  # idempotent: the running daemons are kept
+    finally:
+        qsd.host_down(host, p)
+    assert not list(p.run_dir.iterdir())   # no pid file, no socket
+    assert subprocess.run(["pgrep", "-f", f"qemu-storage-daemon.*{tmp_path}"]).returncode == 1
 
 
 def test_passthrough_needs_a_block_device(tmp_path):
