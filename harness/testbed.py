@@ -26,6 +26,9 @@ from harness.raid import RaidPlan, plan_from_config
 from harness.store import owner, write_atomic
 
 AGENT_TIMEOUT_S = 180
+# A bound on one terraform apply or destroy: minutes at most, even uploading the image to a nested
+# host under TCG; past it the host's libvirtd is not answering, and waiting longer helps nothing.
+TERRAFORM_TIMEOUT_S = 1200
 
 
 class TestbedError(RuntimeError):
@@ -90,9 +93,17 @@ class Testbed:
         env = {**os.environ, "TF_CLI_CONFIG_FILE": str(paths.TERRAFORM_CACHE / "cli.tfrc"),
                "TF_DATA_DIR": str(self.dir / ".terraform"), "TF_IN_AUTOMATION": "1", "TF_INPUT": "0",
                "CHECKPOINT_DISABLE": "1"}
-        proc = subprocess.run([str(tf), f"-chdir={paths.TERRAFORM_DIR}", *args], env=env,
-                              capture_output=True, text=True)
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            proc = subprocess.run([str(tf), f"-chdir={paths.TERRAFORM_DIR}", *args], env=env,
+                                  capture_output=True, text=True, timeout=TERRAFORM_TIMEOUT_S)
+        except subprocess.TimeoutExpired as e:
+            with open(self.log, "a") as log:
+                log.write(f"$ terraform {' '.join(args)}\n{e.stdout or ''}{e.stderr or ''}\n(killed after "
+                          f"{TERRAFORM_TIMEOUT_S} s)\n")
+            raise TestbedError(f"terraform {args[0]} did not finish within {TERRAFORM_TIMEOUT_S} s and was stopped: "
+                               f"the host's libvirtd ({self.host.uri}) is not answering (log: {self.log}). Fix: "
+                               "check that host (`harness host nested down` removes a nested one), then retry") from None
         with open(self.log, "a") as log:
             log.write(f"$ terraform {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
         if check and proc.returncode != 0:
