@@ -57,7 +57,7 @@ def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice) -> st
   <vcpu>{n.vcpus}</vcpu>
   <os><type arch='x86_64' machine='pc'>hvm</type>
     <kernel>{img / 'vmlinuz'}</kernel><initrd>{img / 'initrd.img'}</initrd>
-    <cmdline>root=LABEL=vtbroot rw console=ttyS0 init=/sbin/vtb-host-init vtb.name={DOMAIN} quiet</cmdline>
+    <cmdline>root=LABEL=vtbroot rw console=ttyS0 init=/sbin/vtb-host-init vtb.name={DOMAIN} quiet sysrq_always_enabled</cmdline>
   </os>
   <features><acpi/></features>
   {cpu}

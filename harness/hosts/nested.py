@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ DRIVE_PCI_SLOT = 0x10           # drive i sits at slot 0x10 + i
 DRIVE_SERIAL = "vtb-drive"      # drive i has serial vtb-drive<i>
 LIBVIRTD_LOG = "/var/log/libvirt/libvirtd.log"   # where the host image's libvirtd.conf logs warnings
 LOG_BYTES = 256 << 10
+SYSRQ_L = [56, 99, 38]   # Linux keycodes: left Alt, SysRq, L
 
 
 class NestedHostError(RuntimeError):
@@ -69,18 +71,34 @@ class NestedHost:
         return {"kind": "nested", "state_dir": str(self.state_dir)}
 
     def diagnostics(self) -> dict[str, str]:
-        """The L1's console (a file on this machine), its kernel log and its libvirtd log."""
+        """The L1's kernel log and libvirtd log, and its console (a file on this machine). When the
+        L1 no longer answers, its CPUs' stacks are asked for first (sysrq-l, onto the console)."""
         logs = {}
-        console = self.state_dir / "console.log"
-        if console.exists():
-            logs["nested-host-console.log"] = console.read_text(errors="replace")[-LOG_BYTES:]
         for name, argv in (("nested-host-dmesg.log", ["dmesg"]),
                            ("nested-host-libvirtd.log", ["tail", "-c", str(LOG_BYTES), LIBVIRTD_LOG])):
             try:
                 logs[name] = self.run(argv, timeout=30, check=False).stdout.decode(errors="replace")
             except (AgentError, subprocess.SubprocessError) as e:
                 logs[name] = f"(not readable: {e})"
+                if name == "nested-host-dmesg.log":
+                    self._dump_cpu_stacks()
+        console = self.state_dir / "console.log"
+        if console.exists():
+            logs["nested-host-console.log"] = console.read_text(errors="replace")[-LOG_BYTES:]
         return logs
+
+    def _dump_cpu_stacks(self) -> None:
+        """Alt-SysRq-L on the L1's keyboard (from this machine's libvirt): every CPU's backtrace,
+        printed on its serial console even when nothing inside answers."""
+        try:
+            conn = libvirt.open(paths.LIBVIRT_URI)
+            try:
+                conn.lookupByName(DOMAIN).sendKey(libvirt.VIR_KEYCODE_SET_LINUX, 0, SYSRQ_L, len(SYSRQ_L), 0)
+            finally:
+                conn.close()
+            time.sleep(5)  # the dump is slow to print under TCG
+        except libvirt.libvirtError:
+            pass
 
     @property
     def drives(self) -> tuple[str, ...]:
