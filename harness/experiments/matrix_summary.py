@@ -88,7 +88,7 @@ def print_matrix(rows: list[dict], group: str, metric: str, lower_is_better: boo
             eff = f", {v['ios_per_cpu_s']:,.0f} IO/CPU-s" if v.get("ios_per_cpu_s") is not None else ""
             return f"{tables.with_ci(v[metric], v.get(metric + tables.STATS), 1)}{ratio}{eff}{tables.NOISY_MARK if v.get(metric + tables.NOISY) else ''}"
         table.add_row(r["label"], cell("host"), *[cell(b) for b in backends], best_backend(r, metric, lower_is_better))
-    tables = [table]
+    shown = [table]
     if metric.startswith("lat"):
         lat = Table(title=f"{group}: latency percentiles (us)")
         for col in ("point", "env", "mean", "p50", "p99", "p99.9"):
@@ -97,9 +97,9 @@ def print_matrix(rows: list[dict], group: str, metric: str, lower_is_better: boo
             for b, v in sorted(r["results"].items()):
                 if v.get("lat_mean") is not None:
                     lat.add_row(r["label"], b, *(f"{v[k]:,.1f}" for k in ("lat_mean", "lat_p50", "lat_p99", "lat_p999")))
-        tables.append(lat)
+        shown.append(lat)
     notes = tables.noisy_notes([(f"{r['label']} {b}", v) for r in rows for b, v in r["results"].items()], metric)
-    return tables.render(tables, [(r["label"], e) for r in rows for e in r["errors"]], notes=notes)
+    return tables.render(shown, [(r["label"], e) for r in rows for e in r["errors"]], notes=notes)
 
 
 def backends_bars(rows: list[dict], path: Path, metric: str, title: str) -> Path:

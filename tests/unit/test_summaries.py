@@ -1,0 +1,40 @@
+"""Each experiment's own summary (rows over repeats, table, plot) renders from samples as the
+pipeline stores them: the matrix family's, with latency percentiles, and vm-scaling's."""
+from harness.experiments import matrix_summary, vm_scaling
+from harness.samples import Sample
+
+
+def matrix_samples(group: str, metric: str, unit: str) -> list[Sample]:
+    out = []
+    for backend, base in (("host", 100.0), ("virtio-blk", 160.0), ("nvme", 150.0)):
+        for rep, jitter in enumerate((0.0, 4.0, -3.0)):
+            meta = {"group": group, "point": "randread-qd1", "backend": backend, "repeat": rep,
+                    "env": "physical" if backend == "host" else "virtual", "noisy_cv_threshold": 0.10,
+                    "host_quiet": rep != 2, "quiet_reason": "other work used 30% of the host's CPU"}
+            out += [Sample(metric, base + jitter, unit, meta)]
+            out += [Sample(m, base + jitter + k, "us", meta) for k, m in enumerate(("lat_p50", "lat_p99", "lat_p999"))]
+    return out
+
+
+def test_matrix_table_and_plot(tmp_path):
+    rows = matrix_summary.matrix_rows(matrix_samples("latency", "lat_mean", "us"), "latency")
+    text = matrix_summary.print_matrix(rows, "latency", "lat_mean", True, accel="tcg")
+    assert "latency: lat_mean (us)" in text and "latency percentiles" in text
+    assert "no test possible: 3 and 3 repeats" in text and "best mean nvme" in text  # lower is better
+    assert "noisy randread-qd1 host lat_mean: host not quiet" in text
+    png = matrix_summary.backends_bars(rows, tmp_path / "latency.png", metric="lat_mean", title="t")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_vm_scaling_table_and_plot(tmp_path):
+    samples = []
+    for n in (1, 2):
+        for env, base in (("physical", 1000.0 * n), ("virtual", 100.0 * n)):
+            for rep in range(3):
+                meta = {"scope": "aggregate", "vm_count": n, "env": env, "repeat": rep, "host_quiet": True}
+                samples.append(Sample("aggregate_iops", base + rep, "IOPS", meta))
+    rows = vm_scaling.vm_scaling_rows(samples)
+    assert [r["vm_count"] for r in rows] == [1, 2]
+    text = vm_scaling.print_vm_scaling(rows, accel="tcg")
+    assert "2,001 ±" in text and "VMs" in text
+    assert vm_scaling.plot(rows, tmp_path / "v.png", title="t").read_bytes()[:4] == b"\x89PNG"
