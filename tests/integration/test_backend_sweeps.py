@@ -79,7 +79,7 @@ def test_nvme_latency(tmp_path):
 def loop_device(tmp_path):
     backing = tmp_path / "vtb-ci-passthrough.img"
     with open(backing, "wb") as f:
-        f.write(os.urandom(64 << 20))  # real data: a zeroed device is read without I/O
+        f.write(os.urandom(128 << 20))  # real data (a zeroed device is read without I/O); one fleet slice
     dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(backing)], capture_output=True,
                          text=True, check=True).stdout.strip()
     yield dev

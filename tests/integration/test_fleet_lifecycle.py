@@ -56,7 +56,7 @@ def test_up_provisions_the_fleet(fleet):
     assert [v["name"] for v in fleet["vms"]] == ["vtb-ci-vm0", "vtb-ci-vm1"]
     assert fleet["accel"]["accel"] in ("kvm", "tcg") and fleet["accel"]["reason"]
     device = Path(fleet["device_path"])
-    assert device.stat().st_size == 2 * 64 << 20
+    assert device.stat().st_size == 2 * 128 << 20
     assert device.stat().st_blocks * 512 >= device.stat().st_size  # prefilled, not sparse
     with open(device, "rb") as f:
         assert f.read(1 << 20).count(0) < 1 << 16  # random data, not zeros
