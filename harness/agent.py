@@ -89,9 +89,18 @@ class GuestAgent:
         while time.monotonic() - start < timeout:
             if self.ping(timeout=2):
                 return time.monotonic() - start
+            self._still_running()
             time.sleep(0.2)
-        raise AgentError(f"{self.vm}: guest agent did not answer within {timeout:.0f} s "
-                         "(see the VM's console log under the state dir)")
+        raise AgentError(f"{self.vm}: guest agent did not answer within {timeout:.0f} s")
+
+    def _still_running(self) -> None:
+        """Raises at once when waiting longer cannot help: the VM stopped, or its host's libvirtd is gone."""
+        try:
+            active = self.domain.isActive()
+        except libvirt.libvirtError as e:
+            raise AgentError(f"{self.vm}: its host's libvirtd stopped answering ({e.get_error_message()})") from None
+        if not active:
+            raise AgentError(f"{self.vm}: the VM stopped before its guest agent answered")
 
     def exec(self, path: str, args: list[str] = (), *, env: dict[str, str] | None = None,
              stdin: bytes | None = None, timeout: float = 60) -> ExecResult:

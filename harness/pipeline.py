@@ -20,21 +20,18 @@ from __future__ import annotations
 import contextlib
 import random
 import resource
-import subprocess
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 import libvirt
 
-from harness import conditions, hoststat
+from harness import conditions, guest_consoles, hoststat
 from harness.agent import AgentError, GuestAgent
 from harness.analysis.stats import enough, summarize
 from harness.config import RepeatConfig, SettleConfig
 from harness.console import step, warn
 from harness.samples import Sample
-from harness.store import write_atomic
 
 PHYSICAL, VIRTUAL = "physical", "virtual"
 # (label, command-line text) of the processes whose CPU time every point records, beside its QEMUs
@@ -134,7 +131,7 @@ class Pipeline:
                     self._one(conn, by_id[pid], r, i)
                     self.last = pid
         finally:
-            self.keep_consoles(conn)
+            self.keep_consoles()
             with contextlib.suppress(libvirt.libvirtError):
                 conn.close()
         self._ratios(points)
@@ -151,21 +148,9 @@ class Pipeline:
             warn(f"the connection to libvirtd at {self.uri} was lost; reconnected")
         return fresh
 
-    def keep_consoles(self, conn: libvirt.virConnect) -> None:
-        """Copies the serial console of every fleet guest, and a nested host's own logs, into the
-        run's consoles/ folder before a teardown takes them: what a lost guest said stays with the run."""
-        logs = {}
-        try:
-            conn = _fresh(conn, self.uri)
-            for dom in conn.listAllDomains():
-                if dom.name().startswith(self.quiet_prefixes):
-                    logs[dom.name()] = console_text(self.host, dom)
-        except libvirt.libvirtError as e:
-            warn(f"could not read the guests' consoles: {e.get_error_message()}")
-        for name, text in logs.items():
-            write_atomic(self.store.dir / "consoles" / f"{name}.log", text)
-        for name, text in self.host.diagnostics().items():
-            write_atomic(self.store.dir / "consoles" / name, text)
+    def keep_consoles(self) -> None:
+        """The fleet guests' consoles, and a nested host's own logs, kept in the run's consoles/ folder."""
+        guest_consoles.keep(self.host, self.uri, self.quiet_prefixes, self.store.dir / "consoles")
 
     def _converged(self, p: Point) -> bool:
         return enough(self.values(p.id, p.headline), self.repeat.target_rel_ci, minimum=self.repeat.count)
@@ -332,7 +317,7 @@ class Pipeline:
                 agent = GuestAgent(dom)
                 if not force and state == "running" and agent.ping(timeout=5):
                     continue
-                tail = console_tail(self.host, dom)
+                tail = guest_consoles.tail(self.host, dom)
                 notes.append(f"{name} was {state} and its agent did not answer; console tail:\n{tail}")
                 warn(f"{name}: agent lost ({state}); restarting the guest")
                 if dom.isActive():
@@ -384,26 +369,6 @@ def _fresh(conn: libvirt.virConnect, uri: str) -> libvirt.virConnect:
     except libvirt.libvirtError:
         pass
     return libvirt.open(uri)
-
-
-CONSOLE_BYTES = 256 << 10   # the end of a console log that a run keeps
-
-
-def console_text(host, dom: libvirt.virDomain) -> str:
-    """The end of a guest's serial console log file, read on the host the guest runs on."""
-    try:
-        src = ET.fromstring(dom.XMLDesc()).find("./devices/serial[@type='file']/source")
-        if src is None:
-            return "(no console log file)"
-        out = host.run(["tail", "-c", str(CONSOLE_BYTES), src.get("path")], timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError, libvirt.libvirtError, ET.ParseError) as e:
-        return f"(console log not readable: {e})"
-    return out.stdout.decode(errors="replace") if out.returncode == 0 else "(console log not readable)"
-
-
-def console_tail(host, dom: libvirt.virDomain, lines: int = 20) -> str:
-    """The last lines of a guest's serial console."""
-    return "\n".join(console_text(host, dom).splitlines()[-lines:]) or "(console log empty)"
 
 
 def _own_cpu_s() -> float:

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import libvirt
 
-from harness import accel, backends, conditions, gc, hosts, paths
+from harness import accel, backends, conditions, gc, guest_consoles, hosts, paths
 from harness import raid as raid_mod  # `raid` is the array a Testbed builds
-from harness.agent import GuestAgent
+from harness.agent import AgentError, GuestAgent
 from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.config import Config
-from harness.console import step
+from harness.console import step, warn
 from harness.hosts import Host
 from harness.raid import RaidPlan, plan_from_config
 from harness.store import owner, write_atomic
@@ -211,6 +211,7 @@ class Testbed:
         if self.run_scoped:
             write_atomic(self.dir / "owner.json", json.dumps(owner()))
         write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
+        self._drop_stale_state()
         self._terraform("init", "-input=false", "-no-color")
         step(f"terraform apply: {self.cfg.fleet.vms} VM(s) named {self.cfg.prefix}-vm*")
         t0 = time.monotonic()
@@ -223,7 +224,10 @@ class Testbed:
         conditions.flush(self.host)  # the prefilled device is written back now, not during the first point
         vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
                       str(self.dir / "consoles" / f"{vm.name}.log")) for vm in plan.vms]
-        ready = self._wait_agents([v.name for v in vms], t0)
+        try:
+            ready = self._wait_agents([v.name for v in vms], t0)
+        except AgentError as e:
+            raise TestbedError(f"{e}; {self._keep_consoles_and_undo()}") from None
         record = TestbedRecord(
             prefix=self.cfg.prefix, uri=self.host.uri, vms=vms, device_path=plan.device.path,
             device_kind=plan.device.kind, accel=accel.as_dict(choice),
@@ -235,6 +239,41 @@ class Testbed:
         write_atomic(self.record_path, json.dumps(asdict(record), indent=2))
         step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start")
         return record
+
+    def _drop_stale_state(self) -> None:
+        """A Terraform state whose pool its host no longer has describes resources that went with
+        that host (a nested host rebuilt, a libvirtd reset): refreshing it would fail on every
+        volume, so it is set aside (kept as .stale) and what is left with the prefix is removed."""
+        state = self.dir / "terraform.tfstate"
+        if not state.exists() or not json.loads(state.read_text() or "{}").get("resources"):
+            return
+        conn = libvirt.open(self.host.uri)
+        try:
+            conn.storagePoolLookupByName(self.cfg.prefix)
+            return
+        except libvirt.libvirtError:
+            pass
+        finally:
+            conn.close()
+        warn(f"the fleet's Terraform state names pool {self.cfg.prefix}, which {self.host.uri} no longer has "
+             "(its host was rebuilt or reset): starting from a clean state")
+        state.replace(state.with_name("terraform.tfstate.stale"))
+        gc.collect(self.cfg.prefix + "-", self.host.uri)
+
+    def _keep_consoles_and_undo(self) -> str:
+        """After guests that never answered: their consoles kept where the teardown cannot take them,
+        then the fleet undone, so the next `up` starts clean. Says where the consoles are."""
+        dest = self.cfg.state_dir / "logs" / f"{self.cfg.prefix}-consoles-{time.strftime('%Y%m%d-%H%M%S')}"
+        logs = guest_consoles.keep(self.host, self.host.uri, (self.cfg.prefix + "-",), dest)
+        host_stopped = self.host.stopped()
+        self.down(quiet=True)
+        if host_stopped:
+            return (f"{host_stopped}. The fleet's state was removed; the consoles are kept in {dest}. "
+                    "Fix: retry (`harness testbed up` boots a new nested host); if it stops again, read its console")
+        last = next((t for n, t in logs.items() if n.startswith(self.cfg.prefix)), "")
+        tail = "\n".join(last.splitlines()[-15:])
+        return (f"the fleet was torn down. Its consoles are kept in {dest}" + (f"; the last lines:\n{tail}" if tail else "")
+                + "\nFix: retry `harness testbed up`; if it fails again, read those consoles")
 
     def _wait_agents(self, names: list[str], t0: float) -> dict[str, float]:
         conn = libvirt.open(self.host.uri)

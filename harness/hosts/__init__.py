@@ -36,6 +36,9 @@ class Host(Node, Protocol):
         """The host's own logs worth keeping with a run ({file name: text}; a nested host's console,
         kernel log and libvirtd log), so that what went wrong inside it outlives its teardown."""
 
+    def stopped(self) -> str | None:
+        """Why the host itself is no longer running (a nested host that reset), or None."""
+
 
 def from_descriptor(d: dict) -> Host:
     if d["kind"] == "local":

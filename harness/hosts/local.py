@@ -24,3 +24,6 @@ class LocalHost:
 
     def diagnostics(self) -> dict[str, str]:
         return {}  # this machine's logs stay where they are
+
+    def stopped(self) -> str | None:
+        return None  # this machine is running this code

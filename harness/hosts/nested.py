@@ -56,16 +56,23 @@ class NestedHost:
         if not path.exists():
             raise NestedHostError("no nested host is up. Fix: run `harness host nested up` (with the same config)")
         host = cls(state_dir, NestedRecord(**json.loads(path.read_text())))
+        if reason := host.stopped():
+            raise NestedHostError(f"{reason}. Fix: `harness host nested down` then `up`")
+        return host
+
+    def stopped(self) -> str | None:
+        """Why the L1 is not running (gone, or stopped: it reset or powered off), or None."""
         try:
             conn = libvirt.open(paths.LIBVIRT_URI)
             try:
                 if not conn.lookupByName(DOMAIN).isActive():
-                    raise NestedHostError(f"{DOMAIN} is not running. Fix: `harness host nested down` then `up`")
+                    return (f"{DOMAIN} is not running (it reset or powered off; its console is "
+                            f"{self.state_dir / 'console.log'})")
             finally:
                 conn.close()
         except libvirt.libvirtError:
-            raise NestedHostError(f"{DOMAIN} does not exist. Fix: `harness host nested down` then `up`") from None
-        return host
+            return f"{DOMAIN} does not exist"
+        return None
 
     def descriptor(self) -> dict:
         return {"kind": "nested", "state_dir": str(self.state_dir)}

@@ -62,6 +62,21 @@ def test_up_provisions_the_fleet(fleet):
         assert f.read(1 << 20).count(0) < 1 << 16  # random data, not zeros
 
 
+def test_a_state_whose_pool_its_host_lost_is_set_aside(fleet, tmp_path):
+    """A fleet state that outlived its host (a rebuilt nested host) would fail every refresh: the
+    next `up` sets it aside; a live fleet's state is kept."""
+    from harness import settings
+    from harness.testbed import Testbed
+    stale = Testbed(settings.load(CONFIG, [f"state_dir={tmp_path}", "fleet.name=gone"]))
+    stale.dir.mkdir(parents=True)
+    (stale.dir / "terraform.tfstate").write_text(json.dumps({"resources": [{"type": "libvirt_pool"}]}))
+    stale._drop_stale_state()
+    assert not (stale.dir / "terraform.tfstate").exists() and (stale.dir / "terraform.tfstate.stale").exists()
+    live = Testbed(settings.load(CONFIG))
+    live._drop_stale_state()
+    assert (live.dir / "terraform.tfstate").exists()
+
+
 def test_doctor_reports_the_host(fleet):
     out = harness("doctor")
     for check in ("libvirtd", "accelerator", "qemu-storage-daemon", "guest image", "terraform-provider-libvirt"):

@@ -103,17 +103,19 @@ def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
     from harness.workloads import fio
     extra = ["--set", "raid.level=10", "--set", "raid.filesystem=ext4", "--set", "fleet.vms=1",
              "--set", "fleet.disk_size_mib=64"]
-    harness("testbed", "up", *extra)
-    rec = json.loads((STATE / "cin" / "testbed.json").read_text())
-    assert rec["raid"]["level"] == 10 and rec["device_path"] == "/dev/vtb-cin-raid-data"
-    assert rec["accel"]["accel"] == "kvm"
-    assert b"raid10" in host.run(["cat", "/proc/mdstat"]).stdout
-    vm = rec["vms"][0]
-    with guests(host.uri, [vm["name"]]) as (guest,):   # a guest is a node like a host
-        raw = fio.run(guest, FioJob(rw="randwrite", iodepth=1, runtime_s=1, ramp_s=0), locator=vm["locator"],
-                      size=vm["slice_bytes"])
-    assert fio.parse(raw).iops > 0
-    harness("testbed", "down", *extra)
+    try:
+        harness("testbed", "up", *extra)
+        rec = json.loads((STATE / "cin" / "testbed.json").read_text())
+        assert rec["raid"]["level"] == 10 and rec["device_path"] == "/dev/vtb-cin-raid-data"
+        assert rec["accel"]["accel"] == "kvm"
+        assert b"raid10" in host.run(["cat", "/proc/mdstat"]).stdout
+        vm = rec["vms"][0]
+        with guests(host.uri, [vm["name"]]) as (guest,):   # a guest is a node like a host
+            raw = fio.run(guest, FioJob(rw="randwrite", iodepth=1, runtime_s=1, ramp_s=0), locator=vm["locator"],
+                          size=vm["slice_bytes"])
+        assert fio.parse(raw).iops > 0
+    finally:
+        harness("testbed", "down", *extra)
     assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
     assert b"raid-mnt" not in host.run(["cat", "/proc/mounts"]).stdout
     assert host.run(["losetup", "--list", "--noheadings"]).stdout.strip() == b""
@@ -124,8 +126,8 @@ def test_the_main_job_on_a_raid10_array_in_the_nested_host(host, tmp_path):
     """vm-scaling on an md array: the physical baseline is host fio in the L1 on the array, the VMs
     are L2 guests whose disks are slices of it."""
     extra = ["--set", "raid.level=10", "--set", "fleet.vms=2", "--set", "fleet.disk_size_mib=64"]
-    harness("testbed", "up", *extra)
     try:
+        harness("testbed", "up", *extra)
         harness("run", "vm-scaling", *extra, "--vm-counts", "1,2", "--runtime", "2", "--ramp", "0", "--iodepth", "4",
                 "--set", f"results_dir={tmp_path}")
         (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
