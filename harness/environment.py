@@ -48,6 +48,7 @@ def collect(accel: dict, host: Host = LocalHost()) -> dict:
         "host": host.name,
         "l0_accel": host.l0_accel,
         "host_kernel": _on_host(host, ["uname", "-r"]),
+        "host_cmdline": _on_host(host, ["cat", "/proc/cmdline"]),  # e.g. a nested host's kvm_amd.npt=0
         "qemu_version": _on_host(host, ["qemu-system-x86_64", "--version"]).removeprefix("QEMU emulator version "),
         "libvirt_version": libvirt_version(host.uri),
         "host_fio_version": _on_host(host, ["fio", "--version"]),

@@ -48,8 +48,14 @@ def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice) -> st
         drives += ["-device", f"{device},drive={node},serial={DRIVE_SERIAL}{i},bus=pci.0,addr={DRIVE_PCI_SLOT + i:#x}"]
     net = ["-netdev", f"user,id=vtbnet,hostfwd=tcp:127.0.0.1:{port}-:{LIBVIRTD_PORT}",
            "-device", "virtio-net-pci,netdev=vtbnet,bus=pci.0,addr=0x1f"]
-    # TCG: the 'max' CPU model, which carries SVM, so that KVM works inside for the L2 fleet.
-    cpu = "<cpu mode='host-passthrough'/>" if choice.accel == "kvm" else "<cpu mode='maximum' migratable='off'/>"
+    # TCG: the 'max' CPU model, which carries SVM, so that KVM works inside for the L2 fleet, with
+    # kvm_amd.npt=0: with nested paging, the L1 (QEMU 7.2's TCG emulating SVM) reset or panicked
+    # within seconds of L2 guests starting, in 4 of 6 fleet bring-ups; with shadow paging, 0 of 8,
+    # and L2 boots barely slower (see DEVELOPERS.md). A KVM L0 passes its CPU through as it is.
+    if choice.accel == "kvm":
+        cpu, paging = "<cpu mode='host-passthrough'/>", ""
+    else:
+        cpu, paging = "<cpu mode='maximum' migratable='off'/>", " kvm_amd.npt=0"
     img = HOST_IMAGE_DIR.resolve()
     return f"""<domain type={attr(choice.domain_type)}>
   <name>{DOMAIN}</name>
@@ -57,7 +63,7 @@ def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice) -> st
   <vcpu>{n.vcpus}</vcpu>
   <os><type arch='x86_64' machine='pc'>hvm</type>
     <kernel>{img / 'vmlinuz'}</kernel><initrd>{img / 'initrd.img'}</initrd>
-    <cmdline>root=LABEL=vtbroot rw console=ttyS0 init=/sbin/vtb-host-init vtb.name={DOMAIN} quiet sysrq_always_enabled</cmdline>
+    <cmdline>root=LABEL=vtbroot rw console=ttyS0 init=/sbin/vtb-host-init vtb.name={DOMAIN} quiet sysrq_always_enabled{paging}</cmdline>
   </os>
   <features><acpi/></features>
   {cpu}
