@@ -104,9 +104,19 @@ def gc(config_path, overrides, everything) -> None:
     if keep:
         console.print(f"gc: keeping what live state owns: {', '.join(keep)} (--all removes it too)", markup=False)
     removed = gc_mod.collect(paths.PREFIX, keep=keep)
+    if nested := _nested_host_if_up(cfg):  # what runs inside the nested host, by the same rule
+        removed += [f"{r} (in the nested host)" for r in gc_mod.collect(paths.PREFIX, nested, keep=keep)]
     for r in removed:
         console.print(f"removed {r}", markup=False)
     console.print(f"gc: {len(removed)} removed")
+
+
+def _nested_host_if_up(cfg):
+    from harness.hosts.nested import NestedHost, NestedHostError
+    try:
+        return NestedHost.load(cfg.state_dir / "nested")
+    except NestedHostError:
+        return None
 
 
 @cli.group()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 import libvirt
 from rich.table import Table
@@ -10,36 +9,48 @@ from rich.table import Table
 from harness import accel, paths
 from harness.environment import libvirt_version
 from harness.config import Config
+from harness.hosts import Host
 from harness.console import console
 
 
-def checks(cfg: Config) -> list[tuple[str, bool, str]]:
+TOOLS = (("qemu-system-x86_64", "runs the guests", "run `make testbed up`"),
+         ("qemu-storage-daemon", "vhost-user-blk backend", "run `make testbed up`"),
+         ("fio", "the physical baseline", "run `make testbed up`"),
+         ("mdadm", "RAID arrays on this host (a nested host has its own)", "apt install mdadm"))
+
+
+def host_checks(host: Host) -> list[tuple[str, bool, str]]:
+    """What any host needs, checked through the host itself (this machine, or a nested one)."""
+    from harness import raid
+    label = "" if host.name == "local" else f"{host.label}: "
     out = []
     try:
-        libvirt.open(paths.LIBVIRT_URI).close()
-        out.append(("libvirtd", True, f"{paths.LIBVIRT_URI}, libvirt {libvirt_version(paths.LIBVIRT_URI)}"))
+        libvirt.open(host.uri).close()
+        out.append((f"{label}libvirtd", True, f"{host.uri}, libvirt {libvirt_version(host.uri)}"))
     except libvirt.libvirtError as e:
-        out.append(("libvirtd", False, f"not reachable ({e.get_error_message()}); run `make testbed up`"))
+        out.append((f"{label}libvirtd", False, f"not reachable ({e.get_error_message()}); run `make testbed up`"))
+    md_missing = raid.md_support(host)
+    out.append((f"{label}md (software RAID)", md_missing is None, md_missing or "available"))
+    for tool, why, fix in TOOLS:
+        found = host.run(["sh", "-c", f"command -v {tool}"], timeout=30, check=False)
+        path = found.stdout.decode().strip()
+        out.append((f"{label}{tool}", found.returncode == 0, path or f"missing ({why}); {fix}"))
+    return out
+
+
+def checks(cfg: Config) -> list[tuple[str, bool, str]]:
+    from harness.hosts import LocalHost
+    from harness.hosts.nested import HOST_IMAGE_DIR, NestedHost, NestedHostError
+    out = host_checks(LocalHost())
     kernel = paths.IMAGE_DIR / "vmlinuz"
     if kernel.exists():
         choice = accel.choose("auto", kernel, cfg.state_dir)
         out.append(("accelerator", True, f"{choice.accel}: {choice.reason}"))
     else:
         out.append(("accelerator", False, "not probed: the guest image (its kernel) is not built"))
-    from harness import raid
-    from harness.hosts import LocalHost
-    from harness.hosts.nested import HOST_IMAGE_DIR
-    md_missing = raid.md_support(LocalHost())
-    out.append(("host md (software RAID)", md_missing is None, md_missing or "available"))
     host_image = HOST_IMAGE_DIR / "rootfs.qcow2"
     out.append(("nested host image", host_image.exists(), str(host_image.resolve()) if host_image.exists() else
                 "not built (`harness host nested up` builds it, or `make host-image`)"))
-    for tool, why, fix in (("qemu-system-x86_64", "runs the guests", "run `make testbed up`"),
-                           ("qemu-storage-daemon", "vhost-user-blk backend", "run `make testbed up`"),
-                           ("fio", "the physical baseline", "run `make testbed up`"),
-                           ("mdadm", "RAID arrays on this host (a nested host has its own)", "apt install mdadm")):
-        path = shutil.which(tool)
-        out.append((tool, path is not None, path or f"missing ({why}); {fix}"))
     image = paths.IMAGE_DIR / "rootfs.qcow2"
     out.append(("guest image", image.exists(), str(image.resolve()) if image.exists() else
                 "not built; run `make testbed up`"))
@@ -51,6 +62,15 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
                 "not built; run `make testbed up`"))
     out.append(("/dev/kvm", os.path.exists("/dev/kvm"), "present (only the probe says whether it works)"
                 if os.path.exists("/dev/kvm") else "absent: guests run under TCG"))
+    try:  # a nested host that is up is checked the same way, from inside
+        nested = NestedHost.load(cfg.state_dir / "nested")
+    except NestedHostError as e:
+        out.append(("nested host", True, f"not up ({e})"))
+        return out
+    out.append(("nested host", True, f"up, {nested.uri}, L1 under {nested.l0_accel}"))
+    out += host_checks(nested)
+    kvm = nested.run(["test", "-c", "/dev/kvm"], timeout=30, check=False).returncode == 0
+    out.append((f"{nested.label}: /dev/kvm", kvm, "present" if kvm else "absent: its guests cannot use KVM"))
     return out
 
 

@@ -1,36 +1,31 @@
-"""Finds and removes what the harness created, by name prefix only: domains, pools, stray QEMU
-processes and storage daemons, loop devices and mounts. Safe after a SIGKILL; never touches
-anything without the prefix."""
+"""Finds and removes what the harness created on a host, by name prefix only: domains, pools,
+stray QEMU processes and storage daemons, loop devices and mounts. Safe after a SIGKILL; never
+touches anything without the prefix."""
 from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 from pathlib import Path
 
 import libvirt
 
 from harness import paths
+from harness.hosts import Host, LocalHost, Node
 
 
 def _kept(name: str, keep: tuple[str, ...]) -> bool:
     return any(k in name for k in keep)
 
 
-def _processes(prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[int, str]]:
+def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[int, str]]:
+    """QEMUs and storage daemons on the host whose command line carries the prefix."""
     found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        exe = os.path.basename(argv[0].decode(errors="replace"))
-        args = b" ".join(argv[1:]).decode(errors="replace")
+    out = host.run(["ps", "-ww", "-eo", "pid=,args="], timeout=30, check=False).stdout.decode(errors="replace")
+    for line in out.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        exe = os.path.basename(args.split(" ", 1)[0])
         if exe.startswith(("qemu-system", "qemu-storage-daemon")) and prefix in args and not _kept(args, keep):
-            found.append((int(proc.name), exe))
+            found.append((int(pid), exe))
     return found
 
 
@@ -68,27 +63,28 @@ def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) ->
     return removed
 
 
-def _loops_and_mounts(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+def _loops_and_mounts(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     removed = []
-    for line in reversed(Path("/proc/mounts").read_text().splitlines()):
+    mounts = host.run(["cat", "/proc/mounts"], timeout=30, check=False).stdout.decode(errors="replace")
+    for line in reversed(mounts.splitlines()):
         target = line.split()[1]
         parts = Path(target).parts
         if any(part.startswith(prefix) for part in parts) and not any(part.startswith(keep) for part in parts):
-            subprocess.run(["umount", "-l", target], check=False)
+            host.run(["umount", "-l", target], timeout=60, check=False)
             removed.append(f"mount {target}")
-    out = subprocess.run(["losetup", "--json", "--list"], capture_output=True, text=True).stdout
+    out = host.run(["losetup", "--json", "--list"], timeout=30, check=False).stdout.decode(errors="replace")
     for loop in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
         name = Path(loop.get("back-file") or "").name
         if name.startswith(prefix) and not name.startswith(keep):
-            subprocess.run(["losetup", "-d", loop["name"]], check=False)
+            host.run(["losetup", "-d", loop["name"]], timeout=60, check=False)
             removed.append(f"loop device {loop['name']}")
     return removed
 
 
-def leftovers(prefix: str, uri: str = paths.LIBVIRT_URI) -> list[str]:
-    """What exists with this prefix, without removing it (for checks and tests)."""
-    found = [f"process {pid} ({exe})" for pid, exe in _processes(prefix)]
-    conn = libvirt.open(uri)
+def leftovers(prefix: str, host: Host = LocalHost()) -> list[str]:
+    """What exists with this prefix on the host, without removing it (for checks and tests)."""
+    found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix)]
+    conn = libvirt.open(host.uri)
     try:
         found += [f"domain {d.name()}" for d in conn.listAllDomains() if d.name().startswith(prefix)]
         found += [f"pool {p.name()}" for p in conn.listAllStoragePools() if p.name().startswith(prefix)]
@@ -97,31 +93,32 @@ def leftovers(prefix: str, uri: str = paths.LIBVIRT_URI) -> list[str]:
     return found
 
 
-def collect(prefix: str, uri: str = paths.LIBVIRT_URI, keep: tuple[str, ...] = ()) -> list[str]:
-    """Removes everything with this prefix, except what starts with a `keep` prefix (owned by live
-    state), and says what it removed."""
+def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -> list[str]:
+    """Removes everything with this prefix on the host (through its libvirt and its own commands:
+    this machine or a nested one), except what starts with a `keep` prefix (owned by live state),
+    and says what it removed."""
     if not prefix.startswith(paths.PREFIX):
         raise ValueError(f"refusing to collect {prefix!r}: only names starting with {paths.PREFIX} are ours")
     removed = []
     try:
-        conn = libvirt.open(uri)
+        conn = libvirt.open(host.uri)
     except libvirt.libvirtError as e:
         conn = None
-        removed.append(f"(libvirt not reachable, skipped domains and pools: {e.get_error_message()})")
+        removed.append(f"(libvirt at {host.uri} not reachable, skipped domains and pools: {e.get_error_message()})")
     if conn is not None:
         try:
             removed += _domains(conn, prefix, keep)
             removed += _pools(conn, prefix, keep)
         finally:
             conn.close()
-    for pid, exe in _processes(prefix, keep):  # QEMUs libvirt no longer knows, probes, storage daemons
-        try:
-            os.kill(pid, signal.SIGKILL)
+    if host.stopped():
+        return removed  # nothing runs on a host that stopped
+    for pid, exe in _processes(host, prefix, keep):  # QEMUs libvirt no longer knows, probes, storage daemons
+        if host.run(["kill", "-9", str(pid)], timeout=30, check=False).returncode == 0:
             removed.append(f"process {pid} ({exe})")
-        except ProcessLookupError:
-            pass
-    removed += _loops_and_mounts(prefix, keep)
-    removed += _scratch_files(prefix, keep)
+    removed += _loops_and_mounts(host, prefix, keep)
+    if host.name == "local":  # the state dirs gc knows are this machine's
+        removed += _scratch_files(prefix, keep)
     return removed
 
 

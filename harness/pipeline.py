@@ -171,13 +171,17 @@ class Pipeline:
                 "repeat": rep, "round_order": order, "seed": self.seed,
                 "drop_caches": self.repeat.drop_caches, "noisy_cv_threshold": self.repeat.noisy_cv}
 
-    def _one(self, conn: libvirt.virConnect, p: Point, rep: int, order: int) -> None:
-        meta = self._meta(p, rep, order)
-        what = f"{p.id} (repeat {rep + 1})"
-        if self.progress:
+    def _one(self, conn: libvirt.virConnect, p: Point, rep: int, order: int, retried_after: str = "") -> None:
+        """One repeat of one point. When its guest stops answering mid-point and a restart brings
+        it back, the point is measured once more at once (its samples say why in `retried_after`);
+        a second loss is recorded as the point's failure."""
+        meta = {**self._meta(p, rep, order), **({"retried_after": retried_after} if retried_after else {})}
+        what = f"{p.id} (repeat {rep + 1}{', again' if retried_after else ''})"
+        if self.progress and not retried_after:
             self.progress.start(what)
         step(f"  {what}")
         t0 = time.monotonic()
+        retry = False
         try:
             with conditions.suspended(conn, self.quiet_prefixes, keep=set(p.vms)) as paused:
                 restarted = self._check_guests(conn, p.vms)
@@ -208,19 +212,27 @@ class Pipeline:
             raise
         except Exception as e:  # recorded as failed, never as a number
             error = str(e)
+            back = False
             if isinstance(e, AgentError):
-                error += self._recover(conn, p.vms)
+                notes, back = self._recover(conn, p.vms)
+                error += notes
             files = {}
             for out in p.on_failure(e) if p.on_failure else []:
                 files.update(self._keep(p, rep, out))
-            self.store.add([Sample(p.headline, None, "", {**meta, "scope": "aggregate", "vm": "", **files,
-                                                          "point_wall_s": round(time.monotonic() - t0, 3)},
-                                   status="failed", error=error)])
-            self.failed.add(p.id)
-            warn(f"{p.id} failed: {error} (not repeated)")
+            retry = bool(back and p.vms and not retried_after)
+            if retry:
+                warn(f"{p.id}: its guest stopped answering and was restarted; measuring the point again")
+            else:
+                self.store.add([Sample(p.headline, None, "", {**meta, "scope": "aggregate", "vm": "", **files,
+                                                              "point_wall_s": round(time.monotonic() - t0, 3)},
+                                       status="failed", error=error)])
+                self.failed.add(p.id)
+                warn(f"{p.id} failed: {error} (not repeated)")
         finally:
-            if self.progress:
+            if self.progress and not retry:
                 self.progress.done()
+        if retry:
+            self._one(self._reconnected(conn), p, rep, order, retried_after=error)
 
     def _conditions(self, usage: conditions.Usage, harness_cpu_s: float, settled, paused, ncpu: int) -> dict:
         """The point's conditions, and whether the host was quiet: it settled, and work other than
@@ -302,13 +314,14 @@ class Pipeline:
             except AgentError as e:
                 why = str(e)
             warn(f"{name}: {why}; restarting it before the point")
-            notes.append(f"{name}: {why}{self._recover(conn, (name,), force=True)}")
+            notes.append(f"{name}: {why}{self._recover(conn, (name,), force=True)[0]}")
         return "\n".join(notes)
 
-    def _recover(self, conn: libvirt.virConnect, vms: tuple[str, ...], force: bool = False) -> str:
+    def _recover(self, conn: libvirt.virConnect, vms: tuple[str, ...], force: bool = False) -> tuple[str, bool]:
         """After an agent error: what state each guest is in, the tail of its console, and a
-        restart of any guest that no longer answers, so the next point finds it working."""
-        notes = []
+        restart of any guest that no longer answers, so the next point finds it working. Returns
+        those notes, and whether a guest was restarted and every one answers again."""
+        notes, restarted, lost = [], False, False
         for name in vms:
             try:
                 conn = _fresh(conn, self.uri)
@@ -325,9 +338,11 @@ class Pipeline:
                 dom.create()
                 agent.wait_ready(180)
                 notes.append(f"{name} restarted")
+                restarted = True
             except (libvirt.libvirtError, AgentError) as e:
                 notes.append(f"{name}: could not be restarted ({e})")
-        return ("\n" + "\n".join(notes)) if notes else ""
+                lost = True
+        return ("\n" + "\n".join(notes)) if notes else "", restarted and not lost
 
     # --- after a block ---------------------------------------------------------------------
     def derived_meta(self, p: Point) -> dict:

@@ -258,7 +258,7 @@ class Testbed:
         warn(f"the fleet's Terraform state names pool {self.cfg.prefix}, which {self.host.uri} no longer has "
              "(its host was rebuilt or reset): starting from a clean state")
         state.replace(state.with_name("terraform.tfstate.stale"))
-        gc.collect(self.cfg.prefix + "-", self.host.uri)
+        gc.collect(self.cfg.prefix + "-", self.host)
 
     def _keep_consoles_and_undo(self) -> str:
         """After guests that never answered: their consoles kept where the teardown cannot take them,
@@ -293,7 +293,7 @@ class Testbed:
                 step(f"terraform destroy: {self.cfg.prefix}")
             self._terraform("destroy", "-auto-approve", "-input=false", "-no-color", *self._state_args(),
                             check=False)
-        removed = gc.collect(self.cfg.prefix + "-", self.host.uri)
+        removed = gc.collect(self.cfg.prefix + "-", self.host)
         removed += self._destroy_arrays()
         if self.dir.exists():
             shutil.rmtree(self.dir)

@@ -81,7 +81,7 @@ def test_doctor_reports_the_host(fleet):
     out = harness("doctor")
     for check in ("libvirtd", "accelerator", "qemu-storage-daemon", "guest image", "terraform-provider-libvirt"):
         assert check in out.stdout
-    assert "host md (software RAID)" in out.stdout
+    assert "md (software RAID)" in out.stdout
 
 
 def test_up_twice_changes_nothing(fleet):

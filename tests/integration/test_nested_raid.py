@@ -71,6 +71,10 @@ def test_nested_host_has_md_kvm_and_its_drives(host):
     assert host.run(["test", "-c", "/dev/kvm"], check=False).returncode == 0
     conn = libvirt.open(host.uri)  # libvirtd in the L1, over the loopback port forward
     conn.close()
+    from harness import doctor
+    results = doctor.checks(settings.load(CONFIG))  # the nested host is checked from inside too
+    assert ("the nested host: md (software RAID)", True, "available") in results
+    assert ("the nested host: /dev/kvm", True, "present") in results
 
 
 def test_this_host_without_md_is_told_to_use_the_nested_host():
@@ -107,6 +111,24 @@ def test_every_refusal_names_the_device_and_the_reason(host):
     assert host.run(["wipefs", "--no-act", "--noheadings", d[1]]).stdout.strip() == b""  # superblock zeroed
     with pytest.raises(raid.RaidError, match="system disk"):
         raid.create(host, plan(host, members=["/dev/vda", d[0]], allow=[*d, "/dev/vda"]))
+
+
+def test_gc_reaches_into_the_nested_host(host):
+    """A leftover inside the L1 (here a pool a killed run left behind) is found by `harness gc`
+    through the L1's libvirt and commands, like one on this machine; the L1 itself is kept."""
+    from harness import gc
+    host.run(["mkdir", "-p", "/var/tmp/vtb-gctest"])
+    conn = libvirt.open(host.uri)
+    try:
+        conn.storagePoolDefineXML("<pool type='dir'><name>vtb-gctest</name>"
+                                  "<target><path>/var/tmp/vtb-gctest</path></target></pool>")
+    finally:
+        conn.close()
+    assert gc.leftovers("vtb-gctest", host) == ["pool vtb-gctest"]
+    out = harness("gc")
+    assert "removed pool vtb-gctest and its volumes (in the nested host)" in out.stdout
+    assert gc.leftovers("vtb-gctest", host) == []
+    assert DOMAIN in l0_domains()
 
 
 def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
@@ -153,6 +175,27 @@ def test_the_main_job_on_a_raid10_array_in_the_nested_host(host, tmp_path):
     finally:
         harness("testbed", "down", *extra)
     assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
+
+
+def test_a_fio_matrix_experiment_on_the_nested_host(host, tmp_path):
+    """latency on the nested host: host fio in the L1 on its first drive, fio in an L2 guest on
+    virtio-blk over the same drive, side by side; the sweep fleet goes at the end."""
+    harness("run", "latency", "--set", "latency.backends=virtio-blk", "--set", "latency.patterns=randread,write",
+            "--set", "latency.runtime_s=2", "--set", "latency.ramp_s=0", "--set", f"results_dir={tmp_path}")
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    manifest = json.loads((run / "run.json").read_text())
+    assert manifest["status"] == "completed", (run / "summary.txt").read_text()
+    assert manifest["environment"]["host"] == "nested" and manifest["testbed"] is None
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    measured = {(r["point"], r["env"]) for r in rows if r["metric"] == "lat_mean" and r["status"] == "ok"}
+    assert measured == {(p, e) for p in ("randread-qd1", "write-qd1") for e in ("physical", "virtual")}
+    assert {r["device"] for r in rows if r["metric"] == "lat_mean"} == {host.record.drives[0]}
+    assert "randread-qd1" in (run / "summary.txt").read_text()
+    conn = libvirt.open(host.uri)
+    try:
+        assert [d.name() for d in conn.listAllDomains()] == []
+    finally:
+        conn.close()
 
 
 def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):

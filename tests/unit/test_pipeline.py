@@ -92,3 +92,27 @@ def test_adaptive_adds_rounds_only_for_points_not_yet_tight(tmp_path, fixture_te
     p = pipeline(tmp_path, count=2, adaptive=True, max_count=4, target_rel_ci=0.5)
     p.measure([fio_point("steady", PHYSICAL, raw, log)])
     assert log.count("steady") == 2  # identical values: the CI is zero after the minimum
+
+
+def test_a_point_whose_guest_was_lost_and_restarted_is_measured_again_once(tmp_path, fixture_text, monkeypatch):
+    from harness.agent import AgentError
+    raw, log = fixture_text("fio/host-randread-qd16.json"), []
+    p = pipeline(tmp_path, count=1)
+    monkeypatch.setattr(p, "_check_guests", lambda conn, vms: "")
+    monkeypatch.setattr(p, "_recover", lambda conn, vms, force=False: ("\ntest restarted", True))
+    losses = {"flaky": 1, "lost": 2}
+
+    def run(pid):
+        log.append(pid)
+        if losses[pid]:
+            losses[pid] -= 1
+            raise AgentError("test: guest agent guest-exec-status failed: not responding")
+        return [Output("test", raw)]
+    for pid in losses:
+        p.measure([Point(pid, VIRTUAL, "virtio-blk", ("test",), run=lambda pid=pid: run(pid), parse=fio.parse,
+                         headline="iops", meta={})])
+    assert log == ["flaky", "flaky", "lost", "lost"]  # one more attempt each, never a third
+    flaky = [s for s in p.store.samples if s.metadata["point_id"] == "flaky"]
+    assert flaky and all(s.status == "ok" and "not responding" in s.metadata["retried_after"] for s in flaky)
+    (lost,) = [s for s in p.store.samples if s.metadata["point_id"] == "lost"]
+    assert lost.status == "failed" and lost.metadata["retried_after"] and "test restarted" in lost.error
