@@ -13,7 +13,7 @@ from pathlib import Path
 import libvirt
 
 from harness import accel, paths
-from harness.agent import GuestAgent
+from harness.agent import AgentError, GuestAgent
 from harness.console import step
 from harness.hosts import Host, LocalHost
 from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, LIBVIRTD_PORT, NestedHost,
@@ -111,7 +111,11 @@ def up(cfg) -> NestedHost:
         dom = conn.defineXML(domain_xml(cfg, state_dir, port, choice))
         dom.create()
         step(f"nested host: booting {DOMAIN} (accel={choice.accel}), libvirtd on 127.0.0.1:{port}")
-        GuestAgent(dom).wait_ready(BOOT_TIMEOUT_S)
+        try:
+            GuestAgent(dom).wait_ready(BOOT_TIMEOUT_S)
+        except AgentError as e:
+            raise NestedHostError(f"{e}; its console is {state_dir / 'console.log'}. Fix: read it, then "
+                                  "`harness host nested down` and `up` again") from None
     finally:
         conn.close()
     record = NestedRecord(port=port, drives=[], drive_model=n.drive_model, drive_mib=n.drive_mib,

@@ -100,10 +100,13 @@ def run_section(run: Path, headlines: dict[str, str]) -> str:
     parts += ["<h3>Physical against virtual</h3>", pe_ve_table(rows, headlines)]
     failures = [r for r in rows if r.get("status") != "ok"]
     skipped = manifest.get("skipped") or {}
-    if failures or skipped:
-        parts.append("<h3>Failures and skipped</h3><ul>")
+    retried = {(r.get("point_id"), r.get("repeat")): r for r in rows if r.get("retried_after")}
+    if failures or skipped or retried:
+        parts.append("<h3>Failures, retries and skipped</h3><ul>")
         parts += [f"<li class=fail>{_e(r.get('point'))} ({_e(r.get('env'))} {_e(r.get('backend', ''))}): "
                   f"{_e(r.get('error'))}</li>" for r in failures]
+        parts += [f"<li>measured again, repeat {_e(r.get('repeat'))} of {_e(pid)}: its guest was lost and "
+                  f"restarted: {_e(r['retried_after'].splitlines()[0])}</li>" for (pid, _), r in retried.items()]
         parts += [f"<li>skipped {_e(k)}: {_e(v)}</li>" for k, v in skipped.items()]
         parts.append("</ul>")
     if (run / "summary.txt").exists():

@@ -93,11 +93,14 @@ def test_html_report_lists_failures_skips_and_the_pe_ve_table(tmp_path):
     store_rows = (run / "samples.jsonl").read_text()
     failed = {"metric": "aggregate_iops", "value": None, "status": "failed", "error": "vm0: fio exited 1",
               "experiment": "vm-scaling", "point": "virtual-n2", "env": "virtual", "scope": "aggregate"}
-    (run / "samples.jsonl").write_text(store_rows + json.dumps(failed) + "\n")
+    retried = {**failed, "value": 95.0, "status": "ok", "error": None, "point_id": "virtual-n1", "repeat": 1,
+               "point": "virtual-n1", "retried_after": "vm1: guest agent is not responding\nvm1 restarted"}
+    (run / "samples.jsonl").write_text(store_rows + json.dumps(failed) + "\n" + json.dumps(retried) + "\n")
     manifest = json.loads((run / "run.json").read_text())
     manifest["skipped"] = {"4": "exceeds fleet size"}
     (run / "run.json").write_text(json.dumps(manifest))
     page = render([run])
     assert "vm0: fio exited 1" in page and "exceeds fleet size" in page
+    assert "measured again, repeat 1 of virtual-n1: its guest was lost and restarted: vm1: guest agent" in page
     assert "1,000.0 ±" in page  # mean and CI of the two repeats
     assert "emulated CPU" in page  # accel=tcg is called out
