@@ -26,9 +26,13 @@ def text(host, dom: libvirt.virDomain) -> str:
     return out.stdout.decode(errors="replace") if out.returncode == 0 else "(console log not readable)"
 
 
+def last_lines(console: str, lines: int = 20) -> str:
+    return "\n".join(console.splitlines()[-lines:])
+
+
 def tail(host, dom: libvirt.virDomain, lines: int = 20) -> str:
     """The last lines of a guest's serial console."""
-    return "\n".join(text(host, dom).splitlines()[-lines:]) or "(console log empty)"
+    return last_lines(text(host, dom), lines) or "(console log empty)"
 
 
 def keep(host, uri: str, prefixes: tuple[str, ...], dest: Path) -> dict[str, str]:

@@ -212,14 +212,14 @@ class Pipeline:
             raise
         except Exception as e:  # recorded as failed, never as a number
             error = str(e)
-            back = False
+            recovered = False
             if isinstance(e, AgentError):
-                notes, back = self._recover(conn, p.vms)
+                notes, recovered = self._recover(conn, p.vms)
                 error += notes
             files = {}
             for out in p.on_failure(e) if p.on_failure else []:
                 files.update(self._keep(p, rep, out))
-            retry = bool(back and p.vms and not retried_after)
+            retry = bool(recovered and p.vms and not retried_after)
             if retry:
                 warn(f"{p.id}: its guest stopped answering and was restarted; measuring the point again")
             else:

@@ -270,8 +270,8 @@ class Testbed:
         if host_stopped:
             return (f"{host_stopped}. The fleet's state was removed; the consoles are kept in {dest}. "
                     "Fix: retry (`harness testbed up` boots a new nested host); if it stops again, read its console")
-        last = next((t for n, t in logs.items() if n.startswith(self.cfg.prefix)), "")
-        tail = "\n".join(last.splitlines()[-15:])
+        guest = next((t for n, t in logs.items() if n.startswith(self.cfg.prefix)), "")
+        tail = guest_consoles.last_lines(guest, 15)
         return (f"the fleet was torn down. Its consoles are kept in {dest}" + (f"; the last lines:\n{tail}" if tail else "")
                 + "\nFix: retry `harness testbed up`; if it fails again, read those consoles")
 

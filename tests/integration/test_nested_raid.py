@@ -217,7 +217,6 @@ def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
                 "iodepth", "bs", "vm_count", "accel", "l0_accel", "host_kernel", "host_cmdline", "qemu_version"} <= r.keys()
     assert (run_dir / "raid-levels.png").stat().st_size > 10_000
     assert "raid5-n4-c512k" in (run_dir / "summary.txt").read_text()
-    # The consoles of the L2 guest (read inside the L1) and of the L1 itself stay with the run.
     # The L2 guest's console (read inside the L1), and the L1's console, kernel log and libvirtd log
     # stay with the run.
     consoles = sorted(p.name for p in (run_dir / "consoles").glob("*.log"))
