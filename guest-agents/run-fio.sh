@@ -13,6 +13,10 @@ if [ -n "${FIO_MKFS:-}" ]; then
   dev=$mnt/vtb-fio.dat
   export FIO_OFFSET=0
 fi
+if [ -n "${FIO_START_AT:-}" ]; then  # a start shared with the point's other participants (this node's clock)
+  fio --version >/dev/null   # fio paged in first, so that starting it costs the same everywhere
+  sleep "$(awk -v t="$FIO_START_AT" -v n="$(date +%s.%N)" 'BEGIN { d = t - n; printf "%.3f", d > 0 ? d : 0 }')"
+fi
 before=$(dmesg | wc -l)
 FIO_FILENAME=$dev fio --output-format=json - || exit $?
 bad=$(dmesg | tail -n +$((before + 1)) | grep -iE 'timeout|I/O error|abort|reset' | head -3)

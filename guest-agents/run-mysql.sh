@@ -15,7 +15,7 @@ stop() {
   fi
   echo "=== server config ===" >&2; cat "$mnt/server.cnf" >&2 2>/dev/null
   echo "=== server log ===" >&2; tail -c 20000 "$mnt/error.log" >&2 2>/dev/null
-  cd /; umount "$mnt" 2>/dev/null
+  cd /; umount "$mnt" 2>/dev/null && rmdir "$mnt" 2>/dev/null
 }
 fail() {  # the reason, with the server's last error when it has one
   err=$(grep -h '\[ERROR\]' "$mnt/error.log" 2>/dev/null | tail -1 | sed 's/.*\[ERROR\] //')
@@ -25,6 +25,7 @@ mkdir -p "$mnt"
 mkfs."$DB_FS" -q -F "$dev" >/dev/null 2>&1 || mkfs."$DB_FS" -f "$dev" >/dev/null 2>&1 || fail "mkfs.$DB_FS on $dev failed"
 mount "$dev" "$mnt" || fail "mounting $dev failed"
 trap stop EXIT
+trap 'exit 143' TERM INT  # dash runs the EXIT trap only on exit: so that a stopped run cleans up too
 mkdir -p "$mnt/tmp"  # a private tmpdir: servers side by side must not share temporary files
 avail=$(df -k --output=avail "$mnt" | tail -1)
 [ $((avail * 1024)) -gt "$DB_NEED_BYTES" ] || fail "the data does not fit the disk: about $DB_NEED_BYTES bytes needed, $((avail * 1024)) free on $dev"

@@ -14,10 +14,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import libvirt
 import libvirt_qemu
+
+from harness.cancel import CANCEL
 
 
 class AgentError(RuntimeError):
@@ -30,10 +32,6 @@ class AgentTimeout(AgentError):
 
 # libvirt prints every error to stderr by default; ours are raised as exceptions instead.
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
-
-# Set on Ctrl-C so that threads waiting on guest commands stop polling at once.
-CANCEL = threading.Event()
-
 
 @dataclass(frozen=True)
 class ExecResult:
@@ -68,7 +66,19 @@ class GuestAgent:
             proc.check_returncode()
         return proc
 
-    def command(self, execute: str, arguments: dict | None = None, timeout: int = 10) -> dict:
+    def clock_offset_s(self) -> float:
+        """The guest's clock minus this machine's: a guest's clock starts from the emulated RTC,
+        whole seconds off, and stands still while the guest is suspended. From the guest-get-time
+        with the shortest round trip of three, to within half of it (a few ms here)."""
+        samples = []
+        for _ in range(3):
+            sent = time.time()
+            guest_ns = self.command("guest-get-time")
+            received = time.time()
+            samples.append((received - sent, guest_ns / 1e9 - (sent + received) / 2))
+        return min(samples)[1]
+
+    def command(self, execute: str, arguments: dict | None = None, timeout: int = 10) -> Any:
         cmd = {"execute": execute, **({"arguments": arguments} if arguments else {})}
         try:
             reply = libvirt_qemu.qemuAgentCommand(self.domain, json.dumps(cmd), max(1, int(timeout)), 0)
@@ -128,12 +138,21 @@ class GuestAgent:
             time.sleep(self.POLL_S)
 
     def kill(self, pid: int) -> None:
-        """Kills a guest-exec'd process and its children (fio runs its jobs as child processes)."""
+        """Stops a guest-exec'd process and everything under it (fio's jobs, a database server):
+        SIGTERM first so that runners' traps unmount and stop servers, SIGKILL after a grace."""
         try:
-            self.command("guest-exec", {"path": "/bin/sh", "arg": ["-c", 'pkill -9 -P "$1"; kill -9 "$1"', "kill",
-                                                                  str(pid)]})
+            self.command("guest-exec", {"path": "/bin/sh", "arg": ["-c", KILL_TREE, "kill-tree", str(pid),
+                                                                  str(KILL_GRACE_S)]})
         except AgentError:
             pass
+
+
+KILL_GRACE_S = 30
+# $1: a pid, $2: seconds of grace. Runs detached in the guest (nobody waits for it).
+KILL_TREE = ('tree() { for c in $(pgrep -P "$1"); do tree "$c"; done; echo "$1"; }\n'
+             'kill -TERM $(tree "$1") 2>/dev/null\n'
+             'for _ in $(seq 1 "$2"); do kill -0 "$1" 2>/dev/null || exit 0; sleep 1; done\n'
+             'kill -KILL $(tree "$1") 2>/dev/null')
 
 
 @contextmanager
@@ -146,18 +165,25 @@ def guests(uri: str, names: Iterable[str]) -> Iterator[list[GuestAgent]]:
         conn.close()
 
 
+BARRIER_TIMEOUT_S = 60
 T = TypeVar("T")
 R = TypeVar("R")
 
 
 def in_parallel(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-    """fn over items at once (one guest each). If one fails or the user interrupts, the others'
-    guest commands are cancelled before waiting on them, so nothing keeps running."""
+    """fn over items at once (one guest or host slot each), every call released together from a
+    barrier once all threads are ready. If one fails or the user interrupts, the others' commands
+    are cancelled before waiting on them, so nothing keeps running."""
     items = list(items)
     pool = ThreadPoolExecutor(len(items))
+    barrier = threading.Barrier(len(items))
     interrupted = False
+
+    def together(item: T) -> R:
+        barrier.wait(timeout=BARRIER_TIMEOUT_S)
+        return fn(item)
     try:
-        return list(pool.map(fn, items))
+        return list(pool.map(together, items))
     except BaseException as e:
         CANCEL.set()
         interrupted = isinstance(e, (KeyboardInterrupt, SystemExit))

@@ -1,6 +1,6 @@
 """Finds and removes what the harness created on a host, by name prefix only: domains, pools,
-stray QEMU processes and storage daemons, loop devices and mounts. Safe after a SIGKILL; never
-touches anything without the prefix."""
+stray QEMU processes, storage daemons and database servers, loop devices and mounts. Safe after
+a SIGKILL; never touches anything without the prefix."""
 from __future__ import annotations
 
 import json
@@ -18,13 +18,14 @@ def _kept(name: str, keep: tuple[str, ...]) -> bool:
 
 
 def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[int, str]]:
-    """QEMUs and storage daemons on the host whose command line carries the prefix."""
+    """QEMUs, storage daemons and database servers (a host slot's, see mysql) on the host whose
+    command line carries the prefix."""
     found = []
     out = host.run(["ps", "-ww", "-eo", "pid=,args="], timeout=30, check=False).stdout.decode(errors="replace")
     for line in out.splitlines():
         pid, _, args = line.strip().partition(" ")
         exe = os.path.basename(args.split(" ", 1)[0])
-        if exe.startswith(("qemu-system", "qemu-storage-daemon")) and prefix in args and not _kept(args, keep):
+        if exe.startswith(("qemu-system", "qemu-storage-daemon", "mariadbd")) and prefix in args and not _kept(args, keep):
             found.append((int(pid), exe))
     return found
 

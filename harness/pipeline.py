@@ -26,7 +26,7 @@ from typing import Any, Callable, Protocol
 
 import libvirt
 
-from harness import conditions, guest_consoles, hoststat
+from harness import conditions, guest_consoles, hoststat, overlap
 from harness.agent import AgentError, GuestAgent
 from harness.analysis.stats import enough, summarize
 from harness.config import RepeatConfig, SettleConfig
@@ -51,6 +51,7 @@ class Output:
     who: str
     raw: str
     extra: dict[str, str] = field(default_factory=dict)   # file suffix -> text (server config, log)
+    clock_offset_s: float = 0.0   # its node's clock minus this machine's (puts tool timestamps on one line)
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,9 @@ class Pipeline:
                         for m, (v, u) in r.metrics().items()]
         if p.aggregate is not None:
             agg_meta = {**meta, "scope": "aggregate", "vm": "", "tool_version": parsed[0].version}
+            windows = [getattr(r, "window", None) for r in parsed]
+            if len(windows) > 1 and all(windows):  # the tool says when each participant ran
+                agg_meta.update(overlap.metadata(windows, [out.clock_offset_s for out in outputs]))
             samples += [Sample(m, v, u, agg_meta) for m, (v, u) in p.aggregate(parsed).items()]
         samples += self._efficiency(p, samples, meta)
         return samples

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pydantic import ValidationError
 
 from harness import accel, environment, nested_host, paths, settings
-from harness.agent import CANCEL
+from harness.cancel import CANCEL
 from harness.config import Config
 from harness.console import step, warn
 from harness.experiments import RunContext, registry
@@ -36,10 +36,6 @@ def grown(cfg: Config, need: int) -> Config:
 def run(cfg: Config, experiment_name: str) -> RunContext:
     signal.signal(signal.SIGTERM, _interrupt)  # a CI timeout or `kill` ends the run like Ctrl-C
     experiment = registry()[experiment_name]
-    if cfg.host.kind not in experiment.host_kinds:
-        raise RuntimeError(f"{experiment_name} runs on {' or '.join(experiment.host_kinds)} hosts only, not "
-                           f"host.kind={cfg.host.kind}; set host.kind={experiment.host_kinds[0]} (the RAID experiments "
-                           "run on a nested host)")
     need = experiment.fleet_size(cfg) if hasattr(experiment, "fleet_size") else 0
     deployed = Testbed.deployed_vms(cfg)
     if experiment.uses_fleet and max(need, deployed) > cfg.fleet.vms:

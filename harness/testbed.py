@@ -319,11 +319,14 @@ class Testbed:
         record = self.load()
         backend, plan = self.preflight()
         choice = self.accel()
-        wanted = json.dumps(self._tfvars(choice, backend, plan), indent=2)
-        if wanted == (self.dir / "fleet.tfvars.json").read_text():
+        wanted = json.loads(json.dumps(self._tfvars(choice, backend, plan)))  # as written: lists, not tuples
+        deployed = json.loads((self.dir / "fleet.tfvars.json").read_text())
+        if wanted == deployed:
             return record
-        step(f"the deployed fleet differs from the config (backend {record.disk['backend']} -> "
-             f"{backend.name}): re-provisioning")
+        changed = sorted(k for k in {*wanted, *deployed} if wanted.get(k) != deployed.get(k))
+        what = (f"backend {record.disk['backend']} -> {backend.name}" if record.disk["backend"] != backend.name
+                else ", ".join(changed))
+        step(f"the deployed fleet differs from the config ({what}): re-provisioning")
         return self.up()
 
     @staticmethod

@@ -69,11 +69,11 @@ def smallest_p_value(n_a: int, n_b: int) -> float:
 
 def noisy_reason(values: list[float], cv_threshold: float, unquiet: list[str] = ()) -> str:
     """Why a point's repeats should not be trusted ("" when they can): a CV over the threshold, or
-    a repeat measured while the host was not quiet (the reasons the pipeline recorded)."""
+    a repeat measured in unclean conditions: a busy host, participants apart (the recorded reasons)."""
     reasons = []
     st = summarize(values) if values else None
     if st is not None and st.cv is not None and st.cv > cv_threshold:
         reasons.append(f"CV {st.cv:.0%} > {cv_threshold:.0%}")
     if unquiet:
-        reasons.append(f"host not quiet in {len(unquiet)} repeat(s): {unquiet[0]}")
+        reasons.append(f"conditions not clean in {len(unquiet)} repeat(s): {unquiet[0]}")
     return "; ".join(reasons)

@@ -67,7 +67,6 @@ class Experiment(Protocol):
     headline: str                # the metric its tables and report lead with
     lower_is_better: bool
     uses_fleet: bool   # runs on the user's fleet (else brings up its own)
-    host_kinds: tuple[str, ...]  # the hosts (harness.hosts) its host-side measurements can run on
 
     def run(self, ctx: RunContext) -> None:
         """Declares its points and has the pipeline measure them (samples are stored as each completes)."""

@@ -114,7 +114,6 @@ class FioMatrix:
     """An experiment of the matrix: its own points (`group_points`, from its own section), or those
     of the experiments it groups (`groups`, e.g. backends: latency, iops and bandwidth)."""
     uses_fleet = False
-    host_kinds = ("local", "nested")  # the sweep device: a prefilled file here, a nested host's first drive there
     name = ""
     section = ""
     groups: tuple[str, ...] = ()  # the experiments whose points it measures (default: its own)

@@ -54,6 +54,10 @@ class Planned:
         return f"{self.point.label()}-n{self.vm_count}"
 
 
+# Where a host slot's database is mounted, on whichever host: tmpfs-backed, so nothing outlives a
+# reboot, and named with the fleet prefix, so that `gc` finds a mount or server a killed run left.
+HOST_MOUNT_DIR = "/run"
+
 AXES = {"tests": "test", "threads": "threads", "page_sizes": "page_size",
         "buffer_pool_fractions": "buffer_pool_fraction", "compression": "key_block_size"}
 
@@ -84,14 +88,12 @@ class Mysql:
              Flag("--vm-counts", ("mysql.vm_counts",), "Comma-separated VM counts."),
              Flag("--runtime", ("mysql.runtime_s",)))
     uses_fleet = True
-    host_kinds = ("local",)  # the host MariaDB runs on this machine (not yet through harness.hosts)
 
     def fleet_size(self, cfg: Config) -> int:
         return max(cfg.mysql.vm_counts)
 
     def points(self, ctx: RunContext, planned: list[Planned]) -> list[Point]:
         tb = ctx.testbed
-        fleet_dir = ctx.cfg.state_dir / ctx.cfg.fleet.name
         points = []
         for p in planned:
             vms = tb.vms[:p.vm_count]
@@ -99,16 +101,12 @@ class Mysql:
             common = dict(parse=sysbench.parse, aggregate=sysbench.aggregate, headline=self.headline, meta=meta,
                           raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
             slots = [{"device": tb.device_path, "offset": vm.slice_offset, "size": vm.slice_bytes,
-                      "mount": str(fleet_dir / f"{tb.prefix}-db{i}")} for i, vm in enumerate(vms)]
+                      "mount": f"{HOST_MOUNT_DIR}/{tb.prefix}-db{i}"} for i, vm in enumerate(vms)]
             points.append(Point(f"{p.name}/physical", PHYSICAL, "host", (), **common,
-                                run=partial(self._on_host, p.point, slots)))
+                                run=partial(sysbench.on_host, ctx.host, p.point, slots)))
             points.append(Point(f"{p.name}/virtual", VIRTUAL, tb.disk["backend"], tuple(vm.name for vm in vms),
                                 **common, baseline=f"{p.name}/physical", run=partial(sysbench.in_guests, tb.uri, p.point, vms)))
         return points
-
-    @staticmethod
-    def _on_host(point: DbPoint, slots: list[dict]) -> list:
-        return sysbench.outputs(sysbench.run_all_on_host(point, slots), [f"host-slot{i}" for i in range(len(slots))])
 
     def run(self, ctx: RunContext) -> None:
         planned, skipped = plan(ctx.cfg, len(ctx.testbed.vms))

@@ -90,7 +90,6 @@ def filesystem_support(host, fs: str) -> str | None:
 
 class RaidSweep:
     uses_fleet = False
-    host_kinds = ("local", "nested")
     name = ""
     section = ""
     Settings = RaidSweepSettings

@@ -30,7 +30,6 @@ class Settings(Section):
 
 class VmScaling:
     uses_fleet = True
-    host_kinds = ("local", "nested")  # on a nested host the fleet's device is an array (raid.level) or a drive
     name = "vm-scaling"
     section = "vm_scaling"
     Settings = Settings

@@ -21,6 +21,10 @@ class Node(Protocol):
         """Runs argv on the node (env, when given, is the whole environment). Raises
         subprocess.TimeoutExpired after `timeout`, CalledProcessError when check and it failed."""
 
+    def clock_offset_s(self) -> float:
+        """How far the node's clock is ahead of this machine's, in seconds (0 here): what puts the
+        timestamps tools print on different nodes on one time line."""
+
 
 class Host(Node, Protocol):
     """A node that serves a fleet: its libvirt URI, and what the harness made there."""

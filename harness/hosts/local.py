@@ -1,10 +1,17 @@
 """This machine as the testbed host."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import time
 from dataclasses import dataclass
 
 from harness import paths
+from harness.cancel import CANCEL, Cancelled
+
+POLL_S = 0.25
+STOP_GRACE_S = 30   # after SIGTERM, for runners' traps (stop a database server, unmount, detach a loop)
 
 
 @dataclass(frozen=True)
@@ -17,7 +24,36 @@ class LocalHost:
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
-        return subprocess.run(argv, env=env, input=input, capture_output=True, timeout=timeout, check=check)
+        """As subprocess.run, in its own process group, which is stopped (SIGTERM, then SIGKILL after
+        a grace) on timeout, on Ctrl-C, and when the run is cancelled from another thread."""
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pending = input
+        try:
+            while True:
+                try:
+                    out, err = proc.communicate(pending, timeout=POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pending = None  # sent on the first call
+                if CANCEL.is_set():
+                    _stop(proc)
+                    raise Cancelled(f"{argv[0]} on {self.label}: stopped, the run is being stopped")
+                if deadline is not None and time.monotonic() > deadline:
+                    out, err = _stop(proc)
+                    raise subprocess.TimeoutExpired(argv, timeout, out, err)
+        except BaseException:
+            if proc.poll() is None:
+                _stop(proc)  # Ctrl-C: the group is not in the terminal's, so it is stopped here
+            raise
+        done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
+        if check:
+            done.check_returncode()
+        return done
+
+    def clock_offset_s(self) -> float:
+        return 0.0  # this machine's clock is the reference
 
     def descriptor(self) -> dict:
         return {"kind": "local", "uri": self.uri}
@@ -27,3 +63,17 @@ class LocalHost:
 
     def stopped(self) -> str | None:
         return None  # this machine is running this code
+
+
+def _stop(proc: subprocess.Popen) -> tuple[bytes, bytes]:
+    """SIGTERM to the process group, SIGKILL after the grace; returns what it printed."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            return proc.communicate(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+    return b"", b""

@@ -115,6 +115,10 @@ class NestedHost:
     def l0_accel(self) -> str:
         return self.record.l0_accel["accel"]
 
+    def clock_offset_s(self) -> float:
+        with guests(paths.LIBVIRT_URI, [DOMAIN]) as (l1,):
+            return l1.clock_offset_s()
+
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
         with guests(paths.LIBVIRT_URI, [DOMAIN]) as (l1,):

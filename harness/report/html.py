@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from harness.analysis.stats import noisy_reason, summarize
+from harness.report import tables
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em}table{border-collapse:collapse;margin:1em 0}
@@ -57,8 +58,7 @@ def pe_ve_table(rows: list[dict], headlines: dict[str, str]) -> str:
         cell = cells.setdefault(point_key, {}).setdefault(where, {"values": [], "unquiet": [], "cv": 0.10})
         cell["values"].append(r["value"])
         cell["cv"] = r.get("noisy_cv_threshold", cell["cv"])
-        if r.get("host_quiet") is False:
-            cell["unquiet"].append(r.get("quiet_reason") or "host busy")
+        cell["unquiet"] += tables.unquiet_reasons(r)
         if where not in envs:
             envs.append(where)
     if not cells:
@@ -83,8 +83,8 @@ def pe_ve_table(rows: list[dict], headlines: dict[str, str]) -> str:
         body.append(f"<tr><td>{_e(name)} <small>{_e(metric)}</small></td>{''.join(tds)}</tr>")
     return (f"<table><tr><th>point (metric)</th>{head}</tr>{''.join(body)}</table>"
             "<p><small>Mean over shuffled repeats ± 95% CI (Student t) and CV where repeated; (x) = virtual / "
-            "physical; <span class=noisy>noisy</span>: CV over the threshold, or the host was not quiet during a "
-            "repeat (hover for why).</small></p>")
+            "physical; <span class=noisy>noisy</span>: CV over the threshold, or a repeat whose host was not quiet "
+            "or whose participants did not run together (hover for why).</small></p>")
 
 
 def run_section(run: Path, headlines: dict[str, str]) -> str:

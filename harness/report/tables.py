@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness import overlap
 from harness.analysis.stats import noisy_reason, summarize
 from harness.console import console as shared
 from harness.samples import Sample
@@ -32,7 +33,13 @@ def flag_noisy(d: dict, key: str, unquiet: list[str], threshold: float) -> None:
 
 
 def unquiet_of(s: Sample) -> list[str]:
-    return [] if s.metadata.get("host_quiet", True) else [s.metadata.get("quiet_reason") or "host busy"]
+    return unquiet_reasons(s.metadata)
+
+
+def unquiet_reasons(meta: dict) -> list[str]:
+    """Why a sample's conditions were not clean: a busy host, or participants that did not overlap."""
+    reasons = [] if meta.get("host_quiet", True) else [meta.get("quiet_reason") or "host busy"]
+    return reasons + ([why] if (why := overlap.reason(meta)) else [])
 
 
 def means(d: dict) -> dict:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,6 +50,7 @@ class FioResult:
     runtime_s: float
     version: str
     cpu_s: float = 0.0      # CPU fio says it used (usr + sys over each job's runtime)
+    window: tuple[float, float] | None = None   # the measured run, epoch seconds on its node's clock
 
     def metrics(self) -> dict[str, tuple[float, str]]:
         return {"iops": (self.iops, "IOPS"), "bw": (self.bw_kib_s, "KiB/s"),
@@ -147,22 +149,42 @@ def parse(raw: str) -> FioResult:
     except KeyError as e:
         raise FioError(f"cannot read the JSON of {version}: no {e} field where fio 2.x or 3.x has one; "
                        "run fio 3.x, or report this layout") from None
+    # fio stamps its report as the jobs end; the measured run is the longest job's runtime before it
+    end = doc.get("timestamp_ms", 0) / 1000
     return FioResult(iops=iops, bw_kib_s=bw, lat_mean_us=lat_sum / ios, lat_p50_us=p50, lat_p99_us=p99,
-                     lat_p999_us=p999, runtime_s=runtime_ms / 1000, version=version, cpu_s=cpu_s)
+                     lat_p999_us=p999, runtime_s=runtime_ms / 1000, version=version, cpu_s=cpu_s,
+                     window=(end - runtime_ms / 1000, end) if end else None)
+
+
+# Participants of one point start fio at one moment, this far ahead: time to issue every command
+# and page fio in (a TCG guest just resumed takes about a second), so that none starts late.
+START_MARGIN_S = 1.5
+
+
+def _started_together(offsets: list[float], extra_env: dict | None) -> list[dict]:
+    """Each participant's environment, with the shared start on its own clock when there are several."""
+    if len(offsets) < 2:
+        return [dict(extra_env or {}) for _ in offsets]
+    start = time.time() + START_MARGIN_S
+    return [{**(extra_env or {}), "FIO_START_AT": f"{start + off:.3f}"} for off in offsets]
 
 
 def on_host(host, job: FioJob, *, device: str, slots: list[tuple[int, int]],
             extra_env: dict | None = None) -> list[Output]:
     """The job on each (offset, size) region of a host device at once: one output per host slot."""
-    return [Output(f"host-slot{i}", raw) for i, raw in enumerate(in_parallel(
-        lambda slot: run(host, job, locator=f"path:{device}", offset=slot[0], size=slot[1], extra_env=extra_env),
-        slots))]
+    offset = host.clock_offset_s() if len(slots) > 1 else 0.0
+    envs = _started_together([offset] * len(slots), extra_env)
+    raws = in_parallel(lambda i: run(host, job, locator=f"path:{device}", offset=slots[i][0], size=slots[i][1],
+                                     extra_env=envs[i]), range(len(slots)))
+    return [Output(f"host-slot{i}", raw, clock_offset_s=offset) for i, raw in enumerate(raws)]
 
 
 def in_guests(uri: str, job: FioJob, vms: list, *, size: int | None = None,
               extra_env: dict | None = None) -> list[Output]:
     """The job in each VM at once, on its data disk (the whole disk unless `size`)."""
     with guests(uri, [vm.name for vm in vms]) as agents:
-        return in_parallel(lambda pair: Output(pair[1].name, run(
-            pair[0], job, locator=pair[1].locator, size=size or pair[1].slice_bytes, extra_env=extra_env)),
-            list(zip(agents, vms)))
+        offsets = [a.clock_offset_s() if len(vms) > 1 else 0.0 for a in agents]
+        envs = _started_together(offsets, extra_env)
+        raws = in_parallel(lambda i: run(agents[i], job, locator=vms[i].locator, size=size or vms[i].slice_bytes,
+                                         extra_env=envs[i]), range(len(vms)))
+    return [Output(vm.name, raw, clock_offset_s=off) for vm, raw, off in zip(vms, raws, offsets)]

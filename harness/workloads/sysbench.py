@@ -3,13 +3,13 @@ sysbench prepare and run, then the server stopped. Runs in guests via the agent 
 (on a loop device over the same slice of the host device), with the same runner script."""
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from dataclasses import asdict, dataclass
 
 from harness import paths
-from harness.agent import GuestAgent, guests, in_parallel
+from harness.agent import PATH, GuestAgent, guests, in_parallel
+from harness.hosts import Node
 from harness.pipeline import Output
 from harness.workloads import guest_script
 
@@ -112,62 +112,35 @@ def in_guests(uri: str, point: DbPoint, vms: list) -> list[Output]:
     return outputs(runs, [vm.name for vm in vms])
 
 
-def start_on_host(point: DbPoint, *, device: str, offset: int, size: int, mount: str) -> tuple[subprocess.Popen, str]:
-    """Starts the runner on a loop device over the slice; finish with `wait_on_host`."""
-    loop = subprocess.run(["losetup", "--find", "--show", "--offset", str(offset), "--sizelimit", str(size),
-                           "--direct-io=on", device], capture_output=True, text=True, check=True).stdout.strip()
-    proc = subprocess.Popen(["sh", "-c", guest_script(RUNNER), "run-mysql", f"path:{loop}"],
-                            env={**os.environ, **point.env(mount)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    return proc, loop
+# $1 device, $2 offset, $3 size, $4 the runner: the runner on a loop device over the slice. The
+# loop goes when the runner ends, also when the node stops it (TERM: the runner's traps stop the
+# server and unmount; this shell waits for them, then detaches the loop).
+LOOP_SLICE = """modprobe -q loop 2>/dev/null  # a host without udev (the nested one) loads it on first use only
+loop=$(losetup --find --show --offset "$2" --sizelimit "$3" --direct-io=on "$1") || exit 97
+trap 'echo "run-mysql: stopping" >&2' TERM INT
+sh -c "$4" run-mysql "path:$loop"; rc=$?
+losetup -d "$loop"; exit $rc"""
 
 
-def wait_on_host(proc: subprocess.Popen, loop: str, point: DbPoint) -> DbRun:
+def run_on_host(host: Node, point: DbPoint, *, device: str, offset: int, size: int, mount: str) -> DbRun:
+    """The runner on a host node, on a loop device over one slice of its device."""
+    argv = ["/bin/sh", "-c", LOOP_SLICE, "loop-slice", device, str(offset), str(size), guest_script(RUNNER)]
     try:
-        out, err = proc.communicate(timeout=timeout_s(point))
-    except BaseException:
-        proc.terminate()  # its EXIT trap stops the server and unmounts
-        try:
-            proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        raise
-    finally:
-        subprocess.run(["losetup", "-d", loop], check=False)
-    return _result(proc.returncode, out, err, "host")
+        out = host.run(argv, env={"PATH": PATH, **point.env(mount)}, timeout=timeout_s(point), check=False)
+    except subprocess.TimeoutExpired:
+        raise SysbenchError(f"{host.label}: the MariaDB point did not finish within {timeout_s(point):.0f} s; "
+                            "stopped it") from None
+    stderr = out.stderr.decode(errors="replace")
+    if out.returncode == 97:
+        raise SysbenchError(f"{host.label}: no loop device over {device}: {stderr.strip()[-300:]}")
+    return _result(out.returncode, out.stdout.decode(errors="replace"), stderr, host.label)
 
 
-def run_all_on_host(point: DbPoint, slots: list[dict]) -> list[DbRun]:
-    """Runs the point on every host slot at once (kwargs of `start_on_host` each). If one cannot
-    start, the ones already started are stopped (servers down, loop devices gone) first."""
-    started = []
-    try:
-        for slot in slots:
-            started.append(start_on_host(point, **slot))
-    except BaseException:
-        for proc, _ in started:
-            proc.terminate()  # the runner's EXIT trap stops its server and unmounts
-        for proc, loop in started:
-            try:
-                wait_on_host(proc, loop, point)
-            except Exception:
-                pass  # the failure to report is the one that stopped the start
-        raise
-    return wait_all_on_host(started, point)
-
-
-def wait_all_on_host(started: list[tuple[subprocess.Popen, str]], point: DbPoint) -> list[DbRun]:
-    """Waits for every host runner (so every server stops and every loop device goes) before
-    raising the first failure."""
-    runs, errors = [], []
-    for proc, loop in started:
-        try:
-            runs.append(wait_on_host(proc, loop, point))
-        except Exception as e:
-            errors.append(e)
-    if errors:
-        raise errors[0]
-    return runs
+def on_host(host: Node, point: DbPoint, slots: list[dict]) -> list[Output]:
+    """The point on every host slot at once (kwargs of `run_on_host` each): one output per slot.
+    When one fails, the others are stopped (servers down, loops gone) before the failure is raised."""
+    runs = in_parallel(lambda slot: run_on_host(host, point, **slot), slots)
+    return outputs(runs, [f"host-slot{i}" for i in range(len(slots))])
 
 
 @dataclass(frozen=True)

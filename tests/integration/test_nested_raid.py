@@ -156,9 +156,9 @@ def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
     assert not (STATE / "cin").exists()
 
 
-def test_the_main_job_on_a_raid10_array_in_the_nested_host(host, tmp_path):
+def test_the_main_job_and_mysql_on_a_raid10_array_in_the_nested_host(host, tmp_path):
     """vm-scaling on an md array: the physical baseline is host fio in the L1 on the array, the VMs
-    are L2 guests whose disks are slices of it."""
+    are L2 guests whose disks are slices of it; then mysql on the same fleet."""
     extra = ["--set", "raid.level=10", "--set", "fleet.vms=2", "--set", "fleet.disk_size_mib=64"]
     try:
         harness("testbed", "up", *extra)
@@ -172,9 +172,23 @@ def test_the_main_job_on_a_raid10_array_in_the_nested_host(host, tmp_path):
         agg = {(r["env"], r["vm_count"]) for r in rows if r["metric"] == "aggregate_iops" and r["value"] > 0}
         assert agg == {(e, n) for e in ("physical", "virtual") for n in (1, 2)}
         assert all(r["qemu_cpu_s"] > 0 for r in rows if r["metric"] == "aggregate_iops" and r["env"] == "virtual")
+        two = [r for r in rows if r["metric"] == "aggregate_iops" and r["vm_count"] == 2]
+        assert all("windows_overlap" in r for r in two)  # fio's own timestamps, on one time line
+
+        # mysql on the same array: the host slot's MariaDB runs in the L1, on a loop over the array
+        harness("run", "mysql", *extra, "--tests", "oltp_read_only", "--threads", "2", "--vm-counts", "1",
+                "--runtime", "2", "--set", "mysql.tables=1", "--set", "mysql.table_size=1000",
+                "--set", f"results_dir={tmp_path / 'mysql'}")
+        (run,) = list((tmp_path / "mysql").iterdir())
+        assert json.loads((run / "run.json").read_text())["status"] == "completed", (run / "summary.txt").read_text()
+        rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+        assert {r["env"] for r in rows if r["metric"] == "aggregate_tps" and r["value"] > 0} == {"physical", "virtual"}
+        assert b"mariadbd" not in host.run(["ps", "-eo", "comm="]).stdout
+        assert b"vtb-cin-db" not in host.run(["cat", "/proc/mounts"]).stdout
     finally:
         harness("testbed", "down", *extra)
     assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
+    assert host.run(["losetup", "--list", "--noheadings"]).stdout.strip() == b""
 
 
 def test_a_fio_matrix_experiment_on_the_nested_host(host, tmp_path):

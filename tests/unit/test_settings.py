@@ -30,7 +30,7 @@ class Toy:
     """toy: an experiment declared in one module only."""
     name, section, Settings = "toy", "toy", ToySettings
     headline, lower_is_better = "widgets_per_s", False
-    uses_fleet, host_kinds = False, ("local",)
+    uses_fleet = False
     flags = (Flag("--widgets", ("toy.widgets",)), Flag("--slow", ("toy.mode",), "Run slowly.", switch="slow"))
 
 

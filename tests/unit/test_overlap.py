@@ -1,0 +1,38 @@
+"""The overlap check: run windows from fio's own timestamps, put on one time line by clock offsets."""
+import pytest
+
+from harness import overlap
+from harness.report import tables
+from harness.workloads import fio
+
+
+def test_fully_concurrent_windows_share_everything():
+    assert overlap.common_fraction([(10.0, 20.0), (10.0, 20.0)]) == 1.0
+    assert overlap.common_fraction([(10.0, 20.0)]) == 1.0
+
+
+def test_the_shared_time_is_a_fraction_of_the_shortest_window():
+    assert overlap.common_fraction([(10.0, 20.0), (11.0, 21.0)]) == pytest.approx(0.9)
+    assert overlap.common_fraction([(10.0, 20.0), (12.0, 17.0)]) == 1.0   # one inside the other
+    assert overlap.common_fraction([(10.0, 20.0), (20.5, 30.0)]) == 0.0   # one after the other
+
+
+def test_clock_offsets_put_windows_on_one_time_line():
+    # The second node's clock runs 5 s ahead: its window, read on its clock, is the same run.
+    meta = overlap.metadata([(100.0, 110.0), (105.0, 115.0)], [0.0, 5.0])
+    assert meta["windows_overlap"] == 1.0 and meta["windows_overlap_ok"] and meta["window_start_spread_s"] == 0.0
+    assert overlap.reason(meta) is None
+
+
+def test_a_point_whose_participants_ran_apart_is_flagged():
+    meta = overlap.metadata([(100.0, 110.0), (103.0, 113.0)], [0.0, 0.0])
+    assert meta["windows_overlap"] == 0.7 and not meta["windows_overlap_ok"]
+    assert tables.unquiet_reasons(meta) == ["its participants ran together for only 70% of the shortest run "
+                                            "(starts 3.00 s apart)"]
+    assert tables.unquiet_reasons({**meta, "host_quiet": False, "quiet_reason": "busy"})[0] == "busy"
+
+
+def test_fio_reports_its_measured_window(fixture_text):
+    r = fio.parse(fixture_text("fio/guest-randread-qd16.json"))
+    start, end = r.window
+    assert end == 1795324872.315 and end - start == pytest.approx(r.runtime_s)
