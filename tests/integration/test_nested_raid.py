@@ -179,7 +179,7 @@ def test_the_main_job_and_mysql_on_a_raid10_array_in_the_nested_host(host, tmp_p
         harness("run", "mysql", *extra, "--tests", "oltp_read_only", "--threads", "2", "--vm-counts", "1",
                 "--runtime", "2", "--set", "mysql.tables=1", "--set", "mysql.table_size=1000",
                 "--set", f"results_dir={tmp_path / 'mysql'}")
-        (run,) = list((tmp_path / "mysql").iterdir())
+        (run,) = [p for p in (tmp_path / "mysql").iterdir() if p.is_dir()]
         assert json.loads((run / "run.json").read_text())["status"] == "completed", (run / "summary.txt").read_text()
         rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
         assert {r["env"] for r in rows if r["metric"] == "aggregate_tps" and r["value"] > 0} == {"physical", "virtual"}
