@@ -20,6 +20,7 @@ import libvirt
 import libvirt_qemu
 
 from harness.cancel import CANCEL
+from harness.libvirt_conn import connect
 
 
 class AgentError(RuntimeError):
@@ -158,7 +159,7 @@ KILL_TREE = ('tree() { for c in $(pgrep -P "$1"); do tree "$c"; done; echo "$1";
 @contextmanager
 def guests(uri: str, names: Iterable[str]) -> Iterator[list[GuestAgent]]:
     """The named guests' agents, over one libvirt connection held for the block."""
-    conn = libvirt.open(uri)
+    conn = connect(uri)
     try:
         yield [GuestAgent(conn.lookupByName(n)) for n in names]
     finally:

@@ -13,7 +13,6 @@ import json
 import subprocess
 import time
 
-import libvirt
 from rich.table import Table
 
 from harness import runner
@@ -21,6 +20,7 @@ from harness.agent import GuestAgent
 from harness.analysis.stats import summarize
 from harness.config import Config
 from harness.console import console, step
+from harness.libvirt_conn import connect
 from harness.store import write_atomic
 from harness.testbed import Testbed
 from harness.workloads import fio
@@ -33,7 +33,7 @@ def _timed(fn):
 
 
 def _qemu_start_to_ping(uri: str, name: str) -> float:
-    conn = libvirt.open(uri)
+    conn = connect(uri)
     try:
         dom = conn.lookupByName(name)
         dom.destroy()

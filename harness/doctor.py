@@ -11,6 +11,7 @@ from harness.environment import libvirt_version
 from harness.config import Config
 from harness.hosts import Host
 from harness.console import console
+from harness.libvirt_conn import connect
 
 
 TOOLS = (("qemu-system-x86_64", "runs the guests", "run `make testbed up`"),
@@ -25,7 +26,7 @@ def host_checks(host: Host) -> list[tuple[str, bool, str]]:
     label = "" if host.name == "local" else f"{host.label}: "
     out = []
     try:
-        libvirt.open(host.uri).close()
+        connect(host.uri).close()
         out.append((f"{label}libvirtd", True, f"{host.uri}, libvirt {libvirt_version(host.uri)}"))
     except libvirt.libvirtError as e:
         out.append((f"{label}libvirtd", False, f"not reachable ({e.get_error_message()}); run `make testbed up`"))

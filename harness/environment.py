@@ -7,6 +7,7 @@ import libvirt
 
 from harness import paths
 from harness.hosts import Host, LocalHost
+from harness.libvirt_conn import connect
 
 
 def _first_line(argv: list[str]) -> str:
@@ -29,7 +30,7 @@ def _on_host(host: Host, argv: list[str]) -> str:
 
 def libvirt_version(uri: str) -> str:
     try:
-        conn = libvirt.open(uri)
+        conn = connect(uri)
         v = conn.getLibVersion()
         conn.close()
         return f"{v // 1000000}.{v // 1000 % 1000}.{v % 1000}"

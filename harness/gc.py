@@ -11,6 +11,7 @@ import libvirt
 
 from harness import paths
 from harness.hosts import Host, LocalHost, Node
+from harness.libvirt_conn import connect
 
 
 def _kept(name: str, keep: tuple[str, ...]) -> bool:
@@ -85,7 +86,7 @@ def _loops_and_mounts(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> li
 def leftovers(prefix: str, host: Host = LocalHost()) -> list[str]:
     """What exists with this prefix on the host, without removing it (for checks and tests)."""
     found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix)]
-    conn = libvirt.open(host.uri)
+    conn = connect(host.uri)
     try:
         found += [f"domain {d.name()}" for d in conn.listAllDomains() if d.name().startswith(prefix)]
         found += [f"pool {p.name()}" for p in conn.listAllStoragePools() if p.name().startswith(prefix)]
@@ -102,7 +103,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
         raise ValueError(f"refusing to collect {prefix!r}: only names starting with {paths.PREFIX} are ours")
     removed = []
     try:
-        conn = libvirt.open(host.uri)
+        conn = connect(host.uri)
     except libvirt.libvirtError as e:
         conn = None
         removed.append(f"(libvirt at {host.uri} not reachable, skipped domains and pools: {e.get_error_message()})")

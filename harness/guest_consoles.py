@@ -9,6 +9,7 @@ from pathlib import Path
 import libvirt
 
 from harness.console import warn
+from harness.libvirt_conn import connect
 from harness.store import write_atomic
 
 CONSOLE_BYTES = 256 << 10   # the end of a console log that is kept
@@ -40,7 +41,7 @@ def keep(host, uri: str, prefixes: tuple[str, ...], dest: Path) -> dict[str, str
     own diagnostics (a nested host's console, kernel and libvirtd logs), into dest; returns them."""
     logs = {}
     try:
-        conn = libvirt.open(uri)
+        conn = connect(uri)
         try:
             for dom in conn.listAllDomains():
                 if dom.name().startswith(prefixes):

@@ -18,6 +18,7 @@ from harness.console import step
 from harness.hosts import Host, LocalHost
 from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, LIBVIRTD_PORT, NestedHost,
                                   NestedHostError, NestedRecord)
+from harness.libvirt_conn import connect
 from harness.libvirt_xml import attr, qemu_commandline, qemu_opt
 from harness.store import write_atomic
 
@@ -84,7 +85,7 @@ def up(cfg) -> NestedHost:
     state_dir = cfg.state_dir / "nested"
     try:
         host = NestedHost.load(state_dir)
-        libvirt.open(host.uri).close()
+        connect(host.uri).close()
         step(f"nested host: already up ({host.uri})")
         return host
     except (NestedHostError, libvirt.libvirtError):
@@ -106,7 +107,7 @@ def up(cfg) -> NestedHost:
                         f"count={n.drive_mib}", "status=none"], check=True)
     choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
     port = _free_port()
-    conn = libvirt.open(paths.LIBVIRT_URI)
+    conn = connect(paths.LIBVIRT_URI)
     try:
         dom = conn.defineXML(domain_xml(cfg, state_dir, port, choice))
         dom.create()
@@ -126,7 +127,7 @@ def up(cfg) -> NestedHost:
     deadline = time.monotonic() + 60
     while True:
         try:
-            libvirt.open(host.uri).close()
+            connect(host.uri).close()
             break
         except libvirt.libvirtError as e:
             if time.monotonic() > deadline:
@@ -159,7 +160,7 @@ def down(state_dir: Path) -> list[str]:
     """Destroys the nested host and removes its files (everything in it goes with it)."""
     removed = []
     try:
-        conn = libvirt.open(paths.LIBVIRT_URI)
+        conn = connect(paths.LIBVIRT_URI)
     except libvirt.libvirtError:
         conn = None
     if conn is not None:

@@ -31,6 +31,7 @@ from harness.agent import AgentError, GuestAgent
 from harness.analysis.stats import enough, summarize
 from harness.config import RepeatConfig, SettleConfig
 from harness.console import step, warn
+from harness.libvirt_conn import connect
 from harness.samples import Sample
 
 PHYSICAL, VIRTUAL = "physical", "virtual"
@@ -115,7 +116,7 @@ class Pipeline:
         s = self.repeat
         self.testbed_meta = testbed_meta or {}
         rounds = s.max_count if s.adaptive else s.count
-        conn = libvirt.open(self.uri)
+        conn = connect(self.uri)
         try:
             if left := conditions.resume_paused(conn, self.quiet_prefixes):
                 warn(f"resumed {', '.join(left)}, left suspended by a run that was killed")
@@ -387,7 +388,7 @@ def _fresh(conn: libvirt.virConnect, uri: str) -> libvirt.virConnect:
             return conn
     except libvirt.libvirtError:
         pass
-    return libvirt.open(uri)
+    return connect(uri)
 
 
 def _own_cpu_s() -> float:

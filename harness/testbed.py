@@ -22,6 +22,7 @@ from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.config import Config
 from harness.console import step, warn
 from harness.hosts import Host
+from harness.libvirt_conn import connect
 from harness.raid import RaidPlan, plan_from_config
 from harness.store import owner, write_atomic
 
@@ -185,7 +186,7 @@ class Testbed:
             raise TestbedError(f"missing {', '.join(map(str, missing))}. Fix: run `make testbed up` "
                                "(it builds the guest image and the Terraform provider)")
         try:
-            libvirt.open(self.host.uri).close()
+            connect(self.host.uri).close()
         except libvirt.libvirtError as e:
             raise TestbedError(f"libvirt at {self.host.uri} is not reachable ({e.get_error_message()}). "
                                "Fix: run `make testbed up` (it starts libvirtd)") from None
@@ -247,7 +248,7 @@ class Testbed:
         state = self.dir / "terraform.tfstate"
         if not state.exists() or not json.loads(state.read_text() or "{}").get("resources"):
             return
-        conn = libvirt.open(self.host.uri)
+        conn = connect(self.host.uri)
         try:
             conn.storagePoolLookupByName(self.cfg.prefix)
             return
@@ -276,7 +277,7 @@ class Testbed:
                 + "\nFix: retry `harness testbed up`; if it fails again, read those consoles")
 
     def _wait_agents(self, names: list[str], t0: float) -> dict[str, float]:
-        conn = libvirt.open(self.host.uri)
+        conn = connect(self.host.uri)
         try:
             def wait(name: str) -> float:
                 GuestAgent(conn.lookupByName(name)).wait_ready(AGENT_TIMEOUT_S)
@@ -342,7 +343,7 @@ class Testbed:
                                "Fix: run `make testbed up` (or `harness testbed up` with the same config)")
         record = TestbedRecord.from_json(self.record_path.read_text())
         try:
-            conn = libvirt.open(record.uri)
+            conn = connect(record.uri)
         except libvirt.libvirtError as e:
             raise TestbedError(f"libvirt is not reachable ({e.get_error_message()}). Fix: `make testbed up`") from None
         try:

@@ -15,6 +15,7 @@ import libvirt
 
 from harness import paths
 from harness.agent import AgentError, guests
+from harness.libvirt_conn import connect
 
 DOMAIN = f"{paths.PREFIX}nested"
 HOST_IMAGE_DIR = paths.CACHE / "images" / "host-current"
@@ -63,7 +64,7 @@ class NestedHost:
     def stopped(self) -> str | None:
         """Why the L1 is not running (gone, or stopped: it reset or powered off), or None."""
         try:
-            conn = libvirt.open(paths.LIBVIRT_URI)
+            conn = connect(paths.LIBVIRT_URI)
             try:
                 if not conn.lookupByName(DOMAIN).isActive():
                     return (f"{DOMAIN} is not running (it reset or powered off; its console is "
@@ -98,7 +99,7 @@ class NestedHost:
         """Alt-SysRq-L on the L1's keyboard (from this machine's libvirt): every CPU's backtrace,
         printed on its serial console even when nothing inside answers."""
         try:
-            conn = libvirt.open(paths.LIBVIRT_URI)
+            conn = connect(paths.LIBVIRT_URI)
             try:
                 conn.lookupByName(DOMAIN).sendKey(libvirt.VIR_KEYCODE_SET_LINUX, 0, SYSRQ_L, len(SYSRQ_L), 0)
             finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import libvirt
@@ -246,3 +247,24 @@ def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
     finally:
         conn.close()
     assert "tearing down the sweep fleet" in out.stdout
+
+
+def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(host):
+    """A nested host whose kernel locks up keeps its TCP port open but answers nothing (seen as
+    RCU stalls in a TCG L1): keepalive must turn a call on it into an error. Pausing the L1 is the
+    same from outside. Last in this module: the L1 has been paused."""
+    from harness.libvirt_conn import KEEPALIVE_COUNT, KEEPALIVE_INTERVAL_S, connect
+    conn = connect(host.uri)
+    l0 = libvirt.open("qemu:///system")
+    l1 = l0.lookupByName(DOMAIN)
+    l1.suspend()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(libvirt.libvirtError, match="keepalive|closed"):
+            conn.listAllDomains()
+        assert time.monotonic() - t0 < 2 * KEEPALIVE_INTERVAL_S * (KEEPALIVE_COUNT + 1)
+    finally:
+        l1.resume()
+        l0.close()
+    fresh = connect(host.uri)   # the host answers again once it runs
+    fresh.close()
