@@ -166,7 +166,8 @@ def _started_together(offsets: list[float], extra_env: dict | None) -> list[dict
     if len(offsets) < 2:
         return [dict(extra_env or {}) for _ in offsets]
     start = time.time() + START_MARGIN_S
-    return [{**(extra_env or {}), "FIO_START_AT": f"{start + off:.3f}"} for off in offsets]
+    return [{**(extra_env or {}), "FIO_START_AT": f"{start + off:.3f}", "FIO_START_MAX_WAIT": f"{2 * START_MARGIN_S:g}"}
+            for off in offsets]
 
 
 def on_host(host, job: FioJob, *, device: str, slots: list[tuple[int, int]],

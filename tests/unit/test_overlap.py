@@ -36,3 +36,11 @@ def test_fio_reports_its_measured_window(fixture_text):
     r = fio.parse(fixture_text("fio/guest-randread-qd16.json"))
     start, end = r.window
     assert end == 1795324872.315 and end - start == pytest.approx(r.runtime_s)
+
+
+def test_participants_get_one_start_on_their_own_clocks_with_a_bounded_wait():
+    envs = fio._started_together([0.0, -60.0], {"X": "1"})
+    starts = [float(e["FIO_START_AT"]) for e in envs]
+    assert starts[0] - starts[1] == pytest.approx(60.0, abs=0.002) and envs[0]["X"] == "1"
+    assert float(envs[0]["FIO_START_MAX_WAIT"]) == 2 * fio.START_MARGIN_S
+    assert fio._started_together([0.0], None) == [{}]   # one participant: no shared start
