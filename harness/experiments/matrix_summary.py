@@ -30,7 +30,7 @@ def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
             continue
         row["results"].setdefault(m["backend"], {}).setdefault(s.metric, []).append(s.value)
         if tables.measured(s) and s.metric in ("iops", "lat_mean", "bw"):
-            unquiet.setdefault((m["point"], m["backend"]), []).extend(tables.unquiet_of(s))
+            unquiet.setdefault((m["point"], m["backend"]), []).extend(tables.unquiet_reasons(s.metadata))
     for row in rows.values():
         for backend, res in row["results"].items():
             for metric in ("iops", "lat_mean", "bw"):

@@ -102,7 +102,7 @@ def vm_scaling_rows(samples: list[Sample]) -> list[dict]:
             continue
         row.setdefault(f"{env}_{s.metric}", []).append(s.value)
         if s.metric == "aggregate_iops":
-            unquiet.setdefault((row["vm_count"], env), []).extend(tables.unquiet_of(s))
+            unquiet.setdefault((row["vm_count"], env), []).extend(tables.unquiet_reasons(s.metadata))
     for (n, env), reasons in unquiet.items():
         tables.flag_noisy(rows[n], f"{env}_aggregate_iops", reasons, threshold)
     return [tables.means(rows[n]) for n in sorted(rows)]

@@ -32,10 +32,6 @@ def flag_noisy(d: dict, key: str, unquiet: list[str], threshold: float) -> None:
         d[key + NOISY] = noisy_reason(d[key], threshold, unquiet)
 
 
-def unquiet_of(s: Sample) -> list[str]:
-    return unquiet_reasons(s.metadata)
-
-
 def unquiet_reasons(meta: dict) -> list[str]:
     """Why a sample's conditions were not clean: a busy host, or participants that did not overlap."""
     reasons = [] if meta.get("host_quiet", True) else [meta.get("quiet_reason") or "host busy"]
