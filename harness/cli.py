@@ -59,6 +59,11 @@ def testbed_up(config_path, overrides) -> None:
     if "vms" not in cfg.fleet.model_fields_set and deployed > cfg.fleet.vms:
         step(f"keeping the fleet's {deployed} VMs (an experiment grew it; set fleet.vms to change that)")
         cfg = runner.grown(cfg, deployed)
+    if cfg.hosts:  # a fleet over the [[hosts]]: one Terraform root per host, applied in parallel
+        from harness import hosts
+        from harness.cluster import Cluster
+        Cluster(cfg, hosts.all_for_config(cfg)).up()
+        return
     Testbed(cfg, nested_host.host_for(cfg)).up()
 
 
@@ -69,6 +74,14 @@ def testbed_down(config_path, overrides, everything) -> None:
     """terraform destroy, then remove anything left with the fleet's prefix."""
     from harness import gc, paths
     cfg = load(config_path, overrides)
+    if cfg.hosts:
+        from harness import hosts
+        from harness.cluster import Cluster
+        removed = Cluster(cfg, hosts.all_for_config(cfg)).down()
+        if everything:
+            removed += [f"{r} (on {h.label})" for h in hosts.all_for_config(cfg) for r in gc.collect(paths.PREFIX, h)]
+        step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed))
+        return
     removed = _testbed_for_down(cfg).down()
     if everything:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource
         for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
@@ -106,6 +119,9 @@ def gc(config_path, overrides, everything) -> None:
     removed = gc_mod.collect(paths.PREFIX, keep=keep)
     if nested := _nested_host_if_up(cfg):  # what runs inside the nested host, by the same rule
         removed += [f"{r} (in the nested host)" for r in gc_mod.collect(paths.PREFIX, nested, keep=keep)]
+    from harness.hosts import all_for_config
+    for h in all_for_config(cfg) if cfg.hosts else []:  # and on every remote host of the config
+        removed += [f"{r} (on {h.label})" for r in gc_mod.collect(paths.PREFIX, h, keep=keep)]
     for r in removed:
         console.print(f"removed {r}", markup=False)
     console.print(f"gc: {len(removed)} removed")
@@ -178,16 +194,29 @@ def host_nested() -> None:
 
 @host_nested.command("up")
 @with_config
-def host_nested_up(config_path, overrides) -> None:
-    """Boot the nested host (kept when already up and answering)."""
-    from harness import nested_host
-    nested_host.up(load(config_path, overrides))
+@click.option("--count", type=click.IntRange(1, 8), default=None,
+              help="Boot this many nested hosts, each with sshd and the testbed's key, and print (last) the path "
+                   "of a config that drives them all as ssh hosts.")
+def host_nested_up(config_path, overrides, count) -> None:
+    """Boot the nested host (kept when already up and answering), or --count N of them."""
+    from harness import nested_host, paths
+    cfg = load(config_path, overrides)
+    if count is None:
+        nested_host.up(cfg)
+        return
+    need = count * cfg.nested.memory_mib
+    if need > paths.mem_available_mib() * 0.8:
+        raise ConfigError(f"--count {count} x nested.memory_mib={cfg.nested.memory_mib} needs {need} MiB, more than "
+                          f"this machine has available ({paths.mem_available_mib()} MiB); lower --count or "
+                          "nested.memory_mib")
+    path = nested_host.up_many(cfg, count)
+    console.print(str(path), markup=False, soft_wrap=True)
 
 
 @host_nested.command("down")
 @with_config
 def host_nested_down(config_path, overrides) -> None:
-    """Destroy the nested host and its drives, with everything built inside it."""
+    """Destroy every nested host and its drives, with everything built inside them."""
     from harness import nested_host
     for r in nested_host.down(load(config_path, overrides).state_dir):
         step(f"removed {r}")

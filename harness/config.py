@@ -12,7 +12,8 @@ from pydantic import Field, ValidationError, create_model, field_validator, mode
 from harness import backends, paths
 from harness.schema import FIX, ChunkKib, ConfigError, Filesystem, RaidLevel, Section
 
-__all__ = ["Config", "ConfigError", "DiskConfig", "FleetConfig", "RaidConfig", "RepeatConfig", "SettleConfig"]
+__all__ = ["Config", "ConfigError", "DiskConfig", "FleetConfig", "RaidConfig", "RemoteHostConfig", "RepeatConfig",
+           "SettleConfig"]
 
 
 class FleetConfig(Section):
@@ -135,6 +136,35 @@ class HostConfig(Section):
                              "nested up` boots it)")
 
 
+class RemoteHostConfig(Section):
+    """One of the machines a fleet spans ([[hosts]]), driven over SSH (see README, "Your own KVM servers")."""
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,15}$", description="its name in samples, tables and state",
+                      json_schema_extra={FIX: "use 1-16 lowercase letters, digits or dashes"})
+    kind: Literal["ssh"] = Field("ssh", description="how it is reached: ssh (OpenSSH in BatchMode, key authentication; "
+                                                     "libvirt over qemu+ssh)")
+    ssh: str = Field(pattern=r"^([a-z_][a-z0-9_.-]*@)?[A-Za-z0-9.:-]+$", description="user@address (user: root "
+                     "unless given); it must accept the key without a password",
+                     json_schema_extra={FIX: "write it as user@address, e.g. root@10.0.0.5"})
+    port: int = Field(22, ge=1, le=65535, description="its sshd port")
+    identity: Path | None = Field(None, description="private key file here (unset = ssh's defaults)",
+                                  json_schema_extra={FIX: "name an existing private key file, or unset it"})
+    known_hosts: Path | None = Field(None, description="a known_hosts file with its host key (unset = "
+                                                       "~/.ssh/known_hosts); the key is checked, never accepted blindly",
+                                     json_schema_extra={FIX: "name an existing known_hosts file, or unset it"})
+    state_dir: Path = Field(Path("/var/tmp/vtb"), description="where fleets keep their pools and consoles on it")
+    devices: list[str] = Field(min_length=1, description="block devices on it the harness may use (its allowlist); "
+                               "the fleet's data disks are carved from the first",
+                               json_schema_extra={FIX: "list at least one device, e.g. devices=[\"/dev/nvme1n1\"]"})
+    vms: int | None = Field(None, ge=0, le=64, description="VMs placed on it (unset = a round-robin share)")
+
+    @field_validator("identity", "known_hosts")
+    @classmethod
+    def _file_exists(cls, v: Path | None) -> Path | None:
+        if v is not None and not v.is_file():
+            raise ValueError(f"{v} does not exist")
+        return v
+
+
 class NestedConfig(Section):
     drives: int = Field(4, ge=1, le=8, description="emulated drives of the nested host")
     drive_mib: int = Field(256, ge=64, description="size of each drive in MiB (files prefilled with random data)")
@@ -175,6 +205,8 @@ class Config(Section):
     state_dir: Path = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks")
     results_dir: Path = Field(paths.DEFAULT_RESULTS_DIR, description="where runs are written")
     host: HostConfig = HostConfig()
+    hosts: list[RemoteHostConfig] = Field([], description="remote hosts the fleet spans ([[hosts]] tables); "
+                                          "empty = the one host of [host]")
     nested: NestedConfig = NestedConfig()
     raid: RaidConfig = RaidConfig()
     fleet: FleetConfig = FleetConfig()
@@ -189,6 +221,22 @@ class Config(Section):
         if need > avail * 0.8:
             raise ValueError(f"fleet.vms={self.fleet.vms} x fleet.memory_mib={self.fleet.memory_mib} needs "
                              f"{need} MiB but the host has {avail} MiB available; lower fleet.vms or fleet.memory_mib")
+        return self
+
+    @model_validator(mode="after")
+    def _hosts_fit(self) -> "Config":
+        names = [h.name for h in self.hosts]
+        if dup := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"hosts: the name {', '.join(dup)} is used twice; give every [[hosts]] its own name")
+        if self.hosts and "kind" in self.host.model_fields_set and self.host.kind != "local":
+            raise ValueError(f"host.kind={self.host.kind} and [[hosts]] both name where the fleet runs; "
+                             "remove one of them")
+        if self.hosts:
+            from harness.placement import PlacementError, place
+            try:
+                place(self.fleet.vms, [(h.name, h.vms) for h in self.hosts])
+            except PlacementError as e:
+                raise ValueError(f"hosts: {e}") from None
         return self
 
     @property

@@ -161,11 +161,13 @@ def live_prefixes(extra_state_dirs: tuple[Path, ...] = ()) -> tuple[str, ...]:
     from harness.store import owner_alive
     live = []
     for d in {*map(Path, state_dirs()), *extra_state_dirs}:
-        for tfvars in d.glob("*/fleet.tfvars.json") if d.exists() else []:
+        # a fleet's Terraform root: <fleet>/, or <fleet>/hosts/<host>/ for a fleet that spans hosts
+        for tfvars in [*d.glob("*/fleet.tfvars.json"), *d.glob("*/hosts/*/fleet.tfvars.json")] if d.exists() else []:
             who = tfvars.parent / "owner.json"
             if who.exists() and not owner_alive(json.loads(who.read_text())):
                 continue
-            live.append(f"{paths.PREFIX}{tfvars.parent.name}-")
-        if (d / "nested" / "nested.json").exists():
-            live.append(f"{paths.PREFIX}nested")
+            fleet = tfvars.parent if tfvars.parent.parent.name != "hosts" else tfvars.parent.parent.parent
+            live.append(f"{paths.PREFIX}{fleet.name}-")
+        for record in d.glob("nested*/nested.json") if d.exists() else []:
+            live.append(json.loads(record.read_text()).get("domain", f"{paths.PREFIX}nested"))
     return tuple(sorted(set(live)))

@@ -5,9 +5,15 @@ in the client. Without one, a call to a nested host whose kernel locked up (seen
 stalls in a TCG L1) blocks forever; with it, the call raises within about 20 s."""
 from __future__ import annotations
 
+import hashlib
+import shlex
 import threading
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import libvirt
+
+from harness import paths
+from harness.store import write_atomic
 
 KEEPALIVE_INTERVAL_S = 5
 KEEPALIVE_COUNT = 3          # unanswered probes before the connection is closed and calls raise
@@ -34,7 +40,26 @@ def connect(uri: str) -> libvirt.virConnect:
     """connect(uri), with keepalive on connections that cross a network (qemu+tcp, qemu+ssh);
     a local socket breaks by itself when libvirtd goes."""
     _ensure_event_loop()
-    conn = libvirt.open(uri)
+    conn = libvirt.open(_for_openssh(uri) if uri.startswith("qemu+ssh:") else uri)
     if "+" in uri.split(":", 1)[0]:
         conn.setKeepAlive(KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT)
     return conn
+
+
+def _for_openssh(uri: str) -> str:
+    """A qemu+ssh URI as libvirt's OpenSSH transport needs it: the `knownhosts` parameter (which the
+    Terraform provider's own SSH client reads) becomes a small ssh wrapper (`command`) that passes
+    UserKnownHostsFile, so both clients check the host key against the same file."""
+    parts = urlsplit(uri)
+    query = dict(parse_qsl(parts.query))
+    known = query.pop("knownhosts", None)
+    query.pop("sshauth", None)   # the provider's; OpenSSH authenticates with keyfile
+    if known:
+        script = f'#!/bin/sh\nexec ssh -o UserKnownHostsFile={shlex.quote(known)} -o StrictHostKeyChecking=yes "$@"\n'
+        wrapper = paths.CACHE / "ssh" / f"ssh-{hashlib.sha256(script.encode()).hexdigest()[:12]}"
+        if not wrapper.exists():
+            wrapper.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(wrapper, script)
+            wrapper.chmod(0o755)
+        query["command"] = str(wrapper)
+    return urlunsplit(parts._replace(query=urlencode(query, safe="/")))

@@ -7,6 +7,7 @@ import json
 import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
@@ -16,8 +17,8 @@ from harness import accel, paths
 from harness.agent import AgentError, GuestAgent
 from harness.console import step
 from harness.hosts import Host, LocalHost
-from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, LIBVIRTD_PORT, NestedHost,
-                                  NestedHostError, NestedRecord)
+from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, LIBVIRTD_PORT, SSH_PORT,
+                                  NestedHost, NestedHostError, NestedRecord, domain_name, state_subdir)
 from harness.libvirt_conn import connect
 from harness.libvirt_xml import attr, qemu_commandline, qemu_opt
 from harness.store import write_atomic
@@ -37,17 +38,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice) -> str:
+def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice, ssh_port: int = 0,
+               name: str = DOMAIN) -> str:
     n = cfg.nested
     drives = []
     for i in range(n.drives):
-        path = state_dir / "drives" / f"{DOMAIN}-drive{i}.raw"
+        path = state_dir / "drives" / f"{name}-drive{i}.raw"
         node = f"drive{i}"
         drives += ["-blockdev", f"driver=file,node-name={node}-file,filename={qemu_opt(path)},cache.direct=on,aio=native",
                    "-blockdev", f"driver=raw,node-name={node},file={node}-file"]
         device = "nvme" if n.drive_model == "nvme" else "virtio-blk-pci"
         drives += ["-device", f"{device},drive={node},serial={DRIVE_SERIAL}{i},bus=pci.0,addr={DRIVE_PCI_SLOT + i:#x}"]
-    net = ["-netdev", f"user,id=vtbnet,hostfwd=tcp:127.0.0.1:{port}-:{LIBVIRTD_PORT}",
+    ssh = f",hostfwd=tcp:127.0.0.1:{ssh_port}-:{SSH_PORT}" if ssh_port else ""
+    net = ["-netdev", f"user,id=vtbnet,hostfwd=tcp:127.0.0.1:{port}-:{LIBVIRTD_PORT}{ssh}",
            "-device", "virtio-net-pci,netdev=vtbnet,bus=pci.0,addr=0x1f"]
     # TCG: the 'max' CPU model, which carries SVM, so that KVM works inside for the L2 fleet, with
     # kvm_amd.npt=0: with nested paging, the L1 (QEMU 7.2's TCG emulating SVM) reset or panicked
@@ -59,12 +62,12 @@ def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice) -> st
         cpu, paging = "<cpu mode='maximum' migratable='off'/>", " kvm_amd.npt=0"
     img = HOST_IMAGE_DIR.resolve()
     return f"""<domain type={attr(choice.domain_type)}>
-  <name>{DOMAIN}</name>
+  <name>{name}</name>
   <memory unit='MiB'>{n.memory_mib}</memory>
   <vcpu>{n.vcpus}</vcpu>
   <os><type arch='x86_64' machine='pc'>hvm</type>
     <kernel>{img / 'vmlinuz'}</kernel><initrd>{img / 'initrd.img'}</initrd>
-    <cmdline>root=LABEL=vtbroot rw console=ttyS0 init=/sbin/vtb-host-init vtb.name={DOMAIN} quiet sysrq_always_enabled{paging}</cmdline>
+    <cmdline>root=LABEL=vtbroot rw console=ttyS0 init=/sbin/vtb-host-init vtb.name={name} quiet sysrq_always_enabled{paging}</cmdline>
   </os>
   <features><acpi/></features>
   {cpu}
@@ -80,16 +83,17 @@ def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice) -> st
 </domain>"""
 
 
-def up(cfg) -> NestedHost:
-    """Boots the nested host (idempotent: an L1 that is up and answering is kept)."""
-    state_dir = cfg.state_dir / "nested"
+def up(cfg, index: int = 0) -> NestedHost:
+    """Boots nested host `index` (idempotent: an L1 that is up and answering is kept)."""
+    state_dir = cfg.state_dir / state_subdir(index)
+    name = domain_name(index)
     try:
         host = NestedHost.load(state_dir)
         connect(host.uri).close()
-        step(f"nested host: already up ({host.uri})")
+        step(f"nested host: {name} already up ({host.uri})")
         return host
     except (NestedHostError, libvirt.libvirtError):
-        down(cfg.state_dir)
+        _down_one(cfg.state_dir, index)
     # The image of the current recipe (cached by its hash: instant when built; a few minutes once
     # after the recipe changed, so a pulled change never boots a stale host).
     if subprocess.run([str(paths.REPO / "images" / "build.sh"), "host"]).returncode != 0:
@@ -103,15 +107,16 @@ def up(cfg) -> NestedHost:
     step(f"nested host: {n.drives} {n.drive_model} drives of {n.drive_mib} MiB, prefilled with random data")
     for i in range(n.drives):
         # Prefilled: reads of a sparse file cost no I/O and would give meaningless numbers.
-        subprocess.run(["dd", "if=/dev/urandom", f"of={state_dir / 'drives' / f'{DOMAIN}-drive{i}.raw'}", "bs=1M",
+        subprocess.run(["dd", "if=/dev/urandom", f"of={state_dir / 'drives' / f'{name}-drive{i}.raw'}", "bs=1M",
                         f"count={n.drive_mib}", "status=none"], check=True)
     choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
-    port = _free_port()
+    port, ssh_port = _free_port(), _free_port()
     conn = connect(paths.LIBVIRT_URI)
     try:
-        dom = conn.defineXML(domain_xml(cfg, state_dir, port, choice))
+        dom = conn.defineXML(domain_xml(cfg, state_dir, port, choice, ssh_port, name))
         dom.create()
-        step(f"nested host: booting {DOMAIN} (accel={choice.accel}), libvirtd on 127.0.0.1:{port}")
+        step(f"nested host: booting {name} (accel={choice.accel}), libvirtd on 127.0.0.1:{port}, "
+             f"sshd on 127.0.0.1:{ssh_port}")
         try:
             GuestAgent(dom).wait_ready(BOOT_TIMEOUT_S)
         except AgentError as e:
@@ -121,7 +126,7 @@ def up(cfg) -> NestedHost:
         conn.close()
     record = NestedRecord(port=port, drives=[], drive_model=n.drive_model, drive_mib=n.drive_mib,
                           image=(HOST_IMAGE_DIR / "recipe.sha").read_text().strip(), l0_accel=accel.as_dict(choice),
-                          ready_s=0.0)
+                          ready_s=0.0, domain=name, ssh_port=ssh_port)
     host = NestedHost(state_dir, record)
     record.drives = _find_drives(host, n.drives)
     deadline = time.monotonic() + 60
@@ -131,12 +136,12 @@ def up(cfg) -> NestedHost:
             break
         except libvirt.libvirtError as e:
             if time.monotonic() > deadline:
-                raise NestedHostError(f"libvirtd in {DOMAIN} is not reachable at {host.uri}: "
+                raise NestedHostError(f"libvirtd in {name} is not reachable at {host.uri}: "
                                       f"{e.get_error_message()} (console: {state_dir / 'console.log'})") from None
             time.sleep(1)
     record.ready_s = round(time.monotonic() - t0, 1)
     write_atomic(state_dir / "nested.json", json.dumps(asdict(record), indent=2))
-    step(f"nested host: up in {record.ready_s:.0f} s, drives {' '.join(record.drives)}")
+    step(f"nested host: {name} up in {record.ready_s:.0f} s, drives {' '.join(record.drives)}")
     return host
 
 
@@ -152,12 +157,35 @@ def _find_drives(host: NestedHost, count: int) -> list[str]:
         if all(found):
             return found  # type: ignore[return-value]
         if time.monotonic() > deadline:
-            raise NestedHostError(f"{DOMAIN}: found {sum(map(bool, found))} of {count} drives ({out.strip()!r})")
+            raise NestedHostError(f"{host.domain}: found {sum(map(bool, found))} of {count} drives ({out.strip()!r})")
         time.sleep(1)
 
 
 def down(state_dir: Path) -> list[str]:
-    """Destroys the nested host and removes its files (everything in it goes with it)."""
+    """Destroys every nested host and removes their files (everything in them goes with them), and
+    the config that drove them as ssh hosts."""
+    indices = {0} | {int(d.name.removeprefix("nested")) for d in state_dir.glob("nested[0-9]*") if d.is_dir()}
+    try:
+        conn = connect(paths.LIBVIRT_URI)
+        try:
+            indices |= {int(n.removeprefix(DOMAIN) or 0) for n in conn.listDefinedDomains() + [
+                d.name() for d in conn.listAllDomains()] if n.startswith(DOMAIN) and n.removeprefix(DOMAIN).isdigit()
+                or n == DOMAIN}
+        finally:
+            conn.close()
+    except libvirt.libvirtError:
+        pass
+    removed = [r for i in sorted(indices) for r in _down_one(state_dir, i)]
+    for path in (state_dir / SSH_HOSTS_CONFIG, state_dir / SSH_FLEET_DIR):
+        if path.exists():
+            subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=True)
+            removed.append(f"files {path}")
+    return removed
+
+
+def _down_one(state_dir: Path, index: int) -> list[str]:
+    """Destroys nested host `index` and removes its files."""
+    name = domain_name(index)
     removed = []
     try:
         conn = connect(paths.LIBVIRT_URI)
@@ -165,17 +193,62 @@ def down(state_dir: Path) -> list[str]:
         conn = None
     if conn is not None:
         try:
-            dom = conn.lookupByName(DOMAIN)
+            dom = conn.lookupByName(name)
             if dom.isActive():
                 dom.destroy()
             dom.undefine()
-            removed.append(f"domain {DOMAIN}")
+            removed.append(f"domain {name}")
         except libvirt.libvirtError:
             pass
         finally:
             conn.close()
-    nested_dir = state_dir / "nested" if (state_dir / "nested").exists() else None
+    nested_dir = state_dir / state_subdir(index) if (state_dir / state_subdir(index)).exists() else None
     if nested_dir:
         subprocess.run(["rm", "-rf", "--one-file-system", str(nested_dir)], check=True)
         removed.append(f"files {nested_dir}")
     return removed
+
+
+# --- several nested hosts, driven as ssh hosts -------------------------------------------------
+SSH_HOSTS_CONFIG = "nested-hosts.toml"   # under the state dir: the config `up --count N` prints
+SSH_FLEET_DIR = "ssh-fleet"              # under the state dir: that config's state dir
+SSH_KEY_DIR = "ssh"
+
+
+def up_many(cfg, count: int) -> Path:
+    """Boots nested hosts 0..count-1 (kept when up), lets the testbed's own key in as root, and
+    writes a config that drives them all as `ssh` hosts: exactly the path a user's servers take.
+    Returns that config's path."""
+    with ThreadPoolExecutor(count) as pool:
+        nested = list(pool.map(lambda i: up(cfg, i), range(count)))
+    key_dir = cfg.state_dir / SSH_KEY_DIR
+    key = key_dir / "id_ed25519"
+    if not key.exists():
+        key_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vtb-testbed", "-f", str(key)], check=True)
+    public = (key_dir / "id_ed25519.pub").read_bytes()
+    known = []
+    for host in nested:
+        if not host.record.ssh_port:
+            raise NestedHostError(f"{host.domain} was booted without an ssh port forward (an older nested host). "
+                                  "Fix: `harness host nested down`, then `up --count` again")
+        host.run(["sh", "-c", "mkdir -p /root/.ssh; chmod 700 /root/.ssh; k=$(cat); grep -qxF \"$k\" /root/.ssh/authorized_keys 2>/dev/null || "
+                  "echo \"$k\" >> /root/.ssh/authorized_keys; chmod 600 /root/.ssh/authorized_keys"], input=public)
+        host_key = host.run(["cat", "/etc/ssh/ssh_host_ed25519_key.pub"]).stdout.decode().split()[:2]
+        known.append(f"[127.0.0.1]:{host.record.ssh_port} {' '.join(host_key)}")
+    write_atomic(key_dir / "known_hosts", "\n".join(known) + "\n")
+    tables = [f'''[[hosts]]
+name = "nested{i}"
+ssh = "root@127.0.0.1"
+port = {host.record.ssh_port}
+identity = "{key}"
+known_hosts = "{key_dir / 'known_hosts'}"
+devices = [{", ".join(f'"{d}"' for d in host.drives)}]
+''' for i, host in enumerate(nested)]
+    text = (f"# Written by `harness host nested up --count {count}`: the {count} nested hosts as ssh hosts.\n"
+            f"# `harness run vm-scaling --config THIS_FILE` spreads the fleet over them.\n"
+            f'state_dir = "{cfg.state_dir / SSH_FLEET_DIR}"\nresults_dir = "{cfg.results_dir}"\n\n'
+            + "\n".join(tables))
+    path = cfg.state_dir / SSH_HOSTS_CONFIG
+    write_atomic(path, text)
+    return path

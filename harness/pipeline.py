@@ -21,6 +21,7 @@ import contextlib
 import random
 import resource
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -53,6 +54,14 @@ class Output:
     raw: str
     extra: dict[str, str] = field(default_factory=dict)   # file suffix -> text (server config, log)
     clock_offset_s: float = 0.0   # its node's clock minus this machine's (puts tool timestamps on one line)
+    host: str = ""                # the host it ran on (or whose guest it ran in), when the fleet spans hosts
+
+
+@dataclass(frozen=True)
+class Site:
+    """One host a point may involve, and its libvirtd: a fleet that spans hosts has several."""
+    host: Any
+    uri: str
 
 
 @dataclass(frozen=True)
@@ -89,13 +98,14 @@ def new_seed() -> int:
 
 class Pipeline:
     def __init__(self, *, store, repeat: RepeatConfig, settle: SettleConfig, seed: int, host, uri: str,
-                 quiet_prefixes: tuple[str, ...], base_meta: dict, progress=None):
+                 quiet_prefixes: tuple[str, ...], base_meta: dict, progress=None, sites: list[Site] | None = None):
         self.store = store
         self.repeat = repeat
         self.settle = settle
         self.seed = seed
         self.host = host
         self.uri = uri
+        self.sites = sites or [Site(host, uri)]   # every host whose VMs and load a point involves
         self.quiet_prefixes = quiet_prefixes   # fleets whose idle VMs are suspended during a point
         self.base_meta = base_meta             # run id, experiment, environment: on every sample
         self.progress = progress
@@ -116,10 +126,11 @@ class Pipeline:
         s = self.repeat
         self.testbed_meta = testbed_meta or {}
         rounds = s.max_count if s.adaptive else s.count
-        conn = connect(self.uri)
+        conns = [connect(site.uri) for site in self.sites]
         try:
-            if left := conditions.resume_paused(conn, self.quiet_prefixes):
-                warn(f"resumed {', '.join(left)}, left suspended by a run that was killed")
+            for conn in conns:
+                if left := conditions.resume_paused(conn, self.quiet_prefixes):
+                    warn(f"resumed {', '.join(left)}, left suspended by a run that was killed")
             for r in range(rounds):
                 todo = [p.id for p in points if p.id not in self.failed
                         and not (s.adaptive and r >= s.count and self._converged(by_id[p.id]))]
@@ -129,30 +140,35 @@ class Pipeline:
                     self.progress.add(len(todo))
                 order = schedule(todo, self.rng, self.last)
                 for i, pid in enumerate(order):
-                    conn = self._reconnected(conn)
-                    self._one(conn, by_id[pid], r, i)
+                    conns = self._reconnected(conns)
+                    self._one(conns, by_id[pid], r, i)
                     self.last = pid
         finally:
             self.keep_consoles()
-            with contextlib.suppress(libvirt.libvirtError):
-                conn.close()
+            for conn in conns:
+                with contextlib.suppress(libvirt.libvirtError):
+                    conn.close()
         self._ratios(points)
 
-    def _reconnected(self, conn: libvirt.virConnect) -> libvirt.virConnect:
-        """The connection, reopened when the host's libvirtd dropped it; when it cannot be reopened
-        the point fails on it (recorded) and the next point tries again."""
-        try:
-            fresh = _fresh(conn, self.uri)
-        except libvirt.libvirtError as e:
-            warn(f"libvirtd at {self.uri} is not answering ({e.get_error_message()}); the next point will fail")
-            return conn
-        if fresh is not conn:
-            warn(f"the connection to libvirtd at {self.uri} was lost; reconnected")
+    def _reconnected(self, conns: list[libvirt.virConnect]) -> list[libvirt.virConnect]:
+        """The connections, each reopened when its host's libvirtd dropped it; one that cannot be
+        reopened makes the points that need it fail (recorded), and the next point tries again."""
+        fresh = []
+        for conn, site in zip(conns, self.sites):
+            try:
+                new = _fresh(conn, site.uri)
+            except libvirt.libvirtError as e:
+                warn(f"libvirtd at {site.uri} is not answering ({e.get_error_message()}); the next point may fail")
+                new = conn
+            if new is not conn:
+                warn(f"the connection to libvirtd at {site.uri} was lost; reconnected")
+            fresh.append(new)
         return fresh
 
     def keep_consoles(self) -> None:
-        """The fleet guests' consoles, and a nested host's own logs, kept in the run's consoles/ folder."""
-        guest_consoles.keep(self.host, self.uri, self.quiet_prefixes, self.store.dir / "consoles")
+        """The fleet guests' consoles, and a nested or remote host's own logs, kept in the run's consoles/ folder."""
+        for site in self.sites:
+            guest_consoles.keep(site.host, site.uri, self.quiet_prefixes, self.store.dir / "consoles")
 
     def _converged(self, p: Point) -> bool:
         return enough(self.values(p.id, p.headline), self.repeat.target_rel_ci, minimum=self.repeat.count)
@@ -173,7 +189,7 @@ class Pipeline:
                 "repeat": rep, "round_order": order, "seed": self.seed,
                 "drop_caches": self.repeat.drop_caches, "noisy_cv_threshold": self.repeat.noisy_cv}
 
-    def _one(self, conn: libvirt.virConnect, p: Point, rep: int, order: int, retried_after: str = "") -> None:
+    def _one(self, conns: list[libvirt.virConnect], p: Point, rep: int, order: int, retried_after: str = "") -> None:
         """One repeat of one point. When its guest stops answering mid-point and a restart brings
         it back, the point is measured once more at once (its samples say why in `retried_after`);
         a second loss is recorded as the point's failure."""
@@ -185,23 +201,33 @@ class Pipeline:
         t0 = time.monotonic()
         retry = False
         try:
-            with conditions.suspended(conn, self.quiet_prefixes, keep=set(p.vms)) as paused:
-                restarted = self._check_guests(conn, p.vms)
+            with contextlib.ExitStack() as stack:
+                paused = [stack.enter_context(conditions.suspended(conn, self.quiet_prefixes, keep=set(p.vms)))
+                          for conn in conns]
+                restarted = self._check_guests(conns, p.vms)
                 if self.repeat.drop_caches:
-                    self._drop_caches(conn, p.vms)
-                settled = conditions.settle(self.host, self.settle)
+                    self._drop_caches(conns, p.vms)
+                settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle))
                 patterns = [*(("qemu", conditions.qemu_pattern(vm)) for vm in p.vms), *PROCESS_PATTERNS]
-                before, self_before = hoststat.snapshot_on(self.host, patterns), _own_cpu_s()
+                snap = lambda site: hoststat.snapshot_on(site.host, patterns)  # noqa: E731
+                before, self_before = self._on_sites(snap), _own_cpu_s()
                 t_run = time.monotonic()
                 outputs = p.run()
                 run_s = time.monotonic() - t_run
-                after, self_after = hoststat.snapshot_on(self.host, patterns), _own_cpu_s()
+                after, self_after = self._on_sites(snap), _own_cpu_s()
             kept = [self._keep(p, rep, out) for out in outputs]   # before parsing: a bad output is kept too
             meta = {**meta, **kept[0]} if kept else meta
             parsed = [p.parse(out.raw) for out in outputs]
-            usage = conditions.usage_between(before, after, CPU_LABELS)
-            tool_cpu_s = 0.0 if self.host.name == "local" else sum(getattr(r, "cpu_s", 0.0) for r in parsed)
-            cond = self._conditions(usage, self_after - self_before + tool_cpu_s, settled, paused, after["ncpu"])
+            per_site = []
+            for i, site in enumerate(self.sites):
+                usage = conditions.usage_between(before[i], after[i], CPU_LABELS)
+                # ours: the harness (counted once), and on a host other than this machine the tools' own
+                ours = (self_after - self_before if i == 0 else 0.0) + sum(
+                    getattr(r, "cpu_s", 0.0) for r, out in zip(parsed, outputs)
+                    if site.host.name != "local" and out.host in ("", site.host.name))
+                per_site.append(self._conditions(usage, ours, settled[i], paused[i], after[i]["ncpu"]))
+            cond = per_site[0] if len(per_site) == 1 else combine_conditions(
+                {site.host.name: c for site, c in zip(self.sites, per_site)})
             meta = {**meta, **cond, "point_wall_s": round(time.monotonic() - t0, 3), "run_wall_s": round(run_s, 3),
                     "guests_restarted": restarted}
             samples = self._samples(p, outputs, kept, parsed, meta)
@@ -209,14 +235,14 @@ class Pipeline:
             head = next((x for x in samples if x.metric == p.headline and x.metadata.get("scope") == "aggregate"),
                         next(x for x in samples if x.metric == p.headline))
             step(f"      {p.headline} {head.value:,.1f} {head.unit}; host busy {cond['host_busy_pct']:.0f}%, "
-                 f"settled in {settled.wait_s:.1f}s{'' if cond['host_quiet'] else ' [not quiet: ' + cond['quiet_reason'] + ']'}")
+                 f"settled in {cond['settle_wait_s']:.1f}s{'' if cond['host_quiet'] else ' [not quiet: ' + cond['quiet_reason'] + ']'}")
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:  # recorded as failed, never as a number
             error = str(e)
             recovered = False
             if isinstance(e, AgentError):
-                notes, recovered = self._recover(conn, p.vms)
+                notes, recovered = self._recover(conns, p.vms)
                 error += notes
             files = {}
             for out in p.on_failure(e) if p.on_failure else []:
@@ -234,7 +260,14 @@ class Pipeline:
             if self.progress and not retry:
                 self.progress.done()
         if retry:
-            self._one(self._reconnected(conn), p, rep, order, retried_after=error)
+            self._one(self._reconnected(conns), p, rep, order, retried_after=error)
+
+    def _on_sites(self, fn: Callable[[Site], Any]) -> list:
+        """fn on every site at once (a settle wait or a snapshot on each host), in site order."""
+        if len(self.sites) == 1:
+            return [fn(self.sites[0])]
+        with ThreadPoolExecutor(len(self.sites)) as pool:
+            return list(pool.map(fn, self.sites))
 
     def _conditions(self, usage: conditions.Usage, harness_cpu_s: float, settled, paused, ncpu: int) -> dict:
         """The point's conditions, and whether the host was quiet: it settled, and work other than
@@ -271,7 +304,8 @@ class Pipeline:
         samples = []
         scope = "vm" if p.env == VIRTUAL else "slot"
         for out, paths, r in zip(outputs, kept, parsed):
-            samples += [Sample(m, v, u, {**meta, "scope": scope, "vm": out.who, **paths, "tool_version": r.version})
+            where = {"host": out.host} if out.host else {}
+            samples += [Sample(m, v, u, {**meta, "scope": scope, "vm": out.who, **where, **paths, "tool_version": r.version})
                         for m, (v, u) in r.metrics().items()]
         if p.aggregate is not None:
             agg_meta = {**meta, "scope": "aggregate", "vm": "", "tool_version": parsed[0].version}
@@ -297,45 +331,55 @@ class Pipeline:
                        {**iops[0].metadata})]
 
     # --- around a point -------------------------------------------------------------------
-    def _drop_caches(self, conn: libvirt.virConnect, vms: tuple[str, ...]) -> None:
-        self.host.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"])
+    def _drop_caches(self, conns: list[libvirt.virConnect], vms: tuple[str, ...]) -> None:
+        for site in self.sites:
+            site.host.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"])
         for name in vms:
-            res = GuestAgent(conn.lookupByName(name)).exec("/bin/sh", ["-c", "sync; echo 3 > /proc/sys/vm/drop_caches"],
+            res = GuestAgent(self._domain(conns, name)[1]).exec("/bin/sh", ["-c", "sync; echo 3 > /proc/sys/vm/drop_caches"],
                                                             timeout=30)
             if res.exitcode != 0:
                 raise AgentError(f"{name}: dropping the page cache failed")
 
-    def _check_guests(self, conn: libvirt.virConnect, vms: tuple[str, ...]) -> str:
+    def _domain(self, conns: list[libvirt.virConnect], name: str) -> tuple[int, libvirt.virDomain]:
+        """The guest's site (its index) and domain: names are unique across the hosts of a fleet."""
+        for i, conn in enumerate(conns):
+            try:
+                return i, conn.lookupByName(name)
+            except libvirt.libvirtError:
+                continue
+        raise AgentError(f"{name}: no such guest on {', '.join(s.uri for s in self.sites)}")
+
+    def _check_guests(self, conns: list[libvirt.virConnect], vms: tuple[str, ...]) -> str:
         """Before a point: each guest answers and every disk it has completes one direct read.
         A guest that does not (its agent gone, or a disk queue stuck) is restarted, with the
         reason recorded in the point's samples."""
         notes = []
         for name in vms:
             try:
-                res = GuestAgent(conn.lookupByName(name)).exec("/bin/sh", ["-c", DISK_PROBE], timeout=GUEST_PROBE_S)
+                res = GuestAgent(self._domain(conns, name)[1]).exec("/bin/sh", ["-c", DISK_PROBE], timeout=GUEST_PROBE_S)
                 if res.exitcode == 0:
                     continue
                 why = f"a disk did not complete a read ({res.stderr.decode(errors='replace').strip()[-200:]})"
             except AgentError as e:
                 why = str(e)
             warn(f"{name}: {why}; restarting it before the point")
-            notes.append(f"{name}: {why}{self._recover(conn, (name,), force=True)[0]}")
+            notes.append(f"{name}: {why}{self._recover(conns, (name,), force=True)[0]}")
         return "\n".join(notes)
 
-    def _recover(self, conn: libvirt.virConnect, vms: tuple[str, ...], force: bool = False) -> tuple[str, bool]:
+    def _recover(self, conns: list[libvirt.virConnect], vms: tuple[str, ...], force: bool = False) -> tuple[str, bool]:
         """After an agent error: what state each guest is in, the tail of its console, and a
         restart of any guest that no longer answers, so the next point finds it working. Returns
         those notes, and whether a guest was restarted and every one answers again."""
         notes, restarted, lost = [], False, False
         for name in vms:
             try:
-                conn = _fresh(conn, self.uri)
-                dom = conn.lookupByName(name)
+                conns = [_fresh(conn, site.uri) for conn, site in zip(conns, self.sites)]
+                i, dom = self._domain(conns, name)
                 state = _STATES.get(dom.state()[0], "unknown")
                 agent = GuestAgent(dom)
                 if not force and state == "running" and agent.ping(timeout=5):
                     continue
-                tail = guest_consoles.tail(self.host, dom)
+                tail = guest_consoles.tail(self.sites[i].host, dom)
                 notes.append(f"{name} was {state} and its agent did not answer; console tail:\n{tail}")
                 warn(f"{name}: agent lost ({state}); restarting the guest")
                 if dom.isActive():
@@ -379,6 +423,26 @@ DISK_PROBE = ('for d in /sys/block/*; do n=${d##*/}; case $n in loop*|ram*|sr*) 
 _STATES = {libvirt.VIR_DOMAIN_RUNNING: "running", libvirt.VIR_DOMAIN_PAUSED: "paused",
            libvirt.VIR_DOMAIN_SHUTOFF: "shut off", libvirt.VIR_DOMAIN_CRASHED: "crashed",
            libvirt.VIR_DOMAIN_BLOCKED: "blocked", libvirt.VIR_DOMAIN_SHUTDOWN: "shutting down"}
+
+
+def combine_conditions(by_host: dict[str, dict]) -> dict:
+    """One point's conditions over several hosts: CPU seconds and suspended VMs add up, the other
+    figures are the worst host's, quiet only when every host was; each host's own are kept too."""
+    first = next(iter(by_host.values()))
+    out: dict[str, Any] = {}
+    for key, value in first.items():
+        values = [c[key] for c in by_host.values()]
+        if key == "host_quiet":
+            out[key] = all(values)
+        elif key == "quiet_reason":
+            out[key] = "; ".join(f"{h}: {c[key]}" for h, c in by_host.items() if c[key])
+        elif isinstance(value, bool):
+            out[key] = any(values)
+        elif key.endswith("_cpu_s") or key == "suspended_vms":
+            out[key] = round(sum(values), 3)
+        else:
+            out[key] = max(values)
+    return {**out, "host_conditions": by_host}
 
 
 def _fresh(conn: libvirt.virConnect, uri: str) -> libvirt.virConnect:

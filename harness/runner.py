@@ -8,7 +8,8 @@ from dataclasses import asdict
 
 from pydantic import ValidationError
 
-from harness import accel, environment, nested_host, paths, settings
+from harness import accel, environment, hosts, nested_host, paths, settings
+from harness.cluster import Cluster
 from harness.cancel import CANCEL
 from harness.config import Config
 from harness.console import step, warn
@@ -43,18 +44,35 @@ def run(cfg: Config, experiment_name: str) -> RunContext:
             step(f"{experiment_name} needs {need} VMs and the fleet has {max(cfg.fleet.vms, deployed)}: "
                  f"growing the fleet to {need}")
         cfg = grown(cfg, max(need, deployed))  # a fleet grown before stays grown
-    host = nested_host.host_for(cfg)
-    record = Testbed(cfg, host).ensure() if experiment.uses_fleet else None
+    if cfg.hosts:
+        host_list = hosts.all_for_config(cfg)
+        cluster = Cluster(cfg, host_list)
+        if len(cluster.parts) > 1 and not getattr(experiment, "spans_hosts", False):
+            raise settings.ConfigError(f"{experiment_name} runs on one host; the config's fleet spans "
+                                       f"{len(cluster.parts)} ([[hosts]]). Fix: keep one [[hosts]] table for it, "
+                                       "or run vm-scaling, which spreads its VM counts over the hosts")
+        records = cluster.ensure() if experiment.uses_fleet else []
+        host_list = [part.host for part in cluster.parts]
+    else:
+        host_list = [nested_host.host_for(cfg)]
+        records = [Testbed(cfg, host_list[0]).ensure()] if experiment.uses_fleet else []
+    host, record = host_list[0], (records[0] if records else None)
     choice = record.accel if record else accel.as_dict(
         accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host))
     env = environment.collect(choice, host)
+    if len(records) > 1:  # each host's own environment beside the first's
+        env["per_host"] = {h.name: environment.collect(r.accel, h) for h, r in zip(host_list, records)}
+        env["host"] = ",".join(h.name for h in host_list)
     store = RunStore(cfg.results_dir, new_run_id(experiment_name))
-    where = f"{len(record.vms)} VM fleet, backend={record.disk['backend']}" if record else "a sweep fleet"
+    where = (f"{sum(len(r.vms) for r in records)} VM fleet on {len(records)} host(s), backend={record.disk['backend']}"
+             if record else "a sweep fleet")
     step(f"run {store.run_id}: {experiment_name} on {where}, accel={env['accel']}, "
          f"{cfg.repeat.count} shuffled repeat(s) per point -> {store.dir}")
     store.update_manifest(experiment=experiment_name, config=json.loads(cfg.model_dump_json()),
-                          testbed=asdict(record) if record else None, environment=env, owner=owner())
-    ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env, host=host)
+                          testbed=asdict(record) if record else None, environment=env, owner=owner(),
+                          **({"testbeds": [asdict(r) for r in records]} if len(records) > 1 else {}))
+    ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env, host=host,
+                     testbeds=records, hosts=host_list)
     status = "running"
     try:
         with RunProgress(experiment_name) as progress:

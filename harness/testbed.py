@@ -21,6 +21,7 @@ from harness.agent import AgentError, GuestAgent
 from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.config import Config
 from harness.console import step, warn
+from harness.devices import refuse_reason_on
 from harness.hosts import Host
 from harness.libvirt_conn import connect
 from harness.raid import RaidPlan, plan_from_config
@@ -43,6 +44,8 @@ class VmInfo:
     slice_bytes: int
     locator: str        # how the guest runner finds the data disk: serial:<s> or pci:<address>
     console_log: str
+    index: int = 0      # its number in the fleet (vm<index>), across hosts when the fleet spans several
+    host: str = ""      # the host it runs on
 
 
 @dataclass
@@ -76,17 +79,23 @@ class TestbedRecord:
 
 class Testbed:
     def __init__(self, cfg: Config, host: Host | None = None, raid: RaidPlan | None = None,
-                 device: str | None = None, run_scoped: bool = False):
+                 device: str | None = None, run_scoped: bool = False, indices: list[int] | None = None):
         """`raid`: an array to build under the fleet; `device`: a host block device to use as is
-        (both are for experiments; the config's fleet.device is the user's)."""
+        (both are for experiments; the config's fleet.device is the user's). `indices`: this host's
+        share of a fleet that spans hosts (harness/cluster.py); unset = the whole fleet."""
         self.cfg = cfg
         self.host = host or hosts.for_config(cfg)
         self.raid = raid or (None if device else plan_from_config(cfg, self.host))
         self.device = device
         self.run_scoped = run_scoped   # a sweep's own fleet: `gc` may remove it once its run is gone
-        self.dir = cfg.state_dir / cfg.fleet.name
+        self.indices = list(range(cfg.fleet.vms)) if indices is None else indices
+        self.part = indices is not None
+        fleet = cfg.state_dir / cfg.fleet.name
+        self.dir = fleet / "hosts" / self.host.name if self.part else fleet   # one Terraform root per host
+        self.host_dir = self.host.fleet_dir(self.dir, cfg.fleet.name)         # the same, on the host
         self.record_path = self.dir / "testbed.json"
-        self.log = cfg.state_dir / "logs" / f"{cfg.prefix}-terraform.log"  # outlives the fleet, for post-mortems
+        log = f"{cfg.prefix}-{self.host.name}-terraform.log" if self.part else f"{cfg.prefix}-terraform.log"
+        self.log = cfg.state_dir / "logs" / log  # outlives the fleet, for post-mortems
 
     # --- Terraform -------------------------------------------------------------------------
     def _terraform(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -126,14 +135,15 @@ class Testbed:
             device = HostDevice(path=self.device, kind="block")
         elif f.device is not None:
             device = HostDevice(path=str(f.device), kind="block")
-        elif self.host.drives:  # a nested host's first drive
+        elif self.host.drives:  # a nested host's first drive, an ssh host's first allowed device
             device = HostDevice(path=self.host.drives[0], kind="block")
         else:  # a prefilled file in the pool (prefilled here, so the host must be this machine)
             volume = f"{prefix}-device.raw"
             device = HostDevice(path=str(self.dir / "pool" / volume), kind="file", pool=prefix, volume=volume)
         size = f.disk_size_mib << 20
-        return HostPlan(prefix=prefix, fleet_dir=str(self.dir), disk=self.cfg.disk.model_dump(), device=device,
-                        vms=[VmSlot(i, f"{prefix}-vm{i}", i * size, size) for i in range(f.vms)],
+        # slices are numbered on each host's device; names across the fleet
+        return HostPlan(prefix=prefix, fleet_dir=str(self.host_dir), disk=self.cfg.disk.model_dump(), device=device,
+                        vms=[VmSlot(i, f"{prefix}-vm{i}", j * size, size) for j, i in enumerate(self.indices)],
                         host=self.host.descriptor())
 
     def _hook_file(self, kind: str, text: str) -> Path:
@@ -154,12 +164,12 @@ class Testbed:
             raid = {"create": f"{harness} host raid create {raid_file}",
                     "destroy": f"{harness} host raid destroy {raid_file}"}
         return {
-            "libvirt_uri": self.host.uri, "prefix": plan.prefix, "pool_dir": str(self.dir / "pool"),
+            "libvirt_uri": self.host.uri, "prefix": plan.prefix, "pool_dir": str(self.host_dir / "pool"),
             "image": {"rootfs": str(img / "rootfs.qcow2"), "kernel": str(img / "vmlinuz"),
                       "initrd": str(img / "initrd.img")},
             "domain_type": choice.domain_type, "vcpus": f.vcpus, "memory_mib": f.memory_mib,
-            "console_dir": str(self.dir / "consoles"),
-            "device_bytes": f.vms * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
+            "console_dir": str(self.host_dir / "consoles"),
+            "device_bytes": len(plan.vms) * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
             "raid": raid,
             "backend": {"host_up": hook % "up", "host_down": hook % "down",
                         "vms": [{"name": vm.name, "devices_xml": a.devices_xml, "domain_xml": a.domain_xml}
@@ -169,7 +179,7 @@ class Testbed:
     def for_backend(self, name: str) -> "Testbed":
         """The same fleet served by another backend (raises ConfigError if the options do not fit)."""
         return Testbed(self.cfg.model_copy(update={"disk": self.cfg.disk.with_backend(name)}), self.host,
-                       self.raid, self.device, self.run_scoped)
+                       self.raid, self.device, self.run_scoped, self.indices if self.part else None)
 
     def backend_verdict(self, plan: HostPlan | None = None) -> str | None:
         """Why this host cannot serve the configured backend, or None."""
@@ -197,6 +207,9 @@ class Testbed:
                                "or one of its drives), not a file prefilled on this machine")
         if reason := self.backend_verdict(plan):
             raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
+        if self.host.descriptor()["kind"] == "ssh" and plan.device.path in self.host.drives:
+            if reason := refuse_reason_on(self.host, plan.device.path, wipe_field="its own data"):
+                raise TestbedError(f"{self.host.label}: device {plan.device.path} refused: {reason}")
         return backend, plan
 
     def accel(self) -> accel.AccelChoice:
@@ -205,7 +218,7 @@ class Testbed:
     def up(self) -> TestbedRecord:
         backend, plan = self.preflight()
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.host.run(["mkdir", "-p", str(self.dir / "consoles")])  # QEMU creates the logs, not their directory
+        self.host.run(["mkdir", "-p", str(self.host_dir / "consoles")])  # QEMU creates the logs, not their directory
         choice = self.accel()
         step(f"accelerator: {choice.accel} ({choice.reason})")
         gc.register_state_dir(self.cfg.state_dir)
@@ -214,7 +227,8 @@ class Testbed:
         write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
         self._drop_stale_state()
         self._terraform("init", "-input=false", "-no-color")
-        step(f"terraform apply: {self.cfg.fleet.vms} VM(s) named {self.cfg.prefix}-vm*")
+        step(f"terraform apply: {len(plan.vms)} VM(s) named {self.cfg.prefix}-vm*" +
+             (f" on {self.host.label}" if self.part else ""))
         t0 = time.monotonic()
         try:
             self._terraform("apply", "-auto-approve", "-input=false", "-no-color", *self._state_args())
@@ -224,7 +238,7 @@ class Testbed:
             raise
         conditions.flush(self.host)  # the prefilled device is written back now, not during the first point
         vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
-                      str(self.dir / "consoles" / f"{vm.name}.log")) for vm in plan.vms]
+                      str(self.host_dir / "consoles" / f"{vm.name}.log"), vm.index, self.host.name) for vm in plan.vms]
         try:
             ready = self._wait_agents([v.name for v in vms], t0)
         except AgentError as e:
@@ -233,7 +247,7 @@ class Testbed:
             prefix=self.cfg.prefix, uri=self.host.uri, vms=vms, device_path=plan.device.path,
             device_kind=plan.device.kind, accel=accel.as_dict(choice),
             disk=backend.metadata(self.cfg.disk),
-            fleet={"vms": self.cfg.fleet.vms, "vcpus": self.cfg.fleet.vcpus,
+            fleet={"vms": len(vms), "vcpus": self.cfg.fleet.vcpus,
                    "memory_mib": self.cfg.fleet.memory_mib, "disk_size_mib": self.cfg.fleet.disk_size_mib},
             image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready,
             host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None)
@@ -332,9 +346,10 @@ class Testbed:
 
     @staticmethod
     def deployed_vms(cfg: Config) -> int:
-        """How many VMs the fleet deployed under this config's name has (0 when none)."""
-        path = cfg.state_dir / cfg.fleet.name / "testbed.json"
-        return len(json.loads(path.read_text())["vms"]) if path.exists() else 0
+        """How many VMs the fleet deployed under this config's name has, on all its hosts (0 when none)."""
+        fleet = cfg.state_dir / cfg.fleet.name
+        return sum(len(json.loads(p.read_text())["vms"])
+                   for p in [fleet / "testbed.json", *fleet.glob("hosts/*/testbed.json")] if p.exists())
 
     def load(self) -> TestbedRecord:
         """The deployed testbed, checked to be running; a clear error when it is not."""

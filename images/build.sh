@@ -23,12 +23,14 @@ guest)
 host)
   # libvirtd (no systemd: qemu.conf as scripts/libvirtd.sh sets it, TCP without auth, reached only
   # through a loopback port forward), QEMU and qemu-storage-daemon for the L2 fleet, python3 for
-  # the device safety checks (harness/devices.py runs there as it runs here).
-  PACKAGES+=,libvirt-daemon,libvirt-daemon-driver-qemu,libvirt-clients,qemu-system-x86,qemu-utils,iproute2,python3
+  # the device safety checks (harness/devices.py runs there as it runs here), sshd for hosts
+  # driven as `ssh` hosts (its host key is made at boot, so every nested host has its own).
+  PACKAGES+=,libvirt-daemon,libvirt-daemon-driver-qemu,libvirt-clients,qemu-system-x86,qemu-utils,iproute2,python3,openssh-server
   hooks=(--customize-hook="copy-in $here/host/vtb-host-init /sbin"
          --customize-hook='chroot "$1" useradd --system --no-create-home --shell /usr/sbin/nologin libvirt-qemu'
          --customize-hook='printf "user = \"root\"\ngroup = \"root\"\nstdio_handler = \"file\"\n" >> "$1/etc/libvirt/qemu.conf"'
          --customize-hook='printf "listen_tls = 0\nlisten_tcp = 1\nauth_tcp = \"none\"\n" >> "$1/etc/libvirt/libvirtd.conf"'
+         --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*'
          --customize-hook='printf "log_outputs = \"3:file:/var/log/libvirt/libvirtd.log\"\n" >> "$1/etc/libvirt/libvirtd.conf"')
   free_mib=3072   # room for the L2 pool: the uploaded guest image and overlays
   key=host-$( (cd "$here" && cat build.sh guest/* host/*) | sha256sum | cut -c1-16)

@@ -3,13 +3,13 @@ an experiment. It declares its settings (a config section), its command-line fla
 metric and that metric's direction, and its points; harness.pipeline measures them."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar, Protocol
 
 from harness.config import Config
 from harness.hosts import Host
-from harness.pipeline import Pipeline, new_seed
+from harness.pipeline import Pipeline, Site, new_seed
 from harness.plugins import discover
 from harness.progress import RunProgress
 from harness.schema import Section
@@ -25,14 +25,16 @@ class RunContext:
     environment: dict
     host: Host
     progress: RunProgress | None = None
+    testbeds: list[TestbedRecord] = field(default_factory=list)   # one per host the fleet spans
+    hosts: list[Host] = field(default_factory=list)               # those hosts, in the same order
 
-    def pipeline(self, uri: str, quiet_prefixes: tuple[str, ...]) -> Pipeline:
-        """The run's measurement pipeline on the fleet at `uri`; idle VMs of `quiet_prefixes`
-        (and of the user's fleet) are suspended during each point."""
+    def pipeline(self, uri: str, quiet_prefixes: tuple[str, ...], sites: list[Site] | None = None) -> Pipeline:
+        """The run's measurement pipeline on the fleet at `uri` (or on every site of a fleet that
+        spans hosts); idle VMs of `quiet_prefixes` (and of the user's fleet) are suspended during each point."""
         seed = self.cfg.repeat.seed if self.cfg.repeat.seed is not None else new_seed()
         self.store.update_manifest(seed=seed)
         return Pipeline(store=self.store, repeat=self.cfg.repeat, settle=self.cfg.settle, seed=seed, host=self.host, uri=uri,
-                        quiet_prefixes=(*quiet_prefixes, self.cfg.prefix + "-"), progress=self.progress,
+                        quiet_prefixes=(*quiet_prefixes, self.cfg.prefix + "-"), progress=self.progress, sites=sites,
                         base_meta={"run_id": self.store.run_id, "experiment": self.store.manifest.get("experiment"),
                                    **self.environment})
 

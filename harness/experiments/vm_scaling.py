@@ -1,5 +1,10 @@
 """vm-scaling: the same fio job in 1..N VMs at once on one host device, against host fio on the
-same device at the same total concurrency. How does aggregate IOPS scale with the VM count?"""
+same device at the same total concurrency. How does aggregate IOPS scale with the VM count?
+
+On a fleet that spans hosts ([[hosts]]), the first N VMs of the fleet (placed round-robin) run
+together on all their hosts, and the physical baseline runs on each host, on that host's device,
+with as many host slots as that host has VMs in the point. The aggregate is the sum; the summary
+also shows each host's share."""
 from __future__ import annotations
 
 from functools import partial
@@ -13,7 +18,7 @@ from harness import aggregate
 from harness.config import Config
 from harness.console import step
 from harness.experiments import Flag, RunContext
-from harness.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.pipeline import PHYSICAL, VIRTUAL, Point, Site
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.samples import Sample
@@ -35,6 +40,7 @@ class VmScaling:
     Settings = Settings
     headline = "aggregate_iops"
     lower_is_better = False
+    spans_hosts = True
     flags = (Flag("--vm-counts", ("vm_scaling.vm_counts",), "Comma-separated VM counts, e.g. 1,2,4."),
              *(Flag(f"--{option}", (f"vm_scaling.job.{field}",)) for option, field in (
                  ("runtime", "runtime_s"), ("ramp", "ramp_s"), ("iodepth", "iodepth"), ("bs", "bs"), ("rw", "rw"),
@@ -46,6 +52,8 @@ class VmScaling:
         return max(cfg.vm_scaling.vm_counts)
 
     def points(self, ctx: RunContext) -> list[Point]:
+        if len(ctx.testbeds) > 1:
+            return self.points_across_hosts(ctx)
         job, tb = ctx.cfg.vm_scaling.job, ctx.testbed
         job_meta = fio.job_meta(job)
         points = []
@@ -61,12 +69,42 @@ class VmScaling:
                                 run=partial(fio.in_guests, tb.uri, job, vms)))
         return points
 
+    def points_across_hosts(self, ctx: RunContext) -> list[Point]:
+        """Each VM count over the hosts: the fleet's first n VMs, and the same slots on each host."""
+        job = ctx.cfg.vm_scaling.job
+        job_meta = fio.job_meta(job)
+        fleet = sorted(((vm, host, tb) for host, tb in zip(ctx.hosts, ctx.testbeds) for vm in tb.vms),
+                       key=lambda x: x[0].index)
+        common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline,
+                      lower_is_better=self.lower_is_better)
+        points = []
+        for n in ctx.cfg.vm_scaling.vm_counts:
+            chosen = fleet[:n]
+            groups = [(host, tb, [vm for vm, h, _ in chosen if h is host]) for host, tb in zip(ctx.hosts, ctx.testbeds)]
+            groups = [g for g in groups if g[2]]
+            placement = {host.name: len(vms) for host, _, vms in groups}
+            slots = [(host, tb.device_path, [(vm.slice_offset, vm.slice_bytes) for vm in vms]) for host, tb, vms in groups]
+            fleets = [(host, tb.uri, vms) for host, tb, vms in groups]
+            points.append(Point(f"physical-n{n}", PHYSICAL, "host", (), **common,
+                                meta={"point": f"physical-n{n}", "vm_count": n, "placement": placement, **job_meta},
+                                run=partial(fio.across_hosts, job, slots=slots)))
+            points.append(Point(f"virtual-n{n}", VIRTUAL, ctx.testbed.disk["backend"],
+                                tuple(vm.name for vm, _, _ in chosen), **common,
+                                meta={"point": f"virtual-n{n}", "placement": placement, **job_meta},
+                                baseline=f"physical-n{n}", run=partial(fio.across_hosts, job, fleets=fleets)))
+        return points
+
     def run(self, ctx: RunContext) -> None:
         points = self.points(ctx)
         ctx.store.update_manifest(planned=[p.id for p in points])
         ctx.plan(len(points) * ctx.cfg.repeat.count)
-        pipeline = ctx.pipeline(ctx.testbed.uri, (ctx.testbed.prefix + "-",))
-        pipeline.measure(points, ctx.testbed.metadata())
+        sites = [Site(h, tb.uri) for h, tb in zip(ctx.hosts, ctx.testbeds)] if len(ctx.testbeds) > 1 else None
+        pipeline = ctx.pipeline(ctx.testbed.uri, (ctx.testbed.prefix + "-",), sites=sites)
+        meta = ctx.testbed.metadata()
+        if sites:  # the whole fleet, and each host's device
+            meta.update(fleet_vms=sum(len(tb.vms) for tb in ctx.testbeds),
+                        device=",".join(f"{h.name}:{tb.device_path}" for h, tb in zip(ctx.hosts, ctx.testbeds)))
+        pipeline.measure(points, meta)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = vm_scaling_rows(ctx.store.samples)
@@ -79,6 +117,8 @@ class VmScaling:
                          f"accel={accel}{' (TCG: not performance numbers)' if accel == 'tcg' else ''}; "
                          "mean ± 95% CI")
         text = print_vm_scaling(rows, accel=accel)
+        if per_host := per_host_rows(ctx.store.samples):
+            text += print_per_host(per_host)
         write_atomic(ctx.store.dir / "summary.txt", text)
         step(f"plot: {png}")
 
@@ -106,6 +146,36 @@ def vm_scaling_rows(samples: list[Sample]) -> list[dict]:
     for (n, env), reasons in unquiet.items():
         tables.flag_noisy(rows[n], f"{env}_aggregate_iops", reasons, threshold)
     return [tables.means(rows[n]) for n in sorted(rows)]
+
+
+def per_host_rows(samples: list[Sample]) -> list[dict]:
+    """One row per (VM count, host) when the fleet spans hosts: each host's IOPS (the sum over its
+    VMs or host slots in a repeat), physical and virtual, as means over repeats."""
+    hosts = {s.metadata.get("host") for s in samples if s.metadata.get("scope") in ("vm", "slot")}
+    if len(hosts - {None}) < 2:
+        return []
+    sums: dict[tuple, dict] = {}
+    for s in samples:
+        m = s.metadata
+        if m.get("scope") in ("vm", "slot") and s.metric == "iops" and s.status == "ok":
+            key = (m["vm_count"] if m["env"] == "virtual" else m.get("vm_count"), m["host"])
+            per_repeat = sums.setdefault(key, {}).setdefault(m["env"], {})
+            per_repeat[m["repeat"]] = per_repeat.get(m["repeat"], 0.0) + s.value
+    rows = []
+    for (n, host), by_env in sorted(sums.items()):
+        rows.append(tables.means({"vm_count": n, "host": host,
+                                  **{f"{env}_iops": list(v.values()) for env, v in by_env.items()}}))
+    return rows
+
+
+def print_per_host(rows: list[dict]) -> str:
+    table = Table(title="vm-scaling per host (each host's share of the aggregate)")
+    for col in ("VMs", "host", "phys IOPS", "virt IOPS"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(str(r["vm_count"]), r["host"], tables.cell(r, "physical_iops"), tables.cell(r, "virtual_iops"))
+    table.caption = "mean ± 95% CI over repeats; the host's VMs (or host slots) summed in each repeat"
+    return tables.render([table], [])
 
 
 def print_vm_scaling(rows: list[dict], accel: str) -> str:

@@ -29,12 +29,17 @@ class Node(Protocol):
 class Host(Node, Protocol):
     """A node that serves a fleet: its libvirt URI, and what the harness made there."""
     uri: str
-    name: str                   # "local" or "nested"
-    drives: tuple[str, ...]     # block devices the harness created there (its own; always allowed)
+    name: str                   # "local", "nested", or an ssh host's own name
+    drives: tuple[str, ...]     # block devices there the harness may use: a nested host's own drives, an
+                                # ssh host's allowlist (the fleet's data disks come from the first)
     l0_accel: str               # the accelerator the host itself runs under ("n/a" for this machine)
 
     def descriptor(self) -> dict:
         """Enough to find this host again from another process (a Terraform hook)."""
+
+    def fleet_dir(self, local: Path, fleet: str) -> Path:
+        """Where a fleet whose state is at `local` here keeps its files (pool, consoles) on the host:
+        the same path on this machine and on a nested host, the host's own state dir on an ssh host."""
 
     def diagnostics(self) -> dict[str, str]:
         """The host's own logs worth keeping with a run ({file name: text}; a nested host's console,
@@ -50,15 +55,35 @@ def from_descriptor(d: dict) -> Host:
     if d["kind"] == "nested":
         from harness.hosts.nested import NestedHost
         return NestedHost.load(Path(d["state_dir"]))
+    if d["kind"] == "ssh":
+        from harness.hosts.ssh import SshHost
+        return SshHost.from_descriptor(d)
     raise ValueError(f"unknown host kind {d['kind']!r}")
 
 
+def remote(entry) -> Host:
+    """The host of one [[hosts]] table."""
+    from harness.hosts.ssh import SshHost
+    return SshHost(name=entry.name, target=entry.ssh, port=entry.port,
+                   identity=str(entry.identity) if entry.identity else None,
+                   known_hosts=str(entry.known_hosts) if entry.known_hosts else None,
+                   remote_dir=str(entry.state_dir), devices=tuple(entry.devices))
+
+
+def all_for_config(cfg) -> list[Host]:
+    """Every host the fleet spans: the [[hosts]], or the one host of [host]."""
+    return [remote(h) for h in cfg.hosts] if cfg.hosts else [for_config(cfg)]
+
+
 def for_config(cfg) -> Host:
-    """The host the config names, which must be up (harness/nested_host.py boots a nested one)."""
+    """The host the config names (the first of [[hosts]]), which must be up (harness/nested_host.py
+    boots a nested one)."""
+    if cfg.hosts:
+        return remote(cfg.hosts[0])
     if cfg.host.kind == "nested":
         from harness.hosts.nested import NestedHost
         return NestedHost.load(cfg.state_dir / "nested")
     return LocalHost()
 
 
-__all__ = ["Host", "LocalHost", "Node", "for_config", "from_descriptor"]
+__all__ = ["Host", "LocalHost", "Node", "all_for_config", "for_config", "from_descriptor", "remote"]

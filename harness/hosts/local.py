@@ -6,6 +6,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness import paths
 from harness.cancel import CANCEL, Cancelled
@@ -57,6 +58,9 @@ class LocalHost:
 
     def descriptor(self) -> dict:
         return {"kind": "local", "uri": self.uri}
+
+    def fleet_dir(self, local: Path, fleet: str) -> Path:
+        return local
 
     def diagnostics(self) -> dict[str, str]:
         return {}  # this machine's logs stay where they are

@@ -17,7 +17,8 @@ from harness import paths
 from harness.agent import AgentError, guests
 from harness.libvirt_conn import connect
 
-DOMAIN = f"{paths.PREFIX}nested"
+DOMAIN = f"{paths.PREFIX}nested"          # the first nested host; the others are vtb-nested<i>
+SSH_PORT = 22
 HOST_IMAGE_DIR = paths.CACHE / "images" / "host-current"
 LIBVIRTD_PORT = 16509
 DRIVE_PCI_SLOT = 0x10           # drive i sits at slot 0x10 + i
@@ -40,6 +41,17 @@ class NestedRecord:
     image: str
     l0_accel: dict
     ready_s: float
+    domain: str = DOMAIN
+    ssh_port: int = 0           # its sshd, forwarded on 127.0.0.1 (0: an older record without)
+
+
+def domain_name(index: int) -> str:
+    return DOMAIN if index == 0 else f"{DOMAIN}{index}"
+
+
+def state_subdir(index: int) -> str:
+    """Where nested host `index` keeps its files under the state dir."""
+    return "nested" if index == 0 else f"nested{index}"
 
 
 class NestedHost:
@@ -49,6 +61,7 @@ class NestedHost:
     def __init__(self, state_dir: Path, record: NestedRecord):
         self.state_dir = state_dir
         self.record = record
+        self.domain = record.domain
         self.uri = f"qemu+tcp://127.0.0.1:{record.port}/system"
 
     @classmethod
@@ -66,17 +79,20 @@ class NestedHost:
         try:
             conn = connect(paths.LIBVIRT_URI)
             try:
-                if not conn.lookupByName(DOMAIN).isActive():
-                    return (f"{DOMAIN} is not running (it reset or powered off; its console is "
+                if not conn.lookupByName(self.domain).isActive():
+                    return (f"{self.domain} is not running (it reset or powered off; its console is "
                             f"{self.state_dir / 'console.log'})")
             finally:
                 conn.close()
         except libvirt.libvirtError:
-            return f"{DOMAIN} does not exist"
+            return f"{self.domain} does not exist"
         return None
 
     def descriptor(self) -> dict:
         return {"kind": "nested", "state_dir": str(self.state_dir)}
+
+    def fleet_dir(self, local: Path, fleet: str) -> Path:
+        return local
 
     def diagnostics(self) -> dict[str, str]:
         """The L1's kernel log and libvirtd log, and its console (a file on this machine). When the
@@ -101,7 +117,7 @@ class NestedHost:
         try:
             conn = connect(paths.LIBVIRT_URI)
             try:
-                conn.lookupByName(DOMAIN).sendKey(libvirt.VIR_KEYCODE_SET_LINUX, 0, SYSRQ_L, len(SYSRQ_L), 0)
+                conn.lookupByName(self.domain).sendKey(libvirt.VIR_KEYCODE_SET_LINUX, 0, SYSRQ_L, len(SYSRQ_L), 0)
             finally:
                 conn.close()
             time.sleep(5)  # the dump is slow to print under TCG
@@ -117,10 +133,10 @@ class NestedHost:
         return self.record.l0_accel["accel"]
 
     def clock_offset_s(self) -> float:
-        with guests(paths.LIBVIRT_URI, [DOMAIN]) as (l1,):
+        with guests(paths.LIBVIRT_URI, [self.domain]) as (l1,):
             return l1.clock_offset_s()
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
-        with guests(paths.LIBVIRT_URI, [DOMAIN]) as (l1,):
+        with guests(paths.LIBVIRT_URI, [self.domain]) as (l1,):
             return l1.run(argv, env=env, input=input, timeout=timeout, check=check)

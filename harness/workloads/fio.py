@@ -1,6 +1,7 @@
 """fio: the job template in guest-agents/, run in guests via the agent and on the host directly."""
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -170,22 +171,62 @@ def _started_together(offsets: list[float], extra_env: dict | None) -> list[dict
             for off in offsets]
 
 
+@dataclass(frozen=True)
+class Target:
+    """One participant of a point: a region of a disk on a node (a host slot, or a guest's disk)."""
+    node: Node
+    locator: str
+    offset: int
+    size: int
+    who: str            # names its output (raw file, the `vm` column)
+    host: str = ""      # the host it runs on (or whose guest it is)
+
+
+def together(job: FioJob, targets: list[Target], extra_env: dict | None = None) -> list[Output]:
+    """The job on every target at once, from one barrier and one start time on every node's clock
+    (each node's offset is asked once), so that the participants' runs overlap."""
+    offsets: dict[int, float] = {}
+    if len(targets) > 1:
+        for t in targets:
+            if id(t.node) not in offsets:
+                offsets[id(t.node)] = t.node.clock_offset_s()
+    offs = [offsets.get(id(t.node), 0.0) for t in targets]
+    envs = _started_together(offs, extra_env)
+    raws = in_parallel(lambda i: run(targets[i].node, job, locator=targets[i].locator, offset=targets[i].offset,
+                                     size=targets[i].size, extra_env=envs[i]), range(len(targets)))
+    return [Output(t.who, raw, clock_offset_s=off, host=t.host) for t, raw, off in zip(targets, raws, offs)]
+
+
+def slot_targets(host, device: str, slots: list[tuple[int, int]], *, who: str = "host-slot") -> list[Target]:
+    """Host slots: (offset, size) regions of a host device."""
+    return [Target(host, f"path:{device}", off, size, f"{who}{i}", host.name) for i, (off, size) in enumerate(slots)]
+
+
+def guest_targets(agents: list, vms: list, *, size: int | None = None, host: str = "") -> list[Target]:
+    """Each VM's data disk (the whole disk unless `size`)."""
+    return [Target(a, vm.locator, 0, size or vm.slice_bytes, vm.name, host) for a, vm in zip(agents, vms)]
+
+
 def on_host(host, job: FioJob, *, device: str, slots: list[tuple[int, int]],
             extra_env: dict | None = None) -> list[Output]:
     """The job on each (offset, size) region of a host device at once: one output per host slot."""
-    offset = host.clock_offset_s() if len(slots) > 1 else 0.0
-    envs = _started_together([offset] * len(slots), extra_env)
-    raws = in_parallel(lambda i: run(host, job, locator=f"path:{device}", offset=slots[i][0], size=slots[i][1],
-                                     extra_env=envs[i]), range(len(slots)))
-    return [Output(f"host-slot{i}", raw, clock_offset_s=offset) for i, raw in enumerate(raws)]
+    return together(job, slot_targets(host, device, slots), extra_env)
 
 
 def in_guests(uri: str, job: FioJob, vms: list, *, size: int | None = None,
               extra_env: dict | None = None) -> list[Output]:
     """The job in each VM at once, on its data disk (the whole disk unless `size`)."""
     with guests(uri, [vm.name for vm in vms]) as agents:
-        offsets = [a.clock_offset_s() if len(vms) > 1 else 0.0 for a in agents]
-        envs = _started_together(offsets, extra_env)
-        raws = in_parallel(lambda i: run(agents[i], job, locator=vms[i].locator, size=size or vms[i].slice_bytes,
-                                         extra_env=envs[i]), range(len(vms)))
-    return [Output(vm.name, raw, clock_offset_s=off) for vm, raw, off in zip(vms, raws, offsets)]
+        return together(job, guest_targets(agents, vms, size=size), extra_env)
+
+
+def across_hosts(job: FioJob, *, slots: list[tuple] = (), fleets: list[tuple] = ()) -> list[Output]:
+    """One point over several hosts, every participant started together: `slots` are
+    (host, device, [(offset, size)]) groups (host fio), `fleets` (host, uri, [VmInfo]) groups."""
+    with contextlib.ExitStack() as stack:
+        targets = [t for host, device, regions in slots
+                   for t in slot_targets(host, device, regions, who=f"{host.name}-slot")]
+        for host, uri, vms in fleets:
+            agents = stack.enter_context(guests(uri, [vm.name for vm in vms]))
+            targets += guest_targets(agents, vms, host=host.name)
+        return together(job, targets)

@@ -1,0 +1,151 @@
+"""A remote host reached over SSH: OpenSSH in BatchMode with key authentication for commands, and
+libvirt's qemu+ssh transport for its libvirtd. A user's own KVM servers and the nested hosts of
+`harness host nested up --count N` go through this same code.
+
+A command runs in its own session on the host, whose id is kept in a file there, so that a
+timeout or Ctrl-C here stops the whole remote process tree (SIGTERM, then SIGKILL), not only the
+local ssh client."""
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from harness.cancel import Cancelled
+from harness.hosts.local import STOP_GRACE_S, LocalHost
+
+CONNECT_TIMEOUT_S = 15
+ALIVE_INTERVAL_S = 5          # a host that stops answering fails the command within about 15 s
+ALIVE_COUNT = 3
+CONTROL_PERSIST_S = 60        # one multiplexed connection serves a point's many short commands
+LOCAL = LocalHost()
+# What ssh itself prints when it cannot run the command (exit 255 is also a remote command's own)
+SSH_FAILURES = (b"ssh: ", b"Permission denied", b"Host key verification failed", b"Connection closed",
+                b"Connection refused", b"Connection timed out", b"No route to host")
+
+
+@dataclass(frozen=True)
+class SshHost:
+    name: str                     # the config's name for it ([[hosts]] name)
+    target: str                   # user@address
+    port: int = 22
+    identity: str | None = None   # private key file here; unset = ssh's defaults
+    known_hosts: str | None = None   # file with its host key; unset = ~/.ssh/known_hosts
+    remote_dir: str = "/var/tmp/vtb"  # where fleets keep their pools and consoles there
+    devices: tuple[str, ...] = ()    # block devices there the harness may use (the allowlist)
+    l0_accel: str = "n/a"
+    label: str = field(init=False, default="")
+
+    def __post_init__(self):
+        object.__setattr__(self, "label", f"host {self.name} ({self.target})")
+
+    @property
+    def drives(self) -> tuple[str, ...]:
+        return self.devices
+
+    @property
+    def user(self) -> str:
+        return self.target.partition("@")[0] if "@" in self.target else "root"
+
+    @property
+    def address(self) -> str:
+        return self.target.partition("@")[2] or self.target
+
+    @property
+    def uri(self) -> str:
+        """qemu+ssh, in the form both libvirt (OpenSSH underneath: keyfile, the known hosts through
+        the ssh options file) and the Terraform provider (its own SSH client: keyfile, knownhosts)
+        read."""
+        params = {"keyfile": self.identity, "knownhosts": self.known_hosts, "sshauth": "privkey" if self.identity else None}
+        query = "&".join(f"{k}={quote(v, safe='/')}" for k, v in params.items() if v)
+        return f"qemu+ssh://{self.user}@{self.address}:{self.port}/system" + (f"?{query}" if query else "")
+
+    def ssh_options(self) -> list[str]:
+        opts = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+                "-o", f"ServerAliveInterval={ALIVE_INTERVAL_S}", "-o", f"ServerAliveCountMax={ALIVE_COUNT}",
+                "-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/vtb-ssh-%C", "-o", f"ControlPersist={CONTROL_PERSIST_S}",
+                "-p", str(self.port), "-l", self.user]
+        if self.identity:
+            opts += ["-i", self.identity, "-o", "IdentitiesOnly=yes"]
+        if self.known_hosts:
+            opts += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
+        return opts
+
+    def _ssh(self, remote: str) -> list[str]:
+        return ["ssh", *self.ssh_options(), self.address, "--", remote]
+
+    def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
+            timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        tag = f"/tmp/vtb-run-{uuid.uuid4().hex[:16]}.pid"
+        command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv] if env is not None else argv)
+        inner = f"echo $$ > {tag}; exec {command}"
+        remote = f"setsid -w sh -c {shlex.quote(inner)}; rc=$?; rm -f {tag}; exit $rc"
+        try:
+            done = LOCAL.run(self._ssh(remote), input=input, timeout=timeout, check=False)
+        except (subprocess.TimeoutExpired, Cancelled, KeyboardInterrupt):
+            self._stop_remote(tag)
+            raise
+        if done.returncode == 255 and any(m in done.stderr for m in SSH_FAILURES):
+            raise SshError(f"{self.label}: {done.stderr.decode(errors='replace').strip()[-300:]}. Fix: check that "
+                           f"sshd answers there on port {self.port} and accepts the key"
+                           f"{' ' + self.identity if self.identity else ''} (`ssh {' '.join(self.ssh_options()[-4:])} "
+                           f"{self.address} true`)")
+        done = subprocess.CompletedProcess(argv, done.returncode, done.stdout, done.stderr)
+        if check:
+            done.check_returncode()
+        return done
+
+    def _stop_remote(self, tag: str) -> None:
+        """SIGTERM to the command's session there, SIGKILL after the grace (what LocalHost does here)."""
+        script = (f"p=$(cat {tag} 2>/dev/null) || exit 0; kill -TERM -- -$p 2>/dev/null; i=0; "
+                  f"while [ $i -lt {STOP_GRACE_S} ] && kill -0 -- -$p 2>/dev/null; do sleep 1; i=$((i+1)); done; "
+                  f"kill -KILL -- -$p 2>/dev/null; rm -f {tag}")
+        try:
+            subprocess.run(self._ssh(script), capture_output=True, timeout=STOP_GRACE_S + 30)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def clock_offset_s(self) -> float:
+        """Its clock minus this machine's, from the `date` with the shortest round trip of three."""
+        samples = []
+        for _ in range(3):
+            sent = time.time()
+            remote = float(self.run(["date", "+%s.%N"], timeout=30).stdout)
+            received = time.time()
+            samples.append((received - sent, remote - (sent + received) / 2))
+        return min(samples)[1]
+
+    def descriptor(self) -> dict:
+        return {"kind": "ssh", "name": self.name, "target": self.target, "port": self.port,
+                "identity": self.identity, "known_hosts": self.known_hosts, "remote_dir": self.remote_dir,
+                "devices": list(self.devices)}
+
+    @classmethod
+    def from_descriptor(cls, d: dict) -> "SshHost":
+        return cls(name=d["name"], target=d["target"], port=d["port"], identity=d.get("identity"),
+                   known_hosts=d.get("known_hosts"), remote_dir=d["remote_dir"], devices=tuple(d.get("devices", ())))
+
+    def fleet_dir(self, local: Path, fleet: str) -> Path:
+        return Path(self.remote_dir) / fleet
+
+    def diagnostics(self) -> dict[str, str]:
+        try:
+            return {f"host-{self.name}-dmesg.log": self.run(["dmesg"], timeout=30, check=False).stdout.decode(errors="replace")}
+        except (SshError, subprocess.SubprocessError) as e:
+            return {f"host-{self.name}-dmesg.log": f"(not readable: {e})"}
+
+    def stopped(self) -> str | None:
+        """Why the host cannot be reached, or None (a host that stopped answering is, to us, stopped)."""
+        try:
+            self.run(["true"], timeout=CONNECT_TIMEOUT_S + 15)
+            return None
+        except (SshError, subprocess.SubprocessError) as e:
+            return f"{self.label} does not answer over SSH ({e})"
+
+
+class SshError(ConnectionError):
+    pass
