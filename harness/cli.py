@@ -116,12 +116,18 @@ def gc(config_path, overrides, everything) -> None:
     keep = () if everything else gc_mod.live_prefixes((cfg.state_dir,))
     if keep:
         console.print(f"gc: keeping what live state owns: {', '.join(keep)} (--all removes it too)", markup=False)
-    removed = gc_mod.collect(paths.PREFIX, keep=keep)
+    # inside out: the remote hosts of the config and the nested host first (they may be nested
+    # hosts this machine runs, which the last step removes with --all)
+    from harness.hosts import all_for_config
+    removed = []
+    for h in all_for_config(cfg) if cfg.hosts else []:
+        if reason := h.stopped():
+            removed.append(f"(skipped {h.label}: {reason})")
+            continue
+        removed += [f"{r} (on {h.label})" for r in gc_mod.collect(paths.PREFIX, h, keep=keep)]
     if nested := _nested_host_if_up(cfg):  # what runs inside the nested host, by the same rule
         removed += [f"{r} (in the nested host)" for r in gc_mod.collect(paths.PREFIX, nested, keep=keep)]
-    from harness.hosts import all_for_config
-    for h in all_for_config(cfg) if cfg.hosts else []:  # and on every remote host of the config
-        removed += [f"{r} (on {h.label})" for r in gc_mod.collect(paths.PREFIX, h, keep=keep)]
+    removed += gc_mod.collect(paths.PREFIX, keep=keep)
     for r in removed:
         console.print(f"removed {r}", markup=False)
     console.print(f"gc: {len(removed)} removed")

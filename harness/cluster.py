@@ -38,7 +38,9 @@ class Cluster:
         return self._each("testbed up", Testbed.up)
 
     def ensure(self) -> list[TestbedRecord]:
-        return self._each("bringing the fleet to the config", Testbed.ensure)
+        """The deployed fleet, brought to the config: a host without its part yet gets it now."""
+        return self._each("bringing the fleet to the config",
+                          lambda part: part.ensure() if part.record_path.exists() else part.up())
 
     def down(self) -> list[str]:
         return [r for removed in self._each("testbed down", lambda p: p.down()) for r in removed]

@@ -248,6 +248,8 @@ devices = [{", ".join(f'"{d}"' for d in host.drives)}]
     text = (f"# Written by `harness host nested up --count {count}`: the {count} nested hosts as ssh hosts.\n"
             f"# `harness run vm-scaling --config THIS_FILE` spreads the fleet over them.\n"
             f'state_dir = "{cfg.state_dir / SSH_FLEET_DIR}"\nresults_dir = "{cfg.results_dir}"\n\n'
+            f"[fleet]\n# slices of each host's first {cfg.nested.drive_mib} MiB drive: room for 4 VMs a host\n"
+            f"disk_size_mib = {min(cfg.fleet.disk_size_mib, cfg.nested.drive_mib // 4)}\n\n"
             + "\n".join(tables))
     path = cfg.state_dir / SSH_HOSTS_CONFIG
     write_atomic(path, text)

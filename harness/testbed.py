@@ -207,6 +207,13 @@ class Testbed:
                                "or one of its drives), not a file prefilled on this machine")
         if reason := self.backend_verdict(plan):
             raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
+        if plan.device.kind == "block" and self.host.name != "local" and self.raid is None:
+            have = int(self.host.run(["blockdev", "--getsize64", plan.device.path], timeout=60).stdout or 0)
+            need = len(plan.vms) * (self.cfg.fleet.disk_size_mib << 20)
+            if have < need:
+                raise TestbedError(f"{self.host.label}: {plan.device.path} has {have >> 20} MiB, and {len(plan.vms)} VM(s) "
+                                   f"x fleet.disk_size_mib={self.cfg.fleet.disk_size_mib} need {need >> 20} MiB. "
+                                   "Fix: lower fleet.disk_size_mib or the VM count")
         if self.host.descriptor()["kind"] == "ssh" and plan.device.path in self.host.drives:
             if reason := refuse_reason_on(self.host, plan.device.path, wipe_field="its own data"):
                 raise TestbedError(f"{self.host.label}: device {plan.device.path} refused: {reason}")

@@ -5,6 +5,7 @@ leaves no array and no L1 running."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -268,3 +269,48 @@ def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(hos
         l0.close()
     fresh = connect(host.uri)   # the host answers again once it runs
     fresh.close()
+
+
+def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_path):
+    """Two nested hosts driven as `ssh` hosts (the path a user's own servers take): vm-scaling
+    with one VM on each, physical baselines on both, per-host and aggregate figures. Then a run
+    killed with SIGKILL mid-point, and `gc --all`: nothing left on either host, no nested host
+    running. Last in this module: it removes the nested hosts."""
+    out = harness("host", "nested", "up", "--count", "2")
+    ssh_config = out.stdout.strip().splitlines()[-1]
+    assert ssh_config.endswith("nested-hosts.toml") and 'ssh = "root@127.0.0.1"' in Path(ssh_config).read_text()
+    args = ["run", "vm-scaling", "--vm-counts", "1,2", "--ramp", "0", "--set", "repeat.count=1",
+            "--set", "settle.max_wait_s=5", "--set", "fleet.vms=2", "--set", f"results_dir={tmp_path}"]
+    done = subprocess.run([HARNESS, *args, "--runtime", "2", "--config", ssh_config], capture_output=True, text=True,
+                          timeout=1800)
+    print(done.stdout, done.stderr)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next(tmp_path.glob("*-vm-scaling-*"))
+    rows = [json.loads(l) for l in (run_dir / "samples.jsonl").read_text().splitlines()]
+    iops = {(r["point"], r["scope"], r.get("host")) for r in rows if r["metric"] == "iops" and r["status"] == "ok"}
+    assert {("physical-n2", "slot", "nested0"), ("physical-n2", "slot", "nested1"),
+            ("virtual-n2", "vm", "nested0"), ("virtual-n2", "vm", "nested1")} <= iops, iops
+    agg = [r for r in rows if r["metric"] == "aggregate_iops" and r["point"] == "virtual-n2"]
+    assert agg and agg[0]["status"] == "ok" and agg[0]["placement"] == {"nested0": 1, "nested1": 1}
+    assert set(agg[0]["host_conditions"]) == {"nested0", "nested1"} and "windows_overlap" in agg[0]
+    assert any(r["metric"] == "ve_pe_ratio" and r["point"] == "virtual-n2" for r in rows)
+    assert "per host" in (run_dir / "summary.txt").read_text()
+
+    log = tmp_path / "killed.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([HARNESS, *args, "--runtime", "60", "--config", ssh_config], stdout=f, stderr=f)
+    deadline = time.monotonic() + 600
+    while not re.search(r"^\s+\S+\s+(physical|virtual)-n\d", log.read_text(), re.M):   # a point started
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(1)
+    time.sleep(5)   # into the point: fio runs on both hosts
+    proc.kill()
+    proc.wait()
+    gc = subprocess.run([HARNESS, "gc", "--all", "--config", ssh_config], capture_output=True, text=True, timeout=600)
+    print(gc.stdout, gc.stderr)
+    assert gc.returncode == 0
+    for name in ("nested0", "nested1"):  # removed on each host over ssh, before the hosts themselves
+        assert "domain vtb-default-vm" in gc.stdout and f"(on host {name}" in gc.stdout, gc.stdout
+    assert not [d for d in l0_domains() if d.startswith(DOMAIN)]
+    qemus = subprocess.run(["pgrep", "-af", "qemu-system.*vtb-"], capture_output=True, text=True).stdout
+    assert "vtb-nested" not in qemus

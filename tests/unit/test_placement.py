@@ -1,0 +1,79 @@
+"""Placement of a fleet over several hosts, and the [[hosts]] config that drives it."""
+import pytest
+
+from harness import settings
+from harness.hosts import from_descriptor
+from harness.hosts.ssh import SshHost
+from harness.libvirt_conn import _for_openssh
+from harness.pipeline import combine_conditions
+from harness.placement import PlacementError, place
+from harness.schema import ConfigError
+
+
+def test_round_robin_spreads_the_first_vms():
+    assert place(4, [("a", None), ("b", None)]) == ["a", "b", "a", "b"]
+    assert place(3, [("a", None), ("b", None)]) == ["a", "b", "a"]
+    assert place(1, [("a", None), ("b", None)]) == ["a"]
+
+
+def test_fixed_counts_and_the_rest():
+    assert place(4, [("a", 3), ("b", None)]) == ["a", "b", "a", "a"]
+    assert place(2, [("a", 1), ("b", 1)]) == ["a", "b"]
+
+
+@pytest.mark.parametrize("total,hosts", [(2, [("a", 3), ("b", None)]), (4, [("a", 1), ("b", 1)])])
+def test_counts_that_do_not_add_up_are_refused(total, hosts):
+    with pytest.raises(PlacementError, match="add up"):
+        place(total, hosts)
+
+
+def _load(tmp_path, hosts: str, *overrides: str):
+    path = tmp_path / "h.toml"
+    path.write_text(f'state_dir = "{tmp_path}"\n' + hosts)
+    return settings.load(path, list(overrides))
+
+
+HOST = '[[hosts]]\nname = "{name}"\nssh = "root@h"\ndevices = {devices}\n{extra}\n'
+
+
+def test_hosts_config_errors_name_the_field(tmp_path):
+    with pytest.raises(ConfigError, match="identity"):
+        _load(tmp_path, HOST.format(name="a", devices='["/dev/x"]', extra=f'identity = "{tmp_path}/missing"'))
+    with pytest.raises(ConfigError, match="used twice"):
+        _load(tmp_path, HOST.format(name="a", devices='["/dev/x"]', extra="") * 2)
+    with pytest.raises(ConfigError, match="add up"):
+        _load(tmp_path, HOST.format(name="a", devices='["/dev/x"]', extra="vms = 1")
+              + HOST.format(name="b", devices='["/dev/y"]', extra="vms = 1"), "fleet.vms=4")
+    with pytest.raises(ConfigError, match="devices"):
+        _load(tmp_path, HOST.format(name="a", devices="[]", extra=""))
+    cfg = _load(tmp_path, HOST.format(name="a", devices='["/dev/x"]', extra="")
+                + HOST.format(name="b", devices='["/dev/y"]', extra=""), "fleet.vms=3")
+    assert [h.name for h in cfg.hosts] == ["a", "b"]
+
+
+def test_ssh_host_uri_and_descriptor(tmp_path):
+    h = SshHost("n0", "root@127.0.0.1", 2222, identity="/k/id", known_hosts="/k/known", devices=("/dev/nvme0n1",))
+    assert h.uri == "qemu+ssh://root@127.0.0.1:2222/system?keyfile=/k/id&knownhosts=/k/known&sshauth=privkey"
+    assert from_descriptor(h.descriptor()) == h
+    assert h.drives == ("/dev/nvme0n1",)
+    assert ["-p", "2222"] == h.ssh_options()[h.ssh_options().index("-p"):][:2]
+    assert "BatchMode=yes" in h.ssh_options() and "StrictHostKeyChecking=yes" in h.ssh_options()
+
+
+def test_libvirt_gets_the_known_hosts_through_an_ssh_wrapper(monkeypatch, tmp_path):
+    monkeypatch.setattr("harness.paths.CACHE", tmp_path)
+    uri = _for_openssh("qemu+ssh://root@127.0.0.1:2222/system?keyfile=/k/id&knownhosts=/k/known&sshauth=privkey")
+    assert "knownhosts" not in uri and "sshauth" not in uri and "keyfile=/k/id" in uri
+    wrapper = uri.split("command=")[1]
+    assert "UserKnownHostsFile=/k/known" in open(wrapper).read()
+
+
+def test_conditions_over_hosts_add_cpu_and_keep_the_worst():
+    a = {"host_busy_pct": 10.0, "qemu_cpu_s": 1.0, "suspended_vms": 1, "settle_timed_out": False,
+         "host_quiet": True, "quiet_reason": ""}
+    b = {"host_busy_pct": 40.0, "qemu_cpu_s": 2.0, "suspended_vms": 0, "settle_timed_out": True,
+         "host_quiet": False, "quiet_reason": "busy"}
+    c = combine_conditions({"h0": a, "h1": b})
+    assert c["host_busy_pct"] == 40.0 and c["qemu_cpu_s"] == 3.0 and c["suspended_vms"] == 1
+    assert c["settle_timed_out"] is True and c["host_quiet"] is False and c["quiet_reason"] == "h1: busy"
+    assert c["host_conditions"]["h0"] is a
