@@ -80,10 +80,9 @@ def testbed_down(config_path, overrides, everything) -> None:
         removed = Cluster(cfg, hosts.all_for_config(cfg)).down()
         if everything:
             removed += [f"{r} (on {h.label})" for h in hosts.all_for_config(cfg) for r in gc.collect(paths.PREFIX, h)]
-        step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed))
-        return
-    removed = _testbed_for_down(cfg).down()
-    if everything:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource
+    else:
+        removed = _testbed_for_down(cfg).down()
+    if everything and not cfg.hosts:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource
         for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
             other = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})})
             removed += _testbed_for_down(other).down()

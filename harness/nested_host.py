@@ -4,6 +4,7 @@ is up is harness/hosts/nested.py's work."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import time
@@ -164,17 +165,16 @@ def _find_drives(host: NestedHost, count: int) -> list[str]:
 def down(state_dir: Path) -> list[str]:
     """Destroys every nested host and removes their files (everything in them goes with them), and
     the config that drove them as ssh hosts."""
-    indices = {0} | {int(d.name.removeprefix("nested")) for d in state_dir.glob("nested[0-9]*") if d.is_dir()}
+    names = [f"{DOMAIN}{d.name.removeprefix('nested')}" for d in state_dir.glob("nested*") if d.is_dir()]
     try:
         conn = connect(paths.LIBVIRT_URI)
         try:
-            indices |= {int(n.removeprefix(DOMAIN) or 0) for n in conn.listDefinedDomains() + [
-                d.name() for d in conn.listAllDomains()] if n.startswith(DOMAIN) and n.removeprefix(DOMAIN).isdigit()
-                or n == DOMAIN}
+            names += [d.name() for d in conn.listAllDomains()]   # running and defined alike
         finally:
             conn.close()
     except libvirt.libvirtError:
         pass
+    indices = {0} | {int(m.group(1) or 0) for n in names if (m := re.fullmatch(f"{DOMAIN}(\\d*)", n))}
     removed = [r for i in sorted(indices) for r in _down_one(state_dir, i)]
     for path in (state_dir / SSH_HOSTS_CONFIG, state_dir / SSH_FLEET_DIR):
         if path.exists():

@@ -92,8 +92,7 @@ class SshHost:
         if done.returncode == 255 and any(m in done.stderr for m in SSH_FAILURES):
             raise SshError(f"{self.label}: {done.stderr.decode(errors='replace').strip()[-300:]}. Fix: check that "
                            f"sshd answers there on port {self.port} and accepts the key"
-                           f"{' ' + self.identity if self.identity else ''} (`ssh {' '.join(self.ssh_options()[-4:])} "
-                           f"{self.address} true`)")
+                           f"{' ' + self.identity if self.identity else ''} (try `{shlex.join(self._ssh('true'))}`)")
         done = subprocess.CompletedProcess(argv, done.returncode, done.stdout, done.stderr)
         if check:
             done.check_returncode()
