@@ -27,7 +27,7 @@ class AgentError(RuntimeError):
     pass
 
 
-class AgentTimeout(AgentError):
+class AgentTimeout(AgentError, TimeoutError):
     """A guest command ran past its time limit (and was killed)."""
 
 

@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import libvirt
 
 from harness import paths
+from harness.hosts.ssh import ALIVE_COUNT, ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
 from harness.store import write_atomic
 
 KEEPALIVE_INTERVAL_S = 5
@@ -55,7 +56,11 @@ def _for_openssh(uri: str) -> str:
     known = query.pop("knownhosts", None)
     query.pop("sshauth", None)   # the provider's; OpenSSH authenticates with keyfile
     if known:
-        script = f'#!/bin/sh\nexec ssh -o UserKnownHostsFile={shlex.quote(known)} -o StrictHostKeyChecking=yes "$@"\n'
+        # the same bounds as every other ssh call: a host that stops answering fails the connection
+        bounds = (f"-o ConnectTimeout={CONNECT_TIMEOUT_S} -o ServerAliveInterval={ALIVE_INTERVAL_S} "
+                  f"-o ServerAliveCountMax={ALIVE_COUNT}")
+        script = (f'#!/bin/sh\nexec ssh -o UserKnownHostsFile={shlex.quote(known)} -o StrictHostKeyChecking=yes '
+                  f'{bounds} "$@"\n')
         wrapper = paths.CACHE / "ssh" / f"ssh-{hashlib.sha256(script.encode()).hexdigest()[:12]}"
         if not wrapper.exists():
             wrapper.parent.mkdir(parents=True, exist_ok=True)

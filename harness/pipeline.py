@@ -204,7 +204,7 @@ class Pipeline:
             with contextlib.ExitStack() as stack:
                 paused = [stack.enter_context(conditions.suspended(conn, self.quiet_prefixes, keep=set(p.vms)))
                           for conn in conns]
-                restarted = self._check_guests(conns, p.vms)
+                restarted, _ = self._check_guests(conns, p.vms)
                 if self.repeat.drop_caches:
                     self._drop_caches(conns, p.vms)
                 settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle))
@@ -241,7 +241,10 @@ class Pipeline:
         except Exception as e:  # recorded as failed, never as a number
             error = str(e)
             recovered = False
-            if isinstance(e, AgentError):
+            if isinstance(e, TimeoutError) and p.vms:  # its agent may answer while a disk queue is stuck
+                notes, recovered = self._check_guests(conns, p.vms)
+                error += "\n" + notes if notes else ""
+            elif isinstance(e, AgentError):
                 notes, recovered = self._recover(conns, p.vms)
                 error += notes
             files = {}
@@ -349,11 +352,12 @@ class Pipeline:
                 continue
         raise AgentError(f"{name}: no such guest on {', '.join(s.uri for s in self.sites)}")
 
-    def _check_guests(self, conns: list[libvirt.virConnect], vms: tuple[str, ...]) -> str:
-        """Before a point: each guest answers and every disk it has completes one direct read.
-        A guest that does not (its agent gone, or a disk queue stuck) is restarted, with the
-        reason recorded in the point's samples."""
-        notes = []
+    def _check_guests(self, conns: list[libvirt.virConnect], vms: tuple[str, ...]) -> tuple[str, bool]:
+        """Before a point, and after one that timed out: each guest answers and every disk it has
+        completes one direct read. A guest that does not (its agent gone, or a disk queue stuck)
+        is restarted. Returns the reasons (recorded in the point's samples), and whether a guest
+        was restarted and every one answers again."""
+        notes, recovered = [], True
         for name in vms:
             try:
                 res = GuestAgent(self._domain(conns, name)[1]).exec("/bin/sh", ["-c", DISK_PROBE], timeout=GUEST_PROBE_S)
@@ -362,9 +366,11 @@ class Pipeline:
                 why = f"a disk did not complete a read ({res.stderr.decode(errors='replace').strip()[-200:]})"
             except AgentError as e:
                 why = str(e)
-            warn(f"{name}: {why}; restarting it before the point")
-            notes.append(f"{name}: {why}{self._recover(conns, (name,), force=True)[0]}")
-        return "\n".join(notes)
+            warn(f"{name}: {why}; restarting it")
+            restart_notes, restarted = self._recover(conns, (name,), force=True)
+            notes.append(f"{name}: {why}{restart_notes}")
+            recovered = recovered and restarted
+        return "\n".join(notes), bool(notes) and recovered
 
     def _recover(self, conns: list[libvirt.virConnect], vms: tuple[str, ...], force: bool = False) -> tuple[str, bool]:
         """After an agent error: what state each guest is in, the tail of its console, and a

@@ -8,6 +8,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -23,6 +24,7 @@ from harness.config import Config
 from harness.console import step, warn
 from harness.devices import refuse_reason_on
 from harness.hosts import Host
+from harness.hosts.local import stop_group
 from harness.libvirt_conn import connect
 from harness.raid import RaidPlan, plan_from_config
 from harness.store import owner, write_atomic
@@ -31,6 +33,9 @@ AGENT_TIMEOUT_S = 180
 # A bound on one terraform apply or destroy: minutes at most, even uploading the image to a nested
 # host under TCG; past it the host's libvirtd is not answering, and waiting longer helps nothing.
 TERRAFORM_TIMEOUT_S = 1200
+HOST_CHECK_EVERY_S = 30     # while Terraform runs, the host and its libvirtd are asked this often,
+HOST_SILENT_CHECKS = 4      # and Terraform is stopped after this many unanswered checks in a row
+LIBVIRT_ANSWER_S = 30
 
 
 class TestbedError(RuntimeError):
@@ -104,22 +109,65 @@ class Testbed:
                "TF_DATA_DIR": str(self.dir / ".terraform"), "TF_IN_AUTOMATION": "1", "TF_INPUT": "0",
                "CHECKPOINT_DISABLE": "1"}
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        argv = [str(tf), f"-chdir={paths.TERRAFORM_DIR}", *args]
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        deadline, silent, why, stopped = time.monotonic() + TERRAFORM_TIMEOUT_S, 0, None, ""
         try:
-            proc = subprocess.run([str(tf), f"-chdir={paths.TERRAFORM_DIR}", *args], env=env,
-                                  capture_output=True, text=True, timeout=TERRAFORM_TIMEOUT_S)
-        except subprocess.TimeoutExpired as e:
+            while True:
+                try:
+                    out, err = proc.communicate(timeout=HOST_CHECK_EVERY_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                # the provider waits without end on a host that stopped answering: look, and stop it early
+                why = self._host_not_answering()
+                silent = silent + 1 if why else 0
+                if silent >= HOST_SILENT_CHECKS:
+                    stopped = f"the host did not answer {silent} checks {HOST_CHECK_EVERY_S} s apart"
+                elif time.monotonic() > deadline:
+                    stopped = f"it did not finish within {TERRAFORM_TIMEOUT_S} s"
+                if stopped:
+                    out, err = stop_group(proc)
+                    break
+        except BaseException:
+            if proc.poll() is None:
+                stop_group(proc)   # Ctrl-C: its own session, so it is stopped here
+            raise
+        if stopped:
             with open(self.log, "a") as log:
-                log.write(f"$ terraform {' '.join(args)}\n{e.stdout or ''}{e.stderr or ''}\n(killed after "
-                          f"{TERRAFORM_TIMEOUT_S} s)\n")
-            raise TestbedError(f"terraform {args[0]} did not finish within {TERRAFORM_TIMEOUT_S} s and was stopped: "
-                               f"the host's libvirtd ({self.host.uri}) is not answering (log: {self.log}). Fix: "
-                               "check that host (`harness host nested down` removes a nested one), then retry") from None
+                log.write(f"$ terraform {' '.join(args)}\n{out or ''}{err or ''}\n(stopped: {stopped}; {why})\n")
+            raise TestbedError(f"terraform {args[0]} on {self.host.label} was stopped: {stopped}"
+                               f"{f' ({why})' if why else ''} (log: {self.log}). Fix: check that host "
+                               "(`harness host nested down` removes a nested one), then retry")
+        proc = subprocess.CompletedProcess(argv, proc.returncode, out, err)
         with open(self.log, "a") as log:
             log.write(f"$ terraform {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
         if check and proc.returncode != 0:
             err = "\n".join(l for l in proc.stderr.splitlines() if l.strip() and not l.startswith("╵"))
             raise TestbedError(f"terraform {args[0]} failed (log: {self.log}):\n{err[-1500:]}")
         return proc
+
+    def _host_not_answering(self) -> str | None:
+        """Why the host or its libvirtd does not answer now, or None. Bounded: a call on a silent
+        libvirtd blocks until keepalive gives up."""
+        why = self.host.stopped()
+        if why:
+            return why
+        answer: list[str | None] = []
+
+        def ask() -> None:
+            try:
+                conn = connect(self.host.uri)
+                conn.getLibVersion()
+                conn.close()
+                answer.append(None)
+            except libvirt.libvirtError as e:
+                answer.append(f"libvirtd at {self.host.uri}: {e.get_error_message()}")
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        asker.join(LIBVIRT_ANSWER_S)
+        return answer[0] if answer else f"libvirtd at {self.host.uri} did not answer within {LIBVIRT_ANSWER_S} s"
 
     def _state_args(self) -> list[str]:
         return [f"-state={self.dir / 'terraform.tfstate'}", f"-var-file={self.dir / 'fleet.tfvars.json'}"]

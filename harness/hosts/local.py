@@ -39,14 +39,14 @@ class LocalHost:
                 except subprocess.TimeoutExpired:
                     pending = None  # sent on the first call
                 if CANCEL.is_set():
-                    _stop(proc)
+                    stop_group(proc)
                     raise Cancelled(f"{argv[0]} on {self.label}: stopped, the run is being stopped")
                 if deadline is not None and time.monotonic() > deadline:
-                    out, err = _stop(proc)
+                    out, err = stop_group(proc)
                     raise subprocess.TimeoutExpired(argv, timeout, out, err)
         except BaseException:
             if proc.poll() is None:
-                _stop(proc)  # Ctrl-C: the group is not in the terminal's, so it is stopped here
+                stop_group(proc)  # Ctrl-C: the group is not in the terminal's, so it is stopped here
             raise
         done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
         if check:
@@ -69,7 +69,7 @@ class LocalHost:
         return None  # this machine is running this code
 
 
-def _stop(proc: subprocess.Popen) -> tuple[bytes, bytes]:
+def stop_group(proc: subprocess.Popen) -> tuple[bytes, bytes]:
     """SIGTERM to the process group, SIGKILL after the grace; returns what it printed."""
     for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
         try:

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from harness import paths
 from harness.agent import PATH, guests, in_parallel
+from harness.console import step
 from harness.hosts import Node
 from harness.pipeline import Output
 from harness.schema import BlockSize, Section
@@ -37,6 +38,10 @@ class FioJob(Section):
 
 class FioError(RuntimeError):
     pass
+
+
+class FioTimeout(FioError, TimeoutError):
+    """fio ran past its runtime and was stopped: in a guest, a sign of a stuck disk queue."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ def run(node: Node, job: FioJob, *, locator: str, size: int, offset: int = 0, ex
         out = node.run(["/bin/sh", "-c", guest_script(GUEST_RUNNER), "run-fio", locator], env=env,
                        input=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job), check=False)
     except subprocess.TimeoutExpired:
-        raise FioError(f"fio on {node.label} did not finish within {timeout_s(job):.0f} s; killed it") from None
+        raise FioTimeout(f"fio on {node.label} did not finish within {timeout_s(job):.0f} s; killed it") from None
     if out.returncode != 0:
         raise FioError(f"fio on {node.label} exited {out.returncode}: "
                        f"{out.stderr.decode(errors='replace').strip()[-500:]}")
@@ -160,15 +165,42 @@ def parse(raw: str) -> FioResult:
 # Participants of one point start fio at one moment, this far ahead: time to issue every command
 # and page fio in (a TCG guest just resumed takes about a second), so that none starts late.
 START_MARGIN_S = 1.5
+MAX_START_MARGIN_S = 30.0
 
 
-def _started_together(offsets: list[float], extra_env: dict | None) -> list[dict]:
-    """Each participant's environment, with the shared start on its own clock when there are several."""
-    if len(offsets) < 2:
-        return [dict(extra_env or {}) for _ in offsets]
-    start = time.time() + START_MARGIN_S
-    return [{**(extra_env or {}), "FIO_START_AT": f"{start + off:.3f}", "FIO_START_MAX_WAIT": f"{2 * START_MARGIN_S:g}"}
-            for off in offsets]
+class SharedStart:
+    """When a point's participants start: far enough ahead that the last command reaches its node
+    in time. How late participants turned up (seen from fio's own timestamps) is learned per
+    participant, so that a loaded host (4 TCG guests on 2 cores start seconds apart) gets a wider
+    margin from then on instead of measuring its participants one after another."""
+
+    def __init__(self) -> None:
+        self.lag_per_participant_s = 0.0
+
+    def margin_s(self, participants: int) -> float:
+        return min(MAX_START_MARGIN_S, START_MARGIN_S + 1.5 * participants * self.lag_per_participant_s)
+
+    def envs(self, offsets: list[float], extra_env: dict | None) -> tuple[list[dict], float | None]:
+        """Each participant's environment, with the start on its own clock when there are several;
+        and that start on this machine's clock (None for one participant)."""
+        if len(offsets) < 2:
+            return [dict(extra_env or {}) for _ in offsets], None
+        margin = self.margin_s(len(offsets))
+        start = time.time() + margin
+        return [{**(extra_env or {}), "FIO_START_AT": f"{start + off:.3f}", "FIO_START_MAX_WAIT": f"{2 * margin:g}"}
+                for off in offsets], start
+
+    def learn(self, planned_s: float, windows: list[tuple[float, float] | None], offsets: list[float]) -> None:
+        """planned_s: when the measured runs should have begun (the start plus the ramp), here."""
+        starts = [w[0] - off for w, off in zip(windows, offsets) if w]
+        late = max(starts, default=planned_s) - planned_s
+        if late > 0.25 * START_MARGIN_S and late / len(windows) > self.lag_per_participant_s:
+            self.lag_per_participant_s = late / len(windows)
+            step(f"  participants started up to {late:.1f} s late: shared starts of {len(windows)} "
+                 f"now allow {self.margin_s(len(windows)):.1f} s")
+
+
+SHARED_START = SharedStart()   # one per run (a process): what it learned holds for the run's later points
 
 
 @dataclass(frozen=True)
@@ -191,10 +223,19 @@ def together(job: FioJob, targets: list[Target], extra_env: dict | None = None) 
             if id(t.node) not in offsets:
                 offsets[id(t.node)] = t.node.clock_offset_s()
     offs = [offsets.get(id(t.node), 0.0) for t in targets]
-    envs = _started_together(offs, extra_env)
+    envs, start = SHARED_START.envs(offs, extra_env)
     raws = in_parallel(lambda i: run(targets[i].node, job, locator=targets[i].locator, offset=targets[i].offset,
                                      size=targets[i].size, extra_env=envs[i]), range(len(targets)))
+    if start is not None:
+        SHARED_START.learn(start + job.ramp_s, [_window_of(raw) for raw in raws], offs)
     return [Output(t.who, raw, clock_offset_s=off, host=t.host) for t, raw, off in zip(targets, raws, offs)]
+
+
+def _window_of(raw: str) -> tuple[float, float] | None:
+    try:
+        return parse(raw).window
+    except FioError:
+        return None   # the pipeline records why when it parses
 
 
 def slot_targets(host, device: str, slots: list[tuple[int, int]], *, who: str = "host-slot") -> list[Target]:

@@ -98,7 +98,7 @@ def test_a_point_whose_guest_was_lost_and_restarted_is_measured_again_once(tmp_p
     from harness.agent import AgentError
     raw, log = fixture_text("fio/host-randread-qd16.json"), []
     p = pipeline(tmp_path, count=1)
-    monkeypatch.setattr(p, "_check_guests", lambda conn, vms: "")
+    monkeypatch.setattr(p, "_check_guests", lambda conn, vms: ("", False))
     monkeypatch.setattr(p, "_recover", lambda conn, vms, force=False: ("\ntest restarted", True))
     losses = {"flaky": 1, "lost": 2}
 
@@ -116,3 +116,31 @@ def test_a_point_whose_guest_was_lost_and_restarted_is_measured_again_once(tmp_p
     assert flaky and all(s.status == "ok" and "not responding" in s.metadata["retried_after"] for s in flaky)
     (lost,) = [s for s in p.store.samples if s.metadata["point_id"] == "lost"]
     assert lost.status == "failed" and lost.metadata["retried_after"] and "test restarted" in lost.error
+
+
+def test_a_point_that_timed_out_on_a_stuck_guest_is_measured_again_after_its_restart(tmp_path, fixture_text,
+                                                                                      monkeypatch):
+    """fio past its runtime in a guest whose agent still answers: the check before every point
+    (a direct read on each disk) runs at once, restarts the stuck guest, and the point runs again."""
+    raw, log, checks = fixture_text("fio/host-randread-qd16.json"), [], []
+    p = pipeline(tmp_path, count=1)
+    stuck = {"test": False}
+
+    def check(conn, vms):
+        checks.append(vms)
+        if stuck["test"]:
+            stuck["test"] = False
+            return "test: a disk did not complete a read\ntest restarted", True
+        return "", False
+    monkeypatch.setattr(p, "_check_guests", check)
+
+    def run():
+        log.append("run")
+        if len(log) == 1:
+            stuck["test"] = True
+            raise fio.FioTimeout("fio on test did not finish within 62 s; killed it")
+        return [Output("test", raw)]
+    p.measure([Point("stuck", VIRTUAL, "virtio-blk", ("test",), run=run, parse=fio.parse, headline="iops", meta={})])
+    assert log == ["run", "run"] and len(checks) == 3   # before, after the timeout, before the retry
+    (s,) = [x for x in p.store.samples if x.metric == "iops"]
+    assert s.status == "ok" and "did not finish" in s.metadata["retried_after"] and "restarted" in s.metadata["retried_after"]

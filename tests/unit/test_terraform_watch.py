@@ -1,0 +1,48 @@
+"""Terraform on a host that stops answering is stopped within minutes, not after its 20-minute
+bound: the host and its libvirtd are asked while it runs."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness import paths, settings, testbed
+
+
+@dataclass(frozen=True)
+class SilentHost:
+    """A host whose checks fail (the provider's own calls on it would wait without end)."""
+    uri: str = "qemu+ssh://root@192.0.2.1/system"
+    name: str = "silent"
+    label: str = "host silent (root@192.0.2.1)"
+    drives: tuple[str, ...] = ("/dev/vdb",)
+    l0_accel: str = "n/a"
+
+    def stopped(self) -> str | None:
+        return "host silent (root@192.0.2.1) does not answer over SSH (timeout)"
+
+    def fleet_dir(self, local: Path, fleet: str) -> Path:
+        return local
+
+    def descriptor(self) -> dict:
+        return {"kind": "ssh"}
+
+
+def test_terraform_on_a_host_that_stops_answering_is_stopped_early(tmp_path, monkeypatch):
+    fake = tmp_path / "tf"
+    (fake / "bin").mkdir(parents=True)
+    (fake / "bin" / "terraform").write_text("#!/bin/sh\necho applying\nexec sleep 600\n")
+    (fake / "bin" / "terraform").chmod(0o755)
+    monkeypatch.setattr(paths, "TERRAFORM_CACHE", fake)
+    monkeypatch.setattr(testbed, "HOST_CHECK_EVERY_S", 0.2)
+    monkeypatch.setattr(testbed, "HOST_SILENT_CHECKS", 2)
+    cfg = settings.load(None, [f"state_dir={tmp_path / 'state'}"])
+    bed = testbed.Testbed(cfg, host=SilentHost(), device="/dev/vdb")
+    t0 = time.monotonic()
+    with pytest.raises(testbed.TestbedError, match="did not answer 2 checks") as err:
+        bed._terraform("apply")
+    assert time.monotonic() - t0 < 10
+    assert "does not answer over SSH" in str(err.value) and "harness host nested down" in str(err.value)
+    assert "applying" in bed.log.read_text()   # what it printed is kept
