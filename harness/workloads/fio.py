@@ -196,8 +196,8 @@ class SharedStart:
         late = max(starts, default=planned_s) - planned_s
         if late > 0.25 * START_MARGIN_S and late / len(windows) > self.lag_per_participant_s:
             self.lag_per_participant_s = late / len(windows)
-            step(f"  participants started up to {late:.1f} s late: shared starts of {len(windows)} "
-                 f"now allow {self.margin_s(len(windows)):.1f} s")
+            step(f"  participants began up to {late:.1f} s after their shared start (by fio's report times): "
+                 f"shared starts of {len(windows)} now allow {self.margin_s(len(windows)):.1f} s")
 
 
 SHARED_START = SharedStart()   # one per run (a process): what it learned holds for the run's later points
