@@ -4,6 +4,7 @@ is up is harness/hosts/nested.py's work."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -16,7 +17,7 @@ import libvirt
 
 from harness import accel, paths
 from harness.agent import AgentError, GuestAgent
-from harness.console import step
+from harness.console import step, warn
 from harness.hosts import Host, LocalHost
 from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, LIBVIRTD_PORT, SSH_PORT,
                                   NestedHost, NestedHostError, NestedRecord, domain_name, state_subdir)
@@ -215,10 +216,28 @@ SSH_FLEET_DIR = "ssh-fleet"              # under the state dir: that config's st
 SSH_KEY_DIR = "ssh"
 
 
+def _vcpus_that_fit(cfg, count: int):
+    """The config, with each host's vCPUs lowered so that all of them fit this machine's cores,
+    unless nested.vcpus was set. A host whose vCPU thread waits for a core stalls its other vCPUs
+    (RCU stalls, then a host that answers nothing: seen with 2 x 2 vCPUs under TCG on 2 cores)."""
+    cores = os.cpu_count() or 1
+    if count * cfg.nested.vcpus <= cores:
+        return cfg
+    if "vcpus" in cfg.nested.model_fields_set:
+        warn(f"{count} nested hosts x nested.vcpus={cfg.nested.vcpus} overcommit this machine's {cores} cores; "
+             "a starved host can stop answering")
+        return cfg
+    fit = max(1, cores // count)
+    step(f"nested host: {fit} vCPU(s) each, so that {count} hosts fit this machine's {cores} cores "
+         "(set nested.vcpus to choose)")
+    return cfg.model_copy(update={"nested": cfg.nested.model_copy(update={"vcpus": fit})})
+
+
 def up_many(cfg, count: int) -> Path:
     """Boots nested hosts 0..count-1 (kept when up), lets the testbed's own key in as root, and
     writes a config that drives them all as `ssh` hosts: exactly the path a user's servers take.
     Returns that config's path."""
+    cfg = _vcpus_that_fit(cfg, count)
     with ThreadPoolExecutor(count) as pool:
         nested = list(pool.map(lambda i: up(cfg, i), range(count)))
     key_dir = cfg.state_dir / SSH_KEY_DIR

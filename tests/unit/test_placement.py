@@ -77,3 +77,12 @@ def test_conditions_over_hosts_add_cpu_and_keep_the_worst():
     assert c["host_busy_pct"] == 40.0 and c["qemu_cpu_s"] == 3.0 and c["suspended_vms"] == 1
     assert c["settle_timed_out"] is True and c["host_quiet"] is False and c["quiet_reason"] == "h1: busy"
     assert c["host_conditions"]["h0"] is a
+
+
+def test_nested_hosts_get_vcpus_that_fit_the_machine_unless_set(monkeypatch):
+    """Under TCG a host whose vCPU waits for a core stalls its other vCPUs: N hosts share the cores."""
+    from harness import nested_host, settings
+    monkeypatch.setattr(nested_host.os, "cpu_count", lambda: 2)
+    assert nested_host._vcpus_that_fit(settings.load(None, []), 2).nested.vcpus == 1
+    assert nested_host._vcpus_that_fit(settings.load(None, []), 1).nested.vcpus == 2
+    assert nested_host._vcpus_that_fit(settings.load(None, ["nested.vcpus=2"]), 2).nested.vcpus == 2   # the user's choice
