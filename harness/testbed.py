@@ -31,7 +31,7 @@ from harness.store import owner, write_atomic
 
 AGENT_TIMEOUT_S = 180
 # A bound on one terraform apply or destroy: minutes at most, even uploading the image to a nested
-# host under TCG; past it the host's libvirtd is not answering, and waiting longer helps nothing.
+# host under TCG. A host that stops answering stops it much sooner (the checks below).
 TERRAFORM_TIMEOUT_S = 1200
 HOST_CHECK_EVERY_S = 30     # while Terraform runs, the host and its libvirtd are asked this often,
 HOST_SILENT_CHECKS = 4      # and Terraform is stopped after this many unanswered checks in a row
