@@ -47,6 +47,25 @@ def connect(uri: str) -> libvirt.virConnect:
     return conn
 
 
+def unanswered(uri: str, within_s: float) -> str | None:
+    """Why libvirtd at uri does not answer a call within within_s, or None. Bounded even where
+    connecting itself hangs (the call runs in a thread left behind)."""
+    answer: list[str | None] = []
+
+    def ask() -> None:
+        try:
+            conn = connect(uri)
+            conn.getLibVersion()
+            conn.close()
+            answer.append(None)
+        except libvirt.libvirtError as e:
+            answer.append(f"libvirtd at {uri}: {e.get_error_message()}")
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    asker.join(within_s)
+    return answer[0] if answer else f"libvirtd at {uri} did not answer within {within_s:g} s"
+
+
 def _for_openssh(uri: str) -> str:
     """A qemu+ssh URI as libvirt's OpenSSH transport needs it: the `knownhosts` parameter (which the
     Terraform provider's own SSH client reads) becomes a small ssh wrapper (`command`) that passes

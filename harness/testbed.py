@@ -8,7 +8,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -23,9 +22,9 @@ from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.config import Config
 from harness.console import step, warn
 from harness.devices import refuse_reason_on
-from harness.hosts import Host
-from harness.hosts.local import stop_group
-from harness.libvirt_conn import connect
+from harness.hosts import Host, LocalHost
+from harness.hosts.local import Stopped
+from harness.libvirt_conn import connect, unanswered
 from harness.raid import RaidPlan, plan_from_config
 from harness.store import owner, write_atomic
 
@@ -110,37 +109,26 @@ class Testbed:
                "CHECKPOINT_DISABLE": "1"}
         self.log.parent.mkdir(parents=True, exist_ok=True)
         argv = [str(tf), f"-chdir={paths.TERRAFORM_DIR}", *args]
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
-        deadline, silent, why, stopped = time.monotonic() + TERRAFORM_TIMEOUT_S, 0, None, ""
+        silent = 0
+
+        def host_gone() -> str | None:   # the provider waits without end on a host that stopped answering
+            nonlocal silent
+            why = self._host_not_answering()
+            silent = silent + 1 if why else 0
+            return (f"the host did not answer {silent} checks {HOST_CHECK_EVERY_S} s apart ({why})"
+                    if silent >= HOST_SILENT_CHECKS else None)
         try:
-            while True:
-                try:
-                    out, err = proc.communicate(timeout=HOST_CHECK_EVERY_S)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                # the provider waits without end on a host that stopped answering: look, and stop it early
-                why = self._host_not_answering()
-                silent = silent + 1 if why else 0
-                if silent >= HOST_SILENT_CHECKS:
-                    stopped = f"the host did not answer {silent} checks {HOST_CHECK_EVERY_S} s apart"
-                elif time.monotonic() > deadline:
-                    stopped = f"it did not finish within {TERRAFORM_TIMEOUT_S} s"
-                if stopped:
-                    out, err = stop_group(proc)
-                    break
-        except BaseException:
-            if proc.poll() is None:
-                stop_group(proc)   # Ctrl-C: its own session, so it is stopped here
-            raise
-        if stopped:
+            done = LocalHost().run(argv, env=env, timeout=TERRAFORM_TIMEOUT_S, check=False,
+                                   stop_when=host_gone, check_every_s=HOST_CHECK_EVERY_S)
+        except (subprocess.TimeoutExpired, Stopped) as e:
+            stopped = str(e) if isinstance(e, Stopped) else f"it did not finish within {TERRAFORM_TIMEOUT_S} s"
+            printed = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
             with open(self.log, "a") as log:
-                log.write(f"$ terraform {' '.join(args)}\n{out or ''}{err or ''}\n(stopped: {stopped}; {why})\n")
-            raise TestbedError(f"terraform {args[0]} on {self.host.label} was stopped: {stopped}"
-                               f"{f' ({why})' if why else ''} (log: {self.log}). Fix: check that host "
-                               "(`harness host nested down` removes a nested one), then retry")
-        proc = subprocess.CompletedProcess(argv, proc.returncode, out, err)
+                log.write(f"$ terraform {' '.join(args)}\n{printed}\n(stopped: {stopped})\n")
+            raise TestbedError(f"terraform {args[0]} on {self.host.label} was stopped: {stopped} (log: {self.log}). "
+                               "Fix: check that host (`harness host nested down` removes a nested one), then retry") from None
+        proc = subprocess.CompletedProcess(argv, done.returncode, done.stdout.decode(errors="replace"),
+                                           done.stderr.decode(errors="replace"))
         with open(self.log, "a") as log:
             log.write(f"$ terraform {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
         if check and proc.returncode != 0:
@@ -149,25 +137,8 @@ class Testbed:
         return proc
 
     def _host_not_answering(self) -> str | None:
-        """Why the host or its libvirtd does not answer now, or None. Bounded: a call on a silent
-        libvirtd blocks until keepalive gives up."""
-        why = self.host.stopped()
-        if why:
-            return why
-        answer: list[str | None] = []
-
-        def ask() -> None:
-            try:
-                conn = connect(self.host.uri)
-                conn.getLibVersion()
-                conn.close()
-                answer.append(None)
-            except libvirt.libvirtError as e:
-                answer.append(f"libvirtd at {self.host.uri}: {e.get_error_message()}")
-        asker = threading.Thread(target=ask, daemon=True)
-        asker.start()
-        asker.join(LIBVIRT_ANSWER_S)
-        return answer[0] if answer else f"libvirtd at {self.host.uri} did not answer within {LIBVIRT_ANSWER_S} s"
+        """Why the host or its libvirtd does not answer now, or None."""
+        return self.host.stopped() or unanswered(self.host.uri, LIBVIRT_ANSWER_S)
 
     def _state_args(self) -> list[str]:
         return [f"-state={self.dir / 'terraform.tfstate'}", f"-var-file={self.dir / 'fleet.tfvars.json'}"]

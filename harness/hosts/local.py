@@ -6,6 +6,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from harness import paths
@@ -13,6 +14,14 @@ from harness.cancel import CANCEL, Cancelled
 
 POLL_S = 0.25
 STOP_GRACE_S = 30   # after SIGTERM, for runners' traps (stop a database server, unmount, detach a loop)
+
+
+class Stopped(RuntimeError):
+    """A command stopped because its `stop_when` gave this reason; what it printed is kept."""
+
+    def __init__(self, reason: str, stdout: bytes, stderr: bytes):
+        super().__init__(reason)
+        self.stdout, self.stderr = stdout, stderr
 
 
 @dataclass(frozen=True)
@@ -24,12 +33,15 @@ class LocalHost:
     l0_accel: str = "n/a"
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
-            timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
+            timeout: float | None = None, check: bool = True,
+            stop_when: Callable[[], str | None] | None = None, check_every_s: float = 30.0) -> subprocess.CompletedProcess:
         """As subprocess.run, in its own process group, which is stopped (SIGTERM, then SIGKILL after
-        a grace) on timeout, on Ctrl-C, and when the run is cancelled from another thread."""
+        a grace) on timeout, on Ctrl-C, when the run is cancelled from another thread, and when
+        `stop_when` (asked every check_every_s) gives a reason: then it raises Stopped."""
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         deadline = None if timeout is None else time.monotonic() + timeout
+        next_check = time.monotonic() + check_every_s
         pending = input
         try:
             while True:
@@ -39,14 +51,19 @@ class LocalHost:
                 except subprocess.TimeoutExpired:
                     pending = None  # sent on the first call
                 if CANCEL.is_set():
-                    stop_group(proc)
+                    _stop(proc)
                     raise Cancelled(f"{argv[0]} on {self.label}: stopped, the run is being stopped")
                 if deadline is not None and time.monotonic() > deadline:
-                    out, err = stop_group(proc)
+                    out, err = _stop(proc)
                     raise subprocess.TimeoutExpired(argv, timeout, out, err)
+                if stop_when is not None and time.monotonic() >= next_check:
+                    if reason := stop_when():
+                        out, err = _stop(proc)
+                        raise Stopped(reason, out, err)
+                    next_check = time.monotonic() + check_every_s
         except BaseException:
             if proc.poll() is None:
-                stop_group(proc)  # Ctrl-C: the group is not in the terminal's, so it is stopped here
+                _stop(proc)  # Ctrl-C: the group is not in the terminal's, so it is stopped here
             raise
         done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
         if check:
@@ -69,7 +86,7 @@ class LocalHost:
         return None  # this machine is running this code
 
 
-def stop_group(proc: subprocess.Popen) -> tuple[bytes, bytes]:
+def _stop(proc: subprocess.Popen) -> tuple[bytes, bytes]:
     """SIGTERM to the process group, SIGKILL after the grace; returns what it printed."""
     for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
         try:
