@@ -28,7 +28,7 @@ class AgentError(RuntimeError):
 
 
 class AgentTimeout(AgentError, TimeoutError):
-    """A guest command ran past its time limit (and was killed)."""
+    """A guest command ran past its time limit (and was killed), or its agent never answered."""
 
 
 # libvirt prints every error to stderr by default; ours are raised as exceptions instead.
@@ -102,7 +102,7 @@ class GuestAgent:
                 return time.monotonic() - start
             self._still_running()
             time.sleep(0.2)
-        raise AgentError(f"{self.vm}: guest agent did not answer within {timeout:.0f} s")
+        raise AgentTimeout(f"{self.vm}: guest agent did not answer within {timeout:.0f} s")
 
     def _still_running(self) -> None:
         """Raises at once when waiting longer cannot help: the VM stopped, or its host's libvirtd is gone."""

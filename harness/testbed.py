@@ -17,7 +17,7 @@ import libvirt
 
 from harness import accel, backends, conditions, gc, guest_consoles, hosts, paths
 from harness import raid as raid_mod  # `raid` is the array a Testbed builds
-from harness.agent import AgentError, GuestAgent
+from harness.agent import AgentError, AgentTimeout, GuestAgent
 from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.config import Config
 from harness.console import step, warn
@@ -67,6 +67,7 @@ class TestbedRecord:
     ready_s: dict = field(default_factory=dict)  # seconds from apply to agent answer, per VM
     host: dict = field(default_factory=dict)     # the host's descriptor (see harness.hosts)
     raid: dict | None = None                     # the RAID array under the fleet, if any
+    boot_restarts: dict = field(default_factory=dict)  # VM -> why it was restarted while booting
 
     def metadata(self) -> dict:
         """What every sample measured on this testbed records about it."""
@@ -266,7 +267,7 @@ class Testbed:
         vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
                       str(self.host_dir / "consoles" / f"{vm.name}.log"), vm.index, self.host.name) for vm in plan.vms]
         try:
-            ready = self._wait_agents([v.name for v in vms], t0)
+            ready, boot_restarts = self._wait_agents([v.name for v in vms], t0)
         except AgentError as e:
             raise TestbedError(f"{e}; {self._keep_consoles_and_undo()}") from None
         record = TestbedRecord(
@@ -276,7 +277,8 @@ class Testbed:
             fleet={"vms": len(vms), "vcpus": self.cfg.fleet.vcpus,
                    "memory_mib": self.cfg.fleet.memory_mib, "disk_size_mib": self.cfg.fleet.disk_size_mib},
             image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready,
-            host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None)
+            host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None,
+            boot_restarts=boot_restarts)
         write_atomic(self.record_path, json.dumps(asdict(record), indent=2))
         step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start")
         return record
@@ -316,14 +318,29 @@ class Testbed:
         return (f"the fleet was torn down. Its consoles are kept in {dest}" + (f"; the last lines:\n{tail}" if tail else "")
                 + "\nFix: retry `harness testbed up`; if it fails again, read those consoles")
 
-    def _wait_agents(self, names: list[str], t0: float) -> dict[str, float]:
+    def _wait_agents(self, names: list[str], t0: float) -> tuple[dict[str, float], dict[str, str]]:
+        """Seconds from apply until each guest's agent answered, and the guests restarted on the way.
+        A guest still running but silent after AGENT_TIMEOUT_S is restarted once: a KVM guest in a
+        nested host under TCG can hang early in its boot, and boots on a second try. Its first
+        console is kept, since the restart overwrites it."""
         conn = connect(self.host.uri)
+        restarts: dict[str, str] = {}
         try:
             def wait(name: str) -> float:
-                GuestAgent(conn.lookupByName(name)).wait_ready(AGENT_TIMEOUT_S)
+                dom = conn.lookupByName(name)
+                try:
+                    GuestAgent(dom).wait_ready(AGENT_TIMEOUT_S)
+                except AgentTimeout as e:
+                    kept = self.cfg.state_dir / "logs" / f"{name}-boot-hang-{time.strftime('%Y%m%d-%H%M%S')}.log"
+                    write_atomic(kept, guest_consoles.text(self.host, dom))
+                    warn(f"{e}; restarting it once (its console is kept in {kept})")
+                    restarts[name] = f"{e}; restarted (first console kept in {kept})"
+                    dom.destroy()
+                    dom.create()
+                    GuestAgent(dom).wait_ready(AGENT_TIMEOUT_S)
                 return time.monotonic() - t0
             with ThreadPoolExecutor(len(names)) as pool:
-                return dict(zip(names, pool.map(wait, names)))
+                return dict(zip(names, pool.map(wait, names))), restarts
         finally:
             conn.close()
 

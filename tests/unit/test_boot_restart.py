@@ -1,0 +1,67 @@
+"""A guest that hangs while booting (seen with KVM guests in a nested host under TCG) is restarted
+once, its first console kept, and the restart recorded; one that hangs again fails the bring-up."""
+from __future__ import annotations
+
+import pytest
+
+from harness import settings, testbed
+from harness.agent import AgentTimeout
+from harness.hosts import LocalHost
+
+
+class FakeDomain:
+    def __init__(self, name: str):
+        self.name, self.starts = name, 1
+
+    def destroy(self):
+        pass
+
+    def create(self):
+        self.starts += 1
+
+
+class FakeConn:
+    def __init__(self, domains):
+        self.domains = domains
+
+    def lookupByName(self, name):
+        return self.domains[name]
+
+    def close(self):
+        pass
+
+
+def _bed(tmp_path, monkeypatch, hangs: dict[str, int]):
+    """A testbed whose guests' agents stay silent for their first `hangs[name]` boots."""
+    domains = {n: FakeDomain(n) for n in ("vm0", "vm1")}
+
+    class FakeAgent:
+        def __init__(self, dom):
+            self.dom = dom
+
+        def wait_ready(self, timeout):
+            if self.dom.starts <= hangs.get(self.dom.name, 0):
+                raise AgentTimeout(f"{self.dom.name}: guest agent did not answer within {timeout:.0f} s")
+            return 1.0
+
+    monkeypatch.setattr(testbed, "connect", lambda uri: FakeConn(domains))
+    monkeypatch.setattr(testbed, "GuestAgent", FakeAgent)
+    monkeypatch.setattr(testbed.guest_consoles, "text", lambda host, dom: f"{dom.name} console: x86/fpu\n")
+    cfg = settings.load(None, [f"state_dir={tmp_path / 'state'}"])
+    return testbed.Testbed(cfg, host=LocalHost()), domains
+
+
+def test_a_guest_hung_in_boot_is_restarted_once_and_recorded(tmp_path, monkeypatch):
+    bed, domains = _bed(tmp_path, monkeypatch, {"vm0": 1})
+    ready, restarts = bed._wait_agents(["vm0", "vm1"], 0.0)
+    assert set(ready) == {"vm0", "vm1"}
+    assert domains["vm0"].starts == 2 and domains["vm1"].starts == 1
+    assert list(restarts) == ["vm0"] and "did not answer within 180 s; restarted" in restarts["vm0"]
+    kept = list((tmp_path / "state" / "logs").glob("vm0-boot-hang-*.log"))
+    assert len(kept) == 1 and "x86/fpu" in kept[0].read_text()
+
+
+def test_a_guest_that_hangs_again_fails_the_bring_up(tmp_path, monkeypatch):
+    bed, _ = _bed(tmp_path, monkeypatch, {"vm1": 2})
+    with pytest.raises(AgentTimeout, match="vm1"):
+        bed._wait_agents(["vm0", "vm1"], 0.0)
