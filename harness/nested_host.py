@@ -21,11 +21,12 @@ from harness.console import step, warn
 from harness.hosts import Host, LocalHost
 from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, LIBVIRTD_PORT, SSH_PORT,
                                   NestedHost, NestedHostError, NestedRecord, domain_name, state_subdir)
-from harness.libvirt_conn import connect
+from harness.libvirt_conn import connect, unanswered
 from harness.libvirt_xml import attr, qemu_commandline, qemu_opt
 from harness.store import write_atomic
 
 BOOT_TIMEOUT_S = 240
+ANSWER_WITHIN_S = 30   # an L1 whose libvirtd does not answer a call within this is taken for hung
 
 
 def host_for(cfg) -> Host:
@@ -91,10 +92,13 @@ def up(cfg, index: int = 0) -> NestedHost:
     name = domain_name(index)
     try:
         host = NestedHost.load(state_dir)
-        connect(host.uri).close()
+        if why := unanswered(host.uri, ANSWER_WITHIN_S):   # a hung L1 runs, and keeps its port open
+            raise NestedHostError(why)
         step(f"nested host: {name} already up ({host.uri})")
         return host
-    except (NestedHostError, libvirt.libvirtError):
+    except NestedHostError as e:
+        if (state_dir / "nested.json").exists():
+            warn(f"nested host: {name} is not usable ({e}); booting a new one")
         _down_one(cfg.state_dir, index)
     # The image of the current recipe (cached by its hash: instant when built; a few minutes once
     # after the recipe changed, so a pulled change never boots a stale host).
@@ -145,6 +149,14 @@ def up(cfg, index: int = 0) -> NestedHost:
     write_atomic(state_dir / "nested.json", json.dumps(asdict(record), indent=2))
     step(f"nested host: {name} up in {record.ready_s:.0f} s, drives {' '.join(record.drives)}")
     return host
+
+
+def rebuild(cfg) -> NestedHost:
+    """The config's nested host destroyed and booted anew: after its L1 stopped answering (a KVM
+    guest started in an L1 under TCG can hang it), nothing in it can be saved, and a fresh one is
+    half a minute away."""
+    step(f"nested host: removing {', '.join(_down_one(cfg.state_dir, 0)) or 'nothing'}")
+    return up(cfg)
 
 
 def _find_drives(host: NestedHost, count: int) -> list[str]:

@@ -114,7 +114,7 @@ class Testbed:
 
         def host_gone() -> str | None:   # the provider waits without end on a host that stopped answering
             nonlocal silent
-            why = self._host_not_answering()
+            why = self.host_not_answering()
             silent = silent + 1 if why else 0
             return (f"the host did not answer {silent} checks {HOST_CHECK_EVERY_S} s apart ({why})"
                     if silent >= HOST_SILENT_CHECKS else None)
@@ -137,7 +137,7 @@ class Testbed:
             raise TestbedError(f"terraform {args[0]} failed (log: {self.log}):\n{err[-1500:]}")
         return proc
 
-    def _host_not_answering(self) -> str | None:
+    def host_not_answering(self) -> str | None:
         """Why the host or its libvirtd does not answer now, or None."""
         return self.host.stopped() or unanswered(self.host.uri, LIBVIRT_ANSWER_S)
 

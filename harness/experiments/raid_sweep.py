@@ -16,18 +16,18 @@ from typing import Literal
 from pydantic import Field
 from rich.table import Table
 
-from harness import raid
+from harness import nested_host, raid
 from harness.analysis import raid_model
 from harness.config import Config
 from harness.console import step, warn
 from harness.experiments import Flag, RunContext
-from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point as MeasuredPoint
+from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point as MeasuredPoint, Site
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.samples import Sample
 from harness.schema import BlockSize, Section
 from harness.store import write_atomic
-from harness.testbed import Testbed, TestbedRecord
+from harness.testbed import Testbed, TestbedError, TestbedRecord
 from harness.workloads import fio
 
 SINGLE = "single"
@@ -142,19 +142,26 @@ class RaidSweep:
         tb.down(quiet=True)  # a sweep fleet left by a killed run
         ctx.plan(len(runnable) * len(points) * (2 if c.ve else 1) * cfg.repeat.count)
         pipeline = ctx.pipeline(host.uri, (sweep_cfg.prefix + "-",))
+        def testbed_for(s: Setup) -> Testbed:
+            if s.level is None:  # the same checks an array's members get
+                if problems := raid.device_refusals(ctx.host, members[:1], allow, cfg.raid.wipe):
+                    raise RuntimeError("; ".join(problems))
+                return Testbed(sweep_cfg, ctx.host, device=members[0], run_scoped=True)
+            return Testbed(sweep_cfg, ctx.host, run_scoped=True, raid=raid.RaidPlan(
+                name=f"{sweep_cfg.prefix}-raid", level=s.level, members=members[:s.members],
+                chunk_kib=s.chunk_kib, allow=allow, wipe=cfg.raid.wipe, wait_resync=cfg.raid.wait_resync,
+                host=ctx.host.descriptor()))
         try:
             for i, s in enumerate(runnable):
                 step(f"[{i + 1}/{len(runnable)}] {s.label}: provisioning")
-                if s.level is None:  # the same checks an array's members get
-                    if problems := raid.device_refusals(host, members[:1], allow, cfg.raid.wipe):
-                        raise RuntimeError("; ".join(problems))
-                    tb = Testbed(sweep_cfg, host, device=members[0], run_scoped=True)
-                else:
-                    tb = Testbed(sweep_cfg, host, run_scoped=True, raid=raid.RaidPlan(
-                        name=f"{sweep_cfg.prefix}-raid", level=s.level, members=members[:s.members],
-                        chunk_kib=s.chunk_kib, allow=allow, wipe=cfg.raid.wipe, wait_resync=cfg.raid.wait_resync,
-                        host=host.descriptor()))
-                record = tb.up()
+                tb = testbed_for(s)
+                try:
+                    record = tb.up()
+                except TestbedError:
+                    if not self._rebuilt_lost_host(ctx, pipeline, tb):
+                        raise
+                    tb = testbed_for(s)
+                    record = tb.up()
                 block = [self._point(ctx, record, s, p, env) for p in points
                          for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
                 pipeline.measure(block, record.metadata())
@@ -162,6 +169,18 @@ class RaidSweep:
         finally:
             step("tearing down the sweep fleet and its array")
             tb.down(quiet=True)
+
+    @staticmethod
+    def _rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
+        """After a failed bring-up: a nested host that stopped answering (its L1 hung as an L2 started)
+        is rebuilt, and the run goes on on the new one (True). Any other failure stands (False)."""
+        lost = tb.host_not_answering()
+        if not lost or ctx.host.descriptor()["kind"] != "nested":
+            return False
+        warn(f"the nested host stopped answering during the bring-up ({lost}); rebuilding it and provisioning again")
+        ctx.host = nested_host.rebuild(ctx.cfg)
+        pipeline.sites = [Site(ctx.host, ctx.host.uri)]
+        return True
 
     def _point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
         c = getattr(ctx.cfg, self.section)

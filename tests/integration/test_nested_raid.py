@@ -15,7 +15,7 @@ import libvirt
 import pytest
 
 from harness import raid, settings
-from harness.hosts.nested import DOMAIN, NestedHost, NestedHostError
+from harness.hosts.nested import DOMAIN, NestedHost
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "nested.toml"
@@ -51,12 +51,8 @@ def nested_host():
 
 @pytest.fixture
 def host(nested_host):
-    """The nested host, booted anew when an earlier test left it stopped, so that one L1 reset
-    fails one test, not every test after it."""
-    try:
-        return NestedHost.load(STATE / "nested")
-    except NestedHostError as e:
-        print(f"{e}: booting a new nested host")
+    """The nested host, booted anew when an earlier test left it stopped or hung (`host nested up`
+    keeps one that answers), so that one L1 lost fails one test, not every test after it."""
     harness("host", "nested", "up")
     return NestedHost.load(STATE / "nested")
 

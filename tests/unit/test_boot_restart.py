@@ -65,3 +65,35 @@ def test_a_guest_that_hangs_again_fails_the_bring_up(tmp_path, monkeypatch):
     bed, _ = _bed(tmp_path, monkeypatch, {"vm1": 2})
     with pytest.raises(AgentTimeout, match="vm1"):
         bed._wait_agents(["vm0", "vm1"], 0.0)
+
+
+class HungNestedTestbed:
+    def host_not_answering(self):
+        return "libvirtd at qemu+tcp://127.0.0.1:1/system did not answer within 30 s"
+
+
+def test_a_nested_host_that_stopped_answering_is_rebuilt_and_the_sweep_goes_on(monkeypatch):
+    from types import SimpleNamespace
+
+    from harness.experiments import raid_sweep
+
+    class Nested:
+        def __init__(self, uri):
+            self.uri = uri
+
+        def descriptor(self):
+            return {"kind": "nested", "state_dir": "/x/nested"}
+
+    fresh = Nested("qemu+tcp://127.0.0.1:2/system")
+    monkeypatch.setattr(raid_sweep.nested_host, "rebuild", lambda cfg: fresh)
+    ctx, pipeline = SimpleNamespace(host=Nested("qemu+tcp://127.0.0.1:1/system"), cfg=None), SimpleNamespace(sites=[])
+    assert raid_sweep.RaidSweep._rebuilt_lost_host(ctx, pipeline, HungNestedTestbed())
+    assert ctx.host is fresh and [s.uri for s in pipeline.sites] == [fresh.uri]
+
+
+def test_a_lost_host_other_than_a_nested_one_is_not_rebuilt():
+    from types import SimpleNamespace
+
+    from harness.experiments import raid_sweep
+    ctx = SimpleNamespace(host=LocalHost(), cfg=None)
+    assert not raid_sweep.RaidSweep._rebuilt_lost_host(ctx, SimpleNamespace(sites=[]), HungNestedTestbed())
