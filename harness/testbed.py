@@ -259,7 +259,11 @@ class Testbed:
         t0 = time.monotonic()
         try:
             self._terraform("apply", "-auto-approve", "-input=false", "-no-color", *self._state_args())
-        except TestbedError:
+        except TestbedError as e:
+            if lost := self.host_not_answering():   # undoing it there would wait as long again
+                raise TestbedError(f"{e}\nThe fleet was left as it is: its host does not answer ({lost}). "
+                                   "Fix: `harness testbed down` once it answers (a nested host is booted anew "
+                                   "by `harness host nested up`)") from None
             # A failed create leaves defined domains that block the next apply: undo it all.
             self.down(quiet=True)
             raise
