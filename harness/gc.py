@@ -45,10 +45,15 @@ def _domains(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) 
     return removed
 
 
+def _pool_of(name: str, prefix: str) -> bool:
+    """A fleet's pool carries the fleet's prefix itself (vtb-ci), its domains the prefix and a dash."""
+    return name.startswith(prefix) or name == prefix.removesuffix("-")
+
+
 def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     removed = []
     for pool in conn.listAllStoragePools():
-        if not pool.name().startswith(prefix) or pool.name().startswith(keep):
+        if not _pool_of(pool.name(), prefix) or pool.name().startswith(keep):
             continue
         if not pool.isActive():
             pool.create()
@@ -89,7 +94,7 @@ def leftovers(prefix: str, host: Host = LocalHost()) -> list[str]:
     conn = connect(host.uri)
     try:
         found += [f"domain {d.name()}" for d in conn.listAllDomains() if d.name().startswith(prefix)]
-        found += [f"pool {p.name()}" for p in conn.listAllStoragePools() if p.name().startswith(prefix)]
+        found += [f"pool {p.name()}" for p in conn.listAllStoragePools() if _pool_of(p.name(), prefix)]
     finally:
         conn.close()
     return found
