@@ -53,7 +53,7 @@ def _pool_of(name: str, prefix: str) -> bool:
 def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     removed = []
     for pool in conn.listAllStoragePools():
-        if not _pool_of(pool.name(), prefix) or pool.name().startswith(keep):
+        if not _pool_of(pool.name(), prefix) or any(_pool_of(pool.name(), k) for k in keep):
             continue
         if not pool.isActive():
             pool.create()

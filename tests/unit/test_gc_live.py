@@ -49,3 +49,39 @@ def test_a_killed_runs_scratch_file_is_removed_and_a_live_ones_kept(tmp_path, mo
         f.write_bytes(b"x")
     assert gc._scratch_files("vtb-", keep=("vtb-sw-live-",)) == [f"scratch file {dead}"]
     assert not dead.exists() and live.exists() and fleet_device.exists()
+
+
+class FakePool:
+    def __init__(self, name):
+        self._name, self.gone = name, False
+
+    def name(self):
+        return self._name
+
+    def isActive(self):
+        return True
+
+    def refresh(self):
+        pass
+
+    def listAllVolumes(self):
+        return []
+
+    def destroy(self):
+        self.gone = True
+
+    def delete(self):
+        pass
+
+    def undefine(self):
+        pass
+
+
+def test_a_fleets_pool_goes_with_its_prefix_and_a_live_fleets_pool_stays():
+    pools = {n: FakePool(n) for n in ("vtb-default", "vtb-sw-ci", "vtb-sw-cix", "other")}
+    conn = type("Conn", (), {"listAllStoragePools": lambda self: list(pools.values())})()
+    gc._pools(conn, "vtb-", keep=("vtb-default-",))
+    assert [n for n, p in pools.items() if p.gone] == ["vtb-sw-ci", "vtb-sw-cix"]   # the live fleet's stays
+    pools = {n: FakePool(n) for n in ("vtb-sw-ci", "vtb-sw-cix")}
+    gc._pools(conn, "vtb-sw-ci-")            # a fleet's own teardown: its pool, not a longer name's
+    assert [n for n, p in pools.items() if p.gone] == ["vtb-sw-ci"]
