@@ -55,16 +55,19 @@ def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) ->
     for pool in conn.listAllStoragePools():
         if not _pool_of(pool.name(), prefix) or any(_pool_of(pool.name(), k) for k in keep):
             continue
-        if not pool.isActive():
-            pool.create()
-        pool.refresh()
-        for vol in pool.listAllVolumes():
-            vol.delete()
-        pool.destroy()
         try:
-            pool.delete()  # removes the pool's (now empty) directory
+            if not pool.isActive():
+                pool.create()
+            pool.refresh()
+            for vol in pool.listAllVolumes():
+                vol.delete()
         except libvirt.libvirtError:
-            pass
+            pass   # its directory is gone already (the fleet's folder was removed): only the definition is left
+        for undo in (pool.destroy, pool.delete):   # delete removes the pool's (now empty) directory
+            try:
+                undo()
+            except libvirt.libvirtError:
+                pass
         pool.undefine()
         removed.append(f"pool {pool.name()} and its volumes")
     return removed
