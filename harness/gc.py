@@ -1,6 +1,7 @@
 """Finds and removes what the harness created on a host, by name prefix only: domains, pools,
-stray QEMU processes, storage daemons and database servers, loop devices and mounts. Safe after
-a SIGKILL; never touches anything without the prefix."""
+stray QEMU processes, storage daemons, database servers and Ceph daemons, loop devices and mounts,
+and a Ceph cluster's namespaces and bridge. Safe after a SIGKILL; never touches anything without
+the prefix."""
 from __future__ import annotations
 
 import json
@@ -18,15 +19,18 @@ def _kept(name: str, keep: tuple[str, ...]) -> bool:
     return any(k in name for k in keep)
 
 
+DAEMONS = ("qemu-system", "qemu-storage-daemon", "mariadbd", "ceph-mon", "ceph-mgr", "ceph-osd")
+
+
 def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[int, str]]:
-    """QEMUs, storage daemons and database servers (a host slot's, see mysql) on the host whose
-    command line carries the prefix."""
+    """QEMUs, storage daemons, database servers (a host slot's, see mysql) and Ceph daemons (their
+    conf is in a folder named for the cluster) on the host whose command line carries the prefix."""
     found = []
     out = host.run(["ps", "-ww", "-eo", "pid=,args="], timeout=30, check=False).stdout.decode(errors="replace")
     for line in out.splitlines():
         pid, _, args = line.strip().partition(" ")
         exe = os.path.basename(args.split(" ", 1)[0])
-        if exe.startswith(("qemu-system", "qemu-storage-daemon", "mariadbd")) and prefix in args and not _kept(args, keep):
+        if exe.startswith(DAEMONS) and prefix in args and not _kept(args, keep):
             found.append((int(pid), exe))
     return found
 
@@ -91,9 +95,34 @@ def _loops_and_mounts(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> li
     return removed
 
 
+def _namespaces(host: Node, prefix: str) -> list[str]:
+    out = host.run(["ip", "netns", "list"], timeout=30, check=False).stdout.decode(errors="replace")
+    return [line.split()[0] for line in out.splitlines() if line.startswith(prefix)]
+
+
+def _bridges(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(name, alias) of bridges whose alias carries the prefix (a name has room for no prefix: 15 characters)."""
+    out = host.run(["ip", "-j", "link", "show", "type", "bridge"], timeout=30, check=False).stdout.decode(errors="replace")
+    return [(link["ifname"], link["ifalias"]) for link in json.loads(out or "[]")
+            if link.get("ifalias", "").startswith(prefix) and not link["ifalias"].startswith(keep)]
+
+
+def _networks(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """A Ceph cluster's storage-node namespaces (their veths go with them) and its bridge."""
+    removed = []
+    for ns in _namespaces(host, prefix):
+        if not ns.startswith(keep) and host.run(["ip", "netns", "del", ns], timeout=30, check=False).returncode == 0:
+            removed.append(f"namespace {ns}")
+    for name, alias in _bridges(host, prefix, keep):
+        if host.run(["ip", "link", "del", name], timeout=30, check=False).returncode == 0:
+            removed.append(f"bridge {name} ({alias})")
+    return removed
+
+
 def leftovers(prefix: str, host: Host = LocalHost()) -> list[str]:
     """What exists with this prefix on the host, without removing it (for checks and tests)."""
     found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix)]
+    found += [f"namespace {ns}" for ns in _namespaces(host, prefix)] + [f"bridge {b}" for b, _ in _bridges(host, prefix)]
     conn = connect(host.uri)
     try:
         found += [f"domain {d.name()}" for d in conn.listAllDomains() if d.name().startswith(prefix)]
@@ -127,6 +156,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
         if host.run(["kill", "-9", str(pid)], timeout=30, check=False).returncode == 0:
             removed.append(f"process {pid} ({exe})")
     removed += _loops_and_mounts(host, prefix, keep)
+    removed += _networks(host, prefix, keep)
     if host.name == "local":  # the state dirs gc knows are this machine's
         removed += _scratch_files(prefix, keep)
     return removed

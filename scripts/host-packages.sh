@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
       libvirt-dev pkg-config xsltproc mmdebstrap fio e2fsprogs util-linux ca-certificates
       python3-venv python3-dev gcc git
-      mariadb-server-core mariadb-client-core sysbench curl unzip openssh-client)
+      mariadb-server-core mariadb-client-core sysbench curl unzip openssh-client
+      ceph-mon ceph-mgr ceph-osd ceph-common qemu-block-extra iproute2)
 [ "${1:-}" = --test ] && pkgs+=(chromium fdisk)
 missing=()
 for p in "${pkgs[@]}"; do

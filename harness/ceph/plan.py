@@ -1,0 +1,165 @@
+"""What a Ceph cluster of vtb's is made of, before anything is made: its names (all under the
+`vtb-` prefix, for gc), its network (a bridge, one namespace and veth per storage node), its
+daemons and its pools. Pure: the commands that build it are in harness/ceph/local.py."""
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+from dataclasses import asdict, dataclass
+
+MAX_NODES = 5
+IFNAME_MAX = 15           # Linux interface names; namespaces have no such limit
+
+
+@dataclass(frozen=True)
+class CephPlan:
+    name: str                  # vtb-<fleet>-ceph: namespaces, pools and the state folder carry it
+    dir: str                   # everything the cluster writes (conf, keyring, mon/mgr/osd data, logs, pid
+                               # files); its path carries the name, so the daemons' command lines do
+    nodes: int = 2             # storage nodes, each a network namespace with its OSDs
+    osds_per_node: int = 1
+    osd_size_mib: int = 1024   # each OSD's BlueStore file (sparse, but it fills without discard)
+    replicas: int = 2
+    pg_num: int = 32
+    link_mbit: int = 0         # each node's link capped with tc tbf; 0 = uncapped
+    subnet: str = "10.213.0.0/24"
+
+    @property
+    def short(self) -> str:
+        """A short tag for interface names (15 characters at most), from the name."""
+        return hashlib.sha256(self.name.encode()).hexdigest()[:6]
+
+    @property
+    def bridge(self) -> str:
+        return f"vtb-{self.short}-br"
+
+    def node_name(self, k: int) -> str:
+        """Storage node k (1-based): its namespace and its CRUSH host bucket."""
+        return f"{self.name}-node{k}"
+
+    def veth(self, k: int) -> str:
+        """The host side of node k's link (inside the namespace it is eth0)."""
+        return f"vtb-{self.short}-n{k}"
+
+    def _address(self, index: int) -> str:
+        return str(ipaddress.ip_network(self.subnet)[index])
+
+    @property
+    def mon_address(self) -> str:
+        return self._address(1)    # on the bridge, in this namespace: clients reach it as they are
+
+    def node_address(self, k: int) -> str:
+        return self._address(10 + k)
+
+    @property
+    def prefix_len(self) -> int:
+        return ipaddress.ip_network(self.subnet).prefixlen
+
+    def osd_node(self, osd_index: int) -> int:
+        """The node an OSD lives on: OSDs are dealt to nodes in order, osds_per_node each."""
+        return osd_index // self.osds_per_node + 1
+
+    @property
+    def osd_count(self) -> int:
+        return self.nodes * self.osds_per_node
+
+    def pool(self, node_count: int) -> str:
+        """The pool whose placement spans exactly the first node_count nodes."""
+        return f"{self.name}-n{node_count}"
+
+    def crush_root(self, node_count: int) -> str:
+        return f"{self.name}-n{node_count}"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "CephPlan":
+        return cls(**json.loads(text))
+
+
+def refusals(plan: CephPlan) -> list[str]:
+    """Every reason the plan must not be built, each naming its field and the fix (empty = fine)."""
+    problems = []
+    if not plan.name.startswith("vtb-"):
+        problems.append(f"ceph name {plan.name!r}: must start with vtb- (gc finds the cluster by it)")
+    if plan.name not in plan.dir:
+        problems.append(f"ceph dir {plan.dir}: its path must carry the cluster name {plan.name} (gc finds "
+                        "the daemons by their conf's path)")
+    if not 1 <= plan.nodes <= MAX_NODES:
+        problems.append(f"ceph.nodes={plan.nodes}: use 1 to {MAX_NODES} storage nodes")
+    if not 1 <= plan.osds_per_node <= 4:
+        problems.append(f"ceph.osds_per_node={plan.osds_per_node}: use 1 to 4")
+    if plan.osd_size_mib < 1024:
+        problems.append(f"ceph.osd_size_mib={plan.osd_size_mib}: BlueStore needs at least 1024 MiB per OSD")
+    if not 1 <= plan.replicas <= plan.nodes:
+        problems.append(f"ceph.replicas={plan.replicas}: use 1 to ceph.nodes ({plan.nodes}); each replica "
+                        "goes to another node")
+    if plan.pg_num < 1 or plan.pg_num & (plan.pg_num - 1):
+        problems.append(f"ceph.pg_num={plan.pg_num}: use a power of two")
+    if plan.link_mbit < 0:
+        problems.append(f"ceph.link_mbit={plan.link_mbit}: use 0 (uncapped) or a rate in Mbit/s")
+    try:
+        net = ipaddress.ip_network(plan.subnet)
+        if net.num_addresses < 10 + MAX_NODES + 2:
+            problems.append(f"ceph.subnet={plan.subnet}: too small; use a /24")
+    except ValueError as e:
+        problems.append(f"ceph.subnet={plan.subnet}: {e}; use a private /24 such as 10.213.0.0/24")
+    if len(f"vtb-{plan.short}-n{MAX_NODES}") > IFNAME_MAX:
+        problems.append("interface names too long (internal)")
+    return problems
+
+
+def crush_commands(plan: CephPlan, node_count: int) -> list[list[str]]:
+    """`ceph` arguments that give the first node_count nodes a root of their own and a rule over it,
+    one replica per node: a pool with that rule is placed on exactly those nodes. A host bucket
+    may be linked under several roots, so the nodes stay where they are under `default`."""
+    root = plan.crush_root(node_count)
+    cmds = [["osd", "crush", "add-bucket", root, "root"]]
+    cmds += [["osd", "crush", "link", plan.node_name(k), f"root={root}"] for k in range(1, node_count + 1)]
+    cmds.append(["osd", "crush", "rule", "create-replicated", root, root, "host"])
+    return cmds
+
+
+def pool_commands(plan: CephPlan, node_count: int) -> list[list[str]]:
+    """`ceph` arguments for node_count's pool: its rule, its size, and rbd as its application."""
+    pool, size = plan.pool(node_count), min(plan.replicas, node_count)
+    return [["osd", "pool", "create", pool, str(plan.pg_num), str(plan.pg_num), "replicated", plan.crush_root(node_count)],
+            ["osd", "pool", "set", pool, "size", str(size), "--yes-i-really-mean-it"],
+            ["osd", "pool", "set", pool, "min_size", "1"],
+            ["osd", "pool", "application", "enable", pool, "rbd"]]
+
+
+def conf(plan: CephPlan, fsid: str) -> str:
+    """ceph.conf: every path under the plan's dir (else the daemons write to /var/log/ceph and /run),
+    no cephx (a local testbed's cluster), small-cluster defaults, and each OSD in its node's bucket."""
+    d = plan.dir
+    lines = ["[global]", f"fsid = {fsid}", f"mon_host = v2:{plan.mon_address}:3300,v1:{plan.mon_address}:6789",
+             "mon_initial_members = a", f"public_network = {plan.subnet}",
+             "auth_cluster_required = none", "auth_service_required = none", "auth_client_required = none",
+             f"keyring = {d}/keyring", f"run_dir = {d}/run", f"admin_socket = {d}/run/$cluster-$name.asok",
+             f"pid_file = {d}/run/$name.pid", f"log_file = {d}/log/$name.log",
+             f"mon_cluster_log_file = {d}/log/cluster.log", f"mon_data = {d}/mon/$cluster-$id",
+             f"mgr_data = {d}/mgr/$cluster-$id", f"osd_data = {d}/osd/$cluster-$id",
+             f"osd_pool_default_size = {plan.replicas}", "osd_pool_default_min_size = 1",
+             "osd_pool_default_pg_autoscale_mode = off", "mon_allow_pool_delete = true",
+             "mon_allow_pool_size_one = true", "mon_data_avail_warn = 2", "mon_data_avail_crit = 1",
+             "mon_warn_on_pool_no_redundancy = false", "osd_crush_chooseleaf_type = 1",
+             "osd_objectstore = bluestore", "bluestore_block_create = true",
+             f"bluestore_block_size = {plan.osd_size_mib << 20}", "osd_memory_target = 939524096",
+             "ms_bind_ipv6 = false", ""]
+    for i in range(plan.osd_count):
+        k = plan.osd_node(i)
+        lines += [f"[osd.{i}]", f"crush_location = root=default host={plan.node_name(k)}",
+                  f"public_addr = {plan.node_address(k)}", f"cluster_addr = {plan.node_address(k)}", ""]
+    return "\n".join(lines)
+
+
+def link_utilisation(before: dict[str, int], after: dict[str, int], seconds: float, link_mbit: int) -> dict:
+    """A node link's use between two readings of its byte counters ({"rx_bytes", "tx_bytes"}):
+    Mbit/s each way, and the busier direction's share of the cap (None when uncapped)."""
+    rates = {d: (after[f"{d}_bytes"] - before[f"{d}_bytes"]) * 8 / 1e6 / max(seconds, 1e-9) for d in ("rx", "tx")}
+    busiest = max(rates.values())
+    return {"rx_mbit_s": round(rates["rx"], 1), "tx_mbit_s": round(rates["tx"], 1),
+            "utilisation": round(busiest / link_mbit, 3) if link_mbit else None}

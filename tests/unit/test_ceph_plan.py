@@ -1,0 +1,58 @@
+"""The Ceph plan: names under vtb- (interface names within 15 characters), refusals that name the
+field, one CRUSH root and rule per node count, ceph.conf paths, and link use from byte counters."""
+from __future__ import annotations
+
+import pytest
+
+from harness.ceph.plan import IFNAME_MAX, CephPlan, conf, crush_commands, link_utilisation, pool_commands, refusals
+
+
+def plan(**kw) -> CephPlan:
+    return CephPlan(**{"name": "vtb-ci-ceph", "dir": "/var/tmp/vtb-ci/ci/vtb-ci-ceph", "nodes": 3, **kw})
+
+
+def test_a_good_plan_is_accepted_and_every_name_carries_the_prefix():
+    p = plan()
+    assert refusals(p) == []
+    names = [p.bridge, *(p.veth(k) for k in range(1, 6))]
+    assert all(n.startswith("vtb-") and len(n) <= IFNAME_MAX for n in names)
+    assert p.node_name(2) == "vtb-ci-ceph-node2" and p.pool(2) == "vtb-ci-ceph-n2"
+    assert p.mon_address == "10.213.0.1" and p.node_address(3) == "10.213.0.13"
+    assert CephPlan.from_json(p.to_json()) == p
+
+
+@pytest.mark.parametrize("field,value,says", [
+    ("nodes", 6, "ceph.nodes=6"), ("nodes", 0, "ceph.nodes=0"), ("replicas", 4, "ceph.replicas=4"),
+    ("pg_num", 48, "power of two"), ("osd_size_mib", 512, "ceph.osd_size_mib"),
+    ("subnet", "10.213.0.0/30", "too small"), ("subnet", "not-a-net", "ceph.subnet"), ("name", "ceph", "vtb-"),
+])
+def test_each_bad_field_is_refused_by_name(field, value, says):
+    problems = refusals(plan(**{field: value}))
+    assert problems and any(says in p for p in problems)
+
+
+def test_each_node_count_gets_a_root_over_exactly_its_nodes_and_a_pool_on_it():
+    p = plan()
+    cmds = crush_commands(p, 2)
+    assert cmds[0] == ["osd", "crush", "add-bucket", "vtb-ci-ceph-n2", "root"]
+    assert [c[3] for c in cmds if c[:3] == ["osd", "crush", "link"]] == ["vtb-ci-ceph-node1", "vtb-ci-ceph-node2"]
+    assert cmds[-1] == ["osd", "crush", "rule", "create-replicated", "vtb-ci-ceph-n2", "vtb-ci-ceph-n2", "host"]
+    pool = pool_commands(p, 2)
+    assert pool[0][-1] == "vtb-ci-ceph-n2" and pool[1][5] == "2"
+    assert pool_commands(plan(replicas=3), 2)[1][5] == "2"   # never more replicas than nodes
+
+
+def test_the_conf_keeps_everything_under_the_dir_and_puts_each_osd_on_its_node():
+    p = plan(osds_per_node=2)
+    text = conf(p, "00000000-0000-0000-0000-000000000000")
+    assert "mon_cluster_log_file = /var/tmp/vtb-ci/ci/vtb-ci-ceph/log/cluster.log" in text
+    assert "[osd.5]\ncrush_location = root=default host=vtb-ci-ceph-node3\npublic_addr = 10.213.0.13" in text
+    assert "auth_client_required = none" in text and "/var/log" not in text
+
+
+def test_link_use_is_read_from_byte_counters():
+    before = {"rx_bytes": 1_000, "tx_bytes": 5_000}
+    after = {"rx_bytes": 1_000 + 25_000_000, "tx_bytes": 5_000 + 2_500_000}   # 200 Mbit/s in, 20 out over 1 s
+    use = link_utilisation(before, after, 1.0, 250)
+    assert use == {"rx_mbit_s": 200.0, "tx_mbit_s": 20.0, "utilisation": 0.8}
+    assert link_utilisation(before, after, 1.0, 0)["utilisation"] is None
