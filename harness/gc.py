@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import libvirt
@@ -158,7 +159,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed += _loops_and_mounts(host, prefix, keep)
     removed += _networks(host, prefix, keep)
     if host.name == "local":  # the state dirs gc knows are this machine's
-        removed += _scratch_files(prefix, keep)
+        removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep)
     return removed
 
 
@@ -173,6 +174,17 @@ def _scratch_files(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
             if not f.name.startswith(keep):
                 f.unlink(missing_ok=True)
                 removed.append(f"scratch file {f}")
+    return removed
+
+
+def _ceph_dirs(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """A local Ceph cluster's folder (its daemons are gone by now) in a known state dir or a fleet's."""
+    removed = []
+    for d in map(Path, state_dirs()):
+        for conf in [*d.glob(f"{prefix}*-ceph/ceph.conf"), *d.glob(f"*/{prefix}*-ceph/ceph.conf")] if d.is_dir() else []:
+            if not conf.parent.name.startswith(keep):
+                shutil.rmtree(conf.parent, ignore_errors=True)
+                removed.append(f"ceph files {conf.parent}")
     return removed
 
 
