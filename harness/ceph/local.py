@@ -7,6 +7,7 @@ making anything; destroy removes what the plan names: its daemons by their pid f
 namespaces, links and bridge, and its dir. Nothing else is touched."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import shutil
 import subprocess
@@ -48,6 +49,20 @@ def missing_tools(host) -> list[str]:
     return out.stdout.decode().split()
 
 
+def _subnet_in_use(host, plan: CephPlan) -> str | None:
+    """Another interface here with an address in the plan's subnet: the cluster would cut it off."""
+    out = host.run(["ip", "-j", "-4", "addr"], check=False, timeout=30).stdout.decode(errors="replace")
+    net = ipaddress.ip_network(plan.subnet)
+    for link in json.loads(out or "[]"):
+        if link.get("ifname") == plan.bridge:
+            continue
+        for a in link.get("addr_info", []):
+            if ipaddress.ip_address(a["local"]) in net:
+                return (f"ceph.subnet={plan.subnet}: {link['ifname']} already has {a['local']} in it; choose "
+                        "another private subnet")
+    return None
+
+
 def complete(host, plan: CephPlan) -> bool:
     """The plan's cluster is there, whole and ready: every OSD up and in, every PG active+clean."""
     if not Path(plan.dir, "plan.json").exists() or Path(plan.dir, "plan.json").read_text() != plan.to_json():
@@ -65,6 +80,8 @@ def create(host, plan: CephPlan) -> str:
     if missing := missing_tools(host):
         problems.append(f"{', '.join(missing)} missing on {host.label}: install {' '.join(PACKAGES)} "
                         "(scripts/host-packages.sh does)")
+    elif clash := _subnet_in_use(host, plan):
+        problems.append(clash)
     if problems:
         raise CephError("the Ceph plan is refused, nothing was made:\n" + "\n".join(f"  {p}" for p in problems))
     if complete(host, plan):
@@ -72,6 +89,19 @@ def create(host, plan: CephPlan) -> str:
     if Path(plan.dir).exists():   # half made (killed during create) or made from another plan: start over
         step(destroy(host, plan))
     t0 = time.monotonic()
+    try:
+        _make(host, plan)
+    except BaseException as e:   # nothing half made is left behind; what the daemons said is kept
+        said = _log_tails(plan)
+        step(destroy(host, plan))
+        if isinstance(e, CephError):
+            raise CephError(f"{e}{said}") from None
+        raise
+    return f"ceph {plan.name}: {plan.osd_count} OSDs on {plan.nodes} nodes, all PGs active+clean in " \
+           f"{time.monotonic() - t0:.0f} s"
+
+
+def _make(host, plan: CephPlan) -> None:
     d = Path(plan.dir)
     for sub in ("run", "log", "mon", "mgr", "osd"):
         (d / sub).mkdir(parents=True, exist_ok=True)
@@ -86,8 +116,17 @@ def create(host, plan: CephPlan) -> str:
             _ceph(host, plan, args, f"pool for {n} node(s)")
     wait_healthy(host, plan)
     (d / "plan.json").write_text(plan.to_json())   # last: its presence says the cluster was made whole
-    return f"ceph {plan.name}: {plan.osd_count} OSDs on {plan.nodes} nodes, all PGs active+clean in " \
-           f"{time.monotonic() - t0:.0f} s"
+
+
+def _log_tails(plan: CephPlan, lines: int = 5) -> str:
+    tails = []
+    for log in sorted(Path(plan.dir, "log").glob("*.log")):
+        try:
+            text = log.read_text(errors="replace").splitlines()[-lines:]
+        except OSError:
+            continue
+        tails.append(f"--- {log.name}\n" + "\n".join(text))
+    return ("\n" + "\n".join(tails))[-2000:] if tails else ""
 
 
 def _network(host, plan: CephPlan) -> None:
