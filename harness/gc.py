@@ -101,29 +101,30 @@ def _namespaces(host: Node, prefix: str) -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.startswith(prefix)]
 
 
-def _bridges(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """(name, alias) of bridges whose alias carries the prefix (a name has room for no prefix: 15 characters)."""
-    out = host.run(["ip", "-j", "link", "show", "type", "bridge"], timeout=30, check=False).stdout.decode(errors="replace")
+def _links(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(name, alias) of links (a Ceph cluster's bridge and veths) whose alias carries the prefix (a
+    name has no room for it: 15 characters)."""
+    out = host.run(["ip", "-j", "link", "show"], timeout=30, check=False).stdout.decode(errors="replace")
     return [(link["ifname"], link["ifalias"]) for link in json.loads(out or "[]")
             if link.get("ifalias", "").startswith(prefix) and not link["ifalias"].startswith(keep)]
 
 
 def _networks(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
-    """A Ceph cluster's storage-node namespaces (their veths go with them) and its bridge."""
+    """A Ceph cluster's storage-node namespaces, its bridge and its veths."""
     removed = []
     for ns in _namespaces(host, prefix):
         if not ns.startswith(keep) and host.run(["ip", "netns", "del", ns], timeout=30, check=False).returncode == 0:
             removed.append(f"namespace {ns}")
-    for name, alias in _bridges(host, prefix, keep):
+    for name, alias in _links(host, prefix, keep):
         if host.run(["ip", "link", "del", name], timeout=30, check=False).returncode == 0:
-            removed.append(f"bridge {name} ({alias})")
+            removed.append(f"link {name} ({alias})")
     return removed
 
 
 def leftovers(prefix: str, host: Host = LocalHost()) -> list[str]:
     """What exists with this prefix on the host, without removing it (for checks and tests)."""
     found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix)]
-    found += [f"namespace {ns}" for ns in _namespaces(host, prefix)] + [f"bridge {b}" for b, _ in _bridges(host, prefix)]
+    found += [f"namespace {ns}" for ns in _namespaces(host, prefix)] + [f"link {b}" for b, _ in _links(host, prefix)]
     conn = connect(host.uri)
     try:
         found += [f"domain {d.name()}" for d in conn.listAllDomains() if d.name().startswith(prefix)]

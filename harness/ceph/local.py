@@ -139,6 +139,7 @@ def _network(host, plan: CephPlan) -> None:
         ns, veth = plan.node_name(k), plan.veth(k)
         _run(host, ["ip", "netns", "add", ns], f"node {k}'s namespace")
         _run(host, ["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns], f"node {k}'s link")
+        _run(host, ["ip", "link", "set", veth, "alias", ns], f"node {k}'s link alias (gc finds it by it)")
         _run(host, ["ip", "link", "set", veth, "master", plan.bridge, "up"], f"node {k}'s link")
         inside = ["ip", "netns", "exec", ns]
         _run(host, [*inside, "ip", "addr", "add", f"{plan.node_address(k)}/{plan.prefix_len}", "dev", "eth0"],

@@ -145,7 +145,8 @@ def conf(plan: CephPlan, fsid: str) -> str:
              f"osd_pool_default_size = {plan.replicas}", "osd_pool_default_min_size = 1",
              "osd_pool_default_pg_autoscale_mode = off", "mon_allow_pool_delete = true",
              "mon_allow_pool_size_one = true", "mon_data_avail_warn = 2", "mon_data_avail_crit = 1",
-             "mon_warn_on_pool_no_redundancy = false", "osd_crush_chooseleaf_type = 1",
+             "mon_warn_on_pool_no_redundancy = false", "auth_allow_insecure_global_id_reclaim = false",
+             "osd_crush_chooseleaf_type = 1",
              "osd_objectstore = bluestore", "bluestore_block_create = true",
              f"bluestore_block_size = {plan.osd_size_mib << 20}", "osd_memory_target = 939524096",
              "ms_bind_ipv6 = false", ""]
