@@ -2,10 +2,12 @@
 #   serial:<s>  virtio-blk (serial), NVMe (device/serial, space-padded), SCSI (VPD page 0x80)
 #   pci:<addr>  a disk behind this PCI function (vhost-user-blk, a passed-through controller)
 #   path:<dev>  a device path as is (the host side)
+#   rbd:<pool>/<image>@<conf>  a Ceph RBD image through librbd (the host side), in the cluster <conf> names
 want=${locator#*:}
 dev=
 case $locator in
   path:*) dev=$want ;;
+  rbd:*) rbd_image=${want%%@*}; dev=$rbd_image; case $want in *@*) export CEPH_CONF=${want#*@} ;; esac ;;
   *)
     for b in /sys/block/*; do
       case $locator in

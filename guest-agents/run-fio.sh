@@ -19,7 +19,12 @@ if [ -n "${FIO_START_AT:-}" ]; then  # a start shared with the point's other par
   sleep "$(awk -v t="$FIO_START_AT" -v n="$(date +%s.%N)" -v m="${FIO_START_MAX_WAIT:-10}" \
     'BEGIN { d = t - n; if (d < 0) d = 0; if (d > m) d = m; printf "%.3f", d }')"
 fi
+job=$(cat)
+if [ -n "${rbd_image:-}" ]; then   # the job's own section gets librbd: the engine, the pool and the image
+  job=$(printf '%s\nioengine=rbd\nclientname=%s\npool=%s\nrbdname=%s\n' "$job" "${FIO_RBD_ID:-admin}" \
+    "${rbd_image%%/*}" "${rbd_image#*/}")
+fi
 before=$(dmesg | wc -l)
-FIO_FILENAME=$dev fio --output-format=json - || exit $?
+printf '%s\n' "$job" | FIO_FILENAME=$dev fio --output-format=json - || exit $?
 bad=$(dmesg | tail -n +$((before + 1)) | grep -iE 'timeout|I/O error|abort|reset' | head -3)
 [ -z "$bad" ] || { echo "run-fio: the guest kernel reported I/O trouble during the run: $bad" >&2; exit 4; }

@@ -4,7 +4,8 @@
 - guest-ping after QEMU start (the fast-boot target: under 10 s under TCG);
 - orchestration overhead per point, the settle wait included (and the settle wait alone);
 - fidelity: harness-measured physical IOPS over plain fio typed by hand on the same device and
-  job, interleaved FIDELITY_PAIRS (40) times: the mean ratio with its 95% CI.
+  job, interleaved FIDELITY_PAIRS (40) times: the mean ratio with its 95% CI;
+- a local Ceph cluster of 3 storage nodes: seconds from nothing to every PG active+clean.
 """
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from rich.table import Table
 from harness import runner
 from harness.agent import GuestAgent
 from harness.analysis.stats import summarize
+from harness.ceph import local as ceph_local
+from harness.ceph.plan import CephPlan
 from harness.config import Config
-from harness.console import console, step
+from harness.console import console, step, warn
 from harness.libvirt_conn import connect
 from harness.store import write_atomic
+from harness.hosts import LocalHost
 from harness.testbed import Testbed
 from harness.workloads import fio
 
@@ -53,6 +57,23 @@ def _plain_fio_iops(cfg: Config, device: str, size: int) -> float:
             f"--direct={int(j.direct)}", f"--runtime={j.runtime_s}", f"--ramp_time={j.ramp_s}", "--time_based",
             "--group_reporting", "--randrepeat=0", "--norandommap", "--output-format=json"]
     return fio.parse(subprocess.run(argv, capture_output=True, text=True, check=True).stdout).iops
+
+
+def _ceph_up_s(cfg: Config) -> float | str:
+    """Seconds for `harness host ceph create` of 3 nodes (1 OSD each) from nothing; the cluster goes after."""
+    host = LocalHost()
+    if missing := ceph_local.missing_tools(host):
+        return f"n/a ({', '.join(missing)} missing)"
+    name = "vtb-bench-ceph"
+    plan = CephPlan(name=name, dir=str(cfg.state_dir / name), nodes=3, pg_num=32)
+    try:
+        seconds, _ = _timed(lambda: ceph_local.create(host, plan))
+        return seconds
+    except ceph_local.CephError as e:
+        warn(f"bench: the Ceph cluster did not come up: {e}")
+        return "failed"
+    finally:
+        ceph_local.destroy(host, plan)
 
 
 FIDELITY_PAIRS = 40  # pair ratios vary about 14% (CV) on a shared disk: 40 pairs bring the CI within ±5%
@@ -108,6 +129,8 @@ def run(user_cfg: Config, runtime: int) -> dict:
         figures["settle_wait_per_point_s"] = {p: sum(w for _, w in v) / len(v) for p, v in sorted(walls.items())}
         figures.update(_fidelity(ctx, cfg, record), accel=record.accel["accel"], vms=len(record.vms),
                        runtime_s=runtime, run_id=ctx.store.run_id)
+        step("bench: a local Ceph cluster of 3 storage nodes, from nothing to all PGs active+clean")
+        figures["ceph_3_nodes_active_clean_s"] = _ceph_up_s(cfg)
     finally:
         step("bench: tearing down the bench fleet")
         tb.down(quiet=True)

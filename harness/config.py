@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, create_model, field_validator, model_validator
 
 from harness import backends, paths
+from harness.ceph.plan import CephConfig
 from harness.schema import FIX, ChunkKib, ConfigError, Filesystem, RaidLevel, Section
 
 __all__ = ["Config", "ConfigError", "DiskConfig", "FleetConfig", "RaidConfig", "RemoteHostConfig", "RepeatConfig",
@@ -209,6 +210,7 @@ class Config(Section):
                                           "empty = the one host of [host]")
     nested: NestedConfig = NestedConfig()
     raid: RaidConfig = RaidConfig()
+    ceph: CephConfig = CephConfig()
     fleet: FleetConfig = FleetConfig()
     disk: DiskConfig = DiskConfig()
     repeat: RepeatConfig = RepeatConfig()

@@ -23,7 +23,7 @@ import resource
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, ContextManager, Protocol
 
 import libvirt
 
@@ -79,6 +79,8 @@ class Point:
     baseline: str | None = None              # id of the physical point a VE/PE ratio is taken against
     raw_suffix: str = ".json"
     on_failure: Callable[[Exception], list[Output]] | None = None   # raw files to keep from a failure
+    observe: Callable[[], ContextManager[dict]] | None = None   # read around the run (a cluster's link
+                                                                 # counters): the dict it fills joins the metadata
 
 
 def schedule(ids: list[str], rng: random.Random, last: str | None) -> list[str]:
@@ -212,7 +214,8 @@ class Pipeline:
                 snap = lambda site: hoststat.snapshot_on(site.host, patterns)  # noqa: E731
                 before, self_before = self._on_sites(snap), _own_cpu_s()
                 t_run = time.monotonic()
-                outputs = p.run()
+                with p.observe() if p.observe else contextlib.nullcontext({}) as observed:
+                    outputs = p.run()
                 run_s = time.monotonic() - t_run
                 after, self_after = self._on_sites(snap), _own_cpu_s()
             kept = [self._keep(p, rep, out) for out in outputs]   # before parsing: a bad output is kept too
@@ -228,7 +231,7 @@ class Pipeline:
                 per_site.append(self._conditions(usage, ours, settled[i], paused[i], after[i]["ncpu"]))
             cond = per_site[0] if len(per_site) == 1 else combine_conditions(
                 {site.host.name: c for site, c in zip(self.sites, per_site)})
-            meta = {**meta, **cond, "point_wall_s": round(time.monotonic() - t0, 3), "run_wall_s": round(run_s, 3),
+            meta = {**meta, **cond, **observed, "point_wall_s": round(time.monotonic() - t0, 3), "run_wall_s": round(run_s, 3),
                     "guests_restarted": restarted}
             samples = self._samples(p, outputs, kept, parsed, meta)
             self.store.add(samples)

@@ -19,6 +19,9 @@ from harness import accel, backends, conditions, gc, guest_consoles, hosts, path
 from harness import raid as raid_mod  # `raid` is the array a Testbed builds
 from harness.agent import AgentError, AgentTimeout, GuestAgent
 from harness.backends import HostDevice, HostPlan, VmSlot
+from harness.ceph import local as ceph_local
+from harness.ceph.plan import CephPlan, rbd_device
+from harness.ceph.plan import plan_from_config as ceph_plan_from_config
 from harness.config import Config
 from harness.console import step, warn
 from harness.devices import refuse_reason_on
@@ -67,6 +70,7 @@ class TestbedRecord:
     ready_s: dict = field(default_factory=dict)  # seconds from apply to agent answer, per VM
     host: dict = field(default_factory=dict)     # the host's descriptor (see harness.hosts)
     raid: dict | None = None                     # the RAID array under the fleet, if any
+    ceph: dict | None = None                     # the local Ceph cluster under the fleet, if any
     boot_restarts: dict = field(default_factory=dict)  # VM -> why it was restarted while booting
 
     def metadata(self) -> dict:
@@ -98,6 +102,7 @@ class Testbed:
         fleet = cfg.state_dir / cfg.fleet.name
         self.dir = fleet / "hosts" / self.host.name if self.part else fleet   # one Terraform root per host
         self.host_dir = self.host.fleet_dir(self.dir, cfg.fleet.name)         # the same, on the host
+        self.ceph = ceph_plan_from_config(cfg, self.host_dir) if backends.get(cfg.disk.backend).needs_ceph else None
         self.record_path = self.dir / "testbed.json"
         log = f"{cfg.prefix}-{self.host.name}-terraform.log" if self.part else f"{cfg.prefix}-terraform.log"
         self.log = cfg.state_dir / "logs" / log  # outlives the fleet, for post-mortems
@@ -147,7 +152,10 @@ class Testbed:
     def plan(self) -> HostPlan:
         """The backend's view of this fleet: the host device and each VM's slice of it."""
         f, prefix = self.cfg.fleet, self.cfg.prefix
-        if self.raid is not None and self.raid.filesystem:  # a file on the array's filesystem
+        if self.ceph is not None:   # one image in the cluster, carved like the file
+            device = HostDevice(path=rbd_device(self.ceph, f"{prefix}-device", self.cfg.ceph.pool_nodes), kind="rbd",
+                                monitors=(f"{self.ceph.mon_address}:6789",))
+        elif self.raid is not None and self.raid.filesystem:  # a file on the array's filesystem
             device = HostDevice(path=self.raid.data_device, kind="block")
         elif self.raid is not None:
             device = HostDevice(path=self.raid.device, kind="block")
@@ -183,6 +191,11 @@ class Testbed:
             raid_file = shlex.quote(str(self._hook_file("raid", self.raid.to_json())))
             raid = {"create": f"{harness} host raid create {raid_file}",
                     "destroy": f"{harness} host raid destroy {raid_file}"}
+        ceph = {"create": "", "destroy": ""}
+        if self.ceph is not None:
+            ceph_file = shlex.quote(str(self._hook_file("ceph", self.ceph.to_json())))
+            ceph = {"create": f"{harness} host ceph create {ceph_file}",
+                    "destroy": f"{harness} host ceph destroy {ceph_file}"}
         return {
             "libvirt_uri": self.host.uri, "prefix": plan.prefix, "pool_dir": str(self.host_dir / "pool"),
             "image": {"rootfs": str(img / "rootfs.qcow2"), "kernel": str(img / "vmlinuz"),
@@ -190,7 +203,7 @@ class Testbed:
             "domain_type": choice.domain_type, "vcpus": f.vcpus, "memory_mib": f.memory_mib,
             "console_dir": str(self.host_dir / "consoles"),
             "device_bytes": len(plan.vms) * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
-            "raid": raid,
+            "raid": raid, "ceph": ceph,
             "backend": {"host_up": hook % "up", "host_down": hook % "down",
                         "vms": [{"name": vm.name, "devices_xml": a.devices_xml, "domain_xml": a.domain_xml}
                                 for vm, a in ((vm, backend.attach(plan, vm)) for vm in plan.vms)]},
@@ -282,6 +295,7 @@ class Testbed:
                    "memory_mib": self.cfg.fleet.memory_mib, "disk_size_mib": self.cfg.fleet.disk_size_mib},
             image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready,
             host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None,
+            ceph=json.loads(self.ceph.to_json()) if self.ceph else None,
             boot_restarts=boot_restarts)
         write_atomic(self.record_path, json.dumps(asdict(record), indent=2))
         step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start")
@@ -356,7 +370,7 @@ class Testbed:
             self._terraform("destroy", "-auto-approve", "-input=false", "-no-color", *self._state_args(),
                             check=False)
         removed = gc.collect(self.cfg.prefix + "-", self.host)
-        removed += self._destroy_arrays()
+        removed += self._destroy_arrays() + self._destroy_clusters()
         if self.dir.exists():
             shutil.rmtree(self.dir)
         return removed
@@ -373,6 +387,16 @@ class Testbed:
                 result = f"{plan.device}: not destroyed ({e})"
             if "nothing to do" not in result:
                 done.append(f"array {result}")
+        return done
+
+    def _destroy_clusters(self) -> list[str]:
+        """Ceph clusters whose plans are still here (a destroy that failed, a killed run): removed
+        again, directly (idempotent)."""
+        done = []
+        for plan_file in sorted(self.dir.glob("ceph-*.json")) if self.dir.exists() else []:
+            result = ceph_local.destroy(LocalHost(), CephPlan.from_json(plan_file.read_text()))
+            if "nothing" not in result:
+                done.append(result)
         return done
 
     def ensure(self) -> TestbedRecord:

@@ -1,6 +1,7 @@
 # The testbed: one storage pool with the guest image (and, by default, the host device file), an
-# optional host RAID array, and a fleet of VMs whose data disks the chosen backend carves from
-# that one device (the file, the array or a block device the user named).
+# optional host RAID array or local Ceph cluster, and a fleet of VMs whose data disks the chosen
+# backend carves from that one device (the file, the array, a block device the user named, or an
+# RBD image in the cluster).
 module "storage" {
   source       = "./modules/storage"
   prefix       = var.prefix
@@ -10,9 +11,15 @@ module "storage" {
 }
 
 module "raid" {
-  source  = "./modules/raid"
+  source  = "./modules/host_step"
   create  = var.raid.create
   destroy = var.raid.destroy
+}
+
+module "ceph" {
+  source  = "./modules/host_step"
+  create  = var.ceph.create
+  destroy = var.ceph.destroy
 }
 
 module "fleet" {
@@ -26,7 +33,7 @@ module "fleet" {
   vcpus          = var.vcpus
   memory_mib     = var.memory_mib
   console_dir    = var.console_dir
-  device_ready   = coalesce(module.raid.id, module.storage.device_volume_id, "block-device")
+  device_ready   = coalesce(module.raid.id, module.ceph.id, module.storage.device_volume_id, "block-device")
   backend        = var.backend
 }
 

@@ -51,3 +51,11 @@ variable "raid" {
   })
   default = { create = "", destroy = "" }
 }
+variable "ceph" {
+  description = "Commands that create and destroy the local Ceph cluster; empty strings = no cluster."
+  type = object({
+    create  = string
+    destroy = string
+  })
+  default = { create = "", destroy = "" }
+}

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-NUMERIC = ("vm_count", "iodepth", "numjobs", "bs_bytes", "rate_iops", "db_threads", "db_buffer_pool_fraction")
-CATEGORICAL = ("env", "backend", "rw", "db_test", "db_page_size")  # env first: kept when backend only repeats it
+NUMERIC = ("vm_count", "iodepth", "numjobs", "bs_bytes", "rate_iops", "db_threads", "db_buffer_pool_fraction",
+           "ceph_nodes")
+CATEGORICAL = ("env", "backend", "rw", "db_test", "db_page_size", "link")  # env first: kept when backend only repeats it
 
 
 def bs_bytes(bs: str) -> int:

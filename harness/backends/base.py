@@ -17,9 +17,11 @@ DATA_PCI_SLOT = 0x10         # ... or, for devices with no serial, by this guest
 @dataclass(frozen=True)
 class HostDevice:
     path: str                  # the file or block device every data disk is carved from
-    kind: str                  # "file" (a volume in the fleet's pool) or "block"
+    kind: str                  # "file" (a volume in the fleet's pool), "block", or "rbd" (an image,
+                               # path rbd:POOL/IMAGE@CONF)
     pool: str | None = None
     volume: str | None = None
+    monitors: tuple[str, ...] = ()   # an rbd device's cluster monitors, as ADDRESS:PORT
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class HostPlan:
     def from_json(cls, text: str) -> "HostPlan":
         d = json.loads(text)
         return cls(prefix=d["prefix"], fleet_dir=d["fleet_dir"], disk=d["disk"],
-                   device=HostDevice(**d["device"]), vms=[VmSlot(**v) for v in d["vms"]],
+                   device=HostDevice(**{**d["device"], "monitors": tuple(d["device"].get("monitors", ()))}), vms=[VmSlot(**v) for v in d["vms"]],
                    host=d.get("host") or LocalHost().descriptor())
 
     @property
@@ -76,6 +78,7 @@ class Backend:
     summary: ClassVar[str] = ""
     diagnostic: ClassVar[bool] = False  # a measuring aid, not a way to serve disks (left out of "all")
     local_host_only: ClassVar[bool] = False  # its host side runs on this machine (not yet through harness.hosts)
+    needs_ceph: ClassVar[bool] = False  # its disks are images in the fleet's Ceph cluster ([ceph]), not slices
 
     @property
     def options(self) -> frozenset[str]:

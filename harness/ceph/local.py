@@ -7,6 +7,7 @@ making anything; destroy removes what the plan names: its daemons by their pid f
 namespaces, links and bridge, and its dir. Nothing else is touched."""
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import shutil
@@ -14,8 +15,9 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Iterator
 
-from harness.ceph.plan import CephPlan, conf, crush_commands, pool_commands, refusals
+from harness.ceph.plan import CephPlan, conf, crush_commands, link_utilisation, pool_commands, refusals
 from harness.console import step
 
 PACKAGES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-common")
@@ -256,3 +258,39 @@ def _is_ceph(pid: int) -> bool:
     except OSError:
         return False
 
+
+
+NETWORK_BOUND = 0.9   # a link above this share of its cap during a point: the network was the bottleneck
+
+
+def set_link_rate(host, plan: CephPlan, mbit: int) -> None:
+    """Caps every node's link both ways at `mbit` (0 = uncapped), in place: no daemon restarts."""
+    for k in range(1, plan.nodes + 1):
+        for inside, dev in (([], plan.veth(k)), (["ip", "netns", "exec", plan.node_name(k)], "eth0")):
+            host.run([*inside, "tc", "qdisc", "del", "dev", dev, "root"], check=False, timeout=30)
+            if mbit:
+                _run(host, [*inside, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", f"{mbit}mbit",
+                            "burst", "256kb", "latency", "20ms"], f"node {k}'s link cap", 30)
+
+
+def _counters(host, dev: str) -> dict[str, int]:
+    out = _run(host, ["cat", f"/sys/class/net/{dev}/statistics/rx_bytes", f"/sys/class/net/{dev}/statistics/tx_bytes"],
+               f"{dev}'s byte counters", 30).split()
+    return {"rx_bytes": int(out[0]), "tx_bytes": int(out[1])}
+
+
+@contextlib.contextmanager
+def links_observed(host, plan: CephPlan, nodes: int, link_mbit: int) -> Iterator[dict]:
+    """Around a point: each of the first `nodes` node links' use, from its byte counters read before
+    and after, and whether any ran above NETWORK_BOUND of its cap (network-bound)."""
+    devs = {k: plan.veth(k) for k in range(1, nodes + 1)}
+    before, t0 = {k: _counters(host, d) for k, d in devs.items()}, time.monotonic()
+    observed: dict = {}
+    yield observed
+    seconds = time.monotonic() - t0
+    uses = {k: link_utilisation(before[k], _counters(host, d), seconds, link_mbit) for k, d in devs.items()}
+    for k, u in uses.items():
+        observed.update({f"link_n{k}_rx_mbit_s": u["rx_mbit_s"], f"link_n{k}_tx_mbit_s": u["tx_mbit_s"]})
+    peak = max((u["utilisation"] for u in uses.values() if u["utilisation"] is not None), default=None)
+    observed.update(link_mbit=link_mbit, link_peak_utilisation=peak,
+                    network_bound=peak is not None and peak > NETWORK_BOUND)

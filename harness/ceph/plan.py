@@ -7,9 +7,38 @@ import hashlib
 import ipaddress
 import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from harness.schema import Section
 
 MAX_NODES = 5
 IFNAME_MAX = 15           # Linux interface names; namespaces have no such limit
+
+
+class CephConfig(Section):
+    """[ceph]: the local cluster `testbed up` makes for a fleet on the rbd backend (Terraform's
+    hook runs `harness host ceph create`)."""
+    nodes: int = Field(2, ge=1, le=MAX_NODES, description="storage nodes (network namespaces), 1 to 5")
+    osds_per_node: int = Field(1, ge=1, le=4, description="OSDs per storage node")
+    osd_size_mib: int = Field(1024, ge=1024, description="each OSD's BlueStore file in MiB")
+    replicas: int = Field(2, ge=1, le=MAX_NODES, description="copies of each object, one per node")
+    pg_num: int = Field(32, ge=1, le=4096, description="placement groups per pool, a power of two")
+    link_mbit: int = Field(0, ge=0, description="each node's link capped at this rate in Mbit/s (0 = uncapped)")
+    subnet: str = Field("10.213.0.0/24", description="the cluster's private network (a /24 no interface here uses)")
+    pool_nodes: int = Field(0, ge=0, le=MAX_NODES, description="the fleet's disks live on the first N storage "
+                            "nodes (their pool's CRUSH rule); 0 = all of them")
+
+    @model_validator(mode="after")
+    def _fits(self) -> "CephConfig":
+        if self.pool_nodes > self.nodes:
+            raise ValueError(f"ceph.pool_nodes={self.pool_nodes} is more than ceph.nodes={self.nodes}; "
+                             "lower it or add nodes")
+        if self.replicas > self.nodes:
+            raise ValueError(f"ceph.replicas={self.replicas}: each replica goes to another node, and "
+                             f"ceph.nodes={self.nodes}; lower replicas or add nodes")
+        return self
 
 
 @dataclass(frozen=True)
@@ -77,6 +106,19 @@ class CephPlan:
     @classmethod
     def from_json(cls, text: str) -> "CephPlan":
         return cls(**json.loads(text))
+
+
+def plan_from_config(cfg, fleet_dir: Path) -> CephPlan:
+    """The cluster [ceph] asks for under a fleet: named for it, its files in the fleet's folder."""
+    c, name = cfg.ceph, f"{cfg.prefix}-ceph"
+    return CephPlan(name=name, dir=str(fleet_dir / name), nodes=c.nodes, osds_per_node=c.osds_per_node,
+                    osd_size_mib=c.osd_size_mib, replicas=c.replicas, pg_num=c.pg_num, link_mbit=c.link_mbit,
+                    subnet=c.subnet)
+
+
+def rbd_device(plan: CephPlan, image: str, nodes: int = 0) -> str:
+    """An image in the pool over the first `nodes` nodes (0 = all), as the host names it (see find-disk.sh)."""
+    return f"rbd:{plan.pool(nodes or plan.nodes)}/{image}@{plan.dir}/ceph.conf"
 
 
 def refusals(plan: CephPlan) -> list[str]:

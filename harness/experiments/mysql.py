@@ -109,6 +109,9 @@ class Mysql:
         return points
 
     def run(self, ctx: RunContext) -> None:
+        if ctx.testbed.device_kind == "rbd":   # the host side mounts a filesystem on a slice of a block device
+            raise RuntimeError("mysql needs a block device on the host for its physical baseline, and an rbd "
+                               "fleet has none (no krbd here). Fix: run mysql with another backend")
         planned, skipped = plan(ctx.cfg, len(ctx.testbed.vms))
         for name, reason in skipped.items():
             warn(f"{name} skipped: {reason}")

@@ -86,8 +86,8 @@ def fs_env(mkfs: list[str] | None, mount_options: str = "") -> dict[str, str]:
 
 
 def run(node: Node, job: FioJob, *, locator: str, size: int, offset: int = 0, extra_env: dict | None = None) -> str:
-    """Runs the job on the disk or region the locator names (see run-fio.sh: `serial:`, `pci:` in a
-    guest, `path:` on a host) with the same runner on any node; returns fio's raw JSON."""
+    """Runs the job on the disk or region the locator names (see find-disk.sh: `serial:`, `pci:` in a
+    guest, `path:` or `rbd:` on a host) with the same runner on any node; returns fio's raw JSON."""
     env = {"PATH": PATH, **job_env(job, offset=offset, size=size), **(extra_env or {})}
     try:
         out = node.run(["/bin/sh", "-c", guest_script(GUEST_RUNNER), "run-fio", locator], env=env,
@@ -239,8 +239,9 @@ def _window_of(raw: str) -> tuple[float, float] | None:
 
 
 def slot_targets(host, device: str, slots: list[tuple[int, int]], *, who: str = "host-slot") -> list[Target]:
-    """Host slots: (offset, size) regions of a host device."""
-    return [Target(host, f"path:{device}", off, size, f"{who}{i}", host.name) for i, (off, size) in enumerate(slots)]
+    """Host slots: (offset, size) regions of a host device (a path, or an `rbd:` image, read through librbd)."""
+    locator = device if device.startswith("rbd:") else f"path:{device}"
+    return [Target(host, locator, off, size, f"{who}{i}", host.name) for i, (off, size) in enumerate(slots)]
 
 
 def guest_targets(agents: list, vms: list, *, size: int | None = None, host: str = "") -> list[Target]:

@@ -1,7 +1,9 @@
 """A local Ceph cluster for real: 2 storage nodes (network namespaces on a bridge, links capped
 with tc), all PGs active+clean, fio through librbd on the host with the node links carrying the
 traffic, a bad plan refused before anything is made, and teardown after a crash (gc first, then
-destroy) that leaves no daemon, namespace, bridge or file."""
+destroy) that leaves no daemon, namespace, bridge or file. Then the rbd backend: a fleet whose
+cluster Terraform makes, vm-scaling on it (fio in the guest through QEMU's librbd, fio's librbd
+engine on the host), and `testbed down` leaving nothing."""
 from __future__ import annotations
 
 import json
@@ -22,6 +24,9 @@ pytestmark = pytest.mark.integration
 HARNESS = str(Path(sys.executable).parent / "harness")
 NAME = "vtb-cit-ceph"
 STATE = Path("/var/tmp/vtb-ci")
+CONFIG = Path(__file__).parents[1] / "ci.toml"
+RBD_FLEET = ["--config", str(CONFIG), "--set", "fleet.name=rbd", "--set", "disk.backend=rbd", "--set", "fleet.vms=1",
+             "--set", "ceph.pg_num=16"]
 
 
 def harness(*args, check=True):
@@ -78,3 +83,49 @@ def test_a_two_node_cluster_serves_rbd_then_goes_without_a_trace(tmp_path):
     assert any("ceph-osd" in r for r in removed) and any(r.startswith("namespace") for r in removed)
     assert any(r.startswith("link") and f"({NAME})" in r for r in removed)   # the bridge, by its alias
     assert not gc.leftovers(NAME) and not Path(plan.dir).exists()
+
+
+def test_vm_scaling_on_an_rbd_fleet_then_down_leaves_nothing(tmp_path):
+    try:
+        up = harness("testbed", "up", *RBD_FLEET)
+        assert "all PGs active+clean" in up.stdout and "fleet ready" in up.stdout
+        record = json.loads((STATE / "rbd" / "testbed.json").read_text())
+        assert record["device_kind"] == "rbd" and record["ceph"]["nodes"] == 2
+        harness("run", "vm-scaling", *RBD_FLEET, "--set", f"results_dir={tmp_path}", "--set", "vm_scaling.vm_counts=[1]",
+                "--set", "repeat.count=1")
+        (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+        rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+        assert rows and all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows]
+        iops = {r["env"]: r["value"] for r in rows if r["metric"] == "aggregate_iops"}
+        assert set(iops) == {"physical", "virtual"} and all(v > 0 for v in iops.values())
+        assert {r["backend"] for r in rows} == {"rbd"} and all(r["device"].startswith("rbd:") for r in rows)
+        host_job = json.loads((run / "raw" / "physical-n1" / "host-slot0.json").read_text())["jobs"][0]
+        assert host_job["job options"]["ioengine"] == "rbd"   # the baseline went through librbd
+    finally:
+        harness("testbed", "down", *RBD_FLEET, check=False)
+    assert not gc.leftovers("vtb-rbd-") and not (STATE / "rbd").exists()
+
+
+def test_ceph_scaling_two_nodes_against_three(tmp_path):
+    """The study's method, sized to fit: one cluster of 3 nodes, its 2-node and 3-node pools, one
+    point each from the host and in a VM, the links capped so that their use is measured."""
+    out = harness("run", "ceph-scaling", "--config", str(CONFIG), "--set", f"results_dir={tmp_path}",
+                  "--nodes", "2,3", "--set", 'ceph_scaling.patterns=["write"]', "--set", 'ceph_scaling.bs=["128k"]',
+                  "--set", "ceph_scaling.numjobs=[1]", "--set", "ceph_scaling.link_mbit=[200]", "--set",
+                  "ceph.pg_num=16", "--set", "ceph_scaling.size_mib=64", "--runtime", "2", "--ramp", "1",
+                  "--set", "repeat.count=1")
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    assert all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows if r["status"] != "ok"]
+    bw = {(r["ceph_nodes"], r["env"]): r for r in rows if r["metric"] == "aggregate_bw" and r["repeat"] != "all"}
+    assert set(bw) == {(n, e) for n in (2, 3) for e in ("physical", "virtual")}
+    for r in bw.values():
+        assert r["value"] > 0 and r["link_mbit"] == 200 and r["link_n1_rx_mbit_s"] > 0
+        assert r["link_peak_utilisation"] is not None and isinstance(r["network_bound"], bool)
+    assert "link_n3_rx_mbit_s" in bw[(3, "physical")] and "link_n3_rx_mbit_s" not in bw[(2, "physical")]
+    summary = (run / "summary.txt").read_text()
+    assert "regression per node count" in summary and "Pearson" in summary
+    for png in ("ceph-scaling-nodes.png", "ceph-scaling-clients.png"):
+        assert (run / png).read_bytes()[:4] == b"\x89PNG"
+    assert "tearing down the sweep fleet and its cluster" in out.stdout
+    assert not gc.leftovers("vtb-cs-ci-") and not Path(STATE, "cs-ci").exists()

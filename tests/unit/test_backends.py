@@ -30,7 +30,7 @@ def parse(attachment):
 
 def test_registry_has_every_backend():
     assert set(backends.all_backends()) == {"virtio-blk", "virtio-scsi", "vhost-user-blk-qsd",
-                                            "vhost-user-blk-spdk", "nvme", "passthrough-block", "vfio", "null"}
+                                            "vhost-user-blk-spdk", "nvme", "passthrough-block", "vfio", "null", "rbd"}
     assert [n for n, b in backends.all_backends().items() if b.diagnostic] == ["null"]
 
 
@@ -126,3 +126,16 @@ def test_metadata_has_every_knob(name):
     disk = config.DiskConfig(backend=name, **({"pci_address": "0000:01:00.0"} if name == "vfio" else {}))
     meta = backends.get(name).metadata(disk)
     assert meta["backend"] == name and {"cache", "aio", "iothreads", "num_queues"} <= set(meta)
+
+
+def test_rbd_slices_of_one_image_with_the_clusters_monitors(tmp_path):
+    device = HostDevice(path="rbd:vtb-x-ceph-n2/vtb-x-device@/s/vtb-x-ceph/ceph.conf", kind="rbd",
+                        monitors=("10.213.0.1:6789",))
+    p = plan(tmp_path, "rbd", device=device, cache="none", iothreads=1)
+    disk = parse(backends.get("rbd").attach(p, p.vms[1])).find("devices/disk")
+    assert disk.get("type") == "network" and disk.find("serial").text == "vtb-data"
+    src = disk.find("source")
+    assert src.get("protocol") == "rbd" and src.get("name") == "vtb-x-ceph-n2/vtb-x-device"
+    assert src.find("host").attrib == {"name": "10.213.0.1", "port": "6789"}
+    assert src.find("slices/slice").attrib == {"type": "storage", "offset": str(64 * MIB), "size": str(64 * MIB)}
+    assert HostPlan.from_json(p.to_json()) == p   # the monitors survive the hook file

@@ -1,13 +1,13 @@
-# A host software-RAID array. The provider has no mdadm resource, so the harness does the work
-# (`harness host raid create|destroy PLAN`, idempotent, with its safety checks) and Terraform
-# owns the lifecycle: a changed plan replaces the array, and destroy stops it and zeroes only
-# the superblocks it wrote.
+# Something the host needs under the fleet that the provider has no resource for: a software-RAID
+# array, a Ceph cluster. The harness does the work (`harness host raid|ceph create|destroy PLAN`,
+# idempotent, with its safety checks) and Terraform owns the lifecycle: a changed plan (a new
+# plan file) replaces it, and destroy undoes only what its plan made.
 variable "create" {
-  description = "Command that creates the array; empty = no array."
+  description = "Command that makes it; empty = nothing to make."
   type        = string
 }
 variable "destroy" {
-  description = "Command that stops the array and zeroes its superblocks."
+  description = "Command that undoes it."
   type        = string
 }
 

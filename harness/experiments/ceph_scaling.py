@@ -1,0 +1,286 @@
+"""`harness run ceph-scaling`: the SSD-cluster study's method on a real local Ceph cluster.
+
+One cluster with the largest node count is made (Terraform, through a one-VM sweep fleet on the
+rbd backend); each node count k is the pool whose CRUSH rule spans nodes 1..k, so each block
+re-provisions only the fleet's image and VMs. Per node count and link rate, every pattern x
+block size x client processes (fio numjobs) runs from the host through librbd (PE) and in the
+VMs through QEMU's librbd (VE). Every point records each node link's use from its byte counters
+and is flagged network-bound when a capped link ran above 90% of its cap.
+
+The summary fits the study's regression model per node count (R², leave-one-out error), the
+correlation of each factor with each metric per node count, and plots metric against node
+count, against client processes, and predicted against measured."""
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field
+from rich.table import Table
+from scipy import stats
+
+from harness import aggregate
+from harness.analysis import model
+from harness.ceph import local as ceph_local
+from harness.config import Config
+from harness.console import step
+from harness.experiments import Flag, RunContext
+from harness.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.report import plots, tables
+from harness.report.plots import plt
+from harness.schema import BlockSize, Section, each
+from harness.store import write_atomic
+from harness.testbed import Testbed, TestbedRecord
+from harness.workloads import fio
+
+METRICS = {"aggregate_bw": "bandwidth (KiB/s)", "aggregate_iops": "IOPS", "lat_mean": "completion latency (us)"}
+FACTORS = ("numjobs", "bs_bytes")
+
+
+class Settings(Section):
+    node_counts: Annotated[list[int], each(lambda n: 1 <= n <= 5, "every node count must be 1 to 5")] = Field(
+        [2, 3], min_length=1, description="storage node counts (1-5), each a pool on exactly those nodes of one cluster")
+    patterns: list[Literal["read", "write", "randread", "randwrite"]] = Field(
+        ["read", "write", "randread", "randwrite"], min_length=1, description="fio access patterns")
+    numjobs: Annotated[list[int], each(lambda n: 1 <= n <= 16, "every client process count must be 1 to 16")] = Field(
+        [1, 4], min_length=1, description="client processes (fio numjobs), 1-16")
+    bs: list[BlockSize] = Field(["4k", "128k"], min_length=1, description="block sizes")
+    link_mbit: Annotated[list[int], each(lambda n: n >= 0, "every link rate must be 0 (uncapped) or more")] = Field(
+        [0], min_length=1, description="node link rates in Mbit/s to sweep (0 = uncapped)")
+    iodepth: int = Field(4, ge=1, le=256, description="queue depth per client process")
+    vms: int = Field(1, ge=1, le=8, description="VMs (and host clients) per point; their sum is the aggregate")
+    runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
+    ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
+    size_mib: int = Field(128, ge=16, description="each VM's region of the image")
+    ve: bool = Field(True, description="also measure in VMs (PE and VE side by side)")
+
+
+class CephScaling:
+    uses_fleet = False
+    name = "ceph-scaling"
+    section = "ceph_scaling"
+    Settings = Settings
+    headline, lower_is_better = "aggregate_bw", False
+    flags = (Flag("--nodes", ("ceph_scaling.node_counts",), "Comma-separated storage node counts, e.g. 2,3."),
+             Flag("--runtime", ("ceph_scaling.runtime_s",)), Flag("--ramp", ("ceph_scaling.ramp_s",)),
+             Flag("--pe-only", ("ceph_scaling.ve",), "Measure from the host only (no VMs).", switch=False))
+
+    def jobs(self, cfg: Config) -> list[tuple[str, fio.FioJob]]:
+        c = cfg.ceph_scaling
+        return [(f"{rw}-{bs}-j{nj}", fio.FioJob(rw=rw, bs=bs, numjobs=nj, iodepth=c.iodepth, direct=True,
+                                                 runtime_s=c.runtime_s, ramp_s=c.ramp_s))
+                for rw in c.patterns for bs in c.bs for nj in c.numjobs]
+
+    def run(self, ctx: RunContext) -> None:
+        cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
+        nodes = max(c.node_counts)
+        sweep = cfg.model_copy(update={
+            "fleet": cfg.fleet.model_copy(update={"name": f"cs-{cfg.fleet.name}"[:20], "vms": c.vms,
+                                                  "disk_size_mib": c.size_mib}),
+            "disk": cfg.disk.with_backend("rbd"),
+            "ceph": cfg.ceph.model_copy(update={"nodes": nodes, "link_mbit": 0})})   # links set per block
+        jobs = self.jobs(cfg)
+        blocks = [(k, rate) for k in sorted(set(c.node_counts)) for rate in c.link_mbit]
+        ctx.store.update_manifest(planned={"blocks": [f"n{k}-{rate or 'uncapped'}" for k, rate in blocks],
+                                           "points": [label for label, _ in jobs]})
+        ctx.plan(len(blocks) * len(jobs) * (2 if c.ve else 1) * cfg.repeat.count)
+        tb = Testbed(sweep, ctx.host, run_scoped=True)
+        tb.down(quiet=True)   # a sweep fleet left by a killed run
+        pipeline = ctx.pipeline(ctx.host.uri, (sweep.prefix + "-",))
+        try:
+            for i, (k, rate) in enumerate(blocks):
+                step(f"[{i + 1}/{len(blocks)}] {k} storage node(s), links {f'{rate} Mbit/s' if rate else 'uncapped'}: "
+                     "provisioning")
+                tb = Testbed(sweep.model_copy(update={"ceph": sweep.ceph.model_copy(update={"pool_nodes": k})}),
+                             ctx.host, run_scoped=True)
+                record = tb.up()
+                ceph_local.set_link_rate(ctx.host, tb.ceph, rate)
+                block = [self._point(ctx, tb, record, k, rate, label, job, env) for label, job in jobs
+                         for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
+                pipeline.measure(block, record.metadata())
+        finally:
+            step("tearing down the sweep fleet and its cluster")
+            tb.down(quiet=True)
+
+    def _point(self, ctx: RunContext, tb: Testbed, record: TestbedRecord, nodes: int, rate: int, label: str,
+               job: fio.FioJob, env: str) -> Point:
+        block = f"n{nodes}-{f'{rate}mbit' if rate else 'uncapped'}"
+        meta = {"point": label, "block": block, "ceph_nodes": nodes, "link": f"{rate}mbit" if rate else "uncapped",
+                "vm_count": len(record.vms), **fio.job_meta(job), "bs_bytes": model.bs_bytes(job.bs)}
+        common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline,
+                      lower_is_better=self.lower_is_better, meta=meta,
+                      observe=partial(ceph_local.links_observed, ctx.host, tb.ceph, nodes, rate))
+        if env == PHYSICAL:
+            return Point(f"{block}/{label}/physical", PHYSICAL, "host", (), **common, run=partial(
+                fio.on_host, ctx.host, job, device=record.device_path,
+                slots=[(vm.slice_offset, vm.slice_bytes) for vm in record.vms]))
+        return Point(f"{block}/{label}/virtual", VIRTUAL, "rbd", tuple(vm.name for vm in record.vms), **common,
+                     baseline=f"{block}/{label}/physical", run=partial(fio.in_guests, record.uri, job, record.vms))
+
+    # --- the summary ---------------------------------------------------------------------
+    def summarize(self, ctx: RunContext) -> None:
+        rows = [{**s.metadata, "metric": s.metric, "value": s.value, "status": s.status}
+                for s in ctx.store.samples if "ceph_nodes" in s.metadata]
+        points = point_rows(rows)
+        if not points:
+            return
+        fits = fits_per_node_count(rows)
+        corr = correlations(points)
+        accel = ctx.environment["accel"] + (", not performance numbers" if ctx.environment["accel"] == "tcg" else "")
+        text = print_summary(points, fits, corr, accel)
+        write_atomic(ctx.store.dir / "summary.txt", text)
+        for png in (by_nodes_plot(points, ctx.store.dir / "ceph-scaling-nodes.png"),
+                    by_clients_plot(points, ctx.store.dir / "ceph-scaling-clients.png"),
+                    predicted_plot(rows, fits, ctx.store.dir / "ceph-scaling-predicted.png")):
+            if png:
+                step(f"plot: {png}")
+
+
+def point_rows(rows: list[dict]) -> list[dict]:
+    """One row per (block, point, env): the means over repeats of each metric, the peak link use,
+    and whether any repeat was network-bound."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        if r.get("scope") != "aggregate" or r.get("repeat") == "all":
+            continue
+        key = (r["ceph_nodes"], r["link"], r["point"], r["env"])
+        row = out.setdefault(key, {"nodes": r["ceph_nodes"], "link": r["link"], "point": r["point"], "env": r["env"],
+                                   "rw": r["rw"], "bs": r["bs"], "bs_bytes": r["bs_bytes"], "numjobs": r["numjobs"],
+                                   "network_bound": False, "link_peak": None, "failed": False})
+        if r["status"] != "ok":
+            row["failed"] = True
+            continue
+        if r["metric"] in METRICS:
+            row.setdefault(r["metric"], []).append(r["value"])
+        if r["metric"] == "aggregate_bw":   # once per repeat
+            row["network_bound"] |= bool(r.get("network_bound"))
+            if r.get("link_peak_utilisation") is not None:
+                row["link_peak"] = max(row["link_peak"] or 0.0, r["link_peak_utilisation"])
+    return [tables.means(r) for r in sorted(out.values(), key=lambda r: (r["nodes"], r["link"], r["point"], r["env"]))]
+
+
+def fits_per_node_count(rows: list[dict]) -> dict[tuple[int, str], model.Model | str]:
+    """The study's regression model of each metric per node count (a reason where it cannot be fitted)."""
+    fits: dict[tuple[int, str], model.Model | str] = {}
+    for nodes in sorted({r["ceph_nodes"] for r in rows}):
+        mine = [r for r in rows if r["ceph_nodes"] == nodes]
+        for metric in METRICS:
+            try:
+                fits[(nodes, metric)] = model.fit(mine, metric)
+            except ValueError as e:
+                fits[(nodes, metric)] = str(e)
+    return fits
+
+
+def correlations(points: list[dict]) -> list[dict]:
+    """Pearson's r (and its p-value) of each numeric factor with each metric, per node count and
+    environment, over the points' means; None where a factor or metric does not vary."""
+    out = []
+    for nodes in sorted({p["nodes"] for p in points}):
+        for env in sorted({p["env"] for p in points}):
+            mine = [p for p in points if p["nodes"] == nodes and p["env"] == env]
+            for factor in FACTORS:
+                for metric in METRICS:
+                    pairs = [(p[factor], p[metric]) for p in mine if p.get(metric) is not None]
+                    xs, ys = [x for x, _ in pairs], [y for _, y in pairs]
+                    if len(pairs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+                        r = p_value = None
+                    else:
+                        res = stats.pearsonr(xs, ys)
+                        r, p_value = float(res.statistic), float(res.pvalue)
+                    out.append({"nodes": nodes, "env": env, "factor": factor, "metric": metric, "r": r, "p": p_value,
+                                "n": len(pairs)})
+    return out
+
+
+def print_summary(points: list[dict], fits: dict, corr: list[dict], accel: str) -> str:
+    t = Table(title=f"ceph-scaling: means over repeats, accel={accel}")
+    for col in ("nodes", "link", "point", "env", "MiB/s", "IOPS", "lat us", "link peak", "net-bound"):
+        t.add_column(col, justify="left" if col in ("link", "point", "env") else "right", no_wrap=True)
+    for p in points:
+        t.add_row(str(p["nodes"]), p["link"], p["point"], p["env"],
+                  "failed" if p.get("aggregate_bw") is None else f"{p['aggregate_bw'] / 1024:,.1f}",
+                  tables.cell(p, "aggregate_iops"), tables.cell(p, "lat_mean"),
+                  "-" if p["link_peak"] is None else f"{p['link_peak']:.0%}", "yes" if p["network_bound"] else "")
+    m = Table(title="regression per node count: log(metric) ~ log(numeric factors) + categorical factors")
+    for col in ("nodes", "metric", "factors", "R²", "held-out error"):
+        m.add_column(col, justify="right" if col in ("R²", "held-out error") else "left")
+    for (nodes, metric), fit in fits.items():
+        if isinstance(fit, str):
+            m.add_row(str(nodes), metric, fit, "-", "-")
+        else:
+            m.add_row(str(nodes), metric, ", ".join(fit.numeric + list(fit.levels)), f"{fit.r2:.3f}",
+                      "-" if fit.loo_mape is None else f"{fit.loo_mape:.1%}")
+    c = Table(title="correlation of each factor with each metric (Pearson r over the points' means)")
+    for col in ("nodes", "env", "factor", "metric", "r", "p", "n"):
+        c.add_column(col, justify="right" if col in ("r", "p", "n") else "left")
+    for row in corr:
+        c.add_row(str(row["nodes"]), row["env"], row["factor"], row["metric"],
+                  "-" if row["r"] is None else f"{row['r']:+.2f}", "-" if row["p"] is None else f"{row['p']:.3f}",
+                  str(row["n"]))
+    failures = [(f"n{p['nodes']} {p['point']} {p['env']}", "failed") for p in points if p["failed"]]
+    return tables.render([t, m, c], failures, width=120)
+
+
+def _grid(points: list[dict], x_key: str, path: Path, title: str, xlabel: str) -> Path | None:
+    patterns = list(dict.fromkeys(p["rw"] for p in points))
+    if not patterns:
+        return None
+    fig, axes = plt.subplots(1, len(patterns), figsize=(max(6, 3.4 * len(patterns)), 3.8), squeeze=False)
+    for ax, rw in zip(axes[0], patterns):
+        series: dict[tuple, list] = {}
+        for p in points:
+            if p["rw"] == rw and p.get("aggregate_bw") is not None:
+                series.setdefault((p["env"], p["bs"], p["numjobs"] if x_key == "nodes" else p["nodes"]), []).append(p)
+        for (env, bs, other), ps in sorted(series.items()):
+            ps.sort(key=lambda p: p[x_key])
+            label = f"{'PE' if env == PHYSICAL else 'VE'} {bs} " + (f"j{other}" if x_key == "nodes" else f"{other} nodes")
+            ax.plot([p[x_key] for p in ps], [p["aggregate_bw"] / 1024 for p in ps], marker="o",
+                    ls="-" if env == PHYSICAL else "--", label=label)
+            bound = [p for p in ps if p["network_bound"]]
+            ax.scatter([p[x_key] for p in bound], [p["aggregate_bw"] / 1024 for p in bound], s=120,
+                       facecolors="none", edgecolors="red", label=None)
+        ax.set_xticks(sorted({p[x_key] for p in points}))
+        ax.set_title(rw, fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("bandwidth (MiB/s)")
+    axes[0][-1].legend(fontsize=7)
+    fig.suptitle(title + " (red ring: network-bound)", fontsize=9)
+    return plots.save(fig, path)
+
+
+def by_nodes_plot(points: list[dict], path: Path) -> Path | None:
+    return _grid(points, "nodes", path, "ceph-scaling: bandwidth against storage node count", "storage nodes")
+
+
+def by_clients_plot(points: list[dict], path: Path) -> Path | None:
+    return _grid(points, "numjobs", path, "ceph-scaling: bandwidth against client processes", "client processes")
+
+
+def predicted_plot(rows: list[dict], fits: dict, path: Path) -> Path | None:
+    """Each measured point against its model's prediction, per metric (on the diagonal = predicted)."""
+    panels = [(metric, [(nodes, f) for (nodes, mt), f in fits.items() if mt == metric and not isinstance(f, str)])
+              for metric in METRICS]
+    panels = [(metric, fs) for metric, fs in panels if fs]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.8), squeeze=False)
+    for ax, (metric, fs) in zip(axes[0], panels):
+        for nodes, fit in fs:
+            obs = model.observations([r for r in rows if r["ceph_nodes"] == nodes], metric)
+            ax.scatter([o["y"] for o in obs], [fit.predict(o) for o in obs], s=14, label=f"{nodes} nodes")
+        lo, hi = ax.get_xlim()
+        ax.plot([lo, hi], [lo, hi], color="gray", lw=1, ls="--")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"measured {METRICS[metric]}", fontsize=8)
+        ax.set_ylabel("predicted", fontsize=8)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.suptitle("ceph-scaling: the regression model per node count, predicted against measured", fontsize=9)
+    return plots.save(fig, path)
+
+
+EXPERIMENT = CephScaling()
