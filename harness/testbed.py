@@ -153,8 +153,7 @@ class Testbed:
         """The backend's view of this fleet: the host device and each VM's slice of it."""
         f, prefix = self.cfg.fleet, self.cfg.prefix
         if self.ceph is not None:   # one image in the cluster, carved like the file
-            device = HostDevice(path=rbd_device(self.ceph, f"{prefix}-device", self.cfg.ceph.pool_nodes), kind="rbd",
-                                monitors=(f"{self.ceph.mon_address}:6789",))
+            device = HostDevice(path=rbd_device(self.ceph, f"{prefix}-device", self.cfg.ceph.pool_nodes), kind="rbd")
         elif self.raid is not None and self.raid.filesystem:  # a file on the array's filesystem
             device = HostDevice(path=self.raid.data_device, kind="block")
         elif self.raid is not None:

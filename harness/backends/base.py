@@ -21,7 +21,6 @@ class HostDevice:
                                # path rbd:POOL/IMAGE@CONF)
     pool: str | None = None
     volume: str | None = None
-    monitors: tuple[str, ...] = ()   # an rbd device's cluster monitors, as ADDRESS:PORT
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class HostPlan:
     def from_json(cls, text: str) -> "HostPlan":
         d = json.loads(text)
         return cls(prefix=d["prefix"], fleet_dir=d["fleet_dir"], disk=d["disk"],
-                   device=HostDevice(**{**d["device"], "monitors": tuple(d["device"].get("monitors", ()))}), vms=[VmSlot(**v) for v in d["vms"]],
+                   device=HostDevice(**d["device"]), vms=[VmSlot(**v) for v in d["vms"]],
                    host=d.get("host") or LocalHost().descriptor())
 
     @property

@@ -1,14 +1,14 @@
 """Ceph RBD: the VMs' data disks are slices of one RBD image in the fleet's own local Ceph cluster
-([ceph], made by Terraform's hook through `harness host ceph create`), served by QEMU's librbd
-as virtio-blk. The physical baseline is fio's librbd engine on the same image from the host.
+([ceph], made by Terraform's hook through `harness host ceph create`), served by QEMU's rbd
+driver (librbd) as virtio-blk. The physical baseline is fio's librbd engine on the same image.
 
 Only this machine's local cluster for now: an existing cluster (cephx, a user's pool) and the
 host-kernel krbd path are not here yet."""
 from __future__ import annotations
 
-from harness.backends.base import DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot, iothreads
+from harness.backends.base import DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot
 from harness.hosts import Host
-from harness.libvirt_xml import attr
+from harness.libvirt_xml import qemu_commandline, qemu_opt
 
 MOUNT_TIMEOUT_S = 30   # a cluster that does not answer fails the command instead of hanging it
 QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/qemu/block-rbd.so"
@@ -59,16 +59,21 @@ class Rbd(Backend):
         host.run(self._rbd(plan, "rm", "--no-progress", parts(plan.device.path)[0]), check=False, timeout=300)
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
-        iothread_attr, iothreads_xml = iothreads(plan.disk["iothreads"])
-        hosts = "".join(f"<host name={attr(m.rpartition(':')[0])} port={attr(m.rpartition(':')[2])}/>"
-                        for m in plan.device.monitors)
-        slices = f"<slices><slice type='storage' offset={attr(vm.offset)} size={attr(vm.size)}/></slices>"
-        disk = (f"<disk type='network' device='disk'>"
-                f"<driver name='qemu' type='raw' cache={attr(plan.disk['cache'])}"
-                f" queues={attr(plan.disk['num_queues'])}{iothread_attr}/>"
-                f"<source protocol='rbd' name={attr(parts(plan.device.path)[0])}>{hosts}{slices}</source>"
-                f"<target dev='vdb' bus='virtio'/><serial>{DATA_SERIAL}</serial><shareable/></disk>")
-        return Attachment(devices_xml=disk, domain_xml=iothreads_xml)
+        """QEMU's rbd block driver, given on its command line: provider v0.8.3 cannot read a libvirt
+        network disk back (it fails on the rbd source's URL). The slice is a raw node over it."""
+        d, node = plan.disk, "vtbdata"
+        spec, conf = parts(plan.device.path)
+        pool, _, image = spec.partition("/")
+        direct = "on" if d["cache"] in ("none", "directsync") else "off"   # off: librbd's own cache
+        args = ["-blockdev", f"driver=rbd,node-name={node}-rbd,pool={qemu_opt(pool)},image={qemu_opt(image)},"
+                             f"conf={qemu_opt(conf)},user=admin,cache.direct={direct}",
+                "-blockdev", f"driver=raw,node-name={node},file={node}-rbd,offset={vm.offset},size={vm.size}"]
+        device = f"virtio-blk-pci,drive={node},serial={DATA_SERIAL},num-queues={d['num_queues']}"
+        if d["iothreads"]:
+            args += ["-object", "iothread,id=vtbio0"]
+            device += ",iothread=vtbio0"
+        args += ["-device", f"{device},bus=pci.0,addr={DATA_PCI_SLOT:#x}"]
+        return Attachment(domain_xml=qemu_commandline(*args))
 
 
 BACKEND = Rbd()

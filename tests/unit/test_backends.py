@@ -128,14 +128,13 @@ def test_metadata_has_every_knob(name):
     assert meta["backend"] == name and {"cache", "aio", "iothreads", "num_queues"} <= set(meta)
 
 
-def test_rbd_slices_of_one_image_with_the_clusters_monitors(tmp_path):
-    device = HostDevice(path="rbd:vtb-x-ceph-n2/vtb-x-device@/s/vtb-x-ceph/ceph.conf", kind="rbd",
-                        monitors=("10.213.0.1:6789",))
-    p = plan(tmp_path, "rbd", device=device, cache="none", iothreads=1)
-    disk = parse(backends.get("rbd").attach(p, p.vms[1])).find("devices/disk")
-    assert disk.get("type") == "network" and disk.find("serial").text == "vtb-data"
-    src = disk.find("source")
-    assert src.get("protocol") == "rbd" and src.get("name") == "vtb-x-ceph-n2/vtb-x-device"
-    assert src.find("host").attrib == {"name": "10.213.0.1", "port": "6789"}
-    assert src.find("slices/slice").attrib == {"type": "storage", "offset": str(64 * MIB), "size": str(64 * MIB)}
-    assert HostPlan.from_json(p.to_json()) == p   # the monitors survive the hook file
+def test_rbd_slices_of_one_image_through_qemus_rbd_driver(tmp_path):
+    device = HostDevice(path="rbd:vtb-x-ceph-n2/vtb-x-device@/s/vtb-x-ceph/ceph.conf", kind="rbd")
+    p = plan(tmp_path, "rbd", device=device, cache="none", iothreads=1, num_queues=2)
+    a = backends.get("rbd").attach(p, p.vms[1])
+    args = [e.get("value") for e in parse(a).iter(f"{{{QEMU_NS}}}arg")]
+    assert "driver=rbd,node-name=vtbdata-rbd,pool=vtb-x-ceph-n2,image=vtb-x-device,conf=/s/vtb-x-ceph/ceph.conf," \
+           "user=admin,cache.direct=on" in args
+    assert f"driver=raw,node-name=vtbdata,file=vtbdata-rbd,offset={64 * MIB},size={64 * MIB}" in args
+    assert "virtio-blk-pci,drive=vtbdata,serial=vtb-data,num-queues=2,iothread=vtbio0,bus=pci.0,addr=0x10" in args
+    assert a.locator == "serial:vtb-data" and HostPlan.from_json(p.to_json()) == p
