@@ -37,8 +37,9 @@ from harness.samples import Sample
 
 PHYSICAL, VIRTUAL = "physical", "virtual"
 # (label, command-line text) of the processes whose CPU time every point records, beside its QEMUs
-PROCESS_PATTERNS = [("daemon", "qemu-storage-daemon"), ("spdk", "/bin/vhost "), ("libvirtd", "libvirtd")]
-CPU_LABELS = ["qemu", *(label for label, _ in PROCESS_PATTERNS)]   # every sample has a figure for each
+PROCESS_PATTERNS = [("daemon", "qemu-storage-daemon"), ("spdk", "/bin/vhost "), ("libvirtd", "libvirtd"),
+                    ("ceph", "ceph-osd "), ("ceph", "ceph-mon "), ("ceph", "ceph-mgr ")]   # a local cluster's daemons
+CPU_LABELS = ["qemu", *dict.fromkeys(label for label, _ in PROCESS_PATTERNS)]   # every sample has a figure for each
 
 
 class Parsed(Protocol):
