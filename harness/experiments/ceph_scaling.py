@@ -242,6 +242,7 @@ def _grid(points: list[dict], x_key: str, path: Path, title: str, xlabel: str) -
             ax.scatter([p[x_key] for p in bound], [p["aggregate_bw"] / 1024 for p in bound], s=120,
                        facecolors="none", edgecolors="red", label=None)
         ax.set_xticks(sorted({p[x_key] for p in points}))
+        ax.set_ylim(bottom=0)   # a zoomed axis would make noise look like scaling
         ax.set_title(rw, fontsize=9)
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
