@@ -2,12 +2,17 @@
 #   serial:<s>  virtio-blk (serial), NVMe (device/serial, space-padded), SCSI (VPD page 0x80)
 #   pci:<addr>  a disk behind this PCI function (vhost-user-blk, a passed-through controller)
 #   path:<dev>  a device path as is (the host side)
-#   rbd:<pool>/<image>@<conf>  a Ceph RBD image through librbd (the host side), in the cluster <conf> names
+#   rbd:<pool>/<image>@<conf>[#<id>]  a Ceph RBD image through librbd (the host side), in the cluster <conf>
+#               names, as client.<id> (admin when unset)
 want=${locator#*:}
 dev=
 case $locator in
   path:*) dev=$want ;;
-  rbd:*) rbd_image=${want%%@*}; dev=$rbd_image; case $want in *@*) export CEPH_CONF=${want#*@} ;; esac ;;
+  rbd:*) rbd_image=${want%%@*}; dev=$rbd_image
+    case $want in *@*) conf=${want#*@}
+      case $conf in *'#'*) export FIO_RBD_ID=${conf##*#}; conf=${conf%#*} ;; esac
+      export CEPH_CONF=$conf ;;
+    esac ;;
   *)
     for b in /sys/block/*; do
       case $locator in

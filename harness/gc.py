@@ -1,7 +1,8 @@
 """Finds and removes what the harness created on a host, by name prefix only: domains, pools,
 stray QEMU processes, storage daemons, database servers and Ceph daemons, loop devices and mounts,
 and a Ceph cluster's namespaces and bridge. Safe after a SIGKILL; never touches anything without
-the prefix."""
+the prefix. In a cluster of yours (ceph.mode = "existing") it removes only the images its fleets
+recorded and tagged."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ from pathlib import Path
 import libvirt
 
 from harness import paths
+from harness.ceph import existing as ceph_existing
 from harness.hosts import Host, LocalHost, Node
 from harness.libvirt_conn import connect
 
@@ -160,7 +162,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed += _loops_and_mounts(host, prefix, keep)
     removed += _networks(host, prefix, keep)
     if host.name == "local":  # the state dirs gc knows are this machine's
-        removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep)
+        removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep)
     return removed
 
 
@@ -186,6 +188,17 @@ def _ceph_dirs(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
             if not conf.parent.name.startswith(keep):
                 shutil.rmtree(conf.parent, ignore_errors=True)
                 removed.append(f"ceph files {conf.parent}")
+    return removed
+
+
+def _rbd_images(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """Images fleets made in your Ceph cluster (ceph.mode = "existing"), from their records in
+    known state dirs: removed only while they still carry the fleet's tag."""
+    removed = []
+    for record in (r for d in map(Path, state_dirs()) for r in ceph_existing.records(d)):
+        owner = json.loads(record.read_text()).get("owner", "") + "-"
+        if owner.startswith(prefix) and not owner.startswith(keep):
+            removed += ceph_existing.remove_recorded(LocalHost(), record)
     return removed
 
 

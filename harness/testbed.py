@@ -20,7 +20,9 @@ from harness import raid as raid_mod  # `raid` is the array a Testbed builds
 from harness.agent import AgentError, AgentTimeout, GuestAgent
 from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.ceph import local as ceph_local
-from harness.ceph.plan import CephPlan, rbd_device
+from harness.ceph import existing as ceph_existing
+from harness.ceph.images import RbdImage
+from harness.ceph.plan import CephPlan, fleet_image
 from harness.ceph.plan import plan_from_config as ceph_plan_from_config
 from harness.config import Config
 from harness.console import step, warn
@@ -102,7 +104,8 @@ class Testbed:
         fleet = cfg.state_dir / cfg.fleet.name
         self.dir = fleet / "hosts" / self.host.name if self.part else fleet   # one Terraform root per host
         self.host_dir = self.host.fleet_dir(self.dir, cfg.fleet.name)         # the same, on the host
-        self.ceph = ceph_plan_from_config(cfg, self.host_dir) if backends.get(cfg.disk.backend).needs_ceph else None
+        self.on_ceph = backends.get(cfg.disk.backend).needs_ceph
+        self.ceph = ceph_plan_from_config(cfg, self.host_dir) if self.on_ceph and cfg.ceph.mode == "local" else None
         self.record_path = self.dir / "testbed.json"
         log = f"{cfg.prefix}-{self.host.name}-terraform.log" if self.part else f"{cfg.prefix}-terraform.log"
         self.log = cfg.state_dir / "logs" / log  # outlives the fleet, for post-mortems
@@ -152,8 +155,8 @@ class Testbed:
     def plan(self) -> HostPlan:
         """The backend's view of this fleet: the host device and each VM's slice of it."""
         f, prefix = self.cfg.fleet, self.cfg.prefix
-        if self.ceph is not None:   # one image in the cluster, carved like the file
-            device = HostDevice(path=rbd_device(self.ceph, f"{prefix}-device", self.cfg.ceph.pool_nodes), kind="rbd")
+        if self.on_ceph:   # one image in the cluster, carved like the file
+            device = HostDevice(path=self.rbd_image().locator, kind="rbd")
         elif self.raid is not None and self.raid.filesystem:  # a file on the array's filesystem
             device = HostDevice(path=self.raid.data_device, kind="block")
         elif self.raid is not None:
@@ -172,6 +175,11 @@ class Testbed:
         return HostPlan(prefix=prefix, fleet_dir=str(self.host_dir), disk=self.cfg.disk.model_dump(), device=device,
                         vms=[VmSlot(i, f"{prefix}-vm{i}", j * size, size) for j, i in enumerate(self.indices)],
                         host=self.host.descriptor())
+
+    def rbd_image(self) -> RbdImage:
+        """The fleet's image: in the local cluster's pool over ceph.pool_nodes nodes, or in your pool."""
+        name, c = f"{self.cfg.prefix}-device", self.cfg.ceph
+        return fleet_image(self.ceph, name, c.pool_nodes) if self.ceph else ceph_existing.image(c, self.host_dir, name)
 
     def _hook_file(self, kind: str, text: str) -> Path:
         """A Terraform hook's input, in a file named by its content: a changed plan is a new file,
@@ -234,11 +242,17 @@ class Testbed:
                                "Fix: run `make testbed up` (it starts libvirtd)") from None
         backend = backends.get(self.cfg.disk.backend)
         plan = self.plan()
+        if self.on_ceph and (self.raid or self.device or self.cfg.fleet.device):
+            what = "raid.level" if self.raid else "fleet.device" if self.cfg.fleet.device else "the experiment's device"
+            raise TestbedError(f"backend {backend.name} keeps the fleet's disks in Ceph, so {what} would go unused. "
+                               "Fix: remove it, or choose another backend")
         if plan.device.kind == "file" and self.host.name != "local":
             raise TestbedError(f"a fleet on the {self.host.name} host needs a block device there (an array, "
                                "or one of its drives), not a file prefilled on this machine")
         if reason := self.backend_verdict(plan):
             raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
+        if self.on_ceph and self.ceph is None and (reason := ceph_existing.access_problem(self.host, self.cfg.ceph)):
+            raise TestbedError(f"ceph (existing): {reason}")
         if plan.device.kind == "block" and self.host.name != "local" and self.raid is None:
             have = int(self.host.run(["blockdev", "--getsize64", plan.device.path], timeout=60).stdout or 0)
             need = len(plan.vms) * (self.cfg.fleet.disk_size_mib << 20)
@@ -263,6 +277,8 @@ class Testbed:
         gc.register_state_dir(self.cfg.state_dir)
         if self.run_scoped:
             write_atomic(self.dir / "owner.json", json.dumps(owner()))
+        if self.on_ceph and self.ceph is None:
+            ceph_existing.prepare(self.cfg.ceph, self.dir, self.rbd_image(), self.cfg.prefix)
         write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
         self._drop_stale_state()
         self._terraform("init", "-input=false", "-no-color")
@@ -294,11 +310,18 @@ class Testbed:
                    "memory_mib": self.cfg.fleet.memory_mib, "disk_size_mib": self.cfg.fleet.disk_size_mib},
             image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready,
             host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None,
-            ceph=json.loads(self.ceph.to_json()) if self.ceph else None,
+            ceph=self._ceph_metadata(),
             boot_restarts=boot_restarts)
         write_atomic(self.record_path, json.dumps(asdict(record), indent=2))
         step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start")
         return record
+
+    def _ceph_metadata(self) -> dict | None:
+        """The cluster under the fleet: the local plan, or which pool of yours and as whom (no key)."""
+        if self.ceph is not None:
+            return {"mode": "local", **json.loads(self.ceph.to_json())}
+        c = self.cfg.ceph
+        return {"mode": "existing", "conf": c.conf, "pool": c.pool, "client": c.client} if self.on_ceph else None
 
     def _drop_stale_state(self) -> None:
         """A Terraform state whose pool its host no longer has describes resources that went with
@@ -370,6 +393,7 @@ class Testbed:
                             check=False)
         removed = gc.collect(self.cfg.prefix + "-", self.host)
         removed += self._destroy_arrays() + self._destroy_clusters()
+        removed += ceph_existing.remove_recorded(LocalHost(), self.dir / ceph_existing.RECORD, self.cfg.state_dir)
         if self.dir.exists():
             shutil.rmtree(self.dir)
         return removed

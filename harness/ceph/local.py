@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
-from harness.ceph.plan import CephPlan, conf, crush_commands, link_utilisation, pool_commands, refusals
+from harness.ceph.plan import CephPlan, conf, crush_commands, daemon_keys, link_utilisation, pool_commands, refusals
 from harness.console import step
 
 PACKAGES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-common")
@@ -159,8 +159,9 @@ def _monitor(host, plan: CephPlan, fsid: str) -> None:
     keyring = f"{d}/keyring"
     _run(host, ["ceph-authtool", "--create-keyring", keyring, "--gen-key", "-n", "mon.", "--cap", "mon", "allow *"],
          "the mon keyring")
-    _run(host, ["ceph-authtool", keyring, "--gen-key", "-n", "client.admin", "--cap", "mon", "allow *",
-                "--cap", "osd", "allow *", "--cap", "mgr", "allow *", "--cap", "mds", "allow *"], "the admin key")
+    for entity, caps in daemon_keys(plan):
+        cap_args = [a for service, cap in zip(caps[::2], caps[1::2]) for a in ("--cap", service, cap)]
+        _run(host, ["ceph-authtool", keyring, "--gen-key", "-n", entity, *cap_args], f"the {entity} key")
     _run(host, ["monmaptool", "--create", "--fsid", fsid, "--addv", "a",
                 f"[v2:{plan.mon_address}:3300,v1:{plan.mon_address}:6789]", f"{d}/monmap"], "the monmap")
     _run(host, ["ceph-mon", "-c", cfg, "--mkfs", "-i", "a", "--monmap", f"{d}/monmap", "--keyring", keyring], "mon mkfs")

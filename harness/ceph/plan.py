@@ -6,11 +6,14 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 
+from harness.ceph.images import RbdImage
 from harness.schema import Section
 
 MAX_NODES = 5
@@ -18,20 +21,44 @@ IFNAME_MAX = 15           # Linux interface names; namespaces have no such limit
 
 
 class CephConfig(Section):
-    """[ceph]: the local cluster `testbed up` makes for a fleet on the rbd backend (Terraform's
-    hook runs `harness host ceph create`)."""
-    nodes: int = Field(2, ge=1, le=MAX_NODES, description="storage nodes (network namespaces), 1 to 5")
-    osds_per_node: int = Field(1, ge=1, le=4, description="OSDs per storage node")
-    osd_size_mib: int = Field(1024, ge=1024, description="each OSD's BlueStore file in MiB")
-    replicas: int = Field(2, ge=1, le=MAX_NODES, description="copies of each object, one per node")
-    pg_num: int = Field(32, ge=1, le=4096, description="placement groups per pool, a power of two")
-    link_mbit: int = Field(0, ge=0, description="each node's link capped at this rate in Mbit/s (0 = uncapped)")
-    subnet: str = Field("10.213.0.0/24", description="the cluster's private network (a /24 no interface here uses)")
-    pool_nodes: int = Field(0, ge=0, le=MAX_NODES, description="the fleet's disks live on the first N storage "
+    """[ceph]: where a fleet on the rbd backend keeps its disks. "local": a cluster `testbed up`
+    makes on this machine (Terraform's hook runs `harness host ceph create`). "existing": a pool in
+    your cluster, where vtb makes and removes only its own image."""
+    mode: Literal["local", "existing"] = Field("local", description='"local" (a cluster vtb makes here) or '
+                                               '"existing" (your cluster: conf, keyring, client, pool)')
+    nodes: int = Field(2, ge=1, le=MAX_NODES, description="local: storage nodes (network namespaces), 1 to 5")
+    osds_per_node: int = Field(1, ge=1, le=4, description="local: OSDs per storage node")
+    osd_size_mib: int = Field(1024, ge=1024, description="local: each OSD's BlueStore file in MiB")
+    replicas: int = Field(2, ge=1, le=MAX_NODES, description="local: copies of each object, one per node")
+    pg_num: int = Field(32, ge=1, le=4096, description="local: placement groups per pool, a power of two")
+    link_mbit: int = Field(0, ge=0, description="local: each node's link capped at this rate in Mbit/s (0 = uncapped)")
+    subnet: str = Field("10.213.0.0/24", description="local: the cluster's private network (a /24 no interface here uses)")
+    pool_nodes: int = Field(0, ge=0, le=MAX_NODES, description="local: the fleet's disks live on the first N storage "
                             "nodes (their pool's CRUSH rule); 0 = all of them")
+    cephx: bool = Field(False, description="local: the cluster authenticates its clients and daemons, as a "
+                        "production cluster does (off: a testbed's private cluster needs no keys)")
+    conf: str = Field("", description="existing: your cluster's ceph.conf (its mon_host)")
+    keyring: str = Field("", description="existing: the keyring with the client's key (empty: a cluster without cephx)")
+    client: str = Field("admin", pattern=r"^[A-Za-z0-9_.-]+$",
+                        description="existing: the cephx id, without \"client.\" (it needs `profile rbd` on the pool)")
+    pool: str = Field("", description="existing: the pool vtb makes its image in (the pool itself is never changed)")
 
     @model_validator(mode="after")
     def _fits(self) -> "CephConfig":
+        if self.mode == "existing":
+            for name in ("conf", "pool"):
+                if not getattr(self, name):
+                    raise ValueError(f'ceph.{name} is needed with ceph.mode="existing": set it to your cluster\'s '
+                                     + ("ceph.conf path" if name == "conf" else "pool for vtb's image"))
+            for name in ("conf", "keyring"):
+                path = getattr(self, name)
+                if path and not (Path(path).is_file() and os.access(path, os.R_OK)):
+                    raise ValueError(f"ceph.{name}={path}: no readable file there; give the path of your "
+                                     f"cluster's {'ceph.conf' if name == 'conf' else 'client keyring'}")
+            return self
+        for name in ("conf", "keyring", "pool"):
+            if getattr(self, name):
+                raise ValueError(f'ceph.{name} is for ceph.mode="existing"; remove it, or set that mode')
         if self.pool_nodes > self.nodes:
             raise ValueError(f"ceph.pool_nodes={self.pool_nodes} is more than ceph.nodes={self.nodes}; "
                              "lower it or add nodes")
@@ -53,6 +80,7 @@ class CephPlan:
     pg_num: int = 32
     link_mbit: int = 0         # each node's link capped with tc tbf; 0 = uncapped
     subnet: str = "10.213.0.0/24"
+    cephx: bool = False        # daemons and clients authenticate; every key is in the plan's keyring
 
     @property
     def short(self) -> str:
@@ -113,12 +141,12 @@ def plan_from_config(cfg, fleet_dir: Path) -> CephPlan:
     c, name = cfg.ceph, f"{cfg.prefix}-ceph"
     return CephPlan(name=name, dir=str(fleet_dir / name), nodes=c.nodes, osds_per_node=c.osds_per_node,
                     osd_size_mib=c.osd_size_mib, replicas=c.replicas, pg_num=c.pg_num, link_mbit=c.link_mbit,
-                    subnet=c.subnet)
+                    subnet=c.subnet, cephx=c.cephx)
 
 
-def rbd_device(plan: CephPlan, image: str, nodes: int = 0) -> str:
-    """An image in the pool over the first `nodes` nodes (0 = all), as the host names it (see find-disk.sh)."""
-    return f"rbd:{plan.pool(nodes or plan.nodes)}/{image}@{plan.dir}/ceph.conf"
+def fleet_image(plan: CephPlan, image: str, nodes: int = 0) -> RbdImage:
+    """An image in the local cluster's pool over its first `nodes` nodes (0 = all)."""
+    return RbdImage(plan.pool(nodes or plan.nodes), image, f"{plan.dir}/ceph.conf")
 
 
 def refusals(plan: CephPlan) -> list[str]:
@@ -153,6 +181,16 @@ def refusals(plan: CephPlan) -> list[str]:
     return problems
 
 
+def daemon_keys(plan: CephPlan) -> list[tuple[str, list[str]]]:
+    """The keys the mon's keyring holds before its mkfs (which imports them): the admin's, the mgr's
+    and every OSD's, each with its capabilities. Without cephx they are made but never asked for."""
+    keys = [("client.admin", ["mon", "allow *", "osd", "allow *", "mgr", "allow *", "mds", "allow *"]),
+            ("mgr.x", ["mon", "allow profile mgr", "osd", "allow *", "mds", "allow *"])]
+    keys += [(f"osd.{i}", ["mon", "allow profile osd", "mgr", "allow profile osd", "osd", "allow *"])
+             for i in range(plan.osd_count)]
+    return keys
+
+
 def crush_commands(plan: CephPlan, node_count: int) -> list[list[str]]:
     """`ceph` arguments that give the first node_count nodes a root of their own and a rule over it,
     one replica per node: a pool with that rule is placed on exactly those nodes. A host bucket
@@ -175,11 +213,11 @@ def pool_commands(plan: CephPlan, node_count: int) -> list[list[str]]:
 
 def conf(plan: CephPlan, fsid: str) -> str:
     """ceph.conf: every path under the plan's dir (else the daemons write to /var/log/ceph and /run),
-    no cephx (a local testbed's cluster), small-cluster defaults, and each OSD in its node's bucket."""
-    d = plan.dir
+    cephx only if asked, small-cluster defaults, and each OSD in its node's bucket."""
+    d, auth = plan.dir, "cephx" if plan.cephx else "none"
     lines = ["[global]", f"fsid = {fsid}", f"mon_host = v2:{plan.mon_address}:3300,v1:{plan.mon_address}:6789",
              "mon_initial_members = a", f"public_network = {plan.subnet}",
-             "auth_cluster_required = none", "auth_service_required = none", "auth_client_required = none",
+             f"auth_cluster_required = {auth}", f"auth_service_required = {auth}", f"auth_client_required = {auth}",
              f"keyring = {d}/keyring", f"run_dir = {d}/run", f"admin_socket = {d}/run/$cluster-$name.asok",
              f"pid_file = {d}/run/$name.pid", f"log_file = {d}/log/$name.log",
              f"mon_cluster_log_file = {d}/log/cluster.log", f"mon_data = {d}/mon/$cluster-$id",

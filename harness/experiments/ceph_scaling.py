@@ -30,6 +30,7 @@ from harness.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.schema import BlockSize, Section, each
+from harness.settings import ConfigError
 from harness.store import write_atomic
 from harness.testbed import Testbed, TestbedRecord
 from harness.workloads import fio
@@ -74,6 +75,9 @@ class CephScaling:
 
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
+        if cfg.ceph.mode != "local":   # its pools and CRUSH rules per node count are made, not borrowed
+            raise ConfigError(f'ceph-scaling makes its own local cluster, so ceph.mode="{cfg.ceph.mode}" does not '
+                              'fit it. Fix: --set ceph.mode=local (your cluster serves `--backend rbd` runs)')
         nodes = max(c.node_counts)
         sweep = cfg.model_copy(update={
             "fleet": cfg.fleet.model_copy(update={"name": f"cs-{cfg.fleet.name}"[:20], "vms": c.vms,

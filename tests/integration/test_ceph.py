@@ -130,3 +130,53 @@ def test_ceph_scaling_two_nodes_against_three(tmp_path):
         assert (run / png).read_bytes()[:4] == b"\x89PNG"
     assert "tearing down the sweep fleet and its cluster" in out.stdout
     assert not gc.leftovers("vtb-cs-ci-") and not Path(STATE, "cs-ci").exists()
+
+
+def test_an_existing_cluster_with_cephx_where_vtb_touches_only_its_own_image(tmp_path):
+    """ceph.mode = "existing", as a user runs it: a cluster vtb did not make for this fleet (made
+    here with cephx on, standing in for yours), a client whose key allows rbd on one pool only,
+    and another tenant's images in that pool, which vtb must leave as they are."""
+    plan = CephPlan(name=f"{NAME}-theirs", dir=str(STATE / f"{NAME}-theirs"), nodes=1, replicas=1, pg_num=8, cephx=True)
+    plan_file, keyring = tmp_path / "plan.json", tmp_path / "tenant.keyring"
+    plan_file.write_text(plan.to_json())
+    conf, pool = f"{plan.dir}/ceph.conf", plan.pool(1)
+    fleet = ["--config", str(CONFIG), "--set", "fleet.name=cexi", "--set", "disk.backend=rbd", "--set", "fleet.vms=1",
+             "--set", "ceph.mode=existing", "--set", f"ceph.conf={conf}", "--set", f"ceph.keyring={keyring}",
+             "--set", "ceph.client=tenant", "--set", f"ceph.pool={pool}"]
+
+    def images() -> set[str]:
+        return set(subprocess.run(["rbd", "-c", conf, "ls", pool], capture_output=True, text=True,
+                                  check=True).stdout.split())
+    try:
+        harness("host", "ceph", "create", str(plan_file))
+        keyring.write_text(subprocess.run(["ceph", "-c", conf, "auth", "get-or-create", "client.tenant", "mon",
+                                           "profile rbd", "osd", f"profile rbd pool={pool}"], capture_output=True,
+                                          text=True, check=True).stdout)
+        for image in ("theirs", "vtb-cexi-device"):   # the second has the fleet's image name, but not its tag
+            subprocess.run(["rbd", "-c", conf, "create", f"{pool}/{image}", "--size", "16"], check=True)
+        refused = harness("testbed", "up", *fleet, check=False)
+        assert refused.returncode != 0 and "that this fleet did not make" in refused.stdout + refused.stderr
+        assert images() == {"theirs", "vtb-cexi-device"}   # both left as they were
+        subprocess.run(["rbd", "-c", conf, "rm", "--no-progress", f"{pool}/vtb-cexi-device"], check=True)
+
+        harness("testbed", "up", *fleet)
+        assert json.loads((STATE / "cexi" / "testbed.json").read_text())["ceph"]["client"] == "tenant"
+        harness("run", "vm-scaling", *fleet, "--set", f"results_dir={tmp_path}", "--set", "vm_scaling.vm_counts=[1]",
+                "--set", "repeat.count=1")
+        (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+        rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+        assert rows and all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows]
+        assert {r["env"] for r in rows if r["metric"] == "aggregate_iops" and r["value"] > 0} == {"physical", "virtual"}
+        host_job = json.loads((run / "raw" / "physical-n1" / "host-slot0.json").read_text())["jobs"][0]
+        assert host_job["job options"]["clientname"] == "tenant"   # the baseline used the tenant's key too
+        harness("testbed", "down", *fleet)
+        assert images() == {"theirs"}
+
+        harness("testbed", "up", *fleet)   # then as after a crash: no Terraform state, only the fleet's record
+        (STATE / "cexi" / "terraform.tfstate").unlink()
+        assert any("rbd image" in r for r in gc.collect("vtb-cexi-", LocalHost()))
+        assert images() == {"theirs"}
+    finally:
+        harness("testbed", "down", *fleet, check=False)
+        harness("host", "ceph", "destroy", str(plan_file))
+    assert not gc.leftovers("vtb-cexi-") and not gc.leftovers(plan.name)
