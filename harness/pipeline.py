@@ -80,8 +80,19 @@ class Point:
     baseline: str | None = None              # id of the physical point a VE/PE ratio is taken against
     raw_suffix: str = ".json"
     on_failure: Callable[[Exception], list[Output]] | None = None   # raw files to keep from a failure
-    observe: Callable[[], ContextManager[dict]] | None = None   # read around the run (a cluster's link
-                                                                 # counters): the dict it fills joins the metadata
+    # read around the run (a cluster's link counters); what it yields is called with the tools' measured
+    # window on this machine's clock (or None), and the dict it returns joins the metadata
+    observe: Callable[[], ContextManager[Callable[[tuple[float, float] | None], dict]]] | None = None
+
+
+def measured_window(parsed: list, outputs: list[Output]) -> tuple[float, float] | None:
+    """From the first participant's start to the last one's end of their measured runs, on this
+    machine's clock; None when a tool does not say when it ran."""
+    windows = [(w[0] - out.clock_offset_s, w[1] - out.clock_offset_s)
+               for r, out in zip(parsed, outputs) if (w := getattr(r, "window", None))]
+    if not windows or len(windows) < len(parsed):
+        return None
+    return min(w[0] for w in windows), max(w[1] for w in windows)
 
 
 def schedule(ids: list[str], rng: random.Random, last: str | None) -> list[str]:
@@ -215,13 +226,14 @@ class Pipeline:
                 snap = lambda site: hoststat.snapshot_on(site.host, patterns)  # noqa: E731
                 before, self_before = self._on_sites(snap), _own_cpu_s()
                 t_run = time.monotonic()
-                with p.observe() if p.observe else contextlib.nullcontext({}) as observed:
+                with p.observe() if p.observe else contextlib.nullcontext(lambda window: {}) as observed_over:
                     outputs = p.run()
                 run_s = time.monotonic() - t_run
                 after, self_after = self._on_sites(snap), _own_cpu_s()
             kept = [self._keep(p, rep, out) for out in outputs]   # before parsing: a bad output is kept too
             meta = {**meta, **kept[0]} if kept else meta
             parsed = [p.parse(out.raw) for out in outputs]
+            observed = observed_over(measured_window(parsed, outputs))
             per_site = []
             for i, site in enumerate(self.sites):
                 usage = conditions.usage_between(before[i], after[i], CPU_LABELS)

@@ -237,6 +237,18 @@ def conf(plan: CephPlan, fsid: str) -> str:
     return "\n".join(lines)
 
 
+def counters_at(series: list[tuple[float, dict[str, int]]], t: float) -> dict[str, int]:
+    """A link's byte counters at time t, linearly between the two readings around it (clamped to
+    the first and last reading): the counters are read every fraction of a second, not at t."""
+    if t <= series[0][0]:
+        return series[0][1]
+    for (t0, a), (t1, b) in zip(series, series[1:]):
+        if t <= t1:
+            f = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
+            return {k: round(a[k] + f * (b[k] - a[k])) for k in a}
+    return series[-1][1]
+
+
 def link_utilisation(before: dict[str, int], after: dict[str, int], seconds: float, link_mbit: int) -> dict:
     """A node link's use between two readings of its byte counters ({"rx_bytes", "tx_bytes"}):
     Mbit/s each way, and the busier direction's share of the cap (None when uncapped)."""

@@ -114,7 +114,7 @@ class CephScaling:
                 "vm_count": len(record.vms), **fio.job_meta(job), "bs_bytes": model.bs_bytes(job.bs)}
         common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline,
                       lower_is_better=self.lower_is_better, meta=meta,
-                      observe=partial(ceph_local.links_observed, ctx.host, tb.ceph, nodes, rate))
+                      observe=partial(ceph_local.links_observed, tb.ceph, nodes, rate))
         if env == PHYSICAL:
             return Point(f"{block}/{label}/physical", PHYSICAL, "host", (), **common, run=partial(
                 fio.on_host, ctx.host, job, device=record.device_path,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.ceph.plan import IFNAME_MAX, CephPlan, conf, crush_commands, link_utilisation, pool_commands, refusals
+from harness.ceph.plan import (IFNAME_MAX, CephPlan, conf, counters_at, crush_commands, link_utilisation, pool_commands,
+                               refusals)
 
 
 def plan(**kw) -> CephPlan:
@@ -56,3 +57,15 @@ def test_link_use_is_read_from_byte_counters():
     use = link_utilisation(before, after, 1.0, 250)
     assert use == {"rx_mbit_s": 200.0, "tx_mbit_s": 20.0, "utilisation": 0.8}
     assert link_utilisation(before, after, 1.0, 0)["utilisation"] is None
+
+
+def test_link_use_over_fios_window_is_read_between_the_sampled_counters():
+    # 10 MB/s on the link from t=100 to t=104, idle around it; readings every 0.5 s
+    series = [(100 + i / 2, {"rx_bytes": round(min(max(i / 2, 0), 4) * 10_000_000), "tx_bytes": 0})
+              for i in range(-4, 13)]
+    assert counters_at(series, 101.25)["rx_bytes"] == 12_500_000   # between two readings
+    assert counters_at(series, 0)["rx_bytes"] == 0 and counters_at(series, 1e9)["rx_bytes"] == 40_000_000
+    over_window = link_utilisation(counters_at(series, 100.5), counters_at(series, 103.5), 3.0, 100)
+    whole_call = link_utilisation(series[0][1], series[-1][1], series[-1][0] - series[0][0], 100)
+    assert over_window["rx_mbit_s"] == 80.0 and over_window["utilisation"] == 0.8
+    assert whole_call["rx_mbit_s"] == 40.0   # the idle start and end dilute it: why the window is used

@@ -144,3 +144,18 @@ def test_a_point_that_timed_out_on_a_stuck_guest_is_measured_again_after_its_res
     assert log == ["run", "run"] and len(checks) == 3   # before, after the timeout, before the retry
     (s,) = [x for x in p.store.samples if x.metric == "iops"]
     assert s.status == "ok" and "did not finish" in s.metadata["retried_after"] and "restarted" in s.metadata["retried_after"]
+
+
+def test_an_observer_is_given_fios_measured_window_on_this_machines_clock(tmp_path, fixture_text):
+    import contextlib
+    raw, seen = fixture_text("fio/host-randread-qd16.json"), []
+    window = fio.parse(raw).window
+
+    @contextlib.contextmanager
+    def observe():
+        yield lambda w: seen.append(w) or {"observed_for": "this point"}
+    p = pipeline(tmp_path, count=1)
+    p.measure([Point("phys", PHYSICAL, "host", (), run=lambda: [Output("slot0", raw, clock_offset_s=2.0)],
+                     parse=fio.parse, headline="iops", meta={}, observe=observe)])
+    assert seen == [(window[0] - 2.0, window[1] - 2.0)]
+    assert all(s.metadata["observed_for"] == "this point" for s in p.store.samples if s.metadata.get("repeat") == 0)
