@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from harness.schema import ConfigError
+from harness.schema import ConfigError, bs_bytes
 from harness.console import console, step
 
 CONFIG_OPTIONS = (
@@ -447,7 +447,7 @@ def predict(config_path, overrides, run_id, metric, at) -> None:
         point = {}
         for item in at:
             k, _, v = item.partition("=")
-            point["bs_bytes" if k == "bs" else k] = mdl.bs_bytes(v) if k == "bs" else v
+            point["bs_bytes" if k == "bs" else k] = bs_bytes(v) if k == "bs" else v
         try:
             console.print(f"predicted {metric} at {', '.join(at)}: {m.predict(point):,.1f}")
         except ValueError as e:

@@ -170,9 +170,10 @@ SCRATCH_SUFFIX = ".scratch.raw"  # a file the harness made in a state dir for on
 
 
 def _scratch_files(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
-    """Scratch files left in known state dirs by a run that was killed (after their loops are gone)."""
+    """Scratch files left in known state dirs, and in RAM (/dev/shm), by a run that was killed (after
+    their loops are gone)."""
     removed = []
-    for d in map(Path, state_dirs()):
+    for d in [*map(Path, state_dirs()), Path("/dev/shm")]:
         for f in d.glob(f"{prefix}*{SCRATCH_SUFFIX}") if d.is_dir() else []:
             if not f.name.startswith(keep):
                 f.unlink(missing_ok=True)

@@ -3,6 +3,7 @@ field types that core settings and plugins share. Imports nothing else from the 
 plugin can declare its settings without pulling the rest in."""
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -34,6 +35,16 @@ def _power_of_two(kib: int) -> int:
 
 
 BlockSize = Annotated[str, Field(pattern=r"^[1-9][0-9]*[kKmM]?$")]
+
+
+def bs_bytes(bs: str) -> int:
+    """A block size as fio writes it (4k, 1m, 512) in bytes."""
+    m = re.fullmatch(r"(\d+)([kKmM]?)", str(bs))
+    if not m:
+        raise ValueError(f"block size {bs!r}")
+    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
+
+
 PositiveInts = Annotated[list[int], each(lambda n: n >= 1, "every value must be >= 1")]
 VmCounts = Annotated[list[int], each(lambda n: n >= 1, "every VM count must be >= 1")]
 RaidLevel = Literal[0, 1, 5, 6, 10]

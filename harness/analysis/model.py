@@ -5,21 +5,15 @@ from the model's prediction (anomalies)."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from harness.schema import bs_bytes
+
 NUMERIC = ("vm_count", "iodepth", "numjobs", "bs_bytes", "rate_iops", "db_threads", "db_buffer_pool_fraction",
            "ceph_nodes")
 CATEGORICAL = ("env", "backend", "rw", "db_test", "db_page_size", "link")  # env first: kept when backend only repeats it
-
-
-def bs_bytes(bs: str) -> int:
-    m = re.fullmatch(r"(\d+)([kKmM]?)", str(bs))
-    if not m:
-        raise ValueError(f"block size {bs!r}")
-    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
 
 
 def observations(rows: list[dict], metric: str) -> list[dict]:

@@ -29,7 +29,7 @@ from harness.experiments import Flag, RunContext
 from harness.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.schema import BlockSize, Section, each
+from harness.schema import BlockSize, Section, bs_bytes, each
 from harness.settings import ConfigError
 from harness.store import write_atomic
 from harness.testbed import Testbed, TestbedRecord
@@ -111,7 +111,7 @@ class CephScaling:
                job: fio.FioJob, env: str) -> Point:
         block = f"n{nodes}-{f'{rate}mbit' if rate else 'uncapped'}"
         meta = {"point": label, "block": block, "ceph_nodes": nodes, "link": f"{rate}mbit" if rate else "uncapped",
-                "vm_count": len(record.vms), **fio.job_meta(job), "bs_bytes": model.bs_bytes(job.bs)}
+                "vm_count": len(record.vms), **fio.job_meta(job), "bs_bytes": bs_bytes(job.bs)}
         common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline,
                       lower_is_better=self.lower_is_better, meta=meta,
                       observe=partial(ceph_local.links_observed, tb.ceph, nodes, rate))

@@ -88,7 +88,7 @@ def loop_over_prefilled_file(path: Path, size: int):
     try:
         yield dev
     finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
+        subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)   # gc in the fleet's teardown may have done it
         path.unlink(missing_ok=True)
 
 

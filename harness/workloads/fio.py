@@ -15,7 +15,7 @@ from harness.agent import PATH, guests, in_parallel
 from harness.console import step
 from harness.hosts import Node
 from harness.pipeline import Output
-from harness.schema import BlockSize, Section
+from harness.schema import BlockSize, Section, bs_bytes
 from harness.workloads import guest_script
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
@@ -34,6 +34,8 @@ class FioJob(Section):
     runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
     ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
     rate_iops: int = Field(0, ge=0, description="fio rate limit in IOPS per job (0 = none)")
+    ios: int = Field(0, ge=0, description="a fixed count of I/Os per job, within runtime_s at most "
+                     "(0 = time-based: I/O for runtime_s)")
 
 
 class FioError(RuntimeError):
@@ -68,7 +70,8 @@ def job_env(job: FioJob, *, offset: int, size: int) -> dict[str, str]:
     return {"FIO_OFFSET": str(offset), "FIO_SIZE": str(size), "FIO_RW": job.rw, "FIO_BS": job.bs,
             "FIO_IODEPTH": str(job.iodepth), "FIO_NUMJOBS": str(job.numjobs), "FIO_IOENGINE": job.ioengine,
             "FIO_DIRECT": str(int(job.direct)), "FIO_RUNTIME": str(job.runtime_s), "FIO_RAMP": str(job.ramp_s),
-            "FIO_RATE_IOPS": str(job.rate_iops)}
+            "FIO_RATE_IOPS": str(job.rate_iops), "FIO_TIME_BASED": "0" if job.ios else "1",
+            "FIO_IO_SIZE": str(job.ios * bs_bytes(job.bs))}
 
 
 def job_meta(job: FioJob) -> dict:
@@ -244,9 +247,9 @@ def slot_targets(host, device: str, slots: list[tuple[int, int]], *, who: str = 
     return [Target(host, locator, off, size, f"{who}{i}", host.name) for i, (off, size) in enumerate(slots)]
 
 
-def guest_targets(agents: list, vms: list, *, size: int | None = None, host: str = "") -> list[Target]:
-    """Each VM's data disk (the whole disk unless `size`)."""
-    return [Target(a, vm.locator, 0, size or vm.slice_bytes, vm.name, host) for a, vm in zip(agents, vms)]
+def guest_targets(agents: list, vms: list, *, size: int | None = None, host: str = "", offset: int = 0) -> list[Target]:
+    """Each VM's data disk (the whole disk unless `size`, from `offset`)."""
+    return [Target(a, vm.locator, offset, size or vm.slice_bytes, vm.name, host) for a, vm in zip(agents, vms)]
 
 
 def on_host(host, job: FioJob, *, device: str, slots: list[tuple[int, int]],
@@ -255,11 +258,11 @@ def on_host(host, job: FioJob, *, device: str, slots: list[tuple[int, int]],
     return together(job, slot_targets(host, device, slots), extra_env)
 
 
-def in_guests(uri: str, job: FioJob, vms: list, *, size: int | None = None,
+def in_guests(uri: str, job: FioJob, vms: list, *, size: int | None = None, offset: int = 0,
               extra_env: dict | None = None) -> list[Output]:
-    """The job in each VM at once, on its data disk (the whole disk unless `size`)."""
+    """The job in each VM at once, on its data disk (the whole disk unless `size`, from `offset`)."""
     with guests(uri, [vm.name for vm in vms]) as agents:
-        return together(job, guest_targets(agents, vms, size=size), extra_env)
+        return together(job, guest_targets(agents, vms, size=size, offset=offset), extra_env)
 
 
 def across_hosts(job: FioJob, *, slots: list[tuple] = (), fleets: list[tuple] = ()) -> list[Output]:
