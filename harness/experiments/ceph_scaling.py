@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated, Literal
 
+from matplotlib.ticker import NullFormatter
 from pydantic import Field
 from rich.table import Table
 from scipy import stats
@@ -280,6 +281,8 @@ def predicted_plot(rows: list[dict], fits: dict, path: Path) -> Path | None:
         ax.plot([lo, hi], [lo, hi], color="gray", lw=1, ls="--")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):   # a narrow log range labels its minor ticks, over each other
+            axis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(f"measured {METRICS[metric]}", fontsize=8)
         ax.set_ylabel("predicted", fontsize=8)
         ax.legend(fontsize=7)

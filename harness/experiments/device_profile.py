@@ -179,7 +179,7 @@ class DeviceProfile:
         zone = meta["profile"] == "zone"
         offset, size = (meta["zone"] * (c.zone_mib << 20), c.zone_mib << 20) if zone else (0, vm.slice_bytes)
         common = dict(parse=parse_requests, headline="bw" if zone else "iops_req", lower_is_better=False,
-                      meta={"point": label, "profiled_device": device, **meta, **fio.job_meta(job)})
+                      meta={"point": label, "group": device, "profiled_device": device, **meta, **fio.job_meta(job)})
         pid = f"{device}/{label}"
         if env == PHYSICAL:
             return Point(f"{pid}/physical", PHYSICAL, "host", (), **common, run=partial(

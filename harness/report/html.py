@@ -43,7 +43,9 @@ def _headline_key(row: dict, headlines: dict[str, str]) -> tuple | None:
     if row.get("scope") != "aggregate" and "group" not in row:
         return None
     where = row.get("backend", "") if row["env"] == "virtual" else "host"
-    return (exp, row.get("group", ""), row["point"], where, metric)
+    # a sweep's block (a node count, a device) names the point too, unless it is the backend (a column)
+    block = "" if row.get("block") in (None, "", row.get("backend")) else str(row["block"])
+    return (exp, row.get("group", "") or block, row["point"], where, metric)
 
 
 def pe_ve_table(rows: list[dict], headlines: dict[str, str]) -> str:

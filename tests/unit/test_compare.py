@@ -104,3 +104,16 @@ def test_html_report_lists_failures_skips_and_the_pe_ve_table(tmp_path):
     assert "measured again, repeat 1 of virtual-n1: its guest was lost and restarted: vm1: guest agent" in page
     assert "1,000.0 ±" in page  # mean and CI of the two repeats
     assert "emulated CPU" in page  # accel=tcg is called out
+
+
+def test_html_pe_ve_table_keeps_a_sweeps_blocks_apart():
+    from harness.report.html import pe_ve_table
+    rows = [{"experiment": "ceph-scaling", "point": "write-4k-j1", "block": f"n{n}-uncapped", "backend": "rbd",
+             "env": env, "scope": "aggregate", "status": "ok", "metric": "aggregate_bw", "headline": "aggregate_bw",
+             "repeat": 0, "value": value} for n, env, value in ((2, "physical", 100.0), (3, "physical", 300.0),
+                                                                 (2, "virtual", 50.0), (3, "virtual", 150.0))]
+    page = pe_ve_table(rows, {})
+    assert "ceph-scaling n2-uncapped write-4k-j1" in page and "ceph-scaling n3-uncapped write-4k-j1" in page
+    assert "100.0" in page and "300.0" in page and "200.0" not in page   # never averaged over node counts
+    matrix = [{**r, "block": "rbd"} for r in rows[:1]]   # fio's matrix: the block is the backend, a column
+    assert "ceph-scaling write-4k-j1" in pe_ve_table(matrix, {})
