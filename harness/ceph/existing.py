@@ -8,6 +8,7 @@ the run that made it was killed."""
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -35,6 +36,11 @@ def image(c, fleet_dir: Path, name: str) -> RbdImage:
 
 def access_problem(host, c) -> str | None:
     """Why the client cannot use the pool, checked before anything is made (reads only)."""
+    for name in ("conf", "keyring"):
+        path = getattr(c, name)
+        if path and not (Path(path).is_file() and os.access(path, os.R_OK)):
+            return (f"ceph.{name}={path}: no readable file there; give the path of your cluster's "
+                    f"{'ceph.conf' if name == 'conf' else 'client keyring'}")
     with tempfile.NamedTemporaryFile("w", prefix="vtb-ceph-", suffix=".conf") as f:
         f.write(client_conf(c))
         f.flush()
