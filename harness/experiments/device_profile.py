@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import shutil
 import subprocess
 from dataclasses import dataclass
 from functools import partial
@@ -161,7 +162,7 @@ class DeviceProfile:
                 yield None
                 return
             loaded = subprocess.run(["modprobe", "brd", "rd_nr=1", f"rd_size={size >> 10}"], capture_output=True,
-                                    text=True, check=False) if _have("modprobe") else None
+                                    text=True, check=False) if shutil.which("modprobe") else None
             if loaded is None or loaded.returncode != 0:
                 why = loaded.stderr.strip() if loaded is not None else "no modprobe here"
                 warn(f"device brd skipped: this kernel has no brd RAM disk ({why}). Fix: profile tmpfs, "
@@ -202,11 +203,6 @@ class DeviceProfile:
                     random_plot(randoms, ctx.store.dir / "device-profile-random.png")):
             if png:
                 step(f"plot: {png}")
-
-
-def _have(tool: str) -> bool:
-    import shutil
-    return shutil.which(tool) is not None
 
 
 def _rows(rows: list[dict], profile: str, keys: tuple[str, ...], metrics: tuple[str, ...]) -> list[dict]:
