@@ -30,12 +30,14 @@ class Settled:
     wait_s: float
     timed_out: bool
     last: Load              # the last window looked at: quiet, or the state when the bound expired
+    exempt_busy_pct: float = 0.0   # of it, the polling storage daemons' share (not counted against quiet)
 
 
-def settle(host, cfg) -> Settled:
-    """A bounded wait for a quiet host ([settle]; hoststat.wait_quiet, run on the host itself)."""
-    got = hoststat.wait_quiet_on(host, cfg.max_wait_s, cfg.busy_pct, cfg.dirty_mib, cfg.window_s)
-    return Settled(got["wait_s"], got["timed_out"], Load(**got["last"]))
+def settle(host, cfg, exempt: list[tuple[str, str]] = ()) -> Settled:
+    """A bounded wait for a quiet host ([settle]; hoststat.wait_quiet, run on the host itself); the
+    CPU of `exempt` processes (a storage daemon that polls by design) is not counted as busy."""
+    got = hoststat.wait_quiet_on(host, cfg.max_wait_s, cfg.busy_pct, cfg.dirty_mib, cfg.window_s, list(exempt))
+    return Settled(got["wait_s"], got["timed_out"], Load(**got["last"]), got.get("exempt_busy_pct", 0.0))
 
 
 def qemu_pattern(vm: str) -> str:

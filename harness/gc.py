@@ -1,6 +1,6 @@
 """Finds and removes what the harness created on a host, by name prefix only: domains, pools,
 stray QEMU processes, storage daemons, database servers and Ceph daemons, loop devices and mounts,
-and a Ceph cluster's namespaces and bridge. Safe after a SIGKILL; never touches anything without
+a Ceph cluster's namespaces and bridge, and hugepages an SPDK target reserved. Safe after a SIGKILL; never touches anything without
 the prefix. In a cluster of yours (ceph.mode = "existing") it removes only the images its fleets
 recorded and tagged."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import libvirt
 
-from harness import paths
+from harness import hugepages, paths
 from harness.ceph import existing as ceph_existing
 from harness.hosts import Host, LocalHost, Node
 from harness.libvirt_conn import connect
@@ -22,12 +22,13 @@ def _kept(name: str, keep: tuple[str, ...]) -> bool:
     return any(k in name for k in keep)
 
 
-DAEMONS = ("qemu-system", "qemu-storage-daemon", "mariadbd", "ceph-mon", "ceph-mgr", "ceph-osd")
+DAEMONS = ("qemu-system", "qemu-storage-daemon", "vhost", "mariadbd", "ceph-mon", "ceph-mgr", "ceph-osd")
 
 
 def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[int, str]]:
-    """QEMUs, storage daemons, database servers (a host slot's, see mysql) and Ceph daemons (their
-    conf is in a folder named for the cluster) on the host whose command line carries the prefix."""
+    """QEMUs, storage daemons (SPDK's `vhost` names its fleet's run dir), database servers (a host
+    slot's, see mysql) and Ceph daemons (their conf is in a folder named for the cluster) on the
+    host whose command line carries the prefix."""
     found = []
     out = host.run(["ps", "-ww", "-eo", "pid=,args="], timeout=30, check=False).stdout.decode(errors="replace")
     for line in out.splitlines():
@@ -163,6 +164,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed += _networks(host, prefix, keep)
     if host.name == "local":  # the state dirs gc knows are this machine's
         removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep)
+        removed += _hugepages(prefix, keep)
     return removed
 
 
@@ -200,6 +202,17 @@ def _rbd_images(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
         owner = json.loads(record.read_text()).get("owner", "") + "-"
         if owner.startswith(prefix) and not owner.startswith(keep):
             removed += ceph_existing.remove_recorded(LocalHost(), record)
+    return removed
+
+
+def _hugepages(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """Hugepages a fleet's SPDK target reserved, given back from the record in its run dir (after
+    the target and its hugetlbfs mount are gone)."""
+    removed = []
+    for d in map(Path, state_dirs()):
+        for record in d.glob(f"*/{prefix}*-run/{hugepages.RECORD}") if d.is_dir() else []:
+            if not record.parent.name.startswith(keep):
+                removed.append(hugepages.revert_recorded(LocalHost(), str(record)))
     return removed
 
 

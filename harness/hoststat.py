@@ -66,23 +66,34 @@ def load_between(a: dict, b: dict) -> dict:
             "dirty_mib": (b.get("dirty", 0) + b.get("writeback", 0)) / 1024, "seconds": b["t"] - a["t"]}
 
 
-def wait_quiet(max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: float = 1.0) -> dict:
+def _ticks_of(a: dict, b: dict) -> int:
+    """CPU ticks the processes present in both snapshots used between them."""
+    return sum(p["ticks"] - a["procs"][pid]["ticks"] for pid, p in b["procs"].items() if pid in a["procs"])
+
+
+def wait_quiet(max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: float = 1.0,
+               exempt: list = ()) -> dict:
     """Waits, at most max_wait_s, for one window_s window with CPU busy + iowait under busy_pct and
-    dirty + writeback under dirty_mib; dirty data is flushed first. Returns the wait, whether the
-    bound expired, and the last window's load. Runs on the host itself, in one process."""
+    dirty + writeback under dirty_mib; dirty data is flushed first. The CPU of processes matching
+    `exempt` ((label, text) patterns: a storage daemon that polls a core by design) is not counted.
+    Returns the wait, whether the bound expired, and the last window's load (busy as measured,
+    the exempt share beside it). Runs on the host itself, in one process."""
     t0 = time.monotonic()
-    before = snapshot()
+    before = snapshot(exempt)
     if (before.get("dirty", 0) + before.get("writeback", 0)) / 1024 > dirty_mib:
         os.sync()
-        before = snapshot()
+        before = snapshot(exempt)
     while True:
         time.sleep(window_s)
-        after = snapshot()
+        after = snapshot(exempt)
         load = load_between(before, after)
-        quiet = load["busy_pct"] + load["iowait_pct"] < busy_pct and load["dirty_mib"] < dirty_mib
+        total_ticks = sum(after["cpu"].values()) - sum(before["cpu"].values()) or 1
+        exempt_pct = 100 * _ticks_of(before, after) / total_ticks
+        quiet = load["busy_pct"] - exempt_pct + load["iowait_pct"] < busy_pct and load["dirty_mib"] < dirty_mib
         waited = time.monotonic() - t0
         if quiet or waited >= max_wait_s:
-            return {"wait_s": round(waited, 2), "timed_out": not quiet, "last": load}
+            return {"wait_s": round(waited, 2), "timed_out": not quiet, "last": load,
+                    "exempt_busy_pct": round(exempt_pct, 1)}
         before = after
 
 
@@ -98,5 +109,6 @@ def snapshot_on(host, patterns: list[tuple[str, str]] = ()) -> dict:
     return _on(host, 60, "snapshot", list(patterns))
 
 
-def wait_quiet_on(host, max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: float = 1.0) -> dict:
-    return _on(host, 60 + max_wait_s, "wait_quiet", max_wait_s, busy_pct, dirty_mib, window_s)
+def wait_quiet_on(host, max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: float = 1.0,
+                  exempt: list = ()) -> dict:
+    return _on(host, 60 + max_wait_s, "wait_quiet", max_wait_s, busy_pct, dirty_mib, window_s, list(exempt))

@@ -37,7 +37,9 @@ from harness.samples import Sample
 
 PHYSICAL, VIRTUAL = "physical", "virtual"
 # (label, command-line text) of the processes whose CPU time every point records, beside its QEMUs
-PROCESS_PATTERNS = [("daemon", "qemu-storage-daemon"), ("spdk", "/bin/vhost "), ("libvirtd", "libvirtd"),
+# Storage daemons that poll a core by design: the settle wait does not count their CPU as other work
+POLLING_DAEMONS = [("spdk", "/bin/vhost ")]
+PROCESS_PATTERNS = [("daemon", "qemu-storage-daemon"), *POLLING_DAEMONS, ("libvirtd", "libvirtd"),
                     ("ceph", "ceph-osd "), ("ceph", "ceph-mon "), ("ceph", "ceph-mgr ")]   # a local cluster's daemons
 CPU_LABELS = ["qemu", *dict.fromkeys(label for label, _ in PROCESS_PATTERNS)]   # every sample has a figure for each
 
@@ -221,7 +223,7 @@ class Pipeline:
                 restarted, _ = self._check_guests(conns, p.vms)
                 if self.repeat.drop_caches:
                     self._drop_caches(conns, p.vms)
-                settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle))
+                settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle, POLLING_DAEMONS))
                 patterns = [*(("qemu", conditions.qemu_pattern(vm)) for vm in p.vms), *PROCESS_PATTERNS]
                 snap = lambda site: hoststat.snapshot_on(site.host, patterns)  # noqa: E731
                 before, self_before = self._on_sites(snap), _own_cpu_s()
@@ -306,7 +308,7 @@ class Pipeline:
         return {**usage.metadata(),
                 "harness_cpu_s": round(harness_cpu_s, 3), "host_other_busy_pct": round(other, 1),
                 "settle_wait_s": settled.wait_s, "settle_timed_out": settled.timed_out,
-                "suspended_vms": len(paused), "host_quiet": not reasons, "quiet_reason": "; ".join(reasons)}
+                "settle_exempt_busy_pct": settled.exempt_busy_pct, "suspended_vms": len(paused), "host_quiet": not reasons, "quiet_reason": "; ".join(reasons)}
 
     def _keep(self, p: Point, rep: int, out: Output) -> dict:
         """Stores an output's raw text and its extra files; returns the raw path for the metadata."""

@@ -7,6 +7,8 @@ pidfile=$RUN/libvirtd.pid
 conf=/etc/libvirt/qemu.conf
 
 running() { virsh -c qemu:///system version >/dev/null 2>&1; }
+# a hugetlbfs of the host's own (a fleet's SPDK mount, under a vtb- path, comes and goes)
+hugetlbfs_mounted() { awk '$3 == "hugetlbfs" && $2 !~ /vtb-/ {found=1} END {exit !found}' /proc/mounts; }
 
 set_conf() { # key value: set `key = value` in qemu.conf, replacing any earlier setting
   local k=$1 v=$2
@@ -17,9 +19,32 @@ set_conf() { # key value: set `key = value` in qemu.conf, replacing any earlier 
   fi
 }
 
+stop() {
+  [ -f "$pidfile" ] || { echo "libvirtd: not started by the testbed; leaving it alone"; return 0; }
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+    echo "libvirtd: stopped (pid $pid)"
+  fi
+  rm -f "$pidfile"
+}
+
 case ${1:-start} in
 start)
+  if running && ! hugetlbfs_mounted && [ -f "$pidfile" ]; then
+    echo "libvirtd: restarting the one the testbed started, so that it sees a hugetlbfs mount"
+    stop
+  fi
   if running; then echo "libvirtd: already running"; exit 0; fi
+  # libvirt gives guests hugepages (SPDK's vhost target needs them) only where it saw a hugetlbfs
+  # mount when it started; systemd mounts /dev/hugepages, so without it the testbed does (no
+  # pages are reserved by the mount itself).
+  mkdir -p "$RUN"
+  if ! hugetlbfs_mounted; then
+    mkdir -p /dev/hugepages && mount -t hugetlbfs -o pagesize=2M nodev /dev/hugepages && touch "$RUN/hugetlbfs.mounted"
+  fi
   # Debian's libvirtd looks this user up even when qemu runs as root.
   id libvirt-qemu >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin libvirt-qemu
   mkdir -p /var/log/libvirt/qemu /var/lib/libvirt/qemu /var/run/libvirt "$RUN"
@@ -34,15 +59,11 @@ start)
   echo "libvirtd: started (pid $(cat "$pidfile"))"
   ;;
 stop)
-  [ -f "$pidfile" ] || { echo "libvirtd: not started by the testbed; leaving it alone"; exit 0; }
-  pid=$(cat "$pidfile")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill "$pid"
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-    echo "libvirtd: stopped (pid $pid)"
+  stop
+  if [ -f "$RUN/hugetlbfs.mounted" ]; then
+    umount /dev/hugepages 2>/dev/null && echo "hugetlbfs: unmounted /dev/hugepages (the testbed mounted it)"
+    rm -f "$RUN/hugetlbfs.mounted"
   fi
-  rm -f "$pidfile"
   ;;
 *) echo "usage: $0 start|stop" >&2; exit 2 ;;
 esac

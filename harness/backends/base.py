@@ -40,6 +40,7 @@ class HostPlan:
     device: HostDevice
     vms: list[VmSlot] = field(default_factory=list)
     host: dict = field(default_factory=lambda: LocalHost().descriptor())  # where the host side runs
+    guest_memory_mib: int = 0  # each VM's RAM (a vhost-user target maps all of it)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -49,7 +50,7 @@ class HostPlan:
         d = json.loads(text)
         return cls(prefix=d["prefix"], fleet_dir=d["fleet_dir"], disk=d["disk"],
                    device=HostDevice(**d["device"]), vms=[VmSlot(**v) for v in d["vms"]],
-                   host=d.get("host") or LocalHost().descriptor())
+                   host=d.get("host") or LocalHost().descriptor(), guest_memory_mib=d.get("guest_memory_mib", 0))
 
     @property
     def run_dir(self) -> Path:
@@ -132,9 +133,11 @@ def iothreads(n: int) -> tuple[str, str]:
     return (" iothread='1'", f"<iothreads>{n}</iothreads>") if n else ("", "")
 
 
-def shared_memory() -> str:
-    """vhost-user needs guest RAM that another process can map."""
-    return "<memoryBacking><source type='memfd'/><access mode='shared'/></memoryBacking>"
+def shared_memory(hugepages: bool = False) -> str:
+    """vhost-user needs guest RAM that another process can map; SPDK also needs it in hugepages
+    (it translates guest addresses through its hugepage map: 4 KiB pages crash it)."""
+    huge = "<hugepages/>" if hugepages else ""
+    return f"<memoryBacking>{huge}<source type='memfd'/><access mode='shared'/></memoryBacking>"
 
 
 def file_blockdev(node: str, path: str, cache: str, aio: str, vm: VmSlot) -> list[str]:
@@ -150,10 +153,10 @@ def pci_address(slot: int = DATA_PCI_SLOT) -> str:
     return f"0000:00:{slot:02x}.0"
 
 
-def vhost_user_blk(sock: Path, num_queues: int) -> Attachment:
+def vhost_user_blk(sock: Path, num_queues: int, hugepages: bool = False) -> Attachment:
     """A vhost-user-blk device on a QEMU command line (the provider cannot carry a vhostuser disk),
     at the fixed data PCI slot, with the shared guest memory vhost-user requires."""
     args = ["-chardev", f"socket,id=vtbvhost,path={qemu_opt(sock)}",
             "-device", f"vhost-user-blk-pci,chardev=vtbvhost,num-queues={num_queues},"
                        f"bus=pci.0,addr={DATA_PCI_SLOT:#x}"]
-    return Attachment(domain_xml=shared_memory() + qemu_commandline(*args), locator=f"pci:{pci_address()}")
+    return Attachment(domain_xml=shared_memory(hugepages) + qemu_commandline(*args), locator=f"pci:{pci_address()}")

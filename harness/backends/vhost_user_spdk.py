@@ -1,78 +1,34 @@
-"""vhost-user-blk served by SPDK's vhost target, driven through SPDK's JSON-RPC on its Unix socket.
+"""vhost-user-blk served by SPDK's vhost target.
 
-The harness does not build or start SPDK (it needs hugepages and its own build); it talks to a
-running spdk_tgt/vhost. Written against SPDK's RPC interface as documented for v23.x-v24.x
-(python/spdk/rpc/bdev.py and vhost.py):
+By default the harness runs the target itself, as the fleet's host side (Terraform's hook, like
+qemu-storage-daemon): it reserves hugepages for the target and for every guest's RAM (SPDK maps
+guest memory, which must be hugepage-backed and shared), starts `vhost` from `make spdk`'s build
+(or disk.spdk_build), and over its JSON-RPC makes one AIO bdev on the host device, split into one
+bdev per VM slice, and one vhost-blk controller per VM. Teardown undoes all of it, hugepages
+included. A target you already run (disk.spdk_socket) is used as it is and never stopped.
 
-  spdk_get_version                                            preflight
-  bdev_aio_create       {filename, name, block_size}          the host device as an AIO bdev
-  bdev_split_create     {base_bdev, split_count, split_size_mb}   one slice per VM: <base>p<i>
-  vhost_create_blk_controller {ctrlr, dev_name}               socket <vhost dir>/<ctrlr>
-  vhost_delete_controller {ctrlr}                             teardown, in reverse order
-  bdev_split_delete     {base_bdev}
-  bdev_aio_delete       {name}
-
-Not yet run against a live SPDK here: no SPDK on the development machine (see DEVELOPERS.md).
+RPCs (SPDK v25.09, through the PyPI `spdk` client):
+  spdk_get_version                                              it answers
+  bdev_aio_create       {filename, name, block_size}            the host device as an AIO bdev
+  bdev_split_create     {base_bdev, split_count, split_size_mb}  one slice per VM: <base>p<i>
+  vhost_create_blk_controller {ctrlr, dev_name}                 socket <vhost dir>/<ctrlr>
+  vhost_get_controllers                                         what is up (idempotent host_up)
+  vhost_delete_controller {ctrlr}; bdev_split_delete {base_bdev}; bdev_aio_delete {name}   teardown
 """
 from __future__ import annotations
 
-import itertools
-import json
-import socket
+import math
 from pathlib import Path
 from typing import Callable
 
 from pydantic import Field
 
+from harness import hugepages
+from harness.backends import spdk_target
 from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, vhost_user_blk
-from harness.hosts import LocalHost
+from harness.backends.spdk_target import SpdkError, call
+from harness.hosts import Host
 from harness.schema import Section
-
-INSTALL_HINT = ("install SPDK (git clone https://github.com/spdk/spdk; scripts/pkgdep.sh; ./configure; make), "
-                "reserve hugepages (scripts/setup.sh), start `build/bin/spdk_tgt -S <vhost dir>` and set "
-                "disk.spdk_socket and disk.spdk_vhost_dir")
-
-
-class SpdkRpcError(RuntimeError):
-    pass
-
-
-class SpdkRpc:
-    """A JSON-RPC 2.0 client for SPDK. `transport` sends one request and returns the decoded reply;
-    the default speaks to SPDK's Unix socket."""
-
-    def __init__(self, sock_path: str, transport: Callable[[dict], dict] | None = None, timeout: float = 30):
-        self.sock_path = sock_path
-        self.timeout = timeout
-        self.transport = transport or self._unix
-        self._ids = itertools.count(1)
-
-    def call(self, method: str, params: dict | None = None):
-        request = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
-        if params:
-            request["params"] = params
-        reply = self.transport(request)
-        if "error" in reply:
-            err = reply["error"]
-            raise SpdkRpcError(f"SPDK {method} failed: {err.get('message')} (code {err.get('code')})")
-        return reply.get("result")
-
-    def _unix(self, request: dict) -> dict:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(self.timeout)
-            s.connect(self.sock_path)
-            s.sendall(json.dumps(request).encode())
-            buf = b""
-            decoder = json.JSONDecoder()
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    raise SpdkRpcError(f"SPDK closed {self.sock_path} before replying to {request['method']}")
-                buf += chunk
-                try:
-                    return decoder.decode(buf.decode())
-                except json.JSONDecodeError:
-                    continue
 
 
 def names(plan: HostPlan) -> tuple[str, list[str]]:
@@ -82,8 +38,21 @@ def names(plan: HostPlan) -> tuple[str, list[str]]:
 
 
 class SpdkOptions(Section):
-    spdk_socket: str = Field("/var/tmp/spdk.sock", description="vhost-user-blk-spdk: SPDK's JSON-RPC socket")
-    spdk_vhost_dir: str = Field("/var/tmp", description="vhost-user-blk-spdk: the directory SPDK's -S names")
+    spdk_socket: str = Field("", description="vhost-user-blk-spdk: the JSON-RPC socket of an SPDK vhost target you run "
+                             "(used as it is, never stopped); empty = the harness runs its own")
+    spdk_vhost_dir: str = Field("/var/tmp", description="vhost-user-blk-spdk: with spdk_socket, the folder your "
+                                "target's -S names (its controllers' sockets)")
+    spdk_build: str = Field("", description="vhost-user-blk-spdk: an SPDK build/ folder (with bin/vhost and lib/) to "
+                            "run; empty = the one `make spdk` builds")
+    spdk_interrupt: bool = Field(False, description="vhost-user-blk-spdk: start the target in interrupt mode (its "
+                                 "reactor sleeps when idle instead of polling a core at 100%)")
+
+
+def hugepage_plan(plan: HostPlan) -> hugepages.HugepagePlan:
+    """Every guest's RAM and the target's own memory, in 2 MiB pages."""
+    return hugepages.HugepagePlan.for_mib(len(plan.vms) * plan.guest_memory_mib + spdk_target.MEM_MIB,
+                                          mount=str(plan.run_dir / "hugepages"),
+                                          record=str(plan.run_dir / hugepages.RECORD))
 
 
 class VhostUserSpdk(Backend):
@@ -93,43 +62,109 @@ class VhostUserSpdk(Backend):
     local_host_only = True
     summary = "vhost-user-blk, served by SPDK vhost"
 
-    def __init__(self, rpc_factory: Callable[[str], SpdkRpc] = SpdkRpc):
+    def __init__(self, rpc_factory: Callable[[str], object] = spdk_target.client):
         self.rpc_factory = rpc_factory
 
-    def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
-        sock = plan.disk["spdk_socket"]
-        if not Path(sock).exists():
-            return f"SPDK is not running (no RPC socket at {sock}): {INSTALL_HINT}"
-        try:
-            self.rpc_factory(sock).call("spdk_get_version")
-        except (OSError, SpdkRpcError) as e:
-            return f"SPDK does not answer on {sock} ({e}): {INSTALL_HINT}"
-        if len({vm.size for vm in plan.vms}) > 1 or any(vm.size % (1 << 20) for vm in plan.vms):
-            return "SPDK splits the device into equal whole-MiB slices: use a whole-MiB fleet.disk_size_mib"
+    def check(self, disk) -> str | None:
+        if disk.spdk_socket and (disk.spdk_interrupt or disk.spdk_build):
+            return ("disk.spdk_interrupt and disk.spdk_build choose how the harness starts its own target; with "
+                    "disk.spdk_socket your target runs as you started it: unset one or the other")
         return None
 
-    def host_up(self, host: LocalHost, plan: HostPlan) -> None:
-        rpc = self.rpc_factory(plan.disk["spdk_socket"])
-        base, splits = names(plan)
-        rpc.call("bdev_aio_create", {"filename": plan.device.path, "name": base, "block_size": 512})
-        rpc.call("bdev_split_create", {"base_bdev": base, "split_count": len(plan.vms),
-                                       "split_size_mb": plan.vms[0].size >> 20})
-        for vm, split in zip(plan.vms, splits):
-            rpc.call("vhost_create_blk_controller", {"ctrlr": vm.name, "dev_name": split})
+    def _own(self, plan: HostPlan) -> bool:
+        return not plan.disk["spdk_socket"]
 
-    def host_down(self, host: LocalHost, plan: HostPlan) -> None:
-        rpc = self.rpc_factory(plan.disk["spdk_socket"])
-        base, _ = names(plan)
-        calls = [("vhost_delete_controller", {"ctrlr": vm.name}) for vm in plan.vms]
-        calls += [("bdev_split_delete", {"base_bdev": base}), ("bdev_aio_delete", {"name": base})]
-        for method, params in calls:  # keep going: teardown must remove whatever exists
+    def _sock(self, plan: HostPlan) -> str:
+        return plan.disk["spdk_socket"] or str(plan.run_dir / "spdk.sock")
+
+    def _target(self, host: Host, plan: HostPlan) -> spdk_target.Target:
+        return spdk_target.Target(host, plan.run_dir, spdk_target.build_dir(plan.disk["spdk_build"]),
+                                  hugepage_plan(plan).mount, plan.disk["spdk_interrupt"])
+
+    def preflight(self, host: Host, plan: HostPlan) -> str | None:
+        if len({vm.size for vm in plan.vms}) > 1 or any(vm.size % (1 << 20) for vm in plan.vms):
+            return "SPDK splits the device into equal whole-MiB slices: use a whole-MiB fleet.disk_size_mib"
+        if not self._own(plan):
+            if reason := hugepages.libvirt_cannot_use(host):
+                return reason
+            sock = plan.disk["spdk_socket"]
+            if not Path(sock).exists():
+                return f"no SPDK target at disk.spdk_socket={sock}: start yours there, or unset it to let the harness run one"
             try:
-                rpc.call(method, params)
-            except SpdkRpcError:
-                pass
+                call(self.rpc_factory(sock), "spdk_get_version")
+            except SpdkError as e:
+                return f"{e}: check your target, or unset disk.spdk_socket to let the harness run one"
+            return None
+        if reason := spdk_target.missing_build(plan.disk["spdk_build"]) or hugepages.libvirt_cannot_use(host):
+            return reason
+        hp = hugepage_plan(plan)
+        if not hugepages.applied(host, hp):   # a fleet that is up holds its pages already
+            return hugepages.refusal(host, hp, f"{len(plan.vms)} VM(s) x fleet.memory_mib={plan.guest_memory_mib} "
+                                               f"+ {spdk_target.MEM_MIB} MiB for SPDK")
+        return None
+
+    def host_up(self, host: Host, plan: HostPlan) -> None:
+        if self._own(plan):
+            target = self._target(host, plan)
+            if target.alive() and self._controllers(plan) == {vm.name for vm in plan.vms}:
+                return   # already up
+            self.host_down(host, plan)   # half made (killed during host_up): start over
+            hp = hugepage_plan(plan)
+            hugepages.apply(host, hp)
+            try:
+                target.start()
+                # DPDK takes more than its -s (its memseg lists): what the guests need must still be free
+                hugepages.top_up(host, hp, math.ceil(len(plan.vms) * plan.guest_memory_mib / hugepages.PAGE_MIB))
+            except BaseException:
+                self.host_down(host, plan)
+                raise
+        try:
+            self._serve(plan)
+        except BaseException:
+            self.host_down(host, plan)
+            raise
+
+    def _controllers(self, plan: HostPlan) -> set[str]:
+        try:
+            return {c["ctrlr"] for c in call(self.rpc_factory(self._sock(plan)), "vhost_get_controllers")}
+        except SpdkError:
+            return set()
+
+    def _serve(self, plan: HostPlan) -> None:
+        rpc = self.rpc_factory(self._sock(plan))
+        base, splits = names(plan)
+        call(rpc, "bdev_aio_create", filename=plan.device.path, name=base, block_size=512)
+        call(rpc, "bdev_split_create", base_bdev=base, split_count=len(plan.vms), split_size_mb=plan.vms[0].size >> 20)
+        for vm, split in zip(plan.vms, splits):
+            call(rpc, "vhost_create_blk_controller", ctrlr=vm.name, dev_name=split)
+
+    def host_down(self, host: Host, plan: HostPlan) -> None:
+        """Removes what host_up made, whatever exists of it: controllers and bdevs (keep going past
+        errors), then the harness's own target and its hugepages."""
+        try:
+            rpc = self.rpc_factory(self._sock(plan))
+        except SpdkError:
+            rpc = None   # no target answers: nothing to remove there
+        if rpc is not None:
+            base, _ = names(plan)
+            calls = [("vhost_delete_controller", {"ctrlr": vm.name}) for vm in plan.vms]
+            calls += [("bdev_split_delete", {"base_bdev": base}), ("bdev_aio_delete", {"name": base})]
+            for method, params in calls:
+                try:
+                    call(rpc, method, **params)
+                except SpdkError:
+                    pass
+        if self._own(plan):
+            self._target(host, plan).stop()
+            hugepages.revert(host, hugepage_plan(plan))
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
-        return vhost_user_blk(Path(plan.disk["spdk_vhost_dir"]) / vm.name, plan.disk["num_queues"])
+        vhost_dir = plan.run_dir if self._own(plan) else Path(plan.disk["spdk_vhost_dir"])
+        return vhost_user_blk(vhost_dir / vm.name, plan.disk["num_queues"], hugepages=True)
+
+    def metadata(self, disk) -> dict:
+        return {**super().metadata(disk), "spdk_target": "yours" if disk.spdk_socket else "harness",
+                "spdk_interrupt": disk.spdk_interrupt}
 
 
 BACKEND = VhostUserSpdk()
