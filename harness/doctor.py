@@ -61,6 +61,10 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
         if paths.TERRAFORM_CACHE.exists() else []
     out.append(("terraform-provider-libvirt", bool(mirror), str(mirror[0]) if mirror else
                 "not built; run `make testbed up`"))
+    from harness.backends import spdk_target
+    missing_spdk = spdk_target.missing_build(cfg.disk.spdk_build)
+    out.append(("SPDK vhost target", missing_spdk is None,
+                missing_spdk or f"{spdk_target.build_dir(cfg.disk.spdk_build).resolve()} (vhost-user-blk-spdk)"))
     out.append(("/dev/kvm", os.path.exists("/dev/kvm"), "present (only the probe says whether it works)"
                 if os.path.exists("/dev/kvm") else "absent: guests run under TCG"))
     try:  # a nested host that is up is checked the same way, from inside

@@ -54,5 +54,6 @@ def collect(accel: dict, host: Host = LocalHost()) -> dict:
         "libvirt_version": libvirt_version(host.uri),
         "host_fio_version": _on_host(host, ["fio", "--version"]),
         "cpu_model": _on_host(host, ["sh", "-c", "sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1"]),
+        "host_cpus": _on_host(host, ["nproc"]),
         "harness_rev": rev + ("-dirty" if dirty else ""),
     }

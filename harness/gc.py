@@ -210,8 +210,8 @@ def _hugepages(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     the target and its hugetlbfs mount are gone)."""
     removed = []
     for d in map(Path, state_dirs()):
-        for record in d.glob(f"*/{prefix}*-run/{hugepages.RECORD}") if d.is_dir() else []:
-            if not record.parent.name.startswith(keep):
+        for record in d.glob(f"*/*-run/{hugepages.RECORD}") if d.is_dir() else []:
+            if record.parent.name.startswith(prefix) and not record.parent.name.startswith(keep):
                 removed.append(hugepages.revert_recorded(LocalHost(), str(record)))
     return removed
 

@@ -22,7 +22,11 @@ def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
         m = s.metadata
         if m.get("group") != group:
             continue
-        row = rows.setdefault(m["point"], {"label": m["point"], "results": {}, "errors": []})
+        row = rows.setdefault(m["point"], {"label": m["point"], "results": {}, "errors": [], "daemon_cpu": {}})
+        if s.status == "ok" and tables.measured(s) and s.metric in ("iops", "lat_mean", "bw"):
+            for label in DAEMON_CPU:   # the storage daemons' CPU over the point, % of one core
+                if m.get(f"{label}_cpu_pct"):
+                    row["daemon_cpu"].setdefault((m["backend"], label, m.get("host_cpus")), []).append(m[f"{label}_cpu_pct"])
         threshold = m.get("noisy_cv_threshold", threshold)
         if s.status != "ok":
             row["errors"].append(f"{m['backend']}: {s.error}")
@@ -37,6 +41,30 @@ def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
                 tables.flag_noisy(res, metric, unquiet.get((row["label"], backend), [])[:1], threshold)
             tables.means(res)
     return list(rows.values())
+
+
+DAEMON_CPU = {"daemon": "qemu-storage-daemon", "spdk": "SPDK vhost"}   # label in the samples -> what it is
+
+
+def daemon_cpu_table(rows: list[dict], group: str) -> Table | None:
+    """What each backend's storage daemon cost in CPU during the group's points (host points
+    included: a polling reactor does not stop for them), against the host's CPUs."""
+    seen: dict[tuple, list[float]] = {}
+    for r in rows:
+        for key, pcts in r.get("daemon_cpu", {}).items():
+            seen.setdefault(key, []).extend(pcts)
+    if not seen:
+        return None
+    table = Table(title=f"{group}: storage daemon CPU during the points",
+                  caption="% of one core, mean over points; a polling reactor (SPDK without interrupt mode) takes its "
+                          "core whether or not I/O flows, so on a small host it competes with the guests and host fio")
+    for col in ("during", "daemon", "CPU (% of a core)", "of the host"):
+        table.add_column(col, justify="left" if col in ("during", "daemon") else "right")
+    for (backend, label, cpus), pcts in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        mean = sum(pcts) / len(pcts)
+        share = f"{mean / int(cpus):.0f}% of {cpus} CPUs" if str(cpus or "").isdigit() else "-"
+        table.add_row(f"{backend} points", DAEMON_CPU[label], f"{mean:.0f}%", share)
+    return table
 
 
 def best_backend(row: dict, metric: str, lower_is_better: bool, alpha: float = 0.05) -> str:
@@ -98,6 +126,8 @@ def print_matrix(rows: list[dict], group: str, metric: str, lower_is_better: boo
                 if v.get("lat_mean") is not None:
                     lat.add_row(r["label"], b, *(f"{v[k]:,.1f}" for k in ("lat_mean", "lat_p50", "lat_p99", "lat_p999")))
         shown.append(lat)
+    if cost := daemon_cpu_table(rows, group):
+        shown.append(cost)
     notes = tables.noisy_notes([(f"{r['label']} {b}", v) for r in rows for b, v in r["results"].items()], metric)
     return tables.render(shown, [(r["label"], e) for r in rows for e in r["errors"]], notes=notes)
 

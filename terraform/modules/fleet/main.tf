@@ -92,6 +92,9 @@ resource "libvirt_domain" "vm" {
   lifecycle {
     # The provider reads back the data disk the XSLT added; the XSLT itself forces replacement.
     ignore_changes = [disk]
+    # A new host side (another backend, or the same one with other options) restarts its daemons:
+    # a guest still connected to the old ones would lose its disk, and hold memory the new ones need.
+    replace_triggered_by = [terraform_data.backend_host]
   }
 }
 
