@@ -63,7 +63,8 @@ def daemon_cpu_table(rows: list[dict], group: str) -> Table | None:
     for (backend, label, cpus), pcts in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         mean = sum(pcts) / len(pcts)
         share = f"{mean / int(cpus):.0f}% of {cpus} CPUs" if str(cpus or "").isdigit() else "-"
-        table.add_row(f"{backend} points", DAEMON_CPU[label], f"{mean:.0f}%", share)
+        during = "host points while it ran" if backend == "host" else f"{backend} points"
+        table.add_row(during, DAEMON_CPU[label], f"{mean:.0f}%", share)
     return table
 
 
