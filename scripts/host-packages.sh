@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # Installs the host packages the testbed needs (with --test, also what the tests need: Chromium
-# renders the HTML report, sfdisk writes a partition table to refuse). Idempotent: skips apt when all are present.
+# renders the HTML report, sfdisk writes a partition table to refuse; with --spdk-build, what
+# scripts/spdk.sh builds SPDK with). Idempotent: skips apt when all are present.
 set -euo pipefail
 pkgs=(qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
       libvirt-dev pkg-config xsltproc mmdebstrap fio e2fsprogs util-linux ca-certificates
       python3-venv python3-dev gcc git
       mariadb-server-core mariadb-client-core sysbench curl unzip openssh-client
       ceph-mon ceph-mgr ceph-osd ceph-common qemu-block-extra iproute2)
-[ "${1:-}" = --test ] && pkgs+=(chromium fdisk)
+for arg in "$@"; do
+  case $arg in
+    --test) pkgs+=(chromium fdisk) ;;
+    --spdk-build) pkgs+=(libdpdk-dev dpdk-dev libaio-dev libssl-dev uuid-dev libnuma-dev libjson-c-dev libncurses-dev
+                         libkeyutils-dev libfuse3-dev python3-pyelftools meson ninja-build libcunit1-dev libbsd-dev
+                         libarchive-dev g++ make) ;;
+    *) echo "usage: $0 [--test] [--spdk-build]" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,23 +17,15 @@ import pytest
 from harness import gc
 from harness.ceph.plan import CephPlan, link_utilisation
 from harness.hosts import LocalHost
+from run_harness import harness
 from harness.workloads import fio
 
 pytestmark = pytest.mark.integration
-HARNESS = str(Path(sys.executable).parent / "harness")
 NAME = "vtb-cit-ceph"
 STATE = Path("/var/tmp/vtb-ci")
 CONFIG = Path(__file__).parents[1] / "ci.toml"
 RBD_FLEET = ["--config", str(CONFIG), "--set", "fleet.name=rbd", "--set", "disk.backend=rbd", "--set", "fleet.vms=1",
              "--set", "ceph.pg_num=16"]
-
-
-def harness(*args, check=True):
-    out = subprocess.run([HARNESS, *args], capture_output=True, text=True, timeout=900)
-    print(out.stdout, out.stderr)
-    if check:
-        assert out.returncode == 0, out.stdout + out.stderr
-    return out
 
 
 def counters(dev: str) -> dict[str, int]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,22 +13,14 @@ import pytest
 from harness import gc, hugepages, paths
 from harness.backends import spdk_target
 from harness.hosts import LocalHost
+from run_harness import harness
 
 pytestmark = pytest.mark.integration
-HARNESS = str(Path(sys.executable).parent / "harness")
 CONFIG = Path(__file__).parents[1] / "ci.toml"
 STATE = Path("/var/tmp/vtb-ci")
 FLEET = ["--config", str(CONFIG), "--set", "fleet.name=spdk", "--set", "disk.backend=vhost-user-blk-spdk",
          "--set", "fleet.vms=1"]
 PREFIX = "vtb-spdk-"
-
-
-def harness(*args, check=True):
-    out = subprocess.run([HARNESS, *args], capture_output=True, text=True, timeout=900)
-    print(out.stdout, out.stderr)
-    if check:
-        assert out.returncode == 0, out.stdout + out.stderr
-    return out
 
 
 def reserved_pages() -> int:
