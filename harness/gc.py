@@ -1,8 +1,8 @@
 """Finds and removes what the harness created on a host, by name prefix only: domains, pools,
 stray QEMU processes, storage daemons, database servers and Ceph daemons, loop devices and mounts,
-a Ceph cluster's namespaces and bridge, and hugepages an SPDK target reserved. Safe after a SIGKILL; never touches anything without
-the prefix. In a cluster of yours (ceph.mode = "existing") it removes only the images its fleets
-recorded and tagged."""
+a Ceph cluster's namespaces and bridge, and the hugepages an SPDK target reserved. Safe after a
+SIGKILL; never touches anything without the prefix. In a cluster of yours (ceph.mode =
+"existing") it removes only the images its fleets recorded and tagged."""
 from __future__ import annotations
 
 import json

@@ -61,8 +61,12 @@ start)
 stop)
   stop
   if [ -f "$RUN/hugetlbfs.mounted" ]; then
-    umount /dev/hugepages 2>/dev/null && echo "hugetlbfs: unmounted /dev/hugepages (the testbed mounted it)"
-    rm -f "$RUN/hugetlbfs.mounted"
+    if umount /dev/hugepages 2>/dev/null; then
+      rm -f "$RUN/hugetlbfs.mounted"
+      echo "hugetlbfs: unmounted /dev/hugepages (the testbed mounted it)"
+    else
+      echo "warning: /dev/hugepages (mounted by the testbed) is busy; left mounted, the next stop tries again" >&2
+    fi
   fi
   ;;
 *) echo "usage: $0 start|stop" >&2; exit 2 ;;

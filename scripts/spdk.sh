@@ -67,6 +67,7 @@ make -j"$(nproc)" >"$work/make.log" 2>&1 || { tail -n 40 "$work/make.log" >&2; e
 mkdir -p "$work/out/bin"
 cp build/bin/vhost "$work/out/bin/"
 cp -a build/lib "$work/out/lib"
+cp VERSION "$work/out/VERSION" 2>/dev/null || true   # recorded with every sample
 echo "$source" > "$work/out/SOURCE"
 rm -rf "$out" && mv "$work/out" "$out"
 ln -sfn "$key" "$CACHE/spdk/current"   # the build the harness uses

@@ -35,6 +35,16 @@ def build_dir(spdk_build: str) -> Path:
     return Path(spdk_build) if spdk_build else CACHED_BUILD
 
 
+def version(spdk_build: str) -> str:
+    """The build's SPDK version: its VERSION file (make spdk copies it in; an SPDK tree has it
+    beside its build/ folder)."""
+    build = build_dir(spdk_build)
+    for f in (build / "VERSION", build.parent / "VERSION"):
+        if f.is_file():
+            return f.read_text().strip()
+    return "unknown"
+
+
 def missing_build(spdk_build: str) -> str | None:
     """Why no SPDK build can be used, with the fix; None when there is one."""
     build = build_dir(spdk_build)
@@ -44,7 +54,7 @@ def missing_build(spdk_build: str) -> str | None:
         return (f"disk.spdk_build={spdk_build} has no bin/vhost. Fix: point it at the build/ folder of an SPDK tree "
                 "you ran `make` in, or unset it to use the build `make spdk` makes")
     if source := vendored_source():
-        return f"SPDK is not built yet (source at hand: {source}). Fix: run `make spdk` (about 2-5 min once, then cached)"
+        return f"SPDK is not built yet (source at hand: {source}). Fix: run `make spdk` (1-5 min once, then cached)"
     return ("no SPDK build and no SPDK source here. Fix: `VTB_SPDK_SOURCE=/path/to/spdk-v25.09.tar.gz make spdk` "
             "(an SPDK v25.09 archive or source tree), or set disk.spdk_build to an SPDK build/ folder, or "
             "disk.spdk_socket to a vhost target you run")
@@ -60,7 +70,7 @@ def client(sock: str | Path, timeout: float = 30) -> JSONRPCClient:
 
 def call(rpc, method: str, **params):
     """One RPC; SPDK's error comes back as SpdkError naming the method. Only the given fields
-    are sent (the v26 PyPI helpers add ones a v25.09 target rejects, e.g. bdev_aio_create's fallocate)."""
+    are sent (spdk 26.x's bdev_aio_create adds `nowait`, which a v25.09 target rejects)."""
     try:
         return rpc.call(method, params or None)
     except JSONRPCException as e:

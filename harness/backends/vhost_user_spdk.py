@@ -104,21 +104,16 @@ class VhostUserSpdk(Backend):
         return None
 
     def host_up(self, host: Host, plan: HostPlan) -> None:
-        if self._own(plan):
-            target = self._target(host, plan)
-            if target.alive() and self._controllers(plan) == {vm.name for vm in plan.vms}:
-                return   # already up
-            self.host_down(host, plan)   # half made (killed during host_up): start over
-            hp = hugepage_plan(plan)
-            hugepages.apply(host, hp)
-            try:
-                target.start()
+        if {vm.name for vm in plan.vms} <= self._controllers(plan):
+            return   # already up
+        self.host_down(host, plan)   # whatever a host_up killed half-way left
+        try:
+            if self._own(plan):
+                hp = hugepage_plan(plan)
+                hugepages.apply(host, hp)
+                self._target(host, plan).start()
                 # DPDK takes more than its -s (its memseg lists): what the guests need must still be free
                 hugepages.top_up(host, hp, math.ceil(len(plan.vms) * plan.guest_memory_mib / hugepages.PAGE_MIB))
-            except BaseException:
-                self.host_down(host, plan)
-                raise
-        try:
             self._serve(plan)
         except BaseException:
             self.host_down(host, plan)
@@ -163,8 +158,10 @@ class VhostUserSpdk(Backend):
         return vhost_user_blk(vhost_dir / vm.name, plan.disk["num_queues"], hugepages=True)
 
     def metadata(self, disk) -> dict:
+        own = {} if disk.spdk_socket else {"spdk_version": spdk_target.version(disk.spdk_build),
+                                           "spdk_build": str(spdk_target.build_dir(disk.spdk_build).resolve())}
         return {**super().metadata(disk), "spdk_target": "yours" if disk.spdk_socket else "harness",
-                "spdk_interrupt": disk.spdk_interrupt}
+                "spdk_interrupt": disk.spdk_interrupt, **own}
 
 
 BACKEND = VhostUserSpdk()

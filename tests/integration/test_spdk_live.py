@@ -60,6 +60,7 @@ def test_one_vm_on_spdk_polling_and_interrupt_mode_then_nothing_is_left(tmp_path
             assert set(iops) == {"physical", "virtual"} and all(r["value"] > 0 for r in iops.values())
             virtual = iops["virtual"]
             assert virtual["backend"] == "vhost-user-blk-spdk" and virtual["spdk_interrupt"] == (interrupt == "true")
+            assert virtual["spdk_version"] == spdk_target.version("") != "unknown"
             assert virtual["spdk_cpu_s"] > 0 and "spdk_cpu_pct" in virtual   # the target's cost, recorded
             if interrupt == "false":   # a polling reactor: one core, busy or not; the settle wait ignores it
                 assert virtual["spdk_cpu_pct"] > 80 and not virtual["settle_timed_out"]

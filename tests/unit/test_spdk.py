@@ -125,3 +125,16 @@ def test_a_users_target_with_start_options_is_refused():
     with pytest.raises(ConfigError, match="spdk_interrupt"):
         settings.load(None, ["disk.backend=vhost-user-blk-spdk", "disk.spdk_socket=/run/s.sock",
                              "disk.spdk_interrupt=true"])
+
+
+def test_the_version_recorded_comes_from_the_build_or_its_tree(tmp_path):
+    build = tmp_path / "spdk" / "build"
+    (build / "bin").mkdir(parents=True)
+    assert spdk_target.version(str(build)) == "unknown"
+    (tmp_path / "spdk" / "VERSION").write_text("25.09.0\n")   # an SPDK tree: VERSION beside build/
+    assert spdk_target.version(str(build)) == "25.09.0"
+    (build / "VERSION").write_text("25.09.1\n")                # make spdk's build: copied in
+    assert spdk_target.version(str(build)) == "25.09.1"
+    meta = VhostUserSpdk().metadata(settings.load(None, ["disk.backend=vhost-user-blk-spdk",
+                                                         f"disk.spdk_build={build}"]).disk)
+    assert meta["spdk_version"] == "25.09.1" and meta["spdk_target"] == "harness" and meta["spdk_interrupt"] is False
