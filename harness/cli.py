@@ -53,7 +53,7 @@ def testbed() -> None:
 def testbed_up(config_path, overrides) -> None:
     """Probe the accelerator, terraform apply the fleet (and its [raid] array), wait for every guest agent."""
     from harness import nested_host, runner
-    from harness.testbed import Testbed
+    from harness.testbed import Testbed, TestbedError
     cfg = load(config_path, overrides)
     deployed = Testbed.deployed_vms(cfg)
     if "vms" not in cfg.fleet.model_fields_set and deployed > cfg.fleet.vms:
@@ -64,7 +64,15 @@ def testbed_up(config_path, overrides) -> None:
         from harness.cluster import Cluster
         Cluster(cfg, hosts.all_for_config(cfg)).up()
         return
-    Testbed(cfg, nested_host.host_for(cfg)).up()
+    host = nested_host.host_for(cfg)
+    tb = Testbed(cfg, host)
+    try:
+        tb.up()
+    except TestbedError:
+        rebuilt = nested_host.rebuilt_after_loss(cfg, host, tb.host_not_answering())
+        if rebuilt is None:
+            raise
+        Testbed(cfg, rebuilt).up()
 
 
 @testbed.command("down")

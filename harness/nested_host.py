@@ -159,6 +159,16 @@ def rebuild(cfg) -> NestedHost:
     return up(cfg)
 
 
+def rebuilt_after_loss(cfg, host: Host, lost: str | None) -> NestedHost | None:
+    """After a failed bring-up on `host`: when it is a nested host that stopped answering (`lost`
+    says how; its L1 hung as an L2 started), the host rebuilt, for the caller to provision again.
+    None for any other failure, which stands."""
+    if not lost or host.descriptor()["kind"] != "nested":
+        return None
+    warn(f"the nested host stopped answering during the bring-up ({lost}); rebuilding it and provisioning again")
+    return rebuild(cfg)
+
+
 def _find_drives(host: NestedHost, count: int) -> list[str]:
     """The L1's device paths of our drives, by serial (no udev there, so no /dev/disk/by-id)."""
     script = ('for d in /sys/block/*; do s=$(cat "$d/device/serial" 2>/dev/null || cat "$d/serial" 2>/dev/null); '

@@ -174,11 +174,10 @@ class RaidSweep:
     def _rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
         """After a failed bring-up: a nested host that stopped answering (its L1 hung as an L2 started)
         is rebuilt, and the run goes on on the new one (True). Any other failure stands (False)."""
-        lost = tb.host_not_answering()
-        if not lost or ctx.host.descriptor()["kind"] != "nested":
+        rebuilt = nested_host.rebuilt_after_loss(ctx.cfg, ctx.host, tb.host_not_answering())
+        if rebuilt is None:
             return False
-        warn(f"the nested host stopped answering during the bring-up ({lost}); rebuilding it and provisioning again")
-        ctx.host = nested_host.rebuild(ctx.cfg)
+        ctx.host = rebuilt
         pipeline.sites = [Site(ctx.host, ctx.host.uri)]
         return True
 

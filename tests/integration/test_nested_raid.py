@@ -137,6 +137,7 @@ def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
              "--set", "fleet.disk_size_mib=64"]
     try:
         harness("testbed", "up", *extra)
+        host = NestedHost.load(STATE / "nested")   # a new L1 if the first hung as the L2 started (up rebuilds it)
         rec = json.loads((STATE / "cin" / "testbed.json").read_text())
         assert rec["raid"]["level"] == 10 and rec["device_path"] == "/dev/vtb-cin-raid-data"
         assert rec["accel"]["accel"] == "kvm"
