@@ -110,6 +110,21 @@ class Backend:
 
 
 # --- helpers -------------------------------------------------------------------------------
+def daemon_alive(host, pidfile: Path) -> bool:
+    """A host-side daemon the harness started (qemu-storage-daemon, SPDK) is running, by its pid file."""
+    return host.run(["sh", "-c", 'kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null', "sh", str(pidfile)],
+                    check=False, timeout=30).returncode == 0
+
+
+def stop_daemon(host, pidfile: Path, grace_s: float = 5, *also_remove: Path) -> None:
+    """TERM to the daemon in the pid file, KILL after the grace; removes the pid file (and
+    `also_remove`, e.g. its sockets). Safe to repeat."""
+    script = ('pid=$(cat "$1" 2>/dev/null) || exit 0; kill "$pid" 2>/dev/null; i=0; '
+              f'while kill -0 "$pid" 2>/dev/null && [ $i -lt {int(grace_s * 10)} ]; do sleep 0.1; i=$((i+1)); done; '
+              'kill -9 "$pid" 2>/dev/null; rm -f "$@"')
+    host.run(["sh", "-c", script, "sh", str(pidfile), *map(str, also_remove)], check=False, timeout=60 + grace_s)
+
+
 def disk_source(device: HostDevice, vm: VmSlot) -> tuple[str, str]:
     """(disk type, <source> element) for the VM's slice of the host device."""
     slices = f"<slices><slice type='storage' offset={attr(vm.offset)} size={attr(vm.size)}/></slices>"

@@ -12,6 +12,7 @@ from spdk.rpc.client import JSONRPCClient, JSONRPCException
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from harness import paths
+from harness.backends.base import daemon_alive, stop_daemon
 
 CACHED_BUILD = paths.CACHE / "spdk" / "current"
 VENDOR_GLOB = "spdk-*.tar.gz"
@@ -101,8 +102,7 @@ class Target:
                 *(["--interrupt-mode"] if self.interrupt else [])]
 
     def alive(self) -> bool:
-        return self.host.run(["sh", "-c", 'kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null', "sh", str(self.pidfile)],
-                             check=False, timeout=30).returncode == 0
+        return daemon_alive(self.host, self.pidfile)
 
     def start(self) -> None:
         """Starts the target in a session of its own (it outlives this command: Terraform's hook)
@@ -132,7 +132,4 @@ class Target:
 
     def stop(self) -> None:
         """TERM, then KILL after a grace; removes its pid file and RPC socket. Safe to repeat."""
-        script = ('pid=$(cat "$1" 2>/dev/null) || exit 0; kill "$pid" 2>/dev/null; i=0; '
-                  f'while kill -0 "$pid" 2>/dev/null && [ $i -lt {STOP_GRACE_S * 10} ]; do sleep 0.1; i=$((i+1)); done; '
-                  'kill -9 "$pid" 2>/dev/null; rm -f "$1" "$2" "$2.lock"')
-        self.host.run(["sh", "-c", script, "sh", str(self.pidfile), str(self.sock)], check=False, timeout=60)
+        stop_daemon(self.host, self.pidfile, STOP_GRACE_S, self.sock, Path(f"{self.sock}.lock"))

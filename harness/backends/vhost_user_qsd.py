@@ -11,7 +11,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, file_blockdev, vhost_user_blk
+from harness.backends.base import (Attachment, Backend, HostPlan, VmSlot, daemon_alive, file_blockdev, stop_daemon,
+                                   vhost_user_blk)
 from harness.hosts import Host
 from harness.libvirt_xml import qemu_opt
 from harness.schema import Section
@@ -33,10 +34,6 @@ def _daemons(plan: HostPlan) -> dict[str, list[VmSlot]]:
 # Run on the fleet's host (this machine or a nested one), never assumed to be here.
 _LISTENING = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
               "try:\n    s.connect(sys.argv[1])\nexcept OSError:\n    sys.exit(1)")
-_ALIVE = 'kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null'
-_STOP = ('pid=$(cat "$1" 2>/dev/null) || exit 0; kill "$pid" 2>/dev/null; i=0; '
-         'while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; '
-         'kill -9 "$pid" 2>/dev/null; rm -f "$1"')
 
 
 def _listening(host: Host, path: Path) -> bool:
@@ -73,7 +70,7 @@ class VhostUserQsd(Backend):
         d = plan.disk
         for daemon, vms in _daemons(plan).items():
             pidfile = plan.run_dir / f"{daemon}.pid"
-            if _sh(host, _ALIVE, pidfile):
+            if daemon_alive(host, pidfile):
                 continue
             args = [BINARY, "--daemonize", "--pidfile", str(pidfile)]
             for vm in vms:
@@ -95,7 +92,7 @@ class VhostUserQsd(Backend):
 
     def host_down(self, host: Host, plan: HostPlan) -> None:
         for daemon in _daemons(plan):
-            _sh(host, _STOP, plan.run_dir / f"{daemon}.pid")
+            stop_daemon(host, plan.run_dir / f"{daemon}.pid")
         host.run(["rm", "-f", *(str(socket_path(plan, vm)) for vm in plan.vms)], check=False, timeout=30)
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
