@@ -219,12 +219,13 @@ class Target:
 
 def together(job: FioJob, targets: list[Target], extra_env: dict | None = None) -> list[Output]:
     """The job on every target at once, from one barrier and one start time on every node's clock
-    (each node's offset is asked once), so that the participants' runs overlap."""
+    (each node's offset is asked once), so that the participants' runs overlap. A lone participant's
+    offset is asked too: its report's window, put on this machine's clock, is what observers of
+    the point (a Ceph node's link counters) measure over, and a guest's clock is seconds off."""
     offsets: dict[int, float] = {}
-    if len(targets) > 1:
-        for t in targets:
-            if id(t.node) not in offsets:
-                offsets[id(t.node)] = t.node.clock_offset_s()
+    for t in targets:
+        if id(t.node) not in offsets:
+            offsets[id(t.node)] = t.node.clock_offset_s()
     offs = [offsets.get(id(t.node), 0.0) for t in targets]
     envs, start = SHARED_START.envs(offs, extra_env)
     raws = in_parallel(lambda i: run(targets[i].node, job, locator=targets[i].locator, offset=targets[i].offset,
