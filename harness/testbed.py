@@ -15,9 +15,9 @@ from pathlib import Path
 
 import libvirt
 
-from harness import accel, backends, conditions, gc, guest_consoles, hosts, paths
+from harness import accel, backends, conditions, gc, guest_consoles, hosts, paths, vm_start
 from harness import raid as raid_mod  # `raid` is the array a Testbed builds
-from harness.agent import AgentError, AgentTimeout, GuestAgent
+from harness.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel
 from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.ceph import local as ceph_local
 from harness.ceph import existing as ceph_existing
@@ -74,12 +74,14 @@ class TestbedRecord:
     raid: dict | None = None                     # the RAID array under the fleet, if any
     ceph: dict | None = None                     # the local Ceph cluster under the fleet, if any
     boot_restarts: dict = field(default_factory=dict)  # VM -> why it was restarted while booting
+    started: dict = field(default_factory=dict)  # VM -> {"how": "restored" | "booted", "reason": why it booted}
 
     def metadata(self) -> dict:
         """What every sample measured on this testbed records about it."""
         return {**self.disk, "device_kind": self.device_kind, "device": self.device_path, "image": self.image,
                 "fleet_vms": len(self.vms), "vcpus": self.fleet["vcpus"], "memory_mib": self.fleet["memory_mib"],
-                "data_size_bytes": self.vms[0].slice_bytes if self.vms else 0}
+                "data_size_bytes": self.vms[0].slice_bytes if self.vms else 0,
+                "vm_start": "/".join(sorted({s["how"] for s in self.started.values()})) or "unknown"}
 
     @classmethod
     def from_json(cls, text: str) -> "TestbedRecord":
@@ -299,9 +301,12 @@ class Testbed:
         vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
                       str(self.host_dir / "consoles" / f"{vm.name}.log"), vm.index, self.host.name) for vm in plan.vms]
         try:
+            started = self._start([v.name for v in vms])
             ready, boot_restarts = self._wait_agents([v.name for v in vms], t0)
-        except AgentError as e:
-            raise TestbedError(f"{e}; {self._keep_consoles_and_undo()}") from None
+            self._personalize([v for v in vms if started.get(v.name, vm_start.Started("")).how == "restored"])
+        except (AgentError, libvirt.libvirtError) as e:
+            msg = e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
+            raise TestbedError(f"{msg}; {self._keep_consoles_and_undo()}") from None
         record = TestbedRecord(
             prefix=self.cfg.prefix, uri=self.host.uri, vms=vms, device_path=plan.device.path,
             device_kind=plan.device.kind, accel=accel.as_dict(choice),
@@ -311,7 +316,8 @@ class Testbed:
             image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready,
             host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None,
             ceph=self._ceph_metadata(),
-            boot_restarts=boot_restarts)
+            boot_restarts=boot_restarts,
+            started={n: asdict(st) for n, st in started.items()} or self._started_before())
         write_atomic(self.record_path, json.dumps(asdict(record), indent=2))
         step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start")
         return record
@@ -357,6 +363,37 @@ class Testbed:
         tail = guest_consoles.last_lines(guest, 15)
         return (f"the fleet was torn down. Its consoles are kept in {dest}" + (f"; the last lines:\n{tail}" if tail else "")
                 + "\nFix: retry `harness testbed up`; if it fails again, read those consoles")
+
+    def _start(self, names: list[str]) -> dict[str, vm_start.Started]:
+        """Starts the stopped domains (all of them after a create): restored where allowed."""
+        why_not = ("fleet.restore is false" if not self.cfg.fleet.restore else
+                   None if self.host.name == "local" else
+                   f"restores run on this machine only for now, not on the {self.host.name} host")
+        conn = connect(self.host.uri)
+        try:
+            started = vm_start.start(conn, names, image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(),
+                                     work_dir=self.dir, restore=why_not)
+        finally:
+            conn.close()
+        if started:
+            restored = sorted(n for n, st in started.items() if st.how == "restored")
+            step(f"started {len(started)} VM(s): " + (f"{len(restored)} restored from a booted template"
+                                                       if restored else "booted")
+                 + (f", {len(started) - len(restored)} booted" if restored and len(restored) < len(started) else ""))
+        return started
+
+    def _started_before(self) -> dict:
+        """How the running VMs of a fleet already up were started (its record, when there is one)."""
+        try:
+            return TestbedRecord.from_json(self.record_path.read_text()).started
+        except (OSError, ValueError, TypeError):
+            return {}
+
+    def _personalize(self, vms: list[VmInfo]) -> None:
+        if not vms:
+            return
+        with guests(self.host.uri, [v.name for v in vms]) as agents:
+            in_parallel(lambda i: vm_start.personalize(agents[i], vms[i].slice_bytes, vms[i].locator), range(len(vms)))
 
     def _wait_agents(self, names: list[str], t0: float) -> tuple[dict[str, float], dict[str, str]]:
         """Seconds from apply until each guest's agent answered, and the guests restarted on the way.

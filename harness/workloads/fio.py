@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import secrets
 import subprocess
 import time
 from dataclasses import dataclass
@@ -91,7 +92,8 @@ def fs_env(mkfs: list[str] | None, mount_options: str = "") -> dict[str, str]:
 def run(node: Node, job: FioJob, *, locator: str, size: int, offset: int = 0, extra_env: dict | None = None) -> str:
     """Runs the job on the disk or region the locator names (see find-disk.sh: `serial:`, `pci:` in a
     guest, `path:` or `rbd:` on a host) with the same runner on any node; returns fio's raw JSON."""
-    env = {"PATH": PATH, **job_env(job, offset=offset, size=size), **(extra_env or {})}
+    env = {"PATH": PATH, **job_env(job, offset=offset, size=size), "FIO_RANDSEED": str(secrets.randbits(63)),
+           **(extra_env or {})}
     try:
         out = node.run(["/bin/sh", "-c", guest_script(GUEST_RUNNER), "run-fio", locator], env=env,
                        input=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job), check=False)

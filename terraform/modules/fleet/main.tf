@@ -67,6 +67,9 @@ resource "libvirt_domain" "vm" {
   memory     = var.memory_mib
   kernel     = var.kernel
   initrd     = var.initrd
+  # Defined stopped: the harness starts each domain, restored from a booted template where it can
+  # (harness/vm_start.py), else booted. (The provider still starts and destroys it once on create.)
+  running = false
   cmdline = [{
     "root"     = "LABEL=vtbroot"
     "rw"       = ""
@@ -91,7 +94,8 @@ resource "libvirt_domain" "vm" {
 
   lifecycle {
     # The provider reads back the data disk the XSLT added; the XSLT itself forces replacement.
-    ignore_changes = [disk]
+    # `running` reads back true once the harness started the domain: that is not a change to make.
+    ignore_changes = [disk, running]
     # A new host side (another backend, or the same one with other options) restarts its daemons:
     # a guest still connected to the old ones would lose its disk, and hold memory the new ones need.
     replace_triggered_by = [terraform_data.backend_host]

@@ -1,0 +1,60 @@
+"""Restoring a fleet from a saved template: which domains share a template (real inactive XMLs of
+two VMs of one fleet), and the save image's identity rewrite (the header of a real libvirt 9.0
+save image). The live restore is run by tests/integration/test_vm_restore.py."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.vm_start import SaveImageError, set_identity, template_key
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "libvirt"
+VM0, VM1 = ((FIXTURES / f"fleet-vm{i}-inactive.xml").read_text() for i in (0, 1))
+V = "libvirt 9000000 qemu 7002022"
+
+
+def test_two_vms_of_one_fleet_share_a_template():
+    assert template_key(VM0, "img", V) == template_key(VM1, "img", V)
+
+
+@pytest.mark.parametrize("change", [
+    ("<memory unit='KiB'>524288</memory>", "<memory unit='KiB'>1048576</memory>"),   # another memory size
+    ("size='134217728'", "size='268435456'"),                                         # another data disk size
+    ("<target dev='vdb' bus='virtio'/>", "<target dev='sda' bus='scsi'/>"),          # another disk model
+    ("init=/sbin/vtb-init", "init=/sbin/other"),                                      # another kernel command line
+])
+def test_a_changed_shape_needs_another_template(change):
+    assert change[0] in VM0
+    assert template_key(VM0.replace(*change), "img", V) != template_key(VM0, "img", V)
+
+
+def test_another_image_or_version_needs_another_template():
+    assert template_key(VM0, "img2", V) != template_key(VM0, "img", V)
+    assert template_key(VM0, "img", "libvirt 9000000 qemu 8000000") != template_key(VM0, "img", V)
+
+
+def _xml_of(data: bytes) -> str:
+    return data[92:data.index(b"\0", 92)].decode()
+
+
+def test_identity_is_rewritten_and_the_cookie_kept(tmp_path):
+    save = tmp_path / "state.save"
+    shutil.copyfile(FIXTURES / "save-header-v2.bin", save)
+    before = save.read_bytes()
+    tail = before[before.index(b"QEVM"):]
+    name = "vtb-a-much-longer-fleet-name-vm12"
+    set_identity(save, name, "00000000-1111-2222-3333-444444444444")
+    after = save.read_bytes()
+    xml = _xml_of(after)
+    assert f"<name>{name}</name>" in xml and "<uuid>00000000-1111-2222-3333-444444444444</uuid>" in xml
+    assert xml.replace(name, "vtb-sdev-vm0").split("<uuid>")[0] == _xml_of(before).split("<uuid>")[0]
+    assert len(after) == len(before) and after.endswith(tail)   # the QEMU stream is where it was
+    cookie = int.from_bytes(after[32:36], "little")
+    assert after[92 + cookie:].startswith(b"<cookie>")
+
+
+def test_a_file_that_is_not_a_save_image_is_refused(tmp_path):
+    f = tmp_path / "x.save"
+    f.write_bytes(b"\0" * 200)
+    with pytest.raises(SaveImageError, match="not an uncompressed libvirt save image"):
+        set_identity(f, "x", "y")
