@@ -33,7 +33,8 @@ from harness.store import write_atomic
 from harness.workloads import guest_script
 
 RECIPE = "2"            # bump when what a template holds, or how it is made, changes
-KEEP_TEMPLATES = 8      # the most recently used templates kept in the cache
+KEEP_TEMPLATES = 8
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"      # the most recently used templates kept in the cache
 CAPTURE_TIMEOUT_S = 180
 
 
@@ -45,8 +46,10 @@ class Started:
 
 def _strip_vm_identity(xml: str) -> ET.Element:
     """The domain XML as every VM of one shape has it: without name, UUID, MACs, file and socket
-    paths, a slice's offset, its `vtb.name`, and what libvirt adds when a domain runs."""
-    root = ET.fromstring(xml)
+    paths, a slice's offset, its `vtb.name`, and what libvirt adds when a domain runs. The same
+    goes for QEMU arguments a backend adds (a region's offset, a file or socket path)."""
+    name = ET.fromstring(xml).findtext("name") or ""
+    root = ET.fromstring(xml.replace(name, "{vm}") if name else xml)
     root.attrib.pop("id", None)
     for tag in ("name", "uuid", "seclabel", "resource"):
         for e in root.findall(tag):
@@ -65,6 +68,8 @@ def _strip_vm_identity(xml: str) -> ET.Element:
             e.attrib.pop(attr, None)
     for e in root.iter("slice"):
         e.attrib.pop("offset", None)
+    for e in root.iter(f"{{{QEMU_NS}}}arg"):
+        e.set("value", re.sub(r"\b(offset=\d+|[\w.-]+=/[^,]*)", "", e.get("value", "")))
     return root
 
 
@@ -163,9 +168,14 @@ def _capture(conn: libvirt.virConnect, dom: libvirt.virDomain, key: str, image: 
 
 
 def _prune() -> None:
+    """Keeps the KEEP_TEMPLATES most recently used templates, and removes captures left half-made
+    (a bring-up killed while saving) once they are an hour old."""
     saves = paths.CACHE / "saves"
-    kept = sorted((d for d in saves.iterdir() if d.is_dir() and not d.name.startswith(".")),
-                  key=lambda d: d.stat().st_mtime, reverse=True)
+    dirs = [d for d in saves.iterdir() if d.is_dir()]
+    for d in dirs:
+        if d.name.startswith(".") and time.time() - d.stat().st_mtime > 3600:
+            shutil.rmtree(d, ignore_errors=True)
+    kept = sorted((d for d in dirs if not d.name.startswith(".")), key=lambda d: d.stat().st_mtime, reverse=True)
     for d in kept[KEEP_TEMPLATES:]:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -191,7 +201,7 @@ def _restore(conn: libvirt.virConnect, dom: libvirt.virDomain, template: Path, w
     tmp.replace(root)
     set_identity(work_save, dom.name(), dom.UUIDString())
     conn.restoreFlags(str(work_save), dom.XMLDesc(libvirt.VIR_DOMAIN_XML_SECURE), libvirt.VIR_DOMAIN_SAVE_RUNNING)
-    (template / "template.json").touch()   # recently used: kept by _prune
+    template.touch()   # recently used: kept by _prune
 
 
 def start(conn: libvirt.virConnect, names: list[str], *, image: str, work_dir: Path,

@@ -17,6 +17,24 @@ def test_two_vms_of_one_fleet_share_a_template():
     assert template_key(VM0, "img", V) == template_key(VM1, "img", V)
 
 
+QEMU_ARGS = ("<qemu:commandline xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>"
+             "<qemu:arg value='driver=file,node-name=f,filename=/pool/{fleet}-device.raw,aio=native'/>"
+             "<qemu:arg value='driver=raw,node-name=d,file=f,offset={offset},size=134217728'/>"
+             "<qemu:arg value='driver=rbd,pool=p,image={vm}-data,conf=/state/{fleet}/ceph.conf'/></qemu:commandline>")
+
+
+def _with_args(xml: str, fleet: str, offset: int) -> str:
+    name = xml.split("<name>")[1].split("</name>")[0]
+    return xml.replace("</domain>", QEMU_ARGS.format(fleet=fleet, offset=offset, vm=name) + "</domain>")
+
+
+def test_a_backends_qemu_arguments_for_each_vm_share_a_template():
+    """A backend's per-VM arguments (its region's offset, its image named after the VM, paths under
+    the fleet's directory) do not make another shape."""
+    assert template_key(_with_args(VM0, "a", 0), "img", V) == template_key(_with_args(VM1, "b", 1 << 27), "img", V)
+    assert template_key(_with_args(VM0, "a", 0), "img", V) != template_key(VM0, "img", V)
+
+
 @pytest.mark.parametrize("change", [
     ("<memory unit='KiB'>524288</memory>", "<memory unit='KiB'>1048576</memory>"),   # another memory size
     ("size='134217728'", "size='268435456'"),                                         # another data disk size
