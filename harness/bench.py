@@ -2,6 +2,7 @@
 
 - cold and warm `testbed up`, and seconds until every guest agent answers;
 - guest-ping after QEMU start (the fast-boot target: under 10 s under TCG);
+- agent-ready seconds after `terraform apply` for 1, 2 and 8 VMs, booted and restored;
 - orchestration overhead per point, the settle wait included (and the settle wait alone);
 - fidelity: harness-measured physical IOPS over plain fio typed by hand on the same device and
   job, interleaved FIDELITY_PAIRS (40) times: the mean ratio with its 95% CI;
@@ -76,6 +77,34 @@ def _ceph_up_s(cfg: Config) -> float | str:
         ceph_local.destroy(host, plan)
 
 
+BRING_UP_VMS = (1, 2, 8)
+
+
+def _bring_up(cfg: Config) -> dict:
+    """Seconds from `terraform apply` until every guest agent answers, for 1, 2 and 8 VMs, booted
+    and restored from the saved template (made first when there is none, and timed apart)."""
+    def up(vms: int, restore: bool) -> tuple[float, dict]:
+        tb = Testbed(cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
+            "name": "bench-up", "vms": vms, "restore": restore})}), run_scoped=True)
+        tb.down(quiet=True)
+        try:
+            record = tb.up()
+            return max(record.ready_s.values()), record.started
+        finally:
+            tb.down(quiet=True)
+    figures: dict = {}
+    step("bench: a restore of 1 VM (its template is saved first when there is none)")
+    figures["first_restore_up_1_vm_s"], _ = up(1, True)
+    for vms in BRING_UP_VMS:
+        for restore in (False, True):
+            step(f"bench: {vms} VM(s) agent-ready, {'restored' if restore else 'booted'}")
+            seconds, started = up(vms, restore)
+            hows = sorted({s["how"] for s in started.values()})
+            figures[f"agents_ready_{vms}_vms_{'restored' if restore else 'booted'}_s"] = (
+                seconds if hows == (["restored"] if restore else ["booted"]) else f"{seconds:.1f} ({'/'.join(hows)})")
+    return figures
+
+
 FIDELITY_PAIRS = 40  # pair ratios vary about 14% (CV) on a shared disk: 40 pairs bring the CI within ±5%
 
 
@@ -109,6 +138,7 @@ def run(user_cfg: Config, runtime: int) -> dict:
     tb = Testbed(cfg, run_scoped=True)
     tb.down(quiet=True)
     figures: dict = {}
+    figures.update(_bring_up(cfg))
     try:
         step("bench: cold testbed up (image and provider cached)")
         figures["cold_up_s"], record = _timed(tb.up)

@@ -18,7 +18,7 @@ hooks=()
 free_mib=1024
 case $role in
 guest)
-  key=$( (cd "$here" && cat build.sh guest/*) | sha256sum | cut -c1-16)
+  key=$( (cd "$here" && cat build.sh initramfs-modules guest/*) | sha256sum | cut -c1-16)
   link=current ;;
 host)
   # libvirtd (no systemd: qemu.conf as scripts/libvirtd.sh sets it, TCP without auth, reached only
@@ -33,7 +33,7 @@ host)
          --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*'
          --customize-hook='printf "log_outputs = \"3:file:/var/log/libvirt/libvirtd.log\"\n" >> "$1/etc/libvirt/libvirtd.conf"')
   free_mib=3072   # room for the L2 pool: the uploaded guest image and overlays
-  key=host-$( (cd "$here" && cat build.sh guest/* host/*) | sha256sum | cut -c1-16)
+  key=host-$( (cd "$here" && cat build.sh initramfs-modules guest/* host/*) | sha256sum | cut -c1-16)
   link=host-current ;;
 *) echo "usage: $0 [guest|host]" >&2; exit 2 ;;
 esac
@@ -59,7 +59,10 @@ echo "$role image: building $SUITE with mmdebstrap (about 2 min)"
 mmdebstrap --variant=minbase --mode=root --include="$PACKAGES" \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
-  --essential-hook='mkdir -p "$1/etc/initramfs-tools/conf.d" && echo MODULES=most > "$1/etc/initramfs-tools/conf.d/vtb"' \
+  --essential-hook='mkdir -p "$1/etc/initramfs-tools/conf.d" && printf "MODULES=list\nCOMPRESS=zstd\n" > "$1/etc/initramfs-tools/conf.d/vtb"' \
+  --customize-hook="grep -v '^#' '$here/initramfs-modules' >> \"\$1/etc/initramfs-tools/modules\"" \
+  --customize-hook='cd "$1/usr/share/initramfs-tools" && rm -f hooks/mdadm hooks/btrfs scripts/*/mdadm scripts/*/btrfs' \
+  --customize-hook='chroot "$1" update-initramfs -u -k all' \
   --customize-hook="copy-in $here/guest/vtb-init /sbin" \
   --customize-hook='printf "127.0.0.1 localhost vtb-guest\n::1 localhost\n" > "$1/etc/hosts"' \
   --customize-hook='echo vtb-guest > "$1/etc/hostname"' \
