@@ -367,7 +367,7 @@ class Testbed:
     def _start(self, names: list[str]) -> dict[str, vm_start.Started]:
         """Starts the stopped domains (all of them after a create): restored where allowed."""
         why_not = ("fleet.restore is false" if not self.cfg.fleet.restore else
-                   None if self.host.name == "local" else
+                   None if self.host.descriptor()["kind"] == "local" else
                    f"restores run on this machine only for now, not on the {self.host.name} host")
         conn = connect(self.host.uri)
         try:

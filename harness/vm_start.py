@@ -90,6 +90,10 @@ class SaveImageError(RuntimeError):
     pass
 
 
+class SaveRefused(RuntimeError):
+    """libvirt would not save the booted guest: its shape cannot be restored (a non-migratable device)."""
+
+
 def set_identity(save: Path, name: str, uuid: str) -> None:
     """Puts name and UUID in a save image's domain XML, in place. libvirt offers no way: a restore
     with another UUID fails its ABI check. The rest of the XML comes from the restore's own XML."""
@@ -150,7 +154,10 @@ def _capture(conn: libvirt.virConnect, dom: libvirt.virDomain, key: str, image: 
     work = final.with_name(f".{key}-{time.time_ns()}")
     work.mkdir(parents=True)
     try:
-        dom.save(str(work / "state.save"))
+        try:
+            dom.save(str(work / "state.save"))
+        except libvirt.libvirtError as e:
+            raise SaveRefused(e.get_error_message()) from None
         shutil.copyfile(_root_path(conn, dom), work / "root.qcow2")
         write_atomic(work / "template.json", json.dumps({
             "key": key, "image": image, "from_vm": dom.name(), "booted_s": round(booted_s, 2),
@@ -241,10 +248,11 @@ def _start_group(conn: libvirt.virConnect, key: str, group: list, image: str, wo
         step(f"  no booted template for this VM shape yet: booting {group[0].name()} and saving it ({key})")
         try:
             template = _capture(conn, group[0], key, image)
-        except (libvirt.libvirtError, AgentError, OSError, subprocess.CalledProcessError) as e:
+        except (SaveRefused, libvirt.libvirtError, AgentError, OSError, subprocess.CalledProcessError) as e:
             reason = f"saving a booted guest failed: {_message(e)}"
             warn(f"{reason}; the fleet boots")
-            _refuse(key, reason)
+            if isinstance(e, SaveRefused):   # libvirt's verdict on the shape, not a passing failure
+                _refuse(key, reason)
             return boot_all(group, reason)
     work_save = work_dir / "restore.save"
     started: dict[str, Started] = {}
@@ -258,8 +266,9 @@ def _start_group(conn: libvirt.virConnect, key: str, group: list, image: str, wo
                 reason = f"restoring {d.name()} failed: {_message(e)}"
                 warn(f"{reason}; it boots")
                 if not started:          # the first one already failed: the others would too
-                    _refuse(key, reason)
-                    return {**started, **boot_all(group, reason)}
+                    if isinstance(e, libvirt.libvirtError):
+                        _refuse(key, reason)
+                    return boot_all(group, reason)
                 d.create()
                 started[d.name()] = Started("booted", reason)
     finally:
