@@ -210,7 +210,7 @@ class Testbed:
             "image": {"rootfs": str(img / "rootfs.qcow2"), "kernel": str(img / "vmlinuz"),
                       "initrd": str(img / "initrd.img")},
             "domain_type": choice.domain_type, "vcpus": f.vcpus, "memory_mib": f.memory_mib,
-            "console_dir": str(self.host_dir / "consoles"),
+            "console_dir": str(self.host_dir / "consoles"), "start_vms": self._why_no_restore() is not None,
             "device_bytes": len(plan.vms) * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
             "raid": raid, "ceph": ceph,
             "backend": {"host_up": hook % "up", "host_down": hook % "down",
@@ -317,7 +317,7 @@ class Testbed:
             host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None,
             ceph=self._ceph_metadata(),
             boot_restarts=boot_restarts,
-            started={n: asdict(st) for n, st in started.items()} or self._started_before())
+            started=self._how_started([v.name for v in vms], started))
         write_atomic(self.record_path, json.dumps(asdict(record), indent=2))
         step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start")
         return record
@@ -364,11 +364,16 @@ class Testbed:
         return (f"the fleet was torn down. Its consoles are kept in {dest}" + (f"; the last lines:\n{tail}" if tail else "")
                 + "\nFix: retry `harness testbed up`; if it fails again, read those consoles")
 
+    def _why_no_restore(self) -> str | None:
+        if not self.cfg.fleet.restore:
+            return "fleet.restore is false"
+        if self.host.descriptor()["kind"] != "local":
+            return f"restores run on this machine only for now, not on the {self.host.name} host"
+        return None
+
     def _start(self, names: list[str]) -> dict[str, vm_start.Started]:
-        """Starts the stopped domains (all of them after a create): restored where allowed."""
-        why_not = ("fleet.restore is false" if not self.cfg.fleet.restore else
-                   None if self.host.descriptor()["kind"] == "local" else
-                   f"restores run on this machine only for now, not on the {self.host.name} host")
+        """Starts the stopped domains: restored where allowed. (Terraform started them when not.)"""
+        why_not = self._why_no_restore()
         conn = connect(self.host.uri)
         try:
             started = vm_start.start(conn, names, image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(),
@@ -382,12 +387,22 @@ class Testbed:
                  + (f", {len(started) - len(restored)} booted" if restored and len(restored) < len(started) else ""))
         return started
 
-    def _started_before(self) -> dict:
-        """How the running VMs of a fleet already up were started (its record, when there is one)."""
+    def _how_started(self, names: list[str], now: dict[str, vm_start.Started]) -> dict:
+        """How each VM was started: by this bring-up; else (running already) as the last record says
+        of the same domain; else booted by Terraform."""
         try:
-            return TestbedRecord.from_json(self.record_path.read_text()).started
+            before = TestbedRecord.from_json(self.record_path.read_text()).started
         except (OSError, ValueError, TypeError):
-            return {}
+            before = {}
+        conn = connect(self.host.uri)
+        try:
+            uuids = {n: conn.lookupByName(n).UUIDString() for n in names}
+        finally:
+            conn.close()
+        booted = asdict(vm_start.Started("booted", self._why_no_restore() or "started before this bring-up"))
+        return {n: asdict(now[n]) if n in now else
+                before[n] if before.get(n, {}).get("uuid") == uuids[n] else {**booted, "uuid": uuids[n]}
+                for n in names}
 
     def _personalize(self, vms: list[VmInfo]) -> None:
         if not vms:

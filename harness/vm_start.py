@@ -42,6 +42,7 @@ CAPTURE_TIMEOUT_S = 180
 class Started:
     how: str            # "restored" or "booted"
     reason: str = ""    # why it was booted, when a restore was wanted
+    uuid: str = ""      # the domain it describes (a replaced domain is another one)
 
 
 def _strip_vm_identity(xml: str) -> ET.Element:
@@ -201,7 +202,7 @@ def _restore(conn: libvirt.virConnect, dom: libvirt.virDomain, template: Path, w
     file, and the save image its name and UUID; libvirt restores it with dom's own XML."""
     root = _root_path(conn, dom)
     backing = _backing(root)
-    tmp = Path(root).with_name(f".{Path(root).name}.restore")
+    tmp = Path(root).with_name(f"{Path(root).name}.restore")   # in the pool: gc removes it with the pool
     shutil.copyfile(template / "root.qcow2", tmp)
     subprocess.run(["qemu-img", "rebase", "-u", "-F", "qcow2", "-b", backing, str(tmp)], check=True,
                    capture_output=True, text=True)
@@ -213,8 +214,8 @@ def _restore(conn: libvirt.virConnect, dom: libvirt.virDomain, template: Path, w
 
 def start(conn: libvirt.virConnect, names: list[str], *, image: str, work_dir: Path,
           restore: str | None) -> dict[str, Started]:
-    """Starts every domain of `names` that is not running. restore: None to restore where allowed,
-    else the reason every VM boots (the config, a remote host)."""
+    """Starts every domain of `names` that is not running, and says how, per domain it started.
+    restore: None to restore where allowed, else the reason every VM boots (the config, a remote host)."""
     doms = [conn.lookupByName(n) for n in names]
     stopped = [d for d in doms if not d.isActive()]
     started: dict[str, Started] = {}
@@ -222,13 +223,16 @@ def start(conn: libvirt.virConnect, names: list[str], *, image: str, work_dir: P
         for d in stopped:
             d.create()
             started[d.name()] = Started("booted", restore)
-        return started
-    versions = f"libvirt {conn.getLibVersion()} qemu {conn.getVersion()}"
-    groups: dict[str, list[libvirt.virDomain]] = {}
-    for d in stopped:
-        groups.setdefault(template_key(d.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE), image, versions), []).append(d)
-    for key, group in groups.items():
-        started.update(_start_group(conn, key, group, image, work_dir))
+    else:
+        versions = f"libvirt {conn.getLibVersion()} qemu {conn.getVersion()}"
+        groups: dict[str, list[libvirt.virDomain]] = {}
+        for d in stopped:
+            groups.setdefault(template_key(d.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE), image, versions), []).append(d)
+        for key, group in groups.items():
+            started.update(_start_group(conn, key, group, image, work_dir))
+    for d in doms:
+        if d.name() in started:
+            started[d.name()].uuid = d.UUIDString()
     return started
 
 

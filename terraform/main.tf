@@ -33,6 +33,7 @@ module "fleet" {
   vcpus          = var.vcpus
   memory_mib     = var.memory_mib
   console_dir    = var.console_dir
+  start_vms      = var.start_vms
   device_ready   = coalesce(module.raid.id, module.ceph.id, module.storage.device_volume_id, "block-device")
   backend        = var.backend
 }

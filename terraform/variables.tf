@@ -27,6 +27,11 @@ variable "domain_type" {
 variable "vcpus" { type = number }
 variable "memory_mib" { type = number }
 variable "console_dir" { type = string }
+variable "start_vms" {
+  description = "Start the VMs on create (false: the harness starts them, restored from a saved template)."
+  type        = bool
+  default     = true
+}
 variable "device_bytes" {
   description = "Size of the host device file to create and prefill; 0 when the user named a block device."
   type        = number

@@ -15,6 +15,7 @@ variable "domain_type" { type = string }
 variable "vcpus" { type = number }
 variable "memory_mib" { type = number }
 variable "console_dir" { type = string }
+variable "start_vms" { type = bool }
 variable "device_ready" {
   description = "Any value known once the host device exists and is prefilled (orders the backend after it)."
   type        = string
@@ -67,9 +68,9 @@ resource "libvirt_domain" "vm" {
   memory     = var.memory_mib
   kernel     = var.kernel
   initrd     = var.initrd
-  # Defined stopped: the harness starts each domain, restored from a booted template where it can
-  # (harness/vm_start.py), else booted. (The provider still starts and destroys it once on create.)
-  running = false
+  # start_vms = false: defined stopped, and the harness restores each domain from a booted template
+  # (harness/vm_start.py; the provider still starts and destroys it once on create).
+  running = var.start_vms
   cmdline = [{
     "root"     = "LABEL=vtbroot"
     "rw"       = ""
