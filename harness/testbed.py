@@ -367,8 +367,8 @@ class Testbed:
     def _why_no_restore(self) -> str | None:
         if not self.cfg.fleet.restore:
             return "fleet.restore is false"
-        if self.host.descriptor()["kind"] != "local":
-            return f"restores run on this machine only for now, not on the {self.host.name} host"
+        if self.host.descriptor()["kind"] not in ("local", "nested"):
+            return f"restores run on this machine and nested hosts only for now, not on the {self.host.name} host"
         return None
 
     def _start(self, names: list[str]) -> dict[str, vm_start.Started]:
@@ -376,8 +376,8 @@ class Testbed:
         why_not = self._why_no_restore()
         conn = connect(self.host.uri)
         try:
-            started = vm_start.start(conn, names, image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(),
-                                     work_dir=self.dir, restore=why_not)
+            started = vm_start.start(self.host, conn, names, image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(),
+                                     work_dir=str(self.host_dir), restore=why_not)
         finally:
             conn.close()
         if started:

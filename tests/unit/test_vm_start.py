@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.vm_start import SaveImageError, set_identity, template_key
+from harness.save_image import SaveImageError, set_identity
+from harness.vm_start import template_key
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "libvirt"
 VM0, VM1 = ((FIXTURES / f"fleet-vm{i}-inactive.xml").read_text() for i in (0, 1))
