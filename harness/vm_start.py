@@ -217,7 +217,11 @@ def _start_group(host: Host, conn: libvirt.virConnect, key: str, group: list, im
             return boot_all(reason)
     work_save = f"{work_dir}/restore.save"
     started: dict[str, Started] = {}
-    _sh(host, 'cp "$1/state.save" "$2"', template, work_save)
+    try:
+        _sh(host, 'cp "$1/state.save" "$2"', template, work_save)
+    except TemplateError as e:
+        warn(f"{e}; the fleet boots")
+        return boot_all(str(e))
     try:
         for d in group:
             try:
