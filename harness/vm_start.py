@@ -89,12 +89,6 @@ def template_key(inactive_xml: str, image: str, versions: str) -> str:
     return hashlib.sha256(f"{RECIPE}\n{image}\n{versions}\n{shape}".encode()).hexdigest()[:16]
 
 
-def template_key(inactive_xml: str, image: str, versions: str) -> str:
-    """Which template a domain can be restored from: its shape, the image, libvirt's and QEMU's versions."""
-    shape = ET.tostring(_strip_vm_identity(inactive_xml), encoding="unicode")
-    return hashlib.sha256(f"{RECIPE}\n{image}\n{versions}\n{shape}".encode()).hexdigest()[:16]
-
-
 # --- files on the fleet's host ---------------------------------------------------------------
 def _sh(host: Host, script: str, *args: str, input: bytes | None = None, timeout: float = 300) -> str:
     out = host.run(["/bin/sh", "-c", script, "sh", *args], input=input, timeout=timeout, check=False)
@@ -140,8 +134,9 @@ def _capture(host: Host, conn: libvirt.virConnect, dom: libvirt.virDomain, key: 
         raise
     # The most recently used KEEP_TEMPLATES stay, and captures left half-made (a bring-up killed
     # while saving) go once an hour old.
-    _sh(host, f'cd "$1" && find . -maxdepth 1 -name ".*-*" -type d -mmin +60 -exec rm -rf {{}} + ; '
-              f'ls -1dt -- */ | tail -n +{KEEP_TEMPLATES + 1} | xargs -r rm -rf --', str(SAVES))
+    host.run(["/bin/sh", "-c", f'cd "$1" && find . -maxdepth 1 -name ".*-*" -type d -mmin +60 -exec rm -rf {{}} + ; '
+              f'ls -1dt -- */ | tail -n +{KEEP_TEMPLATES + 1} | xargs -r rm -rf --', "sh", str(SAVES)],
+             timeout=120, check=False)
 
 
 def _refusal(host: Host, key: str) -> str | None:
