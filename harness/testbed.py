@@ -367,8 +367,13 @@ class Testbed:
     def _why_no_restore(self) -> str | None:
         if not self.cfg.fleet.restore:
             return "fleet.restore is false"
-        if self.host.descriptor()["kind"] not in ("local", "nested"):
-            return f"restores run on this machine and nested hosts only for now, not on the {self.host.name} host"
+        kind = self.host.descriptor()["kind"]
+        if kind == "nested":
+            # Nested KVM saves and restores L2 guests (checked), but in one run the L1's own agent
+            # stopped answering during a restore-heavy bring-up under TCG: off until that is understood.
+            return "L2 fleets in a nested host boot for now (its agent once stopped answering during restores)"
+        if kind != "local":
+            return f"restores run on this machine only for now, not on the {self.host.name} host"
         return None
 
     def _start(self, names: list[str]) -> dict[str, vm_start.Started]:

@@ -10,8 +10,9 @@ saved state must match: the domain XML without what names one VM (name, UUID, fi
 - the save image with its own name and UUID in the header (`save_image.py`), restored with its
   own XML: libvirt refuses a restore whose devices do not match the saved ones (its ABI check),
   and the VM then boots instead, with the reason.
-Files are handled through the host (`host.run`), so a nested host's L2 fleet is restored the same
-way, from templates kept inside it.
+Files are handled through the host (`host.run`), so that a nested host's L2 fleet can be restored
+the same way, from templates kept inside it (Testbed turns that off for now: see its
+`_why_no_restore`).
 """
 from __future__ import annotations
 
