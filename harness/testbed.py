@@ -303,10 +303,9 @@ class Testbed:
         try:
             started = self._start([v.name for v in vms])
             ready, boot_restarts = self._wait_agents([v.name for v in vms], t0)
-            self._personalize([v for v in vms if started.get(v.name, vm_start.Started("")).how == "restored"])
+            self._personalize([v for v in vms if v.name in started and started[v.name].how == "restored"])
         except (AgentError, libvirt.libvirtError) as e:
-            msg = e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
-            raise TestbedError(f"{msg}; {self._keep_consoles_and_undo()}") from None
+            raise TestbedError(f"{vm_start.message(e)}; {self._keep_consoles_and_undo()}") from None
         record = TestbedRecord(
             prefix=self.cfg.prefix, uri=self.host.uri, vms=vms, device_path=plan.device.path,
             device_kind=plan.device.kind, accel=accel.as_dict(choice),
@@ -386,10 +385,9 @@ class Testbed:
         finally:
             conn.close()
         if started:
-            restored = sorted(n for n, st in started.items() if st.how == "restored")
-            step(f"started {len(started)} VM(s): " + (f"{len(restored)} restored from a booted template"
-                                                       if restored else "booted")
-                 + (f", {len(started) - len(restored)} booted" if restored and len(restored) < len(started) else ""))
+            restored = sum(st.how == "restored" for st in started.values())
+            step(f"started {len(started)} VM(s): {restored} restored from a booted template, "
+                 f"{len(started) - restored} booted")
         return started
 
     def _how_started(self, names: list[str], now: dict[str, vm_start.Started]) -> dict:

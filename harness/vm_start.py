@@ -206,7 +206,7 @@ def _start_group(host: Host, conn: libvirt.virConnect, key: str, group: list, im
         try:
             _capture(host, conn, group[0], key, image)
         except (SaveRefused, TemplateError, libvirt.libvirtError, AgentError) as e:
-            reason = f"saving a booted guest failed: {_message(e)}"
+            reason = f"saving a booted guest failed: {message(e)}"
             warn(f"{reason}; the fleet boots")
             if isinstance(e, SaveRefused):   # libvirt's verdict on the shape, not a passing failure
                 _refuse(host, key, reason)
@@ -224,7 +224,7 @@ def _start_group(host: Host, conn: libvirt.virConnect, key: str, group: list, im
                 _restore(host, conn, d, template, work_save)
                 started[d.name()] = Started("restored")
             except (libvirt.libvirtError, SaveImageError, TemplateError) as e:
-                reason = f"restoring {d.name()} failed: {_message(e)}"
+                reason = f"restoring {d.name()} failed: {message(e)}"
                 warn(f"{reason}; it boots")
                 if not started:          # the first one already failed: the others would too
                     if isinstance(e, libvirt.libvirtError):
@@ -237,7 +237,8 @@ def _start_group(host: Host, conn: libvirt.virConnect, key: str, group: list, im
     return started
 
 
-def _message(e: BaseException) -> str:
+def message(e: BaseException) -> str:
+    """An error as one line: libvirt's own message for a libvirt error."""
     return e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
 
 
