@@ -170,7 +170,8 @@ class RemoteHostConfig(Section):
 
 class NestedConfig(Section):
     drives: int = Field(4, ge=1, le=8, description="emulated drives of the nested host")
-    drive_mib: int = Field(256, ge=64, description="size of each drive in MiB (files prefilled with random data)")
+    drive_mib: int = Field(320, ge=64, description="size of each drive in MiB (files prefilled with random data; "
+                                                   "320 holds the filesystems experiment's xfs)")
     drive_model: Literal["nvme", "virtio-blk"] = Field("nvme", description="how the drives are emulated")
     memory_mib: int = Field(3072, ge=1024, description="memory of the nested host (its L2 fleet lives in it)")
     vcpus: int = Field(2, ge=1, le=64, description="vCPUs of the nested host")

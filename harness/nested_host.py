@@ -94,6 +94,8 @@ def up(cfg, index: int = 0) -> NestedHost:
         host = NestedHost.load(state_dir)
         if why := unanswered(host.uri, ANSWER_WITHIN_S):   # a hung L1 runs, and keeps its port open
             raise NestedHostError(why)
+        if why := _other_drives(host, cfg.nested):
+            raise NestedHostError(why)
         step(f"nested host: {name} already up ({host.uri})")
         return host
     except NestedHostError as e:
@@ -149,6 +151,16 @@ def up(cfg, index: int = 0) -> NestedHost:
     write_atomic(state_dir / "nested.json", json.dumps(asdict(record), indent=2))
     step(f"nested host: {name} up in {record.ready_s:.0f} s, drives {' '.join(record.drives)}")
     return host
+
+
+def _other_drives(host: NestedHost, n) -> str | None:
+    """Why a running nested host's drives are not the ones [nested] asks for, or None."""
+    r = host.record
+    have, want = (len(r.drives), r.drive_mib, r.drive_model), (n.drives, n.drive_mib, n.drive_model)
+    if have != want:
+        return (f"it has {have[0]} {have[2]} drives of {have[1]} MiB, the config asks for {want[0]} {want[2]} "
+                f"drives of {want[1]} MiB")
+    return None
 
 
 def rebuild(cfg) -> NestedHost:

@@ -40,6 +40,13 @@ def factor(level: int, members: int, rw: str) -> Fraction:
     return Fraction(read) if direction(rw) == "read" else write
 
 
+def data_members(level: int, members: int) -> Fraction:
+    """An array's capacity as a multiple of one member's."""
+    if problem := member_count_problem(level, members):
+        raise ValueError(problem)
+    return Fraction({0: members, 1: 1, 5: members - 1, 6: members - 2, 10: Fraction(members, 2)}[level])
+
+
 def expected(level: int, members: int, rw: str, single: float) -> float:
     return float(factor(level, members, rw)) * single
 

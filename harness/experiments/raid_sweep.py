@@ -31,6 +31,7 @@ from harness.testbed import Testbed, TestbedError, TestbedRecord
 from harness.workloads import fio
 
 SINGLE = "single"
+MD_RESERVE_MIB = 8
 
 
 class RaidSweepSettings(Section):
@@ -129,6 +130,10 @@ class RaidSweep:
                 runnable.append(s)
         for label, why in skipped.items():
             warn(f"{label} skipped: {why}")
+        member_mib = [int(host.run(["blockdev", "--getsize64", m], timeout=60).stdout) >> 20 for m in members]
+        if too_small := self.too_small(member_mib, runnable, c.size_mib):
+            raise RuntimeError(f"{too_small}. Fix: lower {self.section}.size_mib, or use larger member devices"
+                               f"{' (nested.drive_mib)' if host.descriptor()['kind'] == 'nested' else ''}")
         for fs in filter(None, self.filesystems(cfg)):
             if why := filesystem_support(host, fs):
                 skipped[f"filesystem {fs}"] = why
@@ -169,6 +174,17 @@ class RaidSweep:
         finally:
             step("tearing down the sweep fleet and its array")
             tb.down(quiet=True)
+
+    @staticmethod
+    def too_small(member_mib: list[int], setups: list[Setup], size_mib: int) -> str | None:
+        """Which setup cannot hold the region, found before anything is provisioned, or None. md
+        keeps its superblock and data offset on each member: MD_RESERVE_MIB leaves room for them."""
+        for s in setups:
+            member = min(member_mib[:s.members])
+            usable = member if s.level is None else int((member - MD_RESERVE_MIB) * raid_model.data_members(s.level, s.members))
+            if usable < size_mib:
+                return f"{s.label} holds about {usable} MiB (members of {member} MiB), less than the {size_mib} MiB region"
+        return None
 
     @staticmethod
     def _rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:

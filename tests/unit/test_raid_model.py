@@ -46,3 +46,25 @@ def test_smallest_valid_counts(level, n):
 def test_mixed_pattern_has_no_expectation():
     with pytest.raises(ValueError, match="randrw"):
         m.factor(0, 2, "randrw")
+
+
+@pytest.mark.parametrize("level,n,want", [(0, 4, 4), (1, 4, 1), (5, 4, 3), (6, 4, 2), (10, 4, 2)])
+def test_capacity_in_members(level, n, want):
+    assert m.data_members(level, n) == want
+
+
+def test_a_region_larger_than_a_setup_is_refused_before_provisioning():
+    from harness.experiments.raid_sweep import RaidSweep, Setup
+    single, raid1, raid0 = Setup(None, 1, 0), Setup(1, 4, 512), Setup(0, 4, 512)
+    assert RaidSweep.too_small([320] * 4, [single, raid1, raid0], 300) is None
+    assert RaidSweep.too_small([256] * 4, [single, raid0], 300) == \
+        "single holds about 256 MiB (members of 256 MiB), less than the 300 MiB region"
+    assert "raid1-n4-c512k holds about 304 MiB" in RaidSweep.too_small([312] * 4, [raid1], 310)
+
+
+def test_the_filesystems_defaults_hold_xfs_and_a_smaller_region_is_refused_by_name():
+    from harness.experiments.filesystems import Settings
+    assert Settings().size_mib >= 300 and "xfs" in Settings().filesystems
+    with pytest.raises(ValueError, match=r"filesystems.size_mib=128 .* mkfs.xfs .* remove xfs"):
+        Settings(size_mib=128)
+    assert Settings(size_mib=128, filesystems=["ext4", "btrfs"]).size_mib == 128
