@@ -167,10 +167,10 @@ class RaidSweep:
                         raise
                     tb = testbed_for(s)
                     record = tb.up()
-                block = [self._point(ctx, record, s, p, env) for p in points
+                block = [self.measured_point(ctx, record, s, p, env) for p in points
                          for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
                 pipeline.measure(block, record.metadata())
-                self._expectations(ctx, pipeline, s, block)
+                self.expectations(ctx, pipeline, s, block)
         finally:
             step("tearing down the sweep fleet and its array")
             tb.down(quiet=True)
@@ -197,7 +197,7 @@ class RaidSweep:
         pipeline.sites = [Site(ctx.host, ctx.host.uri)]
         return True
 
-    def _point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
+    def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
         c = getattr(ctx.cfg, self.section)
         vm = record.vms[0]
         extra = fio.fs_env(raid.MKFS[p.filesystem] if p.filesystem else None)
@@ -215,7 +215,7 @@ class RaidSweep:
                              run=partial(fio.in_guests, record.uri, p.job, [vm], size=p.size(vm.slice_bytes),
                                          extra_env=extra))
 
-    def _expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[MeasuredPoint]) -> None:
+    def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[MeasuredPoint]) -> None:
         """The RAID model against the single member measured at the same point (and filesystem) in
         the same environment: expected bandwidth, measured/expected and the stack overhead."""
         if s.level is None:

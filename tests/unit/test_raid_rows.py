@@ -27,7 +27,7 @@ def block(setup: Setup, env: str, rw: str = "read"):
 def expectations(pipeline, setup, env):
     store = SimpleNamespace(samples=[])
     store.add = store.samples.extend
-    RaidSweep()._expectations(SimpleNamespace(store=store), pipeline, setup, block(setup, env))
+    RaidSweep().expectations(SimpleNamespace(store=store), pipeline, setup, block(setup, env))
     return {s.metric: s.value for s in store.samples}
 
 

@@ -1,0 +1,191 @@
+"""`harness run rocksdb`: RocksDB's db_bench (fillseq, fillrandom, readrandom, readseq) on a filesystem
+on RAID 0, 1 and 10 arrays and on one member alone, PE and VE: the RAID-on-NVMe study's figure 6.
+Config section [rocksdb]; member devices from [raid]. Runs on the RAID sweep's plumbing (arrays
+through Terraform, a one-VM fleet on each, the nested host where this host has no md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from rich.table import Table
+
+from harness.analysis.raid_model import member_count_problem
+from harness.config import Config
+from harness.console import step
+from harness.experiments import Flag, RunContext
+from harness.experiments.raid_sweep import SINGLE, RaidSweep, Setup
+from harness.pipeline import PHYSICAL, Pipeline, Point as MeasuredPoint
+from harness.raid import MIN_FS_MIB, MKFS
+from harness.report import plots, tables
+from harness.report.plots import plt
+from harness.samples import Sample
+from harness.schema import Filesystem, RaidLevel
+from harness.store import write_atomic
+from harness.testbed import TestbedRecord
+from harness.workloads import db_bench
+from harness.workloads.db_bench import Benchmark, DbBenchJob
+
+
+class Settings(DbBenchJob):
+    levels: list[RaidLevel] = Field([0, 1, 10], min_length=1, description="RAID levels (with one member alone as the base)")
+    members: int = Field(4, ge=2, le=64, description="member devices per array")
+    benchmarks: list[Benchmark] = Field(["fillseq", "fillrandom", "readrandom", "readseq"], min_length=1,
+                                        description="db_bench benchmarks, each a point")
+    filesystem: Filesystem = Field("ext4", description="filesystem the database lives on (the study: ext4)")
+    size_mib: int = Field(128, ge=16, description="the disk each database lives on (host and VM alike); must fit "
+                                                  "the keys and the smallest array")
+    ve: bool = Field(True, description="also measure inside a VM whose disk is the array (PE and VE side by side)")
+
+    @model_validator(mode="after")
+    def _fits(self) -> "Settings":
+        problems = [member_count_problem(lv, self.members) for lv in self.levels]
+        if all(problems):
+            raise ValueError(f"no RAID level in levels={self.levels} can be built with members={self.members} "
+                             f"({problems[0]}); raise members or choose another level")
+        if self.size_mib < MIN_FS_MIB.get(self.filesystem, 0):
+            raise ValueError(f"rocksdb.size_mib={self.size_mib} is below the {MIN_FS_MIB[self.filesystem]} MiB "
+                             f"mkfs.{self.filesystem} needs; raise size_mib or choose another filesystem")
+        # the keys uncompressed, with room for compaction's copies and the write-ahead log
+        need_mib = 3 * self.num * (self.value_size + 16) >> 20
+        if need_mib > self.size_mib // 2:
+            raise ValueError(f"rocksdb: num={self.num} keys of {self.value_size} bytes need about {need_mib} MiB, "
+                             f"more than half of size_mib={self.size_mib}; lower num or raise size_mib")
+        return self
+
+
+@dataclass(frozen=True)
+class Point:
+    label: str          # the benchmark
+    benchmark: str
+
+
+class RocksDb(RaidSweep):
+    name = "rocksdb"
+    section = "rocksdb"
+    Settings = Settings
+    headline, lower_is_better = "ops", False
+    flags = (Flag("--num", ("rocksdb.num",)),
+             Flag("--pe-only", ("rocksdb.ve",), "Measure on the host only (no VM counterpart).", switch=False))
+
+    def setups(self, cfg: Config) -> list[Setup]:
+        c = cfg.rocksdb
+        return [Setup(None, 1, 0)] + [Setup(level, c.members, cfg.raid.chunk_kib) for level in c.levels]
+
+    def filesystems(self, cfg: Config) -> list[str | None]:
+        return [cfg.rocksdb.filesystem]
+
+    def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[Point]:
+        c = cfg.rocksdb
+        return [Point(b, b) for b in c.benchmarks] if fs_ok(c.filesystem) else []
+
+    def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
+        c = ctx.cfg.rocksdb
+        job = DbBenchJob(**c.model_dump(include=set(DbBenchJob.model_fields)))
+        mkfs = MKFS[c.filesystem]
+        meta = {"group": self.section, "point": p.label, "setup": s.label, "benchmark": p.benchmark,
+                "raid_level": SINGLE if s.level is None else s.level, "members": s.members,
+                "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a", "filesystem": c.filesystem,
+                **{f"db_{k}": v for k, v in job.model_dump().items()}}
+        common = dict(parse=db_bench.parse, headline=self.headline, lower_is_better=self.lower_is_better, meta=meta,
+                      raw_suffix=".txt")
+        if env == PHYSICAL:
+            return MeasuredPoint(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
+                db_bench.on_host, ctx.host, job, p.benchmark, device=record.device_path, mkfs=mkfs))
+        vm = record.vms[0]
+        return MeasuredPoint(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
+                             baseline=f"{s.label}/{p.label}/physical",
+                             run=partial(db_bench.in_guest, record.uri, job, p.benchmark, vm, mkfs=mkfs))
+
+    def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[MeasuredPoint]) -> None:
+        """None: the RAID model speaks of device bandwidth, which db_bench's ops/s are not."""
+
+    def summarize(self, ctx: RunContext) -> None:
+        rows = db_rows(ctx.store.samples)
+        if not rows:
+            return
+        env = ctx.environment
+        accel = env["accel"] + (f" in a nested host under {env['l0_accel']}" if env.get("l0_accel", "n/a") != "n/a" else "")
+        text = print_rows(rows, accel, ctx.cfg.rocksdb)
+        write_atomic(ctx.store.dir / "summary.txt", text)
+        png = db_bars(rows, ctx.store.dir / "rocksdb.png",
+                      title=f"rocksdb: db_bench per array, PE and VE (mean ± 95% CI; accel={accel})")
+        step(f"plot: {png}")
+
+
+def db_rows(samples: list[Sample]) -> list[dict]:
+    """One row per (setup, benchmark): PE and VE ops/s and µs/op over repeats."""
+    rows: dict[tuple, dict] = {}
+    unquiet: dict[tuple, list[str]] = {}
+    threshold = 0.10
+    for s in samples:
+        m = s.metadata
+        if "benchmark" not in m or not tables.measured(s):
+            continue
+        key = (m["setup"], m["benchmark"])
+        row = rows.setdefault(key, {"setup": m["setup"], "benchmark": m["benchmark"], "errors": []})
+        threshold = m.get("noisy_cv_threshold", threshold)
+        if s.status != "ok":
+            row["errors"].append(f"{m['env']}: {s.error}")
+            row[f"{m['env']}_failed"] = True
+        elif s.metric in ("ops", "us_per_op"):
+            row.setdefault(f"{m['env']}_{s.metric}", []).append(s.value)
+            if s.metric == "ops":
+                unquiet.setdefault((key, m["env"]), []).extend(tables.unquiet_reasons(m))
+    for (key, env), reasons in unquiet.items():
+        tables.flag_noisy(rows[key], f"{env}_ops", reasons[:1], threshold)
+    return [tables.means(r) for r in rows.values()]
+
+
+def print_rows(rows: list[dict], accel: str, c: Settings) -> str:
+    table = Table(title=f"rocksdb: db_bench ops/s and µs/op (mean ±95% CI), {c.num} keys of {c.value_size} B, "
+                        f"{c.filesystem}, accel={accel}",
+                  caption="Debian's db_bench is built with assertions on (it says so), so absolute ops/s are low: "
+                          "compare arrays, and PE with VE, rather than with the study's figures")
+    for col in ("array", "benchmark", "PE ops/s", "VE ops/s", "VE/PE", "PE µs/op", "VE µs/op"):
+        table.add_column(col, justify="left" if col in ("array", "benchmark") else "right", no_wrap=True)
+    for r in rows:
+        ratio = (f"{r['virtual_ops'] / r['physical_ops']:.2f}" if r.get("virtual_ops") and r.get("physical_ops") else "-")
+        table.add_row(r["setup"], r["benchmark"], tables.cell(r, "physical_ops"), tables.cell(r, "virtual_ops"), ratio,
+                      tables.cell(r, "physical_us_per_op", 2), tables.cell(r, "virtual_us_per_op", 2))
+    return tables.render([table], [(f"{r['setup']} {r['benchmark']}", e) for r in rows for e in r["errors"]],
+                         width=120, notes=tables.noisy_notes([(f"{r['setup']} {r['benchmark']}", r) for r in rows], "ops"))
+
+
+def db_bars(rows: list[dict], path: Path, title: str) -> Path:
+    """The study's figure 6 layout: a panel per array, ops/s bars per benchmark (PE and VE), µs/op
+    as markers on a second axis; whiskers are 95% CIs."""
+    setups = list(dict.fromkeys(r["setup"] for r in rows))
+    fig, axes = plt.subplots(1, len(setups), figsize=(max(6, 3.6 * len(setups)), 4.2), squeeze=False, sharey=True)
+    top_us = 1.15 * max((r.get(f"{env}_us_per_op") or 0) + plots.ci(r, f"{env}_us_per_op")
+                        for r in rows for env in ("physical", "virtual")) or 1
+    for n, (ax, setup) in enumerate(zip(axes[0], setups)):
+        mine = [r for r in rows if r["setup"] == setup]
+        xs = range(len(mine))
+        lat = ax.twinx()
+        for i, (env, color, label) in enumerate((("physical", "black", "PE"), ("virtual", "tab:blue", "VE"))):
+            x = [v + (i - 0.5) * 0.38 for v in xs]
+            ops = [r.get(f"{env}_ops") or 0 for r in mine]
+            ax.bar(x, ops, 0.38, color=color, alpha=0.8, label=f"{label} ops/s",
+                   yerr=[plots.ci(r, f"{env}_ops") for r in mine], capsize=3, ecolor="gray")
+            us = [r.get(f"{env}_us_per_op") for r in mine]
+            lat.errorbar([a for a, u in zip(x, us) if u], [u for u in us if u], fmt="D", color="tab:red" if i else "darkred",
+                         ms=4, yerr=[plots.ci(r, f"{env}_us_per_op") for r, u in zip(mine, us) if u], capsize=2,
+                         label=f"{label} µs/op")
+        ax.set_xticks(list(xs), [r["benchmark"] for r in mine], rotation=30, ha="right", fontsize=8)
+        ax.set_title(setup, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        lat.set_ylim(0, top_us)   # one latency scale over every panel, labelled on the last
+        if n < len(setups) - 1:
+            lat.tick_params(labelright=False)
+    axes[0][0].set_ylabel("ops/s")
+    lat.set_ylabel("µs/op")
+    handles = [h for a in (axes[0][0], lat) for h in a.get_legend_handles_labels()[0]]
+    labels = [lb for a in (axes[0][0], lat) for lb in a.get_legend_handles_labels()[1]]
+    fig.legend(handles, labels, fontsize=7, loc="upper right")
+    fig.suptitle(title, fontsize=9)
+    return plots.save(fig, path)
+
+
+EXPERIMENT = RocksDb()
