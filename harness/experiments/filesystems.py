@@ -1,19 +1,29 @@
-"""`harness run filesystems`: fio on a file in ext4/xfs/btrfs/f2fs/nilfs2, on an array against a single device, buffered and direct, PE and VE.
+"""`harness run filesystems`: fio on a file in ext4/xfs/btrfs/f2fs/nilfs2, on RAID 0 and RAID 5 against a single device, buffered and direct, PE and VE.
 Config section [filesystems]; member devices from [raid]. Each point makes its filesystem afresh (the
-VM on its own disk, which sits on the array); a filesystem the host cannot make is skipped with the reason."""
+VM on its own disk, which sits on the array); a filesystem the host cannot make is skipped with the
+reason. The summary adds the study's headline: F2FS against EXT4 for buffered random writes."""
 from pydantic import Field, model_validator
 
+from harness.analysis.stats import change_p_value, smallest_p_value
 from harness.config import Config
-from harness.experiments.raid_sweep import RaidSweep, RaidSweepSettings, Setup, raid_flags
+from harness.console import console
+from harness.experiments import RunContext
+from harness.experiments.raid_sweep import SINGLE, RaidSweep, RaidSweepSettings, Setup, raid_flags, raid_rows
 from harness.raid import MIN_FS_MIB
+from harness.report import tables
 from harness.schema import Filesystem, RaidLevel
+from harness.store import write_atomic
+
+ALPHA = 0.05
+STUDY = {0: "about 5x", 5: "about 50x"}   # F2FS over EXT4, buffered random writes, 8 SSDs (study 002)
 
 
 class Settings(RaidSweepSettings):
     filesystems: list[Filesystem] = Field(["ext4", "xfs", "btrfs", "f2fs", "nilfs2"], min_length=1,
                                           description="filesystems to compare")
-    level: RaidLevel = Field(0, description="RAID level of the array (compared with a single device)")
-    members: int = Field(4, ge=2, le=64, description="member devices of the array")
+    levels: list[RaidLevel] = Field([0, 5], min_length=1, description="RAID levels of the arrays (each compared "
+                                                                       "with a single device)")
+    members: int = Field(4, ge=3, le=64, description="member devices of each array")
     size_mib: int = Field(300, ge=16, description="the region each filesystem is made on (host and VM alike); "
                                                   "xfs needs 300 MiB")
 
@@ -35,10 +45,44 @@ class Filesystems(RaidSweep):
 
     def setups(self, cfg: Config) -> list[Setup]:
         c = cfg.filesystems
-        return [Setup(None, 1, 0), Setup(c.level, c.members, cfg.raid.chunk_kib)]
+        return [Setup(None, 1, 0)] + [Setup(level, c.members, cfg.raid.chunk_kib) for level in c.levels]
 
     def filesystems(self, cfg: Config) -> list[str | None]:
         return list(cfg.filesystems.filesystems)
+
+    def summarize(self, ctx: RunContext) -> None:
+        super().summarize(ctx)
+        lines = f2fs_over_ext4(raid_rows(ctx.store.samples))
+        if lines:
+            text = "\n".join(["F2FS against EXT4, buffered random writes (bandwidth ratio, mean over repeats):", *lines])
+            console.print(text)
+            summary = ctx.store.dir / "summary.txt"
+            write_atomic(summary, (summary.read_text() if summary.exists() else "") + "\n" + text + "\n")
+
+
+def f2fs_over_ext4(rows: list[dict], point: str = "randwrite-buffered") -> list[str]:
+    """One line per setup and environment that has both: the ratio, whether the difference is
+    significant (permutation test), and what the study saw on the same level."""
+    by = {(r["setup"], r["point"]): r for r in rows}
+    lines = []
+    for setup in dict.fromkeys(r["setup"] for r in rows):
+        f2fs, ext4 = by.get((setup, f"f2fs-{point}")), by.get((setup, f"ext4-{point}"))
+        if not f2fs or not ext4:
+            continue
+        level = None if setup == SINGLE else int(setup.split("-")[0].removeprefix("raid"))
+        for env, label in (("physical", "PE"), ("virtual", "VE")):
+            a, b = f2fs.get(f"{env}_bw"), ext4.get(f"{env}_bw")
+            if not a or not b:
+                continue
+            va, vb = f2fs.get(f"{env}_bw{tables.VALUES}", [a]), ext4.get(f"{env}_bw{tables.VALUES}", [b])
+            p = change_p_value(va, vb)
+            verdict = ("one repeat: no test" if p is None else
+                       f"{len(va)} and {len(vb)} repeats cannot reach p < {ALPHA:g}: no test"
+                       if smallest_p_value(len(va), len(vb)) >= ALPHA else
+                       f"significant, p={p:.3f}" if p < ALPHA else f"not significant, p={p:.2f}")
+            study = f"; the study: {STUDY[level]}" if level in STUDY else ""
+            lines.append(f"  {setup:<18} {label}: {a / b:5.2f}x ({verdict}){study}")
+    return lines
 
 
 EXPERIMENT = Filesystems()

@@ -59,3 +59,18 @@ def test_rows_pair_pe_and_ve_and_keep_failures():
     assert row["virtual_failed"] and row["errors"] == ["virtual: boom"]
     text = raid_sweep.print_raid([row], title="raid-levels", accel="tcg")
     assert "raid0-n2-c64k" in text and "failed" in text and "virtual: boom" in text
+
+
+def test_f2fs_over_ext4_per_level_and_env_with_its_test():
+    from harness.experiments.filesystems import f2fs_over_ext4
+    def row(setup, fs, pe, ve):
+        return {"setup": setup, "point": f"{fs}-randwrite-buffered", "physical_bw": sum(pe) / len(pe),
+                "physical_bw#values": pe, "virtual_bw": sum(ve) / len(ve), "virtual_bw#values": ve}
+    rows = [row("single", "ext4", [100, 101, 99, 100], [50, 51, 49, 50]),
+            row("single", "f2fs", [200, 201, 199, 200], [51, 50, 49, 50]),
+            row("raid5-n4-c512k", "ext4", [10, 11, 9], [5]), row("raid5-n4-c512k", "f2fs", [500, 510, 490], [250])]
+    lines = f2fs_over_ext4(rows)
+    assert lines[0].split() == ["single", "PE:", "2.00x", "(significant,", "p=0.029)"]
+    assert "not significant" in lines[1]
+    assert "50.00x (3 and 3 repeats cannot reach p < 0.05: no test); the study: about 50x" in lines[2]
+    assert "one repeat: no test" in lines[3]
