@@ -8,8 +8,11 @@ several devices side by side, from the host (PE) and from a VM whose disk is the
   per run. IOPS is the mean over repeats with its 95% CI; each run's own CI over its requests
   (from fio's mean and standard deviation of request latency) is kept beside it.
 
-Devices (`devices`): "default" (the fleet's kind of disk: a prefilled file in the pool), "tmpfs"
-(a file in /dev/shm behind a loop device: RAM), "brd" (the kernel's RAM disk, where it has one).
+Devices (`devices`), on this machine: "default" (the fleet's kind of disk: a prefilled file in the
+pool), "tmpfs" (a file in /dev/shm behind a loop device: RAM), "brd" (the kernel's RAM disk, where
+it has one). On any host: "drive" (a nested host's first emulated drive, or the first of
+`raid.members`), "md" (a RAID 0 array over the member devices, built through Terraform as the RAID
+experiments build theirs), or the path of a block device on the allowlist (`raid.allow`).
 Each device gets a one-VM sweep fleet whose data disk is the whole profiled span."""
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 from rich.table import Table
 
-from harness import gc
+from harness import gc, raid
 from harness.config import Config
 from harness.console import step, warn
 from harness.experiments import Flag, RunContext
@@ -39,14 +42,17 @@ from harness.store import write_atomic
 from harness.testbed import Testbed, TestbedRecord
 from harness.workloads import fio
 
-DEVICES = ("default", "tmpfs", "brd")
+DEVICES = ("default", "tmpfs", "brd", "drive", "md")
+LOCAL_ONLY = ("default", "tmpfs", "brd")
 RAM = Path("/dev/shm")
 Z_95 = 1.959964   # a normal quantile: the request counts are large
 
 
 class Settings(Section):
-    devices: Annotated[list[str], each(lambda d: d in DEVICES, f"every device must be one of {', '.join(DEVICES)}")] = \
-        Field(["default", "tmpfs"], min_length=1, description=f"devices to profile side by side ({', '.join(DEVICES)})")
+    devices: Annotated[list[str], each(lambda d: d in DEVICES or d.startswith("/dev/"),
+                                       f"every device must be one of {', '.join(DEVICES)}, or a /dev/ path on raid.allow")] = \
+        Field(["default", "tmpfs"], min_length=1,
+              description=f"devices to profile side by side ({', '.join(DEVICES)}, or an allowlisted /dev/ path)")
     size_mib: int = Field(256, ge=16, description="the profiled span of each device (the VM's whole data disk)")
     zone_mib: int = Field(64, ge=4, description="each zone's size: bandwidth is measured zone by zone (the study: 128 MB)")
     seq_bs: BlockSize = Field("1m", description="block size of the sequential zone reads and writes")
@@ -133,10 +139,10 @@ class DeviceProfile:
         Testbed(sweep, ctx.host, run_scoped=True).down(quiet=True)   # a sweep fleet left by a killed run, and its loop
         for i, name in enumerate(c.devices):
             step(f"[{i + 1}/{len(c.devices)}] device {name}: provisioning a one-VM fleet on it")
-            with self._device(ctx, sweep, name) as dev:
-                if dev is None:
+            with self._device(ctx, sweep, name) as where:
+                if where is None:
                     continue
-                tb = Testbed(sweep, ctx.host, device=dev or None, run_scoped=True)
+                tb = Testbed(sweep, ctx.host, run_scoped=True, **where)
                 try:
                     record = tb.up()
                     points = [self._point(ctx, record, name, label, meta, job, env) for label, meta, job in jobs
@@ -147,14 +153,20 @@ class DeviceProfile:
 
     @contextlib.contextmanager
     def _device(self, ctx: RunContext, sweep: Config, name: str):
-        """The host block device to profile ("" = the fleet's own prefilled file), or None when this
-        host cannot have it (said once, and the device is skipped)."""
+        """Where the device's fleet goes, as Testbed arguments ({} = the fleet's own prefilled file,
+        a block device, or an array), or None when this host cannot have it (said, and skipped)."""
         size = sweep.fleet.disk_size_mib << 20
-        if name == "default":
-            yield ""
+        if name in LOCAL_ONLY and ctx.host.name != "local":
+            warn(f"device {name} skipped: it is made on this machine, and the fleet is on the {ctx.host.name} "
+                 "host. Fix: profile drive, md or an allowlisted device there")
+            yield None
+        elif name in ("drive", "md") or name.startswith("/dev/"):
+            yield self._on_host_device(ctx, sweep, name)
+        elif name == "default":
+            yield {}
         elif name == "tmpfs":
             with loop_over_prefilled_file(RAM / f"{sweep.prefix}-tmpfs{gc.SCRATCH_SUFFIX}", size) as dev:
-                yield dev
+                yield {"device": dev}
         else:   # brd: loaded for the run with one disk of the span's size, unloaded after
             if Path("/sys/module/brd").exists():
                 warn("device brd skipped: the brd module is loaded already, and its disks may be someone "
@@ -170,9 +182,36 @@ class DeviceProfile:
                 yield None
                 return
             try:
-                yield "/dev/ram0"
+                yield {"device": "/dev/ram0"}
             finally:
                 subprocess.run(["rmmod", "brd"], check=False)
+
+    @staticmethod
+    def _on_host_device(ctx: RunContext, sweep: Config, name: str) -> dict | None:
+        """A drive, an array over the members, or an allowlisted device, after the same safety
+        checks the RAID experiments make (a refused device is skipped with every reason)."""
+        members, allow = raid.members_and_allowlist(ctx.cfg, ctx.host)
+        if name == "md":
+            if why := raid.md_support(ctx.host):
+                warn(f"device md skipped: {why}")
+                return None
+            if len(members) < 2:
+                warn("device md skipped: a RAID 0 array needs 2 member devices. Fix: list them in raid.members "
+                     "and raid.allow, or use a nested host (host.kind=nested), whose drives are the members")
+                return None
+            r = ctx.cfg.raid
+            return {"raid": raid.RaidPlan(name=f"{sweep.prefix}-raid", level=0, members=members, chunk_kib=r.chunk_kib,
+                                          allow=allow, wipe=r.wipe, wait_resync=r.wait_resync,
+                                          host=ctx.host.descriptor())}
+        device = name if name != "drive" else (members[0] if members else None)
+        if device is None:
+            warn("device drive skipped: no member device. Fix: list one in raid.members and raid.allow, or use a "
+                 "nested host (host.kind=nested)")
+            return None
+        if problems := raid.device_refusals(ctx.host, [device], allow, ctx.cfg.raid.wipe):
+            warn(f"device {name} skipped: {'; '.join(problems)}")
+            return None
+        return {"device": device}
 
     def _point(self, ctx: RunContext, record: TestbedRecord, device: str, label: str, meta: dict,
                job: fio.FioJob, env: str) -> Point:
