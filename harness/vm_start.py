@@ -34,10 +34,11 @@ from harness.save_image import SaveImageError, set_identity_on
 from harness.workloads import guest_script
 
 RECIPE = "2"            # bump when what a template holds, or how it is made, changes
-KEEP_TEMPLATES = 8      # the most recently used templates kept on a host
+KEEP_TEMPLATES = 12     # the most recently used templates kept on a host
 SAVES = paths.CACHE / "saves"   # on the fleet's host (this machine, or inside a nested host)
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 CAPTURE_TIMEOUT_S = 180
+FIRST_SIGHTING = "the first bring-up of this one-VM shape here (a template is saved the next time)"
 
 
 class TemplateError(RuntimeError):
@@ -133,9 +134,10 @@ def _capture(host: Host, conn: libvirt.virConnect, dom: libvirt.virDomain, key: 
     except BaseException:
         host.run(["rm", "-rf", work], timeout=120, check=False)
         raise
-    # The most recently used KEEP_TEMPLATES stay, and captures left half-made (a bring-up killed
-    # while saving) go once an hour old.
+    # The most recently used KEEP_TEMPLATES stay, captures left half-made (a bring-up killed while
+    # saving) go once an hour old, and marks of one-VM shapes seen once go after a month.
     host.run(["/bin/sh", "-c", f'cd "$1" && find . -maxdepth 1 -name ".*-*" -type d -mmin +60 -exec rm -rf {{}} + ; '
+              f'find . -maxdepth 1 -name "*.seen" -mtime +30 -delete; '
               f'ls -1dt -- */ | tail -n +{KEEP_TEMPLATES + 1} | xargs -r rm -rf --', "sh", str(SAVES)],
              timeout=120, check=False)
 
@@ -202,6 +204,12 @@ def _start_group(host: Host, conn: libvirt.virConnect, key: str, group: list, im
         return boot_all(reason)
     template = f"{SAVES}/{key}"
     if host.run(["test", "-f", f"{template}/state.save"], timeout=60, check=False).returncode != 0:
+        if len(group) == 1 and host.run(["test", "-f", f"{SAVES}/{key}.seen"], timeout=60, check=False).returncode != 0:
+            # Saving and restoring costs a few seconds more than a boot: a one-VM shape pays that
+            # only once it comes up again (most shapes a sweep makes come up once).
+            _sh(host, 'mkdir -p "$1" && touch "$1/$2.seen"', str(SAVES), key)
+            step(f"  a one-VM shape new here: {group[0].name()} boots, and is saved as a template if it comes up again")
+            return boot_all(FIRST_SIGHTING)
         step(f"  no booted template for this VM shape yet: booting {group[0].name()} and saving it ({key})")
         try:
             _capture(host, conn, group[0], key, image)
