@@ -15,7 +15,7 @@ from pathlib import Path
 
 import libvirt
 
-from harness import accel, backends, conditions, gc, guest_consoles, hosts, paths, vm_start
+from harness import accel, backends, conditions, gc, guest_consoles, host_images, hosts, paths, vm_start
 from harness import raid as raid_mod  # `raid` is the array a Testbed builds
 from harness.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel
 from harness.backends import HostDevice, HostPlan, VmSlot
@@ -38,7 +38,8 @@ AGENT_TIMEOUT_S = 180
 # host under TCG. A host that stops answering stops it much sooner (the checks below).
 TERRAFORM_TIMEOUT_S = 1200
 HOST_CHECK_EVERY_S = 30     # while Terraform runs, the host and its libvirtd are asked this often,
-HOST_SILENT_CHECKS = 4      # and Terraform is stopped after this many unanswered checks in a row
+HOST_SILENT_CHECKS = 2      # and Terraform is stopped after this many unanswered checks in a row (an
+                            # L1 that hung as an L2 started never came back; 4 checks cost 5 min)
 LIBVIRT_ANSWER_S = 30
 
 
@@ -192,6 +193,9 @@ class Testbed:
 
     def _tfvars(self, choice: accel.AccelChoice, backend: backends.Backend, plan: HostPlan) -> dict:
         f, img = self.cfg.fleet, paths.IMAGE_DIR
+        image = ({**host_images.paths_on_host(img), "on_host": True} if host_images.kept_on(self.host) else
+                 {"rootfs": str(img / "rootfs.qcow2"), "kernel": str(img / "vmlinuz"),
+                  "initrd": str(img / "initrd.img"), "on_host": False})
         # The backend's host side runs from Terraform (before the domains, after them on destroy).
         harness = f"{shlex.quote(sys.executable)} -m harness"
         hook = f"{harness} backend host-%s {shlex.quote(str(self._hook_file('backend', plan.to_json())))}"
@@ -207,8 +211,7 @@ class Testbed:
                     "destroy": f"{harness} host ceph destroy {ceph_file}"}
         return {
             "libvirt_uri": self.host.uri, "prefix": plan.prefix, "pool_dir": str(self.host_dir / "pool"),
-            "image": {"rootfs": str(img / "rootfs.qcow2"), "kernel": str(img / "vmlinuz"),
-                      "initrd": str(img / "initrd.img")},
+            "image": image,
             "domain_type": choice.domain_type, "vcpus": f.vcpus, "memory_mib": f.memory_mib,
             "console_dir": str(self.host_dir / "consoles"), "start_vms": self._why_no_restore() is not None,
             "device_bytes": len(plan.vms) * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
@@ -282,6 +285,8 @@ class Testbed:
         if self.on_ceph and self.ceph is None:
             ceph_existing.prepare(self.cfg.ceph, self.dir, self.rbd_image(), self.cfg.prefix)
         write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
+        if host_images.kept_on(self.host):
+            host_images.ensure(self.host, paths.IMAGE_DIR)
         self._drop_stale_state()
         self._terraform("init", "-input=false", "-no-color")
         step(f"terraform apply: {len(plan.vms)} VM(s) named {self.cfg.prefix}-vm*" +

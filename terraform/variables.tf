@@ -9,11 +9,12 @@ variable "prefix" {
 }
 variable "pool_dir" { type = string }
 variable "image" {
-  description = "Guest image build output: rootfs (qcow2), kernel, initrd."
+  description = "Guest image build output: rootfs (qcow2), kernel, initrd; on_host: already in the host's own pool."
   type = object({
-    rootfs = string
-    kernel = string
-    initrd = string
+    rootfs  = string
+    kernel  = string
+    initrd  = string
+    on_host = bool
   })
 }
 variable "domain_type" {

@@ -213,6 +213,7 @@ def test_a_fio_matrix_experiment_on_the_nested_host(host, tmp_path):
 
 def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
     out = harness("run", "raid-levels")
+    host = NestedHost.load(STATE / "nested")   # a new one when the L1 hung during the run and was rebuilt
     cfg = settings.load(CONFIG)
     run_dir = sorted(Path(cfg.results_dir).glob("*-raid-levels-*"), key=lambda p: p.stat().st_mtime)[-1]
     manifest = json.loads((run_dir / "run.json").read_text())
@@ -245,6 +246,37 @@ def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
     finally:
         conn.close()
     assert "tearing down the sweep fleet" in out.stdout
+
+
+def test_rocksdb_pe_and_ve_on_an_array_and_one_member(host, tmp_path):
+    """db_bench from the images' rocksdb-tools on the L1's array and in an L2 guest on it."""
+    harness("run", "rocksdb", "--set", "rocksdb.levels=[0]", "--set", "rocksdb.benchmarks=fillrandom,readrandom",
+            "--num", "2000", "--set", f"results_dir={tmp_path}")
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert json.loads((run / "run.json").read_text())["status"] == "completed"
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    ops = {(r["setup"], r["benchmark"], r["env"]) for r in rows if r["metric"] == "ops" and r["status"] == "ok"
+           and r["value"] > 0 and r["repeat"] != "all"}
+    assert ops == {(s, b, e) for s in ("single", "raid0-n4-c512k") for b in ("fillrandom", "readrandom")
+                   for e in ("physical", "virtual")}
+    raws = list((run / "raw").rglob("*.txt"))
+    assert raws and all("db_bench version" in p.read_text() for p in raws)
+    assert "readrandom" in (run / "summary.txt").read_text() and (run / "rocksdb.png").stat().st_size > 10_000
+
+
+def test_filesystems_all_five_on_the_nested_host(host, tmp_path):
+    """Every filesystem the study compares is made and measured in the L1 (its generic kernel has
+    f2fs and nilfs2), xfs included at the default 300 MiB region; none is skipped."""
+    out = harness("run", "filesystems", "--pe-only", "--set", "filesystems.levels=[0]",
+                  "--set", "filesystems.patterns=randwrite", "--set", "filesystems.direct=false",
+                  "--set", "filesystems.runtime_s=2", "--set", "filesystems.ramp_s=0", "--set", f"results_dir={tmp_path}")
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    manifest = json.loads((run / "run.json").read_text())
+    assert manifest["status"] == "completed" and manifest["skipped"] == {}, manifest
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    bw = {(r["setup"], r["filesystem"]) for r in rows if r["metric"] == "bw" and r["status"] == "ok"}
+    assert bw == {(s, fs) for s in ("single", "raid0-n4-c512k") for fs in ("ext4", "xfs", "btrfs", "f2fs", "nilfs2")}
+    assert "F2FS against EXT4" in out.stdout and "raid0-n4-c512k" in (run / "summary.txt").read_text()
 
 
 def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(host):

@@ -1,5 +1,6 @@
 # A directory pool holding the guest image, kernel and initrd (uploaded through libvirt, so the
-# host may be remote, e.g. a nested host); VM root disks are qcow2 overlays on it.
+# host may be remote), unless the host keeps them in its own pool (a nested host:
+# harness/host_images.py); VM root disks are qcow2 overlays on the image.
 terraform {
   required_providers {
     libvirt = { source = "dmacvicar/libvirt" }
@@ -8,10 +9,12 @@ terraform {
 variable "prefix" { type = string }
 variable "pool_dir" { type = string }
 variable "image" {
+  description = "The guest image's files; on_host: already in the host's own pool (a nested host), used in place."
   type = object({
-    rootfs = string
-    kernel = string
-    initrd = string
+    rootfs  = string
+    kernel  = string
+    initrd  = string
+    on_host = bool
   })
 }
 variable "device_bytes" {
@@ -28,6 +31,7 @@ resource "libvirt_pool" "this" {
 }
 
 resource "libvirt_volume" "base" {
+  count  = var.image.on_host ? 0 : 1
   name   = "${var.prefix}-base.qcow2"
   pool   = libvirt_pool.this.name
   source = var.image.rootfs
@@ -35,6 +39,7 @@ resource "libvirt_volume" "base" {
 }
 
 resource "libvirt_volume" "kernel" {
+  count  = var.image.on_host ? 0 : 1
   name   = "${var.prefix}-vmlinuz"
   pool   = libvirt_pool.this.name
   source = var.image.kernel
@@ -42,10 +47,24 @@ resource "libvirt_volume" "kernel" {
 }
 
 resource "libvirt_volume" "initrd" {
+  count  = var.image.on_host ? 0 : 1
   name   = "${var.prefix}-initrd.img"
   pool   = libvirt_pool.this.name
   source = var.image.initrd
   format = "raw"
+}
+
+moved {
+  from = libvirt_volume.base
+  to   = libvirt_volume.base[0]
+}
+moved {
+  from = libvirt_volume.kernel
+  to   = libvirt_volume.kernel[0]
+}
+moved {
+  from = libvirt_volume.initrd
+  to   = libvirt_volume.initrd[0]
 }
 
 # The default host "device": a raw file in the pool, prefilled with random data because a
@@ -67,9 +86,9 @@ resource "terraform_data" "prefill" {
 }
 
 output "pool" { value = libvirt_pool.this.name }
-output "base_volume_id" { value = libvirt_volume.base.id }
-output "kernel_volume_id" { value = libvirt_volume.kernel.id }
-output "initrd_volume_id" { value = libvirt_volume.initrd.id }
+output "base_volume_id" { value = var.image.on_host ? var.image.rootfs : libvirt_volume.base[0].id }
+output "kernel_volume_id" { value = var.image.on_host ? var.image.kernel : libvirt_volume.kernel[0].id }
+output "initrd_volume_id" { value = var.image.on_host ? var.image.initrd : libvirt_volume.initrd[0].id }
 output "device_volume_id" {
   value      = var.device_bytes > 0 ? libvirt_volume.device[0].id : null
   depends_on = [terraform_data.prefill]
