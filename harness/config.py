@@ -30,6 +30,8 @@ class FleetConfig(Section):
                                 json_schema_extra={FIX: "name an existing, unmounted, unused block device, or unset it"})
     wipe: bool = Field(False, description="allow using a device that carries a partition table or filesystem signature")
     accel: Literal["auto", "kvm", "tcg"] = Field("auto", description="accelerator; auto probes KVM by booting a guest")
+    kernel: Literal["cloud", "generic"] = Field("cloud", description="the guest kernel: Debian's cloud kernel boots "
+                                                "fastest; the generic one has f2fs and nilfs2")
     restore: bool = Field(True, description="start VMs from a booted guest saved once per VM shape (a libvirt save "
                           "image, cached) instead of booting each; a VM whose restore is refused boots, with the reason")
 

@@ -18,7 +18,8 @@ from harness.libvirt_conn import connect
 
 POOL = "images"
 POOL_DIR = "/var/lib/vtb/images"
-FILES = {"rootfs": ("rootfs.qcow2", "qcow2"), "kernel": ("vmlinuz", "raw"), "initrd": ("initrd.img", "raw")}
+FILES = {"rootfs": "rootfs.qcow2", "kernel": "vmlinuz", "initrd": "initrd.img",   # the image's files (build.sh)
+         "kernel_generic": "vmlinuz-generic", "initrd_generic": "initrd-generic.img"}
 
 
 def kept_on(host: Host) -> bool:
@@ -29,7 +30,7 @@ def kept_on(host: Host) -> bool:
 def paths_on_host(image_dir: Path) -> dict[str, str]:
     """Where the image of `image_dir`'s recipe is (or will be) inside the host: named by the recipe."""
     key = (image_dir / "recipe.sha").read_text().strip()
-    return {field: f"{POOL_DIR}/{key}-{name}" for field, (name, _) in FILES.items()}
+    return {field: f"{POOL_DIR}/{key}-{name}" for field, name in FILES.items()}
 
 
 def ensure(host: Host, image_dir: Path) -> None:
@@ -39,8 +40,9 @@ def ensure(host: Host, image_dir: Path) -> None:
     conn = connect(host.uri)
     try:
         pool = _pool(conn)
-        for field, (name, fmt) in FILES.items():
+        for field, name in FILES.items():
             local = image_dir / name
+            fmt = "qcow2" if name.endswith(".qcow2") else "raw"
             path = wanted[field]
             vol_name = Path(path).name
             vol = _lookup(pool, vol_name)

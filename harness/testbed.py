@@ -81,6 +81,7 @@ class TestbedRecord:
         """What every sample measured on this testbed records about it."""
         return {**self.disk, "device_kind": self.device_kind, "device": self.device_path, "image": self.image,
                 "fleet_vms": len(self.vms), "vcpus": self.fleet["vcpus"], "memory_mib": self.fleet["memory_mib"],
+                "guest_kernel": self.fleet.get("kernel", "cloud"),
                 "data_size_bytes": self.vms[0].slice_bytes if self.vms else 0,
                 "vm_start": "/".join(sorted({s["how"] for s in self.started.values()})) or "unknown"}
 
@@ -193,9 +194,11 @@ class Testbed:
 
     def _tfvars(self, choice: accel.AccelChoice, backend: backends.Backend, plan: HostPlan) -> dict:
         f, img = self.cfg.fleet, paths.IMAGE_DIR
-        image = ({**host_images.paths_on_host(img), "on_host": True} if host_images.kept_on(self.host) else
-                 {"rootfs": str(img / "rootfs.qcow2"), "kernel": str(img / "vmlinuz"),
-                  "initrd": str(img / "initrd.img"), "on_host": False})
+        files = host_images.paths_on_host(img) if host_images.kept_on(self.host) else \
+            {field: str(img / name) for field, name in host_images.FILES.items()}
+        kernel, initrd = ("kernel", "initrd") if f.kernel == "cloud" else ("kernel_generic", "initrd_generic")
+        image = {"rootfs": files["rootfs"], "kernel": files[kernel], "initrd": files[initrd],
+                 "on_host": host_images.kept_on(self.host)}
         # The backend's host side runs from Terraform (before the domains, after them on destroy).
         harness = f"{shlex.quote(sys.executable)} -m harness"
         hook = f"{harness} backend host-%s {shlex.quote(str(self._hook_file('backend', plan.to_json())))}"
@@ -315,8 +318,8 @@ class Testbed:
             prefix=self.cfg.prefix, uri=self.host.uri, vms=vms, device_path=plan.device.path,
             device_kind=plan.device.kind, accel=accel.as_dict(choice),
             disk=backend.metadata(self.cfg.disk),
-            fleet={"vms": len(vms), "vcpus": self.cfg.fleet.vcpus,
-                   "memory_mib": self.cfg.fleet.memory_mib, "disk_size_mib": self.cfg.fleet.disk_size_mib},
+            fleet={"vms": len(vms), "vcpus": self.cfg.fleet.vcpus, "memory_mib": self.cfg.fleet.memory_mib,
+                   "disk_size_mib": self.cfg.fleet.disk_size_mib, "kernel": self.cfg.fleet.kernel},
             image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready,
             host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None,
             ceph=self._ceph_metadata(),
@@ -387,7 +390,8 @@ class Testbed:
         why_not = self._why_no_restore()
         conn = connect(self.host.uri)
         try:
-            started = vm_start.start(self.host, conn, names, image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(),
+            image = f"{(paths.IMAGE_DIR / 'recipe.sha').read_text().strip()} {self.cfg.fleet.kernel}"
+            started = vm_start.start(self.host, conn, names, image=image,
                                      work_dir=str(self.host_dir), restore=why_not)
         finally:
             conn.close()

@@ -31,6 +31,7 @@ from harness.testbed import Testbed, TestbedError, TestbedRecord
 from harness.workloads import fio
 
 SINGLE = "single"
+GENERIC_ONLY = {"f2fs", "nilfs2"}   # filesystems Debian's cloud kernel lacks
 MD_RESERVE_MIB = 8
 
 
@@ -103,6 +104,10 @@ class RaidSweep:
     def filesystems(self, cfg: Config) -> list[str | None]:
         return [None]
 
+    def guest_kernel(self, cfg: Config) -> str:
+        """The VM's kernel: the generic one where a filesystem needs it (GENERIC_ONLY), else the config's."""
+        return "generic" if set(self.filesystems(cfg)) & GENERIC_ONLY else cfg.fleet.kernel
+
     def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[Point]:
         c = getattr(cfg, self.section)
         return [Point(f"{fs + '-' if fs else ''}{rw}-{'direct' if d else 'buffered'}",
@@ -142,7 +147,7 @@ class RaidSweep:
         ctx.store.update_manifest(skipped=skipped, planned={"setups": [s.label for s in runnable],
                                                             "points": [p.label for p in points]})
         sweep_cfg = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
-            "name": f"rs-{cfg.fleet.name}"[:20], "vms": 1, "disk_size_mib": c.size_mib})})
+            "name": f"rs-{cfg.fleet.name}"[:20], "vms": 1, "disk_size_mib": c.size_mib, "kernel": self.guest_kernel(cfg)})})
         tb = Testbed(sweep_cfg, host, run_scoped=True)
         tb.down(quiet=True)  # a sweep fleet left by a killed run
         ctx.plan(len(runnable) * len(points) * (2 if c.ve else 1) * cfg.repeat.count)

@@ -51,6 +51,12 @@ resource "terraform_data" "backend_host" {
   }
 }
 
+# What the domains boot: another kernel (fleet.kernel) restarts them, where the provider would
+# only redefine them in place and leave the running guests on the old kernel.
+resource "terraform_data" "boot" {
+  input = [var.kernel, var.initrd]
+}
+
 resource "libvirt_volume" "root" {
   count          = length(var.backend.vms)
   name           = "${var.backend.vms[count.index].name}-root.qcow2"
@@ -99,7 +105,7 @@ resource "libvirt_domain" "vm" {
     ignore_changes = [disk, running]
     # A new host side (another backend, or the same one with other options) restarts its daemons:
     # a guest still connected to the old ones would lose its disk, and hold memory the new ones need.
-    replace_triggered_by = [terraform_data.backend_host]
+    replace_triggered_by = [terraform_data.backend_host, terraform_data.boot]
   }
 }
 

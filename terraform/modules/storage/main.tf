@@ -40,7 +40,7 @@ resource "libvirt_volume" "base" {
 
 resource "libvirt_volume" "kernel" {
   count  = var.image.on_host ? 0 : 1
-  name   = "${var.prefix}-vmlinuz"
+  name   = "${var.prefix}-${basename(var.image.kernel)}" # a kernel of another kind is another volume
   pool   = libvirt_pool.this.name
   source = var.image.kernel
   format = "raw"
@@ -48,7 +48,7 @@ resource "libvirt_volume" "kernel" {
 
 resource "libvirt_volume" "initrd" {
   count  = var.image.on_host ? 0 : 1
-  name   = "${var.prefix}-initrd.img"
+  name   = "${var.prefix}-${basename(var.image.initrd)}"
   pool   = libvirt_pool.this.name
   source = var.image.initrd
   format = "raw"
