@@ -21,6 +21,15 @@ def member_count_problem(level: int, members: int) -> str | None:
     return None
 
 
+def no_level_buildable(levels: list[int], members: int) -> str | None:
+    """Why none of `levels` can be built on `members` devices (a settings error), or None."""
+    problems = [member_count_problem(lv, members) for lv in levels]
+    if all(problems):
+        return (f"no RAID level in levels={levels} can be built with members={members} ({problems[0]}); "
+                "raise members or choose another level")
+    return None
+
+
 def direction(rw: str) -> str:
     """'read' or 'write' for a fio access pattern (mixed patterns have no single expectation)."""
     if rw in ("read", "randread"):

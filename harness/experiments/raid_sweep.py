@@ -243,8 +243,7 @@ class RaidSweep:
         rows = raid_rows(ctx.store.samples)
         if not rows:
             return
-        env = ctx.environment
-        accel = env["accel"] + (f" in a nested host under {env['l0_accel']}" if env.get("l0_accel", "n/a") != "n/a" else "")
+        accel = accel_label(ctx.environment)
         accel += ", not performance numbers" if "tcg" in accel else ""
         text = print_raid(rows, title=self.name, accel=accel)
         write_atomic(ctx.store.dir / "summary.txt", text)
@@ -254,6 +253,11 @@ class RaidSweep:
 
 
 # --- its summary: rows over repeats, the table, the plot --------------------
+def accel_label(env: dict) -> str:
+    """The run's accelerator, with the L0's under a nested host (e.g. "kvm in a nested host under tcg")."""
+    return env["accel"] + (f" in a nested host under {env['l0_accel']}" if env.get("l0_accel", "n/a") != "n/a" else "")
+
+
 def raid_rows(samples: list[Sample]) -> list[dict]:
     """One row per (array setup, point): PE and VE bandwidth with the RAID model's expectation,
     measured/expected and the stack overhead (means over repeats)."""

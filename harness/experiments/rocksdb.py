@@ -11,11 +11,11 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from rich.table import Table
 
-from harness.analysis.raid_model import member_count_problem
+from harness.analysis.raid_model import no_level_buildable
 from harness.config import Config
 from harness.console import step
 from harness.experiments import Flag, RunContext
-from harness.experiments.raid_sweep import SINGLE, RaidSweep, Setup
+from harness.experiments.raid_sweep import SINGLE, RaidSweep, Setup, accel_label
 from harness.pipeline import PHYSICAL, Pipeline, Point as MeasuredPoint
 from harness.raid import MIN_FS_MIB, MKFS
 from harness.report import plots, tables
@@ -40,10 +40,8 @@ class Settings(DbBenchJob):
 
     @model_validator(mode="after")
     def _fits(self) -> "Settings":
-        problems = [member_count_problem(lv, self.members) for lv in self.levels]
-        if all(problems):
-            raise ValueError(f"no RAID level in levels={self.levels} can be built with members={self.members} "
-                             f"({problems[0]}); raise members or choose another level")
+        if why := no_level_buildable(self.levels, self.members):
+            raise ValueError(why)
         if self.size_mib < MIN_FS_MIB.get(self.filesystem, 0):
             raise ValueError(f"rocksdb.size_mib={self.size_mib} is below the {MIN_FS_MIB[self.filesystem]} MiB "
                              f"mkfs.{self.filesystem} needs; raise size_mib or choose another filesystem")
@@ -105,8 +103,7 @@ class RocksDb(RaidSweep):
         rows = db_rows(ctx.store.samples)
         if not rows:
             return
-        env = ctx.environment
-        accel = env["accel"] + (f" in a nested host under {env['l0_accel']}" if env.get("l0_accel", "n/a") != "n/a" else "")
+        accel = accel_label(ctx.environment)
         text = print_rows(rows, accel, ctx.cfg.rocksdb)
         write_atomic(ctx.store.dir / "summary.txt", text)
         png = db_bars(rows, ctx.store.dir / "rocksdb.png",

@@ -2,7 +2,7 @@
 Config section [stripe_size]; member devices from [raid]."""
 from pydantic import Field, model_validator
 
-from harness.analysis.raid_model import member_count_problem
+from harness.analysis.raid_model import no_level_buildable
 from harness.config import Config
 from harness.experiments.raid_sweep import RaidSweep, RaidSweepSettings, Setup, raid_flags
 from harness.schema import ChunkKib, RaidLevel
@@ -15,10 +15,8 @@ class Settings(RaidSweepSettings):
 
     @model_validator(mode="after")
     def _some_level_valid(self) -> "Settings":
-        problems = [member_count_problem(lv, self.members) for lv in self.levels]
-        if all(problems):
-            raise ValueError(f"no RAID level in levels={self.levels} can be built with members={self.members} "
-                             f"({problems[0]}); raise members or choose another level")
+        if why := no_level_buildable(self.levels, self.members):
+            raise ValueError(why)
         return self
 
 
