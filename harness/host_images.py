@@ -35,7 +35,7 @@ def paths_on_host(image_dir: Path) -> dict[str, str]:
 
 def ensure(host: Host, image_dir: Path) -> None:
     """Uploads what the host lacks of the image (a cut upload is found by its size and redone), and
-    removes other recipes' images."""
+    removes other recipes' images while no domain there could be using them."""
     wanted = paths_on_host(image_dir)
     conn = connect(host.uri)
     try:
@@ -53,8 +53,9 @@ def ensure(host: Host, image_dir: Path) -> None:
                 vol.delete(0)
             step(f"uploading the guest image's {name} into the {host.name} host (once per image)")
             _upload(conn, pool, vol_name, local, fmt)
-        for other in set(pool.listVolumes()) - {Path(p).name for p in wanted.values()}:
-            _lookup(pool, other).delete(0)
+        if not conn.listAllDomains():
+            for other in set(pool.listVolumes()) - {Path(p).name for p in wanted.values()}:
+                _lookup(pool, other).delete(0)
     finally:
         conn.close()
 
