@@ -104,6 +104,14 @@ def _bring_up(cfg: Config) -> dict:
             hows = sorted({s["how"] for s in started.values()})
             figures[f"agents_ready_{vms}_vms_{'restored' if restore else 'booted'}_s"] = (
                 seconds if hows == (["restored"] if restore else ["booted"]) else f"{seconds:.1f} ({'/'.join(hows)})")
+    step("bench: QEMU start to guest-ping with the generic kernel (f2fs, nilfs2)")
+    tb = Testbed(cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
+        "name": "bench-up", "vms": 1, "kernel": "generic"})}), run_scoped=True)
+    try:
+        record = tb.up()
+        figures["qemu_start_to_guest_ping_generic_kernel_s"] = _qemu_start_to_ping(record.uri, record.vms[0].name)
+    finally:
+        tb.down(quiet=True)
     return figures
 
 

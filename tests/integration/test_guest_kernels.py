@@ -1,0 +1,51 @@
+"""The guest image's two kernels, for real: the cloud kernel by default, the generic one where
+fleet.kernel asks for it, in which a guest makes and measures on f2fs and nilfs2 (the filesystems
+the cloud kernel lacks); switching the kernel restarts the VM on it; teardown leaves nothing."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import gc
+from harness.agent import guests
+from harness.raid import MKFS
+from harness.testbed import TestbedRecord
+from harness.workloads import fio
+from run_harness import harness
+
+pytestmark = pytest.mark.integration
+CONFIG = Path(__file__).parents[1] / "ci.toml"
+STATE = Path("/var/tmp/vtb-ci")
+FLEET = ["--config", str(CONFIG), "--set", "fleet.name=gk", "--set", "fleet.vms=1", "--set", "fleet.disk_size_mib=128"]
+
+
+def up(kernel: str) -> TestbedRecord:
+    harness("testbed", "up", *FLEET, "--set", f"fleet.kernel={kernel}")
+    return TestbedRecord.from_json((STATE / "gk" / "testbed.json").read_text())
+
+
+def uname(record: TestbedRecord) -> str:
+    with guests(record.uri, [record.vms[0].name]) as (agent,):
+        return agent.run(["uname", "-r"]).stdout.decode().strip()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def clean():
+    harness("testbed", "down", *FLEET, check=False)
+    yield
+    harness("testbed", "down", *FLEET)
+    assert gc.leftovers("vtb-gk-") == []
+
+
+def test_the_generic_kernel_makes_f2fs_and_nilfs2_in_a_guest_and_the_cloud_one_is_the_default():
+    record = up("generic")
+    assert uname(record).endswith("-amd64") and "cloud" not in uname(record)
+    assert record.metadata()["guest_kernel"] == "generic"
+    job = fio.FioJob(rw="randwrite", direct=False, runtime_s=2, ramp_s=0, iodepth=1)
+    for fs in ("f2fs", "nilfs2"):
+        (out,) = fio.in_guests(record.uri, job, record.vms, size=32 << 20, extra_env=fio.fs_env(MKFS[fs]))
+        assert fio.parse(out.raw).iops > 0, fs
+    assert "cloud" in uname(up("cloud"))            # another kernel restarts the VM on it
+    assert json.loads((STATE / "gk" / "testbed.json").read_text())["fleet"]["kernel"] == "cloud"
