@@ -69,6 +69,7 @@ for d in drivers/gpu drivers/media drivers/net/wireless drivers/infiniband drive
          drivers/iio drivers/isdn sound net/wireless net/mac80211 net/bluetooth; do
   module_excludes+=(--dpkgopt="path-exclude=/lib/modules/*/kernel/$d/*")
 done
+# /etc/mtab is made by the build: systemd makes it on an ordinary boot, and mkfs.nilfs2 will not run without it.
 mmdebstrap --variant=minbase --mode=root --include="$KERNELS,$PACKAGES" "${module_excludes[@]}" \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
@@ -78,6 +79,7 @@ mmdebstrap --variant=minbase --mode=root --include="$KERNELS,$PACKAGES" "${modul
   --customize-hook='chroot "$1" update-initramfs -u -k all' \
   --customize-hook="copy-in $here/guest/vtb-init /sbin" \
   --customize-hook='printf "127.0.0.1 localhost vtb-guest\n::1 localhost\n" > "$1/etc/hosts"' \
+  --customize-hook='ln -sfn ../proc/self/mounts "$1/etc/mtab"' \
   --customize-hook='echo vtb-guest > "$1/etc/hostname"' \
   "${hooks[@]}" \
   --customize-hook='chroot "$1" dpkg-query -W -f="\${Package}=\${Version}\n" > "$1/.packages.txt"' \
