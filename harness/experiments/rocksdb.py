@@ -180,7 +180,7 @@ def db_bars(rows: list[dict], path: Path, title: str) -> Path:
     lat.set_ylabel("µs/op")
     handles = [h for a in (axes[0][0], lat) for h in a.get_legend_handles_labels()[0]]
     labels = [lb for a in (axes[0][0], lat) for lb in a.get_legend_handles_labels()[1]]
-    fig.legend(handles, labels, fontsize=7, loc="upper right")
+    fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=4, bbox_to_anchor=(0.5, 0.0))  # under the panels
     fig.suptitle(title, fontsize=9)
     return plots.save(fig, path)
 
