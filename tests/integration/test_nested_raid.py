@@ -279,6 +279,22 @@ def test_filesystems_all_five_on_the_nested_host(host, tmp_path):
     assert "F2FS against EXT4" in out.stdout and "raid0-n4-c512k" in (run / "summary.txt").read_text()
 
 
+def test_device_profile_of_a_drive_and_an_md_array_in_the_nested_host(host, tmp_path):
+    """The emulated NVMe drive and a RAID 0 over the drives, profiled from the L1 (PE); a device
+    made on this machine is skipped there with the reason."""
+    out = harness("run", "device-profile", "--pe-only", "--devices", "drive,md,tmpfs", "--set", "device_profile.size_mib=32",
+                  "--set", "device_profile.zone_mib=16", "--set", "device_profile.seq_runtime_s=1",
+                  "--set", "device_profile.random_ios=300", "--set", f"results_dir={tmp_path}")
+    assert "device tmpfs skipped: it is made on this machine" in out.stdout
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    assert rows and all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows if r["status"] != "ok"]
+    assert {(r["profiled_device"], r["device"]) for r in rows if r["metric"] == "bw"} == {
+        ("drive", host.record.drives[0]), ("md", "/dev/md/vtb-dp-cin-raid")}
+    assert (run / "device-profile-random.png").stat().st_size > 10_000
+    assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
+
+
 def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(host):
     """A nested host whose kernel locks up keeps its TCP port open but answers nothing (seen as
     RCU stalls in a TCG L1): keepalive must turn a call on it into an error. Pausing the L1 is the
