@@ -28,6 +28,12 @@ MKFS = {
 MIN_FS_MIB = {"xfs": 300, "nilfs2": 132}
 
 
+def mkfs_size_problem(fs: str, size_mib: int, field: str) -> str | None:
+    """Why mkfs would refuse `fs` on `size_mib` (a settings error naming `field`), or None."""
+    need = MIN_FS_MIB.get(fs, 0)
+    return f"{field}={size_mib} is below the {need} MiB mkfs.{fs} needs; raise it to {need}" if size_mib < need else None
+
+
 class RaidError(RuntimeError):
     pass
 

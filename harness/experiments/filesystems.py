@@ -9,7 +9,7 @@ from harness.config import Config
 from harness.console import console
 from harness.experiments import RunContext
 from harness.experiments.raid_sweep import SINGLE, RaidSweep, RaidSweepSettings, Setup, raid_flags, raid_rows
-from harness.raid import MIN_FS_MIB
+from harness.raid import mkfs_size_problem
 from harness.report import tables
 from harness.schema import Filesystem, RaidLevel
 from harness.store import write_atomic
@@ -31,9 +31,8 @@ class Settings(RaidSweepSettings):
     def _every_filesystem_fits(self) -> "Settings":
         """Rejected before anything is provisioned: mkfs would refuse the region mid-run."""
         for fs in self.filesystems:
-            if self.size_mib < MIN_FS_MIB.get(fs, 0):
-                raise ValueError(f"filesystems.size_mib={self.size_mib} is below the {MIN_FS_MIB[fs]} MiB mkfs.{fs} "
-                                 f"needs; raise size_mib to {MIN_FS_MIB[fs]} or remove {fs} from filesystems")
+            if why := mkfs_size_problem(fs, self.size_mib, "filesystems.size_mib"):
+                raise ValueError(f"{why}, or remove {fs} from filesystems")
         return self
 
 

@@ -17,7 +17,7 @@ from harness.console import step
 from harness.experiments import Flag, RunContext
 from harness.experiments.raid_sweep import SINGLE, RaidSweep, Setup, accel_label
 from harness.pipeline import PHYSICAL, Pipeline, Point as MeasuredPoint
-from harness.raid import MIN_FS_MIB, MKFS
+from harness.raid import MKFS, mkfs_size_problem
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.samples import Sample
@@ -42,9 +42,8 @@ class Settings(DbBenchJob):
     def _fits(self) -> "Settings":
         if why := no_level_buildable(self.levels, self.members):
             raise ValueError(why)
-        if self.size_mib < MIN_FS_MIB.get(self.filesystem, 0):
-            raise ValueError(f"rocksdb.size_mib={self.size_mib} is below the {MIN_FS_MIB[self.filesystem]} MiB "
-                             f"mkfs.{self.filesystem} needs; raise size_mib or choose another filesystem")
+        if why := mkfs_size_problem(self.filesystem, self.size_mib, "rocksdb.size_mib"):
+            raise ValueError(f"{why}, or choose another filesystem")
         # the keys uncompressed, with room for compaction's copies and the write-ahead log
         need_mib = 3 * self.num * (self.value_size + 16) >> 20
         if need_mib > self.size_mib // 2:
