@@ -1,6 +1,7 @@
 """One module per workload tool: renders its job, runs it in a guest or on a host, parses its raw output."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from harness import paths
@@ -10,3 +11,18 @@ def guest_script(runner: Path) -> str:
     """A runner from guest-agents/ with the disk finder in front, sent whole as `sh -c SCRIPT NAME
     LOCATOR`: nothing is installed in the guest, and the host runs the same script."""
     return "locator=$1\n" + (paths.GUEST_AGENTS / "find-disk.sh").read_text() + runner.read_text()
+
+
+def run_runner(node, runner: Path, locator: str, *, env: dict, timeout: float, tool: str,
+               error: type[Exception], timeout_error: type[Exception] | None = None, input: bytes | None = None) -> str:
+    """A runner on a node (a guest or a host, the same call), its stdout; a timeout (the node stops
+    the runner) or a failure raises the tool's own error, naming the node."""
+    try:
+        out = node.run(["/bin/sh", "-c", guest_script(runner), runner.stem, locator], env=env, input=input,
+                       timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise (timeout_error or error)(f"{tool} on {node.label} did not finish within {timeout:.0f} s; "
+                                       "stopped it") from None
+    if out.returncode != 0:
+        raise error(f"{tool} on {node.label} exited {out.returncode}: {out.stderr.decode(errors='replace').strip()[-500:]}")
+    return out.stdout.decode(errors="replace")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import subprocess
 from dataclasses import dataclass
 from typing import Literal
 
@@ -16,7 +15,7 @@ from harness.agent import PATH, guests
 from harness.hosts import Node
 from harness.pipeline import Output
 from harness.schema import Section
-from harness.workloads import guest_script
+from harness.workloads import run_runner
 
 RUNNER = paths.GUEST_AGENTS / "run-db-bench.sh"
 Benchmark = Literal["fillseq", "fillrandom", "readrandom", "readseq"]
@@ -53,15 +52,7 @@ def run(node: Node, job: DbBenchJob, benchmark: str, *, locator: str, mkfs: list
            "DB_VALUE_SIZE": str(job.value_size), "DB_THREADS": str(job.threads),
            "DB_WRITE_BUFFERS": str(job.write_buffers), "DB_BATCH": str(job.batch_size),
            "DB_DIRECT": str(job.direct).lower(), "DB_SEED": str(secrets.randbits(31) or 1)}
-    try:
-        out = node.run(["/bin/sh", "-c", guest_script(RUNNER), "run-db-bench", locator], env=env,
-                       timeout=timeout_s(job), check=False)
-    except subprocess.TimeoutExpired:
-        raise DbBenchError(f"db_bench on {node.label} did not finish within {timeout_s(job):.0f} s; stopped it") from None
-    if out.returncode != 0:
-        raise DbBenchError(f"db_bench on {node.label} exited {out.returncode}: "
-                           f"{out.stderr.decode(errors='replace').strip()[-500:]}")
-    return out.stdout.decode(errors="replace")
+    return run_runner(node, RUNNER, locator, env=env, timeout=timeout_s(job), tool="db_bench", error=DbBenchError)
 
 
 def on_host(host: Node, job: DbBenchJob, benchmark: str, *, device: str, mkfs: list[str]) -> list[Output]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import subprocess
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -17,7 +16,7 @@ from harness.console import step
 from harness.hosts import Node
 from harness.pipeline import Output
 from harness.schema import BlockSize, Section, bs_bytes
-from harness.workloads import guest_script
+from harness.workloads import run_runner
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
 GUEST_RUNNER = paths.GUEST_AGENTS / "run-fio.sh"
@@ -94,15 +93,8 @@ def run(node: Node, job: FioJob, *, locator: str, size: int, offset: int = 0, ex
     guest, `path:` or `rbd:` on a host) with the same runner on any node; returns fio's raw JSON."""
     env = {"PATH": PATH, **job_env(job, offset=offset, size=size), "FIO_RANDSEED": str(secrets.randbits(63)),
            **(extra_env or {})}
-    try:
-        out = node.run(["/bin/sh", "-c", guest_script(GUEST_RUNNER), "run-fio", locator], env=env,
-                       input=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job), check=False)
-    except subprocess.TimeoutExpired:
-        raise FioTimeout(f"fio on {node.label} did not finish within {timeout_s(job):.0f} s; killed it") from None
-    if out.returncode != 0:
-        raise FioError(f"fio on {node.label} exited {out.returncode}: "
-                       f"{out.stderr.decode(errors='replace').strip()[-500:]}")
-    return out.stdout.decode()
+    return run_runner(node, GUEST_RUNNER, locator, env=env, input=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job),
+                      tool="fio", error=FioError, timeout_error=FioTimeout)
 
 
 def _direction(d: dict) -> dict | None:
