@@ -24,7 +24,11 @@ if [ -n "${rbd_image:-}" ]; then   # the job's own section gets librbd: the engi
   job=$(printf '%s\nioengine=rbd\nclientname=%s\npool=%s\nrbdname=%s\n' "$job" "${FIO_RBD_ID:-admin}" \
     "${rbd_image%%/*}" "${rbd_image#*/}")
 fi
+fname=$dev
+# librbd takes the image from rbdname; a filename with the pool in it would make fio create a
+# directory named for the pool in its working directory
+[ -z "${rbd_image:-}" ] || fname=${rbd_image#*/}
 before=$(dmesg | wc -l)
-printf '%s\n' "$job" | FIO_FILENAME=$dev fio --output-format=json - || exit $?
+printf '%s\n' "$job" | FIO_FILENAME=$fname fio --output-format=json - || exit $?
 bad=$(dmesg | tail -n +$((before + 1)) | grep -iE 'timeout|I/O error|abort|reset' | head -3)
 [ -z "$bad" ] || { echo "run-fio: the guest kernel reported I/O trouble during the run: $bad" >&2; exit 4; }

@@ -319,3 +319,85 @@ def raid_bars(rows: list[dict], path: Path, title: str) -> Path:
     axes[0][0].legend(fontsize=8)
     fig.suptitle(title, fontsize=9)
     return plots.save(fig, path)
+
+
+# --- a database workload's summary on the sweep (rocksdb, mysql-raid): a throughput and a latency per point
+def workload_rows(samples: list[Sample], by: str, metrics: tuple[str, str], scope: str | None = None) -> list[dict]:
+    """One row per (setup, point named by the metadata key `by`): PE and VE means over repeats of
+    the two metrics (throughput first: its noisy points are flagged). `scope` keeps the samples of
+    one scope (e.g. a point's aggregate over its VMs)."""
+    rows: dict[tuple, dict] = {}
+    unquiet: dict[tuple, list[str]] = {}
+    threshold = 0.10
+    for s in samples:
+        m = s.metadata
+        if by not in m or not tables.measured(s) or (scope and m.get("scope", scope) != scope):
+            continue
+        key = (m["setup"], m[by])
+        row = rows.setdefault(key, {"setup": m["setup"], "point": m[by], "errors": []})
+        threshold = m.get("noisy_cv_threshold", threshold)
+        if s.status != "ok":
+            if f"{m['env']}: {s.error}" not in row["errors"]:
+                row["errors"].append(f"{m['env']}: {s.error}")
+            row[f"{m['env']}_failed"] = True
+        elif s.metric in metrics:
+            row.setdefault(f"{m['env']}_{s.metric}", []).append(s.value)
+            if s.metric == metrics[0]:
+                unquiet.setdefault((key, m["env"]), []).extend(tables.unquiet_reasons(m))
+    for (key, env), reasons in unquiet.items():
+        tables.flag_noisy(rows[key], f"{env}_{metrics[0]}", reasons[:1], threshold)
+    return [tables.means(r) for r in rows.values()]
+
+
+def workload_table(rows: list[dict], title: str, caption: str, point: str,
+                   metrics: tuple[tuple[str, str, int], tuple[str, str, int]]) -> str:
+    """PE and VE side by side per (array, point): throughput, VE/PE, latency; `metrics` gives each
+    metric's (key, column unit, digits)."""
+    (tput, tput_unit, tput_digits), (lat, lat_unit, lat_digits) = metrics
+    table = Table(title=title, caption=caption)
+    for col in ("array", point, f"PE {tput_unit}", f"VE {tput_unit}", "VE/PE", f"PE {lat_unit}", f"VE {lat_unit}"):
+        table.add_column(col, justify="left" if col in ("array", point) else "right", no_wrap=True)
+    for r in rows:
+        pe, ve = r.get(f"physical_{tput}"), r.get(f"virtual_{tput}")
+        table.add_row(r["setup"], r["point"], tables.cell(r, f"physical_{tput}", tput_digits),
+                      tables.cell(r, f"virtual_{tput}", tput_digits), f"{ve / pe:.2f}" if ve and pe else "-",
+                      tables.cell(r, f"physical_{lat}", lat_digits), tables.cell(r, f"virtual_{lat}", lat_digits))
+    return tables.render([table], [(f"{r['setup']} {r['point']}", e) for r in rows for e in r["errors"]],
+                         width=120, notes=tables.noisy_notes([(f"{r['setup']} {r['point']}", r) for r in rows], tput))
+
+
+def workload_bars(rows: list[dict], path: Path, title: str, metrics: tuple[tuple[str, str], tuple[str, str]]) -> Path:
+    """The RAID-on-NVMe study's figure 6 layout: a panel per array, throughput bars per point (PE
+    and VE), latency as markers on a second axis; whiskers are 95% CIs. `metrics`: (key, label) of
+    the throughput and of the latency."""
+    (tput, tput_label), (lat_key, lat_label) = metrics
+    setups = list(dict.fromkeys(r["setup"] for r in rows))
+    fig, axes = plt.subplots(1, len(setups), figsize=(max(6, 3.6 * len(setups)), 4.2), squeeze=False, sharey=True)
+    top_lat = 1.15 * max((r.get(f"{env}_{lat_key}") or 0) + plots.ci(r, f"{env}_{lat_key}")
+                         for r in rows for env in ("physical", "virtual")) or 1
+    for n, (ax, setup) in enumerate(zip(axes[0], setups)):
+        mine = [r for r in rows if r["setup"] == setup]
+        xs = range(len(mine))
+        lat = ax.twinx()
+        for i, (env, color, label) in enumerate((("physical", "black", "PE"), ("virtual", "tab:blue", "VE"))):
+            x = [v + (i - 0.5) * 0.38 for v in xs]
+            ax.bar(x, [r.get(f"{env}_{tput}") or 0 for r in mine], 0.38, color=color, alpha=0.8,
+                   label=f"{label} {tput_label}", yerr=[plots.ci(r, f"{env}_{tput}") for r in mine], capsize=3,
+                   ecolor="gray")
+            ys = [r.get(f"{env}_{lat_key}") for r in mine]
+            lat.errorbar([a for a, y in zip(x, ys) if y], [y for y in ys if y], fmt="D",
+                         color="tab:red" if i else "darkred", ms=4, capsize=2, label=f"{label} {lat_label}",
+                         yerr=[plots.ci(r, f"{env}_{lat_key}") for r, y in zip(mine, ys) if y])
+        ax.set_xticks(list(xs), [r["point"] for r in mine], rotation=30, ha="right", fontsize=8)
+        ax.set_title(setup, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        lat.set_ylim(0, top_lat)   # one latency scale over every panel, labelled on the last
+        if n < len(setups) - 1:
+            lat.tick_params(labelright=False)
+    axes[0][0].set_ylabel(tput_label)
+    lat.set_ylabel(lat_label)
+    handles = [h for a in (axes[0][0], lat) for h in a.get_legend_handles_labels()[0]]
+    labels = [lb for a in (axes[0][0], lat) for lb in a.get_legend_handles_labels()[1]]
+    fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=4, bbox_to_anchor=(0.5, 0.0))  # under the panels
+    fig.suptitle(title, fontsize=9)
+    return plots.save(fig, path)

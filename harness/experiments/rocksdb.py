@@ -9,17 +9,15 @@ from functools import partial
 from pathlib import Path
 
 from pydantic import Field, model_validator
-from rich.table import Table
 
 from harness.analysis.raid_model import no_level_buildable
 from harness.config import Config
 from harness.console import step
 from harness.experiments import Flag, RunContext
-from harness.experiments.raid_sweep import SINGLE, RaidSweep, Setup, accel_label
+from harness.experiments.raid_sweep import (SINGLE, RaidSweep, Setup, accel_label, workload_bars, workload_rows,
+                                            workload_table)
 from harness.pipeline import PHYSICAL, Pipeline, Point as MeasuredPoint
 from harness.raid import MKFS, mkfs_size_problem
-from harness.report import plots, tables
-from harness.report.plots import plt
 from harness.samples import Sample
 from harness.schema import Filesystem, RaidLevel
 from harness.store import write_atomic
@@ -112,76 +110,20 @@ class RocksDb(RaidSweep):
 
 def db_rows(samples: list[Sample]) -> list[dict]:
     """One row per (setup, benchmark): PE and VE ops/s and µs/op over repeats."""
-    rows: dict[tuple, dict] = {}
-    unquiet: dict[tuple, list[str]] = {}
-    threshold = 0.10
-    for s in samples:
-        m = s.metadata
-        if "benchmark" not in m or not tables.measured(s):
-            continue
-        key = (m["setup"], m["benchmark"])
-        row = rows.setdefault(key, {"setup": m["setup"], "benchmark": m["benchmark"], "errors": []})
-        threshold = m.get("noisy_cv_threshold", threshold)
-        if s.status != "ok":
-            row["errors"].append(f"{m['env']}: {s.error}")
-            row[f"{m['env']}_failed"] = True
-        elif s.metric in ("ops", "us_per_op"):
-            row.setdefault(f"{m['env']}_{s.metric}", []).append(s.value)
-            if s.metric == "ops":
-                unquiet.setdefault((key, m["env"]), []).extend(tables.unquiet_reasons(m))
-    for (key, env), reasons in unquiet.items():
-        tables.flag_noisy(rows[key], f"{env}_ops", reasons[:1], threshold)
-    return [tables.means(r) for r in rows.values()]
+    return workload_rows(samples, "benchmark", ("ops", "us_per_op"))
 
 
 def print_rows(rows: list[dict], accel: str, c: Settings) -> str:
-    table = Table(title=f"rocksdb: db_bench ops/s and µs/op (mean ±95% CI), {c.num} keys of {c.value_size} B, "
-                        f"{c.filesystem}, accel={accel}",
-                  caption="Debian's db_bench is built with assertions on (it says so), so absolute ops/s are low: "
-                          "compare arrays, and PE with VE, rather than with the study's figures")
-    for col in ("array", "benchmark", "PE ops/s", "VE ops/s", "VE/PE", "PE µs/op", "VE µs/op"):
-        table.add_column(col, justify="left" if col in ("array", "benchmark") else "right", no_wrap=True)
-    for r in rows:
-        ratio = (f"{r['virtual_ops'] / r['physical_ops']:.2f}" if r.get("virtual_ops") and r.get("physical_ops") else "-")
-        table.add_row(r["setup"], r["benchmark"], tables.cell(r, "physical_ops"), tables.cell(r, "virtual_ops"), ratio,
-                      tables.cell(r, "physical_us_per_op", 2), tables.cell(r, "virtual_us_per_op", 2))
-    return tables.render([table], [(f"{r['setup']} {r['benchmark']}", e) for r in rows for e in r["errors"]],
-                         width=120, notes=tables.noisy_notes([(f"{r['setup']} {r['benchmark']}", r) for r in rows], "ops"))
+    return workload_table(
+        rows, f"rocksdb: db_bench ops/s and µs/op (mean ±95% CI), {c.num} keys of {c.value_size} B, "
+              f"{c.filesystem}, accel={accel}",
+        "Debian's db_bench is built with assertions on (it says so), so absolute ops/s are low: "
+        "compare arrays, and PE with VE, rather than with the study's figures",
+        "benchmark", (("ops", "ops/s", 0), ("us_per_op", "µs/op", 2)))
 
 
 def db_bars(rows: list[dict], path: Path, title: str) -> Path:
-    """The study's figure 6 layout: a panel per array, ops/s bars per benchmark (PE and VE), µs/op
-    as markers on a second axis; whiskers are 95% CIs."""
-    setups = list(dict.fromkeys(r["setup"] for r in rows))
-    fig, axes = plt.subplots(1, len(setups), figsize=(max(6, 3.6 * len(setups)), 4.2), squeeze=False, sharey=True)
-    top_us = 1.15 * max((r.get(f"{env}_us_per_op") or 0) + plots.ci(r, f"{env}_us_per_op")
-                        for r in rows for env in ("physical", "virtual")) or 1
-    for n, (ax, setup) in enumerate(zip(axes[0], setups)):
-        mine = [r for r in rows if r["setup"] == setup]
-        xs = range(len(mine))
-        lat = ax.twinx()
-        for i, (env, color, label) in enumerate((("physical", "black", "PE"), ("virtual", "tab:blue", "VE"))):
-            x = [v + (i - 0.5) * 0.38 for v in xs]
-            ops = [r.get(f"{env}_ops") or 0 for r in mine]
-            ax.bar(x, ops, 0.38, color=color, alpha=0.8, label=f"{label} ops/s",
-                   yerr=[plots.ci(r, f"{env}_ops") for r in mine], capsize=3, ecolor="gray")
-            us = [r.get(f"{env}_us_per_op") for r in mine]
-            lat.errorbar([a for a, u in zip(x, us) if u], [u for u in us if u], fmt="D", color="tab:red" if i else "darkred",
-                         ms=4, yerr=[plots.ci(r, f"{env}_us_per_op") for r, u in zip(mine, us) if u], capsize=2,
-                         label=f"{label} µs/op")
-        ax.set_xticks(list(xs), [r["benchmark"] for r in mine], rotation=30, ha="right", fontsize=8)
-        ax.set_title(setup, fontsize=9)
-        ax.grid(axis="y", alpha=0.3)
-        lat.set_ylim(0, top_us)   # one latency scale over every panel, labelled on the last
-        if n < len(setups) - 1:
-            lat.tick_params(labelright=False)
-    axes[0][0].set_ylabel("ops/s")
-    lat.set_ylabel("µs/op")
-    handles = [h for a in (axes[0][0], lat) for h in a.get_legend_handles_labels()[0]]
-    labels = [lb for a in (axes[0][0], lat) for lb in a.get_legend_handles_labels()[1]]
-    fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=4, bbox_to_anchor=(0.5, 0.0))  # under the panels
-    fig.suptitle(title, fontsize=9)
-    return plots.save(fig, path)
+    return workload_bars(rows, path, title, (("ops", "ops/s"), ("us_per_op", "µs/op")))
 
 
 EXPERIMENT = RocksDb()

@@ -93,6 +93,7 @@ def test_vm_scaling_on_an_rbd_fleet_then_down_leaves_nothing(tmp_path):
         assert {r["backend"] for r in rows if r["env"] == "virtual"} == {"rbd"} and all(r["device"].startswith("rbd:") for r in rows)
         host_job = json.loads((run / "raw" / "physical-n1" / "host-slot0.json").read_text())["jobs"][0]
         assert host_job["job options"]["ioengine"] == "rbd"   # the baseline went through librbd
+        assert not list(Path.cwd().glob("vtb-rbd-*")), "fio made a directory named for the pool"
     finally:
         harness("testbed", "down", *RBD_FLEET, check=False)
     assert not gc.leftovers("vtb-rbd-") and not (STATE / "rbd").exists()

@@ -1,0 +1,144 @@
+"""`harness run mysql-raid`: sysbench OLTP on MariaDB on RAID 0, 1, 5, 6 and 10 arrays and on one
+member alone, PE and VE: the RAID-on-NVMe study's TPC-C figure, with sysbench standing in for TPC-C
+(no TPC-C kit ships in Debian). Config section [mysql_raid]; member devices from [raid]. Runs on
+the RAID sweep's plumbing (arrays through Terraform, a one-VM fleet on each, the nested host where
+this host has no md), with the mysql experiment's runner."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from harness.analysis.raid_model import no_level_buildable
+from harness.config import Config
+from harness.console import step
+from harness.experiments import Flag, RunContext
+from harness.experiments.mysql import HOST_MOUNT_DIR
+from harness.experiments.raid_sweep import (SINGLE, RaidSweep, Setup, accel_label, workload_bars, workload_rows,
+                                            workload_table)
+from harness.pipeline import PHYSICAL, Pipeline, Point as MeasuredPoint
+from harness.raid import mkfs_size_problem
+from harness.samples import Sample
+from harness.schema import RaidLevel, Section
+from harness.store import write_atomic
+from harness.testbed import TestbedRecord
+from harness.workloads import sysbench
+from harness.workloads.sysbench import DbPoint
+
+STAND_IN = ("sysbench OLTP stands in for the study's TPC-C (no TPC-C kit ships in Debian): "
+            "transactions/s of sysbench's mix, not tpmC")
+
+
+class Settings(Section):
+    levels: list[RaidLevel] = Field([0, 1, 5, 6, 10], min_length=1,
+                                    description="RAID levels (with one member alone as the base; the study: 0, 1, 5, 6, 10)")
+    members: int = Field(4, ge=2, le=64, description="member devices per array")
+    tests: list[Literal["oltp_read_only", "oltp_write_only", "oltp_read_write"]] = Field(
+        ["oltp_read_write"], min_length=1, description="sysbench OLTP tests, each a point (TPC-C is a read-write mix)")
+    threads: int = Field(16, ge=1, le=64, description="sysbench client threads")
+    tables: int = Field(4, ge=1, le=1024, description="sysbench tables")
+    table_size: int = Field(10000, ge=100, description="rows per table")
+    runtime_s: int = Field(30, ge=1, le=86400, description="sysbench run seconds per point")
+    page_size: Literal["4k", "8k", "16k", "32k", "64k"] = Field("16k", description="innodb_page_size")
+    buffer_pool_fraction: float = Field(0.1, ge=0.03, le=0.5,
+                                        description="InnoDB buffer pool as a fraction of the data (0.03-0.5)")
+    filesystem: Literal["ext4", "xfs"] = Field("ext4", description="filesystem the database lives on")
+    size_mib: int = Field(128, ge=16, description="the disk each database lives on (host and VM alike); must fit "
+                                                  "the data and the smallest array")
+    ve: bool = Field(True, description="also measure inside a VM whose disk is the array (PE and VE side by side)")
+
+    @model_validator(mode="after")
+    def _fits(self) -> "Settings":
+        if why := no_level_buildable(self.levels, self.members):
+            raise ValueError(why)
+        if why := mkfs_size_problem(self.filesystem, self.size_mib, "mysql_raid.size_mib"):
+            raise ValueError(f"{why}, or choose another filesystem")
+        need_mib = -(-int(self.point(self.tests[0]).env("")["DB_NEED_BYTES"]) >> 20)
+        if need_mib > self.size_mib * 0.9:   # the filesystem's own metadata takes the rest
+            raise ValueError(f"mysql_raid: {self.tables} tables of {self.table_size} rows need about {need_mib} MiB "
+                             f"with the redo log, more than 90% of size_mib={self.size_mib}; lower tables or "
+                             "table_size, or raise size_mib")
+        return self
+
+    def point(self, test: str) -> DbPoint:
+        return DbPoint(test=test, threads=self.threads, page_size=self.page_size,
+                       buffer_pool_fraction=self.buffer_pool_fraction, key_block_size=0, tables=self.tables,
+                       table_size=self.table_size, runtime_s=self.runtime_s, filesystem=self.filesystem)
+
+
+@dataclass(frozen=True)
+class Point:
+    label: str          # the sysbench test
+    db: DbPoint
+
+
+class MysqlRaid(RaidSweep):
+    name = "mysql-raid"
+    section = "mysql_raid"
+    Settings = Settings
+    headline, lower_is_better = "aggregate_tps", False
+    flags = (Flag("--tests", ("mysql_raid.tests",), "Comma-separated sysbench tests, e.g. oltp_read_only,oltp_read_write."),
+             Flag("--threads", ("mysql_raid.threads",)), Flag("--runtime", ("mysql_raid.runtime_s",)),
+             Flag("--pe-only", ("mysql_raid.ve",), "Measure on the host only (no VM counterpart).", switch=False))
+
+    def setups(self, cfg: Config) -> list[Setup]:
+        c = cfg.mysql_raid
+        return [Setup(None, 1, 0)] + [Setup(level, c.members, cfg.raid.chunk_kib) for level in c.levels]
+
+    def filesystems(self, cfg: Config) -> list[str | None]:
+        return [cfg.mysql_raid.filesystem]
+
+    def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[Point]:
+        c = cfg.mysql_raid
+        return [Point(t, c.point(t)) for t in c.tests] if fs_ok(c.filesystem) else []
+
+    def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
+        vm = record.vms[0]
+        meta = {"group": self.section, "point": p.label, "setup": s.label, "raid_level": SINGLE if s.level is None else s.level,
+                "members": s.members, "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a",
+                "vm_count": 1, "stands_in_for": "TPC-C", **p.db.metadata()}
+        common = dict(parse=sysbench.parse, aggregate=sysbench.aggregate, headline=self.headline, meta=meta,
+                      raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
+        if env == PHYSICAL:   # the VM's own slice of the array, so PE and VE use the same blocks
+            slot = {"device": record.device_path, "offset": vm.slice_offset, "size": vm.slice_bytes,
+                    "mount": f"{HOST_MOUNT_DIR}/{record.prefix}-db0"}
+            return MeasuredPoint(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common,
+                                 run=partial(sysbench.on_host, ctx.host, p.db, [slot]))
+        return MeasuredPoint(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
+                             baseline=f"{s.label}/{p.label}/physical",
+                             run=partial(sysbench.in_guests, record.uri, p.db, [vm]))
+
+    def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[MeasuredPoint]) -> None:
+        """None: the RAID model speaks of device bandwidth, which transactions/s are not."""
+
+    def summarize(self, ctx: RunContext) -> None:
+        rows = tps_rows(ctx.store.samples)
+        if not rows:
+            return
+        accel = accel_label(ctx.environment)
+        write_atomic(ctx.store.dir / "summary.txt", print_tps(rows, accel, ctx.cfg.mysql_raid))
+        png = tps_bars(rows, ctx.store.dir / "mysql-raid.png",
+                       title=f"mysql-raid: sysbench TPS per array, PE and VE (mean ± 95% CI; accel={accel})")
+        step(f"plot: {png}")
+
+
+def tps_rows(samples: list[Sample]) -> list[dict]:
+    """One row per (setup, test): PE and VE transactions/s and p95 latency over repeats."""
+    return workload_rows(samples, "db_test", ("aggregate_tps", "lat_p95"), scope="aggregate")
+
+
+def print_tps(rows: list[dict], accel: str, c: Settings) -> str:
+    return workload_table(
+        rows, f"mysql-raid: sysbench TPS and p95 latency (mean ±95% CI), {c.threads} threads, {c.tables}x"
+              f"{c.table_size} rows, {c.filesystem}, accel={accel}",
+        STAND_IN, "test", (("aggregate_tps", "TPS", 1), ("lat_p95", "p95 ms", 2)))
+
+
+def tps_bars(rows: list[dict], path: Path, title: str) -> Path:
+    return workload_bars(rows, path, title, (("aggregate_tps", "TPS"), ("lat_p95", "p95 ms")))
+
+
+EXPERIMENT = MysqlRaid()
