@@ -1,8 +1,9 @@
 # MySQL/MariaDB runner (after find-disk.sh), the same in a guest and on the host: makes the
 # filesystem on the data disk, initialises a private datadir, starts the server on a private
 # socket with networking off, runs sysbench prepare and run, and always stops the server and
-# unmounts. stdout: sysbench's run output unchanged. stderr: progress, then the server config
-# and log between markers. Settings come from DB_* and SB_* variables.
+# unmounts. stdout: sysbench's run output unchanged, then the CPU time of the runner's work
+# (report_cpu). stderr: progress, then the server config and log between markers. Settings come
+# from DB_* and SB_* variables.
 set -u
 mnt=$DB_MOUNT
 sock=$mnt/mysqld.sock
@@ -60,3 +61,5 @@ if [ "$DB_KEY_BLOCK_SIZE" != 0 ]; then
 fi
 say "data: $(mariadb -S "$sock" -uroot -N -e "select sum(data_length+index_length) from information_schema.tables where table_schema='sbtest'") bytes"
 sb --time="$SB_TIME" --report-interval=0 --histogram=off run || fail "sysbench run failed"
+# the server's CPU time so far (utime + stime, in ticks), before it is stopped
+report_cpu "$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$(cat "$pid")/stat" 2>/dev/null || echo 0)"

@@ -239,10 +239,11 @@ class Pipeline:
             per_site = []
             for i, site in enumerate(self.sites):
                 usage = conditions.usage_between(before[i], after[i], CPU_LABELS)
-                # ours: the harness (counted once), and on a host other than this machine the tools' own
+                # ours: the harness (counted once), and on a host other than this machine the host-side
+                # tools' own (a guest's tool is in its QEMU's CPU time already)
                 ours = (self_after - self_before if i == 0 else 0.0) + sum(
                     getattr(r, "cpu_s", 0.0) for r, out in zip(parsed, outputs)
-                    if site.host.name != "local" and out.host in ("", site.host.name))
+                    if p.env == PHYSICAL and site.host.name != "local" and out.host in ("", site.host.name))
                 per_site.append(self._conditions(usage, ours, settled[i], paused[i], after[i]["ncpu"]))
             cond = per_site[0] if len(per_site) == 1 else combine_conditions(
                 {site.host.name: c for site, c in zip(self.sites, per_site)})

@@ -308,10 +308,12 @@ class Testbed:
         conditions.flush(self.host)  # the prefilled device is written back now, not during the first point
         vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
                       str(self.host_dir / "consoles" / f"{vm.name}.log"), vm.index, self.host.name) for vm in plan.vms]
+        started, ready, boot_restarts = {}, {}, {}
         try:
-            started = self._start([v.name for v in vms])
-            ready, boot_restarts = self._wait_agents([v.name for v in vms], t0)
-            self._personalize([v for v in vms if v.name in started and started[v.name].how == "restored"])
+            if vms:   # none: a sweep measured on the host only wants the disk, not a VM
+                started = self._start([v.name for v in vms])
+                ready, boot_restarts = self._wait_agents([v.name for v in vms], t0)
+                self._personalize([v for v in vms if v.name in started and started[v.name].how == "restored"])
         except (AgentError, libvirt.libvirtError) as e:
             raise TestbedError(f"{vm_start.message(e)}; {self._keep_consoles_and_undo()}") from None
         record = TestbedRecord(
@@ -326,7 +328,8 @@ class Testbed:
             boot_restarts=boot_restarts,
             started=self._how_started([v.name for v in vms], started))
         write_atomic(self.record_path, json.dumps(asdict(record), indent=2))
-        step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start")
+        step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start" if ready else
+             f"disk ready ({plan.device.path}), with no VM: measured on the host only")
         return record
 
     def _ceph_metadata(self) -> dict | None:

@@ -96,17 +96,17 @@ class MysqlRaid(RaidSweep):
         return [Point(t, c.point(t)) for t in c.tests] if fs_ok(c.filesystem) else []
 
     def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
-        vm = record.vms[0]
         meta = {"group": self.section, "point": p.label, "setup": s.label, "raid_level": SINGLE if s.level is None else s.level,
                 "members": s.members, "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a",
                 "vm_count": 1, "stands_in_for": "TPC-C", **p.db.metadata()}
         common = dict(parse=sysbench.parse, aggregate=sysbench.aggregate, headline=self.headline, meta=meta,
                       raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
-        if env == PHYSICAL:   # the VM's own slice of the array, so PE and VE use the same blocks
-            slot = {"device": record.device_path, "offset": vm.slice_offset, "size": vm.slice_bytes,
+        if env == PHYSICAL:   # the region the VM's disk is (offset 0, size_mib), so PE and VE use the same blocks
+            slot = {"device": record.device_path, "offset": 0, "size": ctx.cfg.mysql_raid.size_mib << 20,
                     "mount": f"{HOST_MOUNT_DIR}/{record.prefix}-db0"}
             return MeasuredPoint(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common,
                                  run=partial(sysbench.on_host, ctx.host, p.db, [slot]))
+        vm = record.vms[0]
         return MeasuredPoint(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
                              baseline=f"{s.label}/{p.label}/physical",
                              run=partial(sysbench.in_guests, record.uri, p.db, [vm]))

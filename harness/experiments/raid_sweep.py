@@ -147,7 +147,7 @@ class RaidSweep:
         ctx.store.update_manifest(skipped=skipped, planned={"setups": [s.label for s in runnable],
                                                             "points": [p.label for p in points]})
         sweep_cfg = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
-            "name": f"rs-{cfg.fleet.name}"[:20], "vms": 1, "disk_size_mib": c.size_mib, "kernel": self.guest_kernel(cfg)})})
+            "name": f"rs-{cfg.fleet.name}"[:20], "vms": 1 if c.ve else 0, "disk_size_mib": c.size_mib, "kernel": self.guest_kernel(cfg)})})
         tb = Testbed(sweep_cfg, host, run_scoped=True)
         tb.down(quiet=True)  # a sweep fleet left by a killed run
         ctx.plan(len(runnable) * len(points) * (2 if c.ve else 1) * cfg.repeat.count)
@@ -204,7 +204,6 @@ class RaidSweep:
 
     def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
         c = getattr(ctx.cfg, self.section)
-        vm = record.vms[0]
         extra = fio.fs_env(raid.MKFS[p.filesystem] if p.filesystem else None)
         meta = {"group": self.section, "point": p.label, "setup": s.label,
                 "raid_level": SINGLE if s.level is None else s.level, "members": s.members,
@@ -215,6 +214,7 @@ class RaidSweep:
             return MeasuredPoint(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
                 fio.on_host, ctx.host, p.job, device=record.device_path, slots=[(0, p.size(c.size_mib << 20))],
                 extra_env=extra))
+        vm = record.vms[0]
         return MeasuredPoint(f"{s.label}/{p.label}/virtual", VIRTUAL, record.disk["backend"], (vm.name,), **common,
                              baseline=f"{s.label}/{p.label}/physical",
                              run=partial(fio.in_guests, record.uri, p.job, [vm], size=p.size(vm.slice_bytes),

@@ -1,6 +1,7 @@
 """One module per workload tool: renders its job, runs it in a guest or on a host, parses its raw output."""
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -10,7 +11,14 @@ from harness import paths
 def guest_script(runner: Path) -> str:
     """A runner from guest-agents/ with the disk finder in front, sent whole as `sh -c SCRIPT NAME
     LOCATOR`: nothing is installed in the guest, and the host runs the same script."""
-    return "locator=$1\n" + (paths.GUEST_AGENTS / "find-disk.sh").read_text() + runner.read_text()
+    return "locator=$1\n" + "".join((paths.GUEST_AGENTS / f).read_text() for f in ("find-disk.sh", "runner-cpu.sh")) \
+        + runner.read_text()
+
+
+def runner_cpu_s(raw: str) -> float:
+    """The CPU seconds a runner says its tool (and server) used (`report_cpu`), 0 when it says none."""
+    m = re.search(r"^vtb-runner-cpu-s: ([\d.]+)$", raw, re.M)
+    return float(m.group(1)) if m else 0.0
 
 
 def run_runner(node, runner: Path, locator: str, *, env: dict, timeout: float, tool: str,

@@ -15,7 +15,7 @@ from harness.agent import PATH, guests
 from harness.hosts import Node
 from harness.pipeline import Output
 from harness.schema import Section
-from harness.workloads import run_runner
+from harness.workloads import run_runner, runner_cpu_s
 
 RUNNER = paths.GUEST_AGENTS / "run-db-bench.sh"
 Benchmark = Literal["fillseq", "fillrandom", "readrandom", "readseq"]
@@ -73,6 +73,7 @@ class DbBenchResult:
     p50_us: float
     p99_us: float
     version: str
+    cpu_s: float = 0.0     # CPU the runner says db_bench (and mkfs) used
 
     def metrics(self) -> dict[str, tuple[float, str]]:
         return {"ops": (self.ops_s, "ops/s"), "us_per_op": (self.us_per_op, "us"), "mb_s": (self.mb_s, "MB/s"),
@@ -95,4 +96,4 @@ def parse(raw: str) -> DbBenchResult:
     version = re.search(r"^db_bench version ([\w.]+)", raw, re.M)
     return DbBenchResult(benchmark=last.group(1), ops_s=float(last.group(3)), us_per_op=float(last.group(2)),
                          mb_s=float(last.group(4) or 0), p50_us=float(pct[0].group(1)), p99_us=float(pct[0].group(2)),
-                         version=f"rocksdb {version.group(1)}" if version else "unknown")
+                         version=f"rocksdb {version.group(1)}" if version else "unknown", cpu_s=runner_cpu_s(raw))

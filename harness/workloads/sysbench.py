@@ -11,7 +11,7 @@ from harness import paths
 from harness.agent import PATH, GuestAgent, guests, in_parallel
 from harness.hosts import Node
 from harness.pipeline import Output
-from harness.workloads import guest_script
+from harness.workloads import guest_script, runner_cpu_s
 
 RUNNER = paths.GUEST_AGENTS / "run-mysql.sh"
 ROW_BYTES = 250          # sysbench sbtest row plus its share of the indexes, for sizing only
@@ -151,6 +151,7 @@ class SysbenchResult:
     lat_p95_ms: float
     errors_per_s: float
     version: str = "unknown"
+    cpu_s: float = 0.0     # CPU the runner says sysbench, the server and their set-up used
 
     def metrics(self) -> dict[str, tuple[float, str]]:
         return {"tps": (self.tps, "tx/s"), "qps": (self.qps, "q/s"), "lat_avg": (self.lat_avg_ms, "ms"),
@@ -169,7 +170,8 @@ def parse(raw: str) -> SysbenchResult:
                           lat_avg_ms=grab(r"avg:\s+([\d.]+)"),
                           lat_p95_ms=grab(r"95th percentile:\s+([\d.]+)"),
                           errors_per_s=grab(r"ignored errors:\s+\d+\s+\(([\d.]+) per sec\.\)"),
-                          version=(re.search(r"^(sysbench [\w.\-]+)", raw, re.M) or [None, "unknown"])[1])
+                          version=(re.search(r"^(sysbench [\w.\-]+)", raw, re.M) or [None, "unknown"])[1],
+                          cpu_s=runner_cpu_s(raw))
 
 
 def aggregate(results: list[SysbenchResult]) -> dict[str, tuple[float, str]]:

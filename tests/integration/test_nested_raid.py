@@ -129,11 +129,14 @@ def test_gc_reaches_into_the_nested_host(host):
     assert DOMAIN in l0_domains()
 
 
-def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
+def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_path):
+    """testbed up puts the fleet on an md array with ext4 in the L1; a guest is a node like a host;
+    vm-scaling's physical baseline is host fio in the L1 on the array's data file, the VMs are L2
+    guests whose disks are slices of it; down leaves no array, mount or loop."""
     from harness.agent import guests
     from harness.workloads.fio import FioJob
     from harness.workloads import fio
-    extra = ["--set", "raid.level=10", "--set", "raid.filesystem=ext4", "--set", "fleet.vms=1",
+    extra = ["--set", "raid.level=10", "--set", "raid.filesystem=ext4", "--set", "fleet.vms=2",
              "--set", "fleet.disk_size_mib=64"]
     try:
         harness("testbed", "up", *extra)
@@ -147,20 +150,7 @@ def test_testbed_up_puts_the_fleet_on_an_array_with_a_filesystem(host):
             raw = fio.run(guest, FioJob(rw="randwrite", iodepth=1, runtime_s=1, ramp_s=0), locator=vm["locator"],
                           size=vm["slice_bytes"])
         assert fio.parse(raw).iops > 0
-    finally:
-        harness("testbed", "down", *extra)
-    assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
-    assert b"raid-mnt" not in host.run(["cat", "/proc/mounts"]).stdout
-    assert host.run(["losetup", "--list", "--noheadings"]).stdout.strip() == b""
-    assert not (STATE / "cin").exists()
 
-
-def test_the_main_job_on_a_raid10_array_in_the_nested_host(host, tmp_path):
-    """vm-scaling on an md array: the physical baseline is host fio in the L1 on the array, the VMs
-    are L2 guests whose disks are slices of it."""
-    extra = ["--set", "raid.level=10", "--set", "fleet.vms=2", "--set", "fleet.disk_size_mib=64"]
-    try:
-        harness("testbed", "up", *extra)
         harness("run", "vm-scaling", *extra, "--vm-counts", "1,2", "--runtime", "2", "--ramp", "0", "--iodepth", "4",
                 "--set", f"results_dir={tmp_path}")
         (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
@@ -173,11 +163,13 @@ def test_the_main_job_on_a_raid10_array_in_the_nested_host(host, tmp_path):
         assert all(r["qemu_cpu_s"] > 0 for r in rows if r["metric"] == "aggregate_iops" and r["env"] == "virtual")
         two = [r for r in rows if r["metric"] == "aggregate_iops" and r["vm_count"] == 2]
         assert all("windows_overlap" in r for r in two)  # fio's own timestamps, on one time line
-
     finally:
         harness("testbed", "down", *extra)
+    host = NestedHost.load(STATE / "nested")
     assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
+    assert b"raid-mnt" not in host.run(["cat", "/proc/mounts"]).stdout
     assert host.run(["losetup", "--list", "--noheadings"]).stdout.strip() == b""
+    assert not (STATE / "cin").exists()
 
 
 def test_a_fio_matrix_experiment_on_the_nested_host(host, tmp_path):
@@ -254,18 +246,19 @@ def test_rocksdb_pe_and_ve_on_an_array_and_one_member(host, tmp_path):
     assert "readrandom" in (run / "summary.txt").read_text() and (run / "rocksdb.png").stat().st_size > 10_000
 
 
-def test_mysql_raid_pe_and_ve_on_raid5_and_one_member(host, tmp_path):
-    """sysbench on MariaDB in the L1 (on a loop over the VM's slice of the array) and in an L2 guest
-    on it, for one member alone and a RAID 5; no server, mount or loop is left behind."""
-    harness("run", "mysql-raid", "--set", "mysql_raid.levels=[5]", "--threads", "2", "--runtime", "2",
+def test_mysql_raid_pe_and_ve_on_raid6_and_one_member(host, tmp_path):
+    """sysbench on MariaDB in the L1 (on a loop over the VM's region of the array) and in an L2 guest
+    on it, for one member alone and a RAID 6 (the level no other test builds); no server, mount or
+    loop is left behind."""
+    harness("run", "mysql-raid", "--set", "mysql_raid.levels=[6]", "--threads", "2", "--runtime", "2",
             "--set", "mysql_raid.tables=1", "--set", "mysql_raid.table_size=1000", "--set", f"results_dir={tmp_path}")
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert json.loads((run / "run.json").read_text())["status"] == "completed"
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     tps = {(r["setup"], r["env"]) for r in rows if r["metric"] == "aggregate_tps" and r["status"] == "ok"
            and r["value"] > 0 and r["repeat"] != "all"}
-    assert tps == {(s, e) for s in ("single", "raid5-n4-c512k") for e in ("physical", "virtual")}
-    assert all(r["stands_in_for"] == "TPC-C" and r["raid_level"] in ("single", 5) for r in rows if r["repeat"] != "all")
+    assert tps == {(s, e) for s in ("single", "raid6-n4-c512k") for e in ("physical", "virtual")}
+    assert all(r["stands_in_for"] == "TPC-C" and r["raid_level"] in ("single", 6) for r in rows if r["repeat"] != "all")
     assert list((run / "raw").rglob("*.server.log"))   # each server's log kept with its output
     summary = (run / "summary.txt").read_text()
     assert "stands in for the study's TPC-C" in " ".join(summary.split()) and (run / "mysql-raid.png").stat().st_size > 10_000
