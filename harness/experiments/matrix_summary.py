@@ -16,7 +16,7 @@ def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
     """One row per point label of a group: {label, results: {<backend>: {metric: value}}, errors},
     with the noisy flag of every metric."""
     rows: dict[str, dict] = {}
-    unquiet: dict[tuple[str, str], list[str]] = {}
+    unquiet: dict[tuple[str, str], dict] = {}   # (point, backend) -> repeat -> why it was not clean
     threshold = 0.10
     for s in samples:
         m = s.metadata
@@ -33,12 +33,13 @@ def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
             row["results"].setdefault(m["backend"], {})["failed"] = True
             continue
         row["results"].setdefault(m["backend"], {}).setdefault(s.metric, []).append(s.value)
-        if tables.measured(s) and s.metric in ("iops", "lat_mean", "bw"):
-            unquiet.setdefault((m["point"], m["backend"]), []).extend(tables.unquiet_reasons(s.metadata))
+        if tables.measured(s) and s.metric in ("iops", "lat_mean", "bw"):   # a repeat's reasons once
+            unquiet.setdefault((m["point"], m["backend"]), {})[m.get("repeat")] = tables.unquiet_reasons(s.metadata)
     for row in rows.values():
         for backend, res in row["results"].items():
             for metric in ("iops", "lat_mean", "bw"):
-                tables.flag_noisy(res, metric, unquiet.get((row["label"], backend), [])[:1], threshold)
+                tables.flag_noisy(res, metric, [r for reasons in unquiet.get((row["label"], backend), {}).values()
+                                                 for r in reasons], threshold)
             tables.means(res)
     return list(rows.values())
 

@@ -115,7 +115,7 @@ class MysqlRaid(RaidSweep):
         """None: the RAID model speaks of device bandwidth, which transactions/s are not."""
 
     def summarize(self, ctx: RunContext) -> None:
-        rows = tps_rows(ctx.store.samples)
+        rows = tps_rows(ctx.store.samples, ctx.cfg.mysql_raid.tests)
         if not rows:
             return
         accel = accel_label(ctx.environment)
@@ -125,9 +125,9 @@ class MysqlRaid(RaidSweep):
         step(f"plot: {png}")
 
 
-def tps_rows(samples: list[Sample]) -> list[dict]:
+def tps_rows(samples: list[Sample], order: list[str] = ()) -> list[dict]:
     """One row per (setup, test): PE and VE transactions/s and p95 latency over repeats."""
-    return workload_rows(samples, "db_test", ("aggregate_tps", "lat_p95"), scope="aggregate")
+    return workload_rows(samples, "db_test", ("aggregate_tps", "lat_p95"), scope="aggregate", order=order)
 
 
 def print_tps(rows: list[dict], accel: str, c: Settings) -> str:

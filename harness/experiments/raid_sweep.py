@@ -322,10 +322,12 @@ def raid_bars(rows: list[dict], path: Path, title: str) -> Path:
 
 
 # --- a database workload's summary on the sweep (rocksdb, mysql-raid): a throughput and a latency per point
-def workload_rows(samples: list[Sample], by: str, metrics: tuple[str, str], scope: str | None = None) -> list[dict]:
+def workload_rows(samples: list[Sample], by: str, metrics: tuple[str, str], scope: str | None = None,
+                  order: list[str] = ()) -> list[dict]:
     """One row per (setup, point named by the metadata key `by`): PE and VE means over repeats of
     the two metrics (throughput first: its noisy points are flagged). `scope` keeps the samples of
-    one scope (e.g. a point's aggregate over its VMs)."""
+    one scope (e.g. a point's aggregate over its VMs). Setups come in the order they were measured,
+    and points in `order` (the config's), not in the shuffled order of the repeats."""
     rows: dict[tuple, dict] = {}
     unquiet: dict[tuple, list[str]] = {}
     threshold = 0.10
@@ -345,8 +347,11 @@ def workload_rows(samples: list[Sample], by: str, metrics: tuple[str, str], scop
             if s.metric == metrics[0]:
                 unquiet.setdefault((key, m["env"]), []).extend(tables.unquiet_reasons(m))
     for (key, env), reasons in unquiet.items():
-        tables.flag_noisy(rows[key], f"{env}_{metrics[0]}", reasons[:1], threshold)
-    return [tables.means(r) for r in rows.values()]
+        tables.flag_noisy(rows[key], f"{env}_{metrics[0]}", reasons, threshold)
+    setups = list(dict.fromkeys(setup for setup, _ in rows))
+    rank = {point: i for i, point in enumerate(order)}
+    ordered = sorted(rows, key=lambda k: (setups.index(k[0]), rank.get(k[1], len(rank))))
+    return [tables.means(rows[k]) for k in ordered]
 
 
 def workload_table(rows: list[dict], title: str, caption: str, point: str,
@@ -363,7 +368,7 @@ def workload_table(rows: list[dict], title: str, caption: str, point: str,
                       tables.cell(r, f"virtual_{tput}", tput_digits), f"{ve / pe:.2f}" if ve and pe else "-",
                       tables.cell(r, f"physical_{lat}", lat_digits), tables.cell(r, f"virtual_{lat}", lat_digits))
     return tables.render([table], [(f"{r['setup']} {r['point']}", e) for r in rows for e in r["errors"]],
-                         width=120, notes=tables.noisy_notes([(f"{r['setup']} {r['point']}", r) for r in rows], tput))
+                         width=150, notes=tables.noisy_notes([(f"{r['setup']} {r['point']}", r) for r in rows], tput))
 
 
 def workload_bars(rows: list[dict], path: Path, title: str, metrics: tuple[tuple[str, str], tuple[str, str]]) -> Path:

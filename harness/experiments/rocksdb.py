@@ -97,7 +97,7 @@ class RocksDb(RaidSweep):
         """None: the RAID model speaks of device bandwidth, which db_bench's ops/s are not."""
 
     def summarize(self, ctx: RunContext) -> None:
-        rows = db_rows(ctx.store.samples)
+        rows = db_rows(ctx.store.samples, ctx.cfg.rocksdb.benchmarks)
         if not rows:
             return
         accel = accel_label(ctx.environment)
@@ -108,9 +108,9 @@ class RocksDb(RaidSweep):
         step(f"plot: {png}")
 
 
-def db_rows(samples: list[Sample]) -> list[dict]:
+def db_rows(samples: list[Sample], order: list[str] = ()) -> list[dict]:
     """One row per (setup, benchmark): PE and VE ops/s and µs/op over repeats."""
-    return workload_rows(samples, "benchmark", ("ops", "us_per_op"))
+    return workload_rows(samples, "benchmark", ("ops", "us_per_op"), order=order)
 
 
 def print_rows(rows: list[dict], accel: str, c: Settings) -> str:

@@ -52,7 +52,9 @@ def test_rows_plot_and_summary(tmp_path):
                for s in ("single", "raid0-n4-c512k") for b in ("fillseq", "readrandom")
                for e, f in (("physical", 1.0), ("virtual", 0.5)) for m, v in (("ops", 1000 * f), ("us_per_op", 10 / f))]
     samples.append(sample("raid1-n4-c512k", "fillseq", "virtual", "ops", 0, status="error"))
-    rows = rocksdb.db_rows(samples)
+    rows = rocksdb.db_rows(samples, order=["readrandom", "fillseq"])
+    assert [(r["setup"], r["point"]) for r in rows][:3] == [("single", "readrandom"), ("single", "fillseq"),
+                                                           ("raid0-n4-c512k", "readrandom")]   # the config's order
     single = next(r for r in rows if r["setup"] == "single" and r["point"] == "fillseq")
     assert single["physical_ops"] == pytest.approx(1010) and single["virtual_us_per_op"] == pytest.approx(20.2)
     text = rocksdb.print_rows(rows, "tcg", rocksdb.Settings())
