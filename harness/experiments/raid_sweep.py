@@ -146,8 +146,10 @@ class RaidSweep:
         points = self.points(cfg, lambda fs: f"filesystem {fs}" not in skipped)
         ctx.store.update_manifest(skipped=skipped, planned={"setups": [s.label for s in runnable],
                                                             "points": [p.label for p in points]})
+        # one VM on each setup, none when measured on the host only
         sweep_cfg = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
-            "name": f"rs-{cfg.fleet.name}"[:20], "vms": 1 if c.ve else 0, "disk_size_mib": c.size_mib, "kernel": self.guest_kernel(cfg)})})
+            "name": f"rs-{cfg.fleet.name}"[:20], "vms": 1 if c.ve else 0, "disk_size_mib": c.size_mib,
+            "kernel": self.guest_kernel(cfg)})})
         tb = Testbed(sweep_cfg, host, run_scoped=True)
         tb.down(quiet=True)  # a sweep fleet left by a killed run
         ctx.plan(len(runnable) * len(points) * (2 if c.ve else 1) * cfg.repeat.count)

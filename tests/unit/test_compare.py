@@ -64,7 +64,7 @@ def test_the_direction_a_sample_declares_decides_what_a_regression_is(tmp_path):
 
 def test_cli_exit_code_gates_on_regression_and_baseline_file(tmp_path):
     a = write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
-    b = write_run(tmp_path, "b", noisy(800, seed=3), noisy(100, seed=4))
+    write_run(tmp_path, "b", noisy(800, seed=3), noisy(100, seed=4))
     baseline = tmp_path / "baseline.jsonl"
     baseline.write_text((a / "samples.jsonl").read_text())  # a stored baseline is a copy of a run's samples
     env_args = ["--set", f"results_dir={tmp_path}"]
