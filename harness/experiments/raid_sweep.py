@@ -401,10 +401,11 @@ def workload_bars(rows: list[dict], path: Path, title: str, metrics: tuple[tuple
         lat.set_ylim(0, top_lat)   # one latency scale over every panel, labelled on the last
         if n < len(setups) - 1:
             lat.tick_params(labelright=False)
+    axes[0][0].set_ylim(bottom=0)   # shared by every panel; set once all are drawn, so the tops still fit
     axes[0][0].set_ylabel(tput_label)
     lat.set_ylabel(lat_label)
     handles = [h for a in (axes[0][0], lat) for h in a.get_legend_handles_labels()[0]]
     labels = [lb for a in (axes[0][0], lat) for lb in a.get_legend_handles_labels()[1]]
-    fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=4, bbox_to_anchor=(0.5, 0.0))  # under the panels
+    fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=4, bbox_to_anchor=(0.5, -0.06))  # under the labels
     fig.suptitle(title, fontsize=9)
     return plots.save(fig, path)
