@@ -57,3 +57,9 @@ def collect(accel: dict, host: Host = LocalHost()) -> dict:
         "host_cpus": _on_host(host, ["nproc"]),
         "harness_rev": rev + ("-dirty" if dirty else ""),
     }
+
+
+def accel_label(env: dict) -> str:
+    """The run's accelerator, with the L0's under a nested host (e.g. "kvm in a nested host under
+    tcg"): what every summary names. "tcg" anywhere in it means the numbers are not performance numbers."""
+    return env["accel"] + (f" in a nested host under {env['l0_accel']}" if env.get("l0_accel", "n/a") != "n/a" else "")

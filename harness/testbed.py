@@ -217,7 +217,8 @@ class Testbed:
             "image": image,
             "domain_type": choice.domain_type, "vcpus": f.vcpus, "memory_mib": f.memory_mib,
             "console_dir": str(self.host_dir / "consoles"), "start_vms": self._why_no_restore() is not None,
-            "device_bytes": len(plan.vms) * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
+            # a slice per VM; one even with no VM, for a sweep that measures the host only
+            "device_bytes": max(1, len(plan.vms)) * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
             "raid": raid, "ceph": ceph,
             "backend": {"host_up": hook % "up", "host_down": hook % "down",
                         "vms": [{"name": vm.name, "devices_xml": a.devices_xml, "domain_xml": a.domain_xml}

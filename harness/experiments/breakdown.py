@@ -13,6 +13,7 @@ from harness.analysis import breakdown
 from harness.analysis.stats import summarize
 from harness.config import Config
 from harness.console import step
+from harness.environment import accel_label
 from harness.experiments import RunContext, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline
@@ -70,10 +71,10 @@ class Breakdown(FioMatrix):
                        for (b, point) in lat if point == "device" and b not in ("host", "null")}
         if not per_backend:
             return
-        accel = ctx.environment["accel"]
+        accel = accel_label(ctx.environment)
         png = stacked_layers(per_backend, ctx.store.dir / "breakdown.png",
                              title=f"QD1 {ctx.cfg.breakdown.rw} {ctx.cfg.breakdown.bs} latency by layer "
-                                   f"(accel={accel}{', not performance numbers' if accel == 'tcg' else ''})")
+                                   f"(accel={accel}{', not performance numbers' if 'tcg' in accel else ''})")
         step(f"plot: {png}")
         write_atomic(ctx.store.dir / "summary.txt",
                      print_layers(per_backend, accel) + "\nMethod and limits:\n" + breakdown.__doc__)
@@ -91,7 +92,7 @@ def values_of(samples: list[Sample], group: str, metric: str) -> dict[tuple[str,
 
 def print_layers(per_backend: dict[str, dict[str, float]], accel: str) -> str:
     table = Table(title=f"latency by layer, us and share of the backend's total (accel={accel}"
-                        f"{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''})")
+                        f"{'; TCG numbers are not performance numbers' if 'tcg' in accel else ''})")
     layers = list(next(iter(per_backend.values())))
     table.add_column("layer", justify="left")
     for b in per_backend:

@@ -26,6 +26,7 @@ from harness.analysis import model
 from harness.ceph import local as ceph_local
 from harness.config import Config
 from harness.console import step
+from harness.environment import accel_label
 from harness.experiments import Flag, RunContext
 from harness.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
@@ -132,7 +133,8 @@ class CephScaling:
             return
         fits = fits_per_node_count(rows)
         corr = correlations(points)
-        accel = ctx.environment["accel"] + (", not performance numbers" if ctx.environment["accel"] == "tcg" else "")
+        accel = accel_label(ctx.environment)
+        accel += ", not performance numbers" if "tcg" in accel else ""
         text = print_summary(points, fits, corr, accel)
         write_atomic(ctx.store.dir / "summary.txt", text)
         for png in (by_nodes_plot(points, ctx.store.dir / "ceph-scaling-nodes.png"),

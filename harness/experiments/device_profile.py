@@ -32,6 +32,7 @@ from rich.table import Table
 from harness import gc, raid
 from harness.config import Config
 from harness.console import step, warn
+from harness.environment import accel_label
 from harness.experiments import Flag, RunContext
 from harness.experiments.fio_matrix import loop_over_prefilled_file
 from harness.pipeline import PHYSICAL, VIRTUAL, Point
@@ -131,14 +132,15 @@ class DeviceProfile:
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.device_profile
         sweep = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
-            "name": f"dp-{cfg.fleet.name}"[:20], "vms": 1, "disk_size_mib": c.size_mib, "device": None})})
+            "name": f"dp-{cfg.fleet.name}"[:20], "vms": 1 if c.ve else 0, "disk_size_mib": c.size_mib,
+            "device": None})})   # no VM when measured from the host only
         jobs = self.jobs(c)
         ctx.store.update_manifest(planned={"devices": c.devices, "points": [label for label, _, _ in jobs]})
         ctx.plan(len(c.devices) * len(jobs) * (2 if c.ve else 1) * cfg.repeat.count)
         pipeline = ctx.pipeline(ctx.host.uri, (sweep.prefix + "-",))
         Testbed(sweep, ctx.host, run_scoped=True).down(quiet=True)   # a sweep fleet left by a killed run, and its loop
         for i, name in enumerate(c.devices):
-            step(f"[{i + 1}/{len(c.devices)}] device {name}: provisioning a one-VM fleet on it")
+            step(f"[{i + 1}/{len(c.devices)}] device {name}: provisioning {'a one-VM fleet' if c.ve else 'it'}")
             with self._device(ctx, sweep, name) as where:
                 if where is None:
                     continue
@@ -215,15 +217,17 @@ class DeviceProfile:
 
     def _point(self, ctx: RunContext, record: TestbedRecord, device: str, label: str, meta: dict,
                job: fio.FioJob, env: str) -> Point:
-        c, vm = ctx.cfg.device_profile, record.vms[0]
+        c = ctx.cfg.device_profile
         zone = meta["profile"] == "zone"
-        offset, size = (meta["zone"] * (c.zone_mib << 20), c.zone_mib << 20) if zone else (0, vm.slice_bytes)
+        # the first slice of the device: the VM's disk, or where it would be (PE only)
+        offset, size = (meta["zone"] * (c.zone_mib << 20), c.zone_mib << 20) if zone else (0, c.size_mib << 20)
         common = dict(parse=parse_requests, headline="bw" if zone else "iops_req", lower_is_better=False,
                       meta={"point": label, "group": device, "profiled_device": device, **meta, **fio.job_meta(job)})
         pid = f"{device}/{label}"
         if env == PHYSICAL:
             return Point(f"{pid}/physical", PHYSICAL, "host", (), **common, run=partial(
-                fio.on_host, ctx.host, job, device=record.device_path, slots=[(vm.slice_offset + offset, size)]))
+                fio.on_host, ctx.host, job, device=record.device_path, slots=[(offset, size)]))
+        vm = record.vms[0]
         return Point(f"{pid}/virtual", VIRTUAL, record.disk["backend"], (vm.name,), **common,
                      baseline=f"{pid}/physical",
                      run=partial(fio.in_guests, record.uri, job, [vm], size=size, offset=offset))
@@ -235,7 +239,8 @@ class DeviceProfile:
         zones, randoms = zone_rows(rows), random_rows(rows)
         if not zones and not randoms:
             return
-        accel = ctx.environment["accel"] + (", not performance numbers" if ctx.environment["accel"] == "tcg" else "")
+        accel = accel_label(ctx.environment)
+        accel += ", not performance numbers" if "tcg" in accel else ""
         write_atomic(ctx.store.dir / "summary.txt", print_summary(zones, randoms, asymmetry(zones, randoms), accel,
                                                                   ctx.cfg.device_profile))
         for png in (zones_plot(zones, ctx.store.dir / "device-profile-zones.png"),

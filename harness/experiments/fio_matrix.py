@@ -21,6 +21,7 @@ from pydantic import Field
 from harness import gc
 from harness.config import Config
 from harness.console import step, warn
+from harness.environment import accel_label
 from harness.experiments import RunContext, matrix_summary, registry
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.backends import BackendNames
@@ -179,7 +180,7 @@ class FioMatrix:
 
     def summarize(self, ctx: RunContext) -> None:
         text = ""
-        accel = ctx.environment["accel"]
+        accel = accel_label(ctx.environment)
         for e in self._grouped():
             group, headline = e.name, e.headline
             rows = matrix_summary.matrix_rows(ctx.store.samples, group)
@@ -187,7 +188,7 @@ class FioMatrix:
                 continue
             png = matrix_summary.backends_bars(rows, ctx.store.dir / f"{group}.png", metric=headline,
                                                title=f"{group}: {headline}, host against backends, mean ± 95% CI (accel="
-                                                     f"{accel}{', not performance numbers' if accel == 'tcg' else ''})")
+                                                     f"{accel}{', not performance numbers' if 'tcg' in accel else ''})")
             text += matrix_summary.print_matrix(rows, group, headline, e.lower_is_better, accel=accel)
             step(f"plot: {png}")
         if text:

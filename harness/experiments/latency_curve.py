@@ -15,6 +15,7 @@ from harness.analysis.curve import facts
 from harness.analysis.stats import summarize
 from harness.config import Config
 from harness.console import step
+from harness.environment import accel_label
 from harness.experiments import RunContext, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline
@@ -79,10 +80,10 @@ class LatencyCurve(FioMatrix):
             return
         c = ctx.cfg.latency_curve
         found = {env: facts(pts, c.threshold_pct) for env, pts in curves.items() if len(pts) >= 2}
-        accel = ctx.environment["accel"]
+        accel = accel_label(ctx.environment)
         png = latency_curves(curves, found, ctx.store.dir / "latency-curve.png",
                              title=f"latency against IOPS, {c.rw} {c.bs} QD{c.iodepth} (accel={accel}"
-                                   f"{', not performance numbers' if accel == 'tcg' else ''})")
+                                   f"{', not performance numbers' if 'tcg' in accel else ''})")
         step(f"plot: {png}")
         write_atomic(ctx.store.dir / "summary.txt", print_curves(found, c.threshold_pct, accel))
 
@@ -107,7 +108,7 @@ def curve_points(samples: list[Sample], group: str) -> dict[str, list[tuple[floa
 
 
 def print_curves(found: dict, threshold_pct: float, accel: str) -> str:
-    table = Table(title=f"latency-curve (accel={accel}{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''})")
+    table = Table(title=f"latency-curve (accel={accel}{'; TCG numbers are not performance numbers' if 'tcg' in accel else ''})")
     for col in ("env", "bound IOPS", "base lat us", f"knee (lat +{threshold_pct:g}%) IOPS", "IOPS at 95% bound",
                 "lat there us", "increase"):
         table.add_column(col, justify="left" if col == "env" else "right")

@@ -99,7 +99,7 @@ def print_matrix(rows: list[dict], group: str, metric: str, lower_is_better: boo
     backends = sorted({b for r in rows for b in r["results"] if b != "host"})
     unit = {"lat_mean": "us", "iops": "IOPS", "bw": "KiB/s"}.get(metric, "")
     table = Table(title=f"{group}: {metric} ({unit}), accel={accel}"
-                        f"{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''}",
+                        f"{'; TCG numbers are not performance numbers' if 'tcg' in accel else ''}",
                   caption="mean ± 95% CI (CV) over shuffled repeats; (x) = VE/PE; IO/CPU-s = I/Os per CPU-second "
                           "of QEMU and storage daemons")
     table.add_column("point")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from harness.config import Config
 from harness.console import step, warn
+from harness.environment import accel_label
 from harness.experiments import Flag, RunContext
 from harness.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
@@ -125,11 +126,11 @@ class Mysql:
         rows = mysql_rows(ctx.store.samples)
         if not rows:
             return
-        accel = ctx.environment["accel"]
+        accel = accel_label(ctx.environment)
         for axis in sorted({r["axis"] for r in rows} - {"base"}):
             png = mysql_axis(rows, axis, ctx.store.dir / f"mysql-{axis}.png",
                              title=f"sysbench TPS by {axis} (accel={accel}"
-                                   f"{', not performance numbers' if accel == 'tcg' else ''})")
+                                   f"{', not performance numbers' if 'tcg' in accel else ''})")
             step(f"plot: {png}")
         write_atomic(ctx.store.dir / "summary.txt", print_mysql(rows, accel))
 
@@ -159,7 +160,7 @@ def mysql_rows(samples: list[Sample]) -> list[dict]:
 
 def print_mysql(rows: list[dict], accel: str) -> str:
     table = Table(title=f"mysql: sysbench aggregate TPS, physical against virtual (accel={accel}"
-                        f"{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''})")
+                        f"{'; TCG numbers are not performance numbers' if 'tcg' in accel else ''})")
     for col in ("point", "axis", "VMs", "phys TPS", "virt TPS", "virt/phys", "phys p95 ms", "virt p95 ms"):
         table.add_column(col, justify="left" if col in ("point", "axis") else "right")
     for r in rows:

@@ -15,9 +15,10 @@ from pydantic import Field, model_validator
 from harness.analysis.raid_model import no_level_buildable
 from harness.config import Config
 from harness.console import step
+from harness.environment import accel_label
 from harness.experiments import Flag, RunContext
 from harness.experiments.mysql import HOST_MOUNT_DIR
-from harness.experiments.raid_sweep import (SINGLE, RaidSweep, Setup, accel_label, workload_bars, workload_rows,
+from harness.experiments.raid_sweep import (SINGLE, RaidSweep, Setup, workload_bars, workload_rows,
                                             workload_table)
 from harness.pipeline import PHYSICAL, Pipeline, Point as MeasuredPoint
 from harness.raid import mkfs_size_problem

@@ -20,6 +20,7 @@ from harness import nested_host, raid
 from harness.analysis import raid_model
 from harness.config import Config
 from harness.console import step, warn
+from harness.environment import accel_label
 from harness.experiments import Flag, RunContext
 from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point as MeasuredPoint, Site
 from harness.report import plots, tables
@@ -255,11 +256,6 @@ class RaidSweep:
 
 
 # --- its summary: rows over repeats, the table, the plot --------------------
-def accel_label(env: dict) -> str:
-    """The run's accelerator, with the L0's under a nested host (e.g. "kvm in a nested host under tcg")."""
-    return env["accel"] + (f" in a nested host under {env['l0_accel']}" if env.get("l0_accel", "n/a") != "n/a" else "")
-
-
 def raid_rows(samples: list[Sample]) -> list[dict]:
     """One row per (array setup, point): PE and VE bandwidth with the RAID model's expectation,
     measured/expected and the stack overhead (means over repeats)."""

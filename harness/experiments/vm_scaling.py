@@ -17,6 +17,7 @@ from rich.table import Table
 from harness import aggregate
 from harness.config import Config
 from harness.console import step
+from harness.environment import accel_label
 from harness.experiments import Flag, RunContext
 from harness.pipeline import PHYSICAL, VIRTUAL, Point, Site
 from harness.report import plots, tables
@@ -110,11 +111,11 @@ class VmScaling:
         rows = vm_scaling_rows(ctx.store.samples)
         if not rows:
             return
-        accel = ctx.environment["accel"]
+        accel = accel_label(ctx.environment)
         job = ctx.cfg.vm_scaling.job
         png = plot(rows, ctx.store.dir / "vm-scaling.png",
                    title=f"vm-scaling: {job.rw} {job.bs} QD{job.iodepth}, {ctx.testbed.disk['backend']}, "
-                         f"accel={accel}{' (TCG: not performance numbers)' if accel == 'tcg' else ''}; "
+                         f"accel={accel}{' (TCG: not performance numbers)' if 'tcg' in accel else ''}; "
                          "mean ± 95% CI")
         text = print_vm_scaling(rows, accel=accel)
         if per_host := per_host_rows(ctx.store.samples):
@@ -180,7 +181,7 @@ def print_per_host(rows: list[dict]) -> str:
 
 def print_vm_scaling(rows: list[dict], accel: str) -> str:
     """Prints the summary and returns it as plain text (kept in the run folder)."""
-    table = Table(title=f"vm-scaling (accel={accel}{'; TCG numbers are not performance numbers' if accel == 'tcg' else ''})")
+    table = Table(title=f"vm-scaling (accel={accel}{'; TCG numbers are not performance numbers' if 'tcg' in accel else ''})")
     for col in ("VMs", "phys IOPS", "virt IOPS", "virt IOPS/VM", "virt lat mean us", "p50 us", "p99 us",
                 "virt/phys"):
         table.add_column(col, justify="right")

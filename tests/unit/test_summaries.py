@@ -38,3 +38,11 @@ def test_vm_scaling_table_and_plot(tmp_path):
     text = vm_scaling.print_vm_scaling(rows, accel="tcg")
     assert "2,001 ±" in text and "VMs" in text
     assert vm_scaling.plot(rows, tmp_path / "v.png", title="t").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_every_summary_names_a_nested_host_and_its_accelerator():
+    from harness.environment import accel_label
+    nested = accel_label({"accel": "kvm", "l0_accel": "tcg"})
+    assert nested == "kvm in a nested host under tcg" and accel_label({"accel": "tcg", "l0_accel": "n/a"}) == "tcg"
+    text = " ".join(vm_scaling.print_vm_scaling([], accel=nested).split())
+    assert "accel=kvm in a nested host under tcg; TCG numbers are not performance numbers" in text
