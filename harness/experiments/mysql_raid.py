@@ -18,9 +18,9 @@ from harness.console import step
 from harness.environment import accel_label
 from harness.experiments import Flag, RunContext
 from harness.experiments.mysql import HOST_MOUNT_DIR
-from harness.experiments.raid_sweep import (SINGLE, RaidSweep, Setup, workload_bars, workload_rows,
+from harness.experiments.raid_sweep import (SINGLE, Setup, WorkloadSweep, workload_bars, workload_rows,
                                             workload_table)
-from harness.pipeline import PHYSICAL, Pipeline, Point as MeasuredPoint
+from harness.pipeline import PHYSICAL, Point as MeasuredPoint
 from harness.raid import mkfs_size_problem
 from harness.samples import Sample
 from harness.schema import RaidLevel, Section
@@ -76,7 +76,7 @@ class Point:
     db: DbPoint
 
 
-class MysqlRaid(RaidSweep):
+class MysqlRaid(WorkloadSweep):
     name = "mysql-raid"
     section = "mysql_raid"
     Settings = Settings
@@ -84,13 +84,6 @@ class MysqlRaid(RaidSweep):
     flags = (Flag("--tests", ("mysql_raid.tests",), "Comma-separated sysbench tests, e.g. oltp_read_only,oltp_read_write."),
              Flag("--threads", ("mysql_raid.threads",)), Flag("--runtime", ("mysql_raid.runtime_s",)),
              Flag("--pe-only", ("mysql_raid.ve",), "Measure on the host only (no VM counterpart).", switch=False))
-
-    def setups(self, cfg: Config) -> list[Setup]:
-        c = cfg.mysql_raid
-        return [Setup(None, 1, 0)] + [Setup(level, c.members, cfg.raid.chunk_kib) for level in c.levels]
-
-    def filesystems(self, cfg: Config) -> list[str | None]:
-        return [cfg.mysql_raid.filesystem]
 
     def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[Point]:
         c = cfg.mysql_raid
@@ -111,9 +104,6 @@ class MysqlRaid(RaidSweep):
         return MeasuredPoint(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
                              baseline=f"{s.label}/{p.label}/physical",
                              run=partial(sysbench.in_guests, record.uri, p.db, [vm]))
-
-    def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[MeasuredPoint]) -> None:
-        """None: the RAID model speaks of device bandwidth, which transactions/s are not."""
 
     def summarize(self, ctx: RunContext) -> None:
         rows = tps_rows(ctx.store.samples, ctx.cfg.mysql_raid.tests)

@@ -255,6 +255,22 @@ class RaidSweep:
         step(f"plot: {png}")
 
 
+class WorkloadSweep(RaidSweep):
+    """A database workload on each array and on one member alone (rocksdb, mysql-raid): its section
+    has levels, members and the one filesystem the database lives on. Its figures are the
+    workload's own: the RAID model, which speaks of device bandwidth, has no expectation for them."""
+
+    def setups(self, cfg: Config) -> list[Setup]:
+        c = getattr(cfg, self.section)
+        return [Setup(None, 1, 0)] + [Setup(level, c.members, cfg.raid.chunk_kib) for level in c.levels]
+
+    def filesystems(self, cfg: Config) -> list[str | None]:
+        return [getattr(cfg, self.section).filesystem]
+
+    def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[MeasuredPoint]) -> None:
+        """None (see the class)."""
+
+
 # --- its summary: rows over repeats, the table, the plot --------------------
 def raid_rows(samples: list[Sample]) -> list[dict]:
     """One row per (array setup, point): PE and VE bandwidth with the RAID model's expectation,

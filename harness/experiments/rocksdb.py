@@ -15,9 +15,9 @@ from harness.config import Config
 from harness.console import step
 from harness.environment import accel_label
 from harness.experiments import Flag, RunContext
-from harness.experiments.raid_sweep import (SINGLE, RaidSweep, Setup, workload_bars, workload_rows,
+from harness.experiments.raid_sweep import (SINGLE, Setup, WorkloadSweep, workload_bars, workload_rows,
                                             workload_table)
-from harness.pipeline import PHYSICAL, Pipeline, Point as MeasuredPoint
+from harness.pipeline import PHYSICAL, Point as MeasuredPoint
 from harness.raid import MKFS, mkfs_size_problem
 from harness.samples import Sample
 from harness.schema import Filesystem, RaidLevel
@@ -57,20 +57,13 @@ class Point:
     benchmark: str
 
 
-class RocksDb(RaidSweep):
+class RocksDb(WorkloadSweep):
     name = "rocksdb"
     section = "rocksdb"
     Settings = Settings
     headline, lower_is_better = "ops", False
     flags = (Flag("--num", ("rocksdb.num",)),
              Flag("--pe-only", ("rocksdb.ve",), "Measure on the host only (no VM counterpart).", switch=False))
-
-    def setups(self, cfg: Config) -> list[Setup]:
-        c = cfg.rocksdb
-        return [Setup(None, 1, 0)] + [Setup(level, c.members, cfg.raid.chunk_kib) for level in c.levels]
-
-    def filesystems(self, cfg: Config) -> list[str | None]:
-        return [cfg.rocksdb.filesystem]
 
     def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[Point]:
         c = cfg.rocksdb
@@ -93,9 +86,6 @@ class RocksDb(RaidSweep):
         return MeasuredPoint(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
                              baseline=f"{s.label}/{p.label}/physical",
                              run=partial(db_bench.in_guest, record.uri, job, p.benchmark, vm, mkfs=mkfs))
-
-    def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[MeasuredPoint]) -> None:
-        """None: the RAID model speaks of device bandwidth, which db_bench's ops/s are not."""
 
     def summarize(self, ctx: RunContext) -> None:
         rows = db_rows(ctx.store.samples, ctx.cfg.rocksdb.benchmarks)

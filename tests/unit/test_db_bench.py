@@ -32,6 +32,15 @@ def test_output_without_a_result_is_refused():
         db_bench.parse("db_bench version 7.8.3\nIO error: No space left on device")
 
 
+def test_the_setups_are_one_member_alone_then_each_level_and_the_points_each_benchmark():
+    from harness import settings
+    cfg = settings.load(None)
+    assert [s.label for s in rocksdb.EXPERIMENT.setups(cfg)] == ["single"] + [
+        f"raid{lv}-n4-c{cfg.raid.chunk_kib}k" for lv in (0, 1, 10)]
+    assert rocksdb.EXPERIMENT.filesystems(cfg) == ["ext4"]
+    assert [p.label for p in rocksdb.EXPERIMENT.points(cfg)] == ["fillseq", "fillrandom", "readrandom", "readseq"]
+
+
 def test_settings_refuse_what_cannot_fit_by_name():
     assert rocksdb.Settings().levels == [0, 1, 10]
     with pytest.raises(ValueError, match=r"num=1000000 keys .* lower num or raise size_mib"):
