@@ -12,16 +12,14 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from harness.analysis.raid_model import no_level_buildable
 from harness.config import Config
 from harness.console import step
 from harness.environment import accel_label
 from harness.experiments import Flag, RunContext
 from harness.experiments.mysql import HOST_MOUNT_DIR
 from harness.experiments.raid_sweep import (SINGLE, Setup, WorkloadSweep, workload_bars, workload_rows,
-                                            workload_table)
+                                            workload_settings_problem, workload_table)
 from harness.pipeline import PHYSICAL, Point as MeasuredPoint
-from harness.raid import mkfs_size_problem
 from harness.samples import Sample
 from harness.schema import RaidLevel, Section
 from harness.store import write_atomic
@@ -53,10 +51,8 @@ class Settings(Section):
 
     @model_validator(mode="after")
     def _fits(self) -> "Settings":
-        if why := no_level_buildable(self.levels, self.members):
+        if why := workload_settings_problem(self, "mysql_raid"):
             raise ValueError(why)
-        if why := mkfs_size_problem(self.filesystem, self.size_mib, "mysql_raid.size_mib"):
-            raise ValueError(f"{why}, or choose another filesystem")
         need_mib = -(-int(self.point(self.tests[0]).env("")["DB_NEED_BYTES"]) >> 20)
         if need_mib > self.size_mib * 0.9:   # the filesystem's own metadata takes the rest
             raise ValueError(f"mysql_raid: {self.tables} tables of {self.table_size} rows need about {need_mib} MiB "

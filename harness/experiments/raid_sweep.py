@@ -255,6 +255,16 @@ class RaidSweep:
         step(f"plot: {png}")
 
 
+def workload_settings_problem(c, section: str) -> str | None:
+    """What a database workload's settings (levels, members, filesystem, size_mib) cannot do, or
+    None: no level buildable from the members, or a disk too small for the filesystem."""
+    if why := raid_model.no_level_buildable(c.levels, c.members):
+        return why
+    if why := raid.mkfs_size_problem(c.filesystem, c.size_mib, f"{section}.size_mib"):
+        return f"{why}, or choose another filesystem"
+    return None
+
+
 class WorkloadSweep(RaidSweep):
     """A database workload on each array and on one member alone (rocksdb, mysql-raid): its section
     has levels, members and the one filesystem the database lives on. Its figures are the

@@ -10,15 +10,14 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from harness.analysis.raid_model import no_level_buildable
 from harness.config import Config
 from harness.console import step
 from harness.environment import accel_label
 from harness.experiments import Flag, RunContext
 from harness.experiments.raid_sweep import (SINGLE, Setup, WorkloadSweep, workload_bars, workload_rows,
-                                            workload_table)
+                                            workload_settings_problem, workload_table)
 from harness.pipeline import PHYSICAL, Point as MeasuredPoint
-from harness.raid import MKFS, mkfs_size_problem
+from harness.raid import MKFS
 from harness.samples import Sample
 from harness.schema import Filesystem, RaidLevel
 from harness.store import write_atomic
@@ -39,10 +38,8 @@ class Settings(DbBenchJob):
 
     @model_validator(mode="after")
     def _fits(self) -> "Settings":
-        if why := no_level_buildable(self.levels, self.members):
+        if why := workload_settings_problem(self, "rocksdb"):
             raise ValueError(why)
-        if why := mkfs_size_problem(self.filesystem, self.size_mib, "rocksdb.size_mib"):
-            raise ValueError(f"{why}, or choose another filesystem")
         # the keys uncompressed, with room for compaction's copies and the write-ahead log
         need_mib = 3 * self.num * (self.value_size + 16) >> 20
         if need_mib > self.size_mib // 2:
