@@ -193,11 +193,10 @@ def test_a_fio_matrix_experiment_on_the_nested_host(host, tmp_path):
         conn.close()
 
 
-def test_raid_levels_pe_and_ve_on_four_nvme_drives(host):
-    out = harness("run", "raid-levels")
+def test_raid_levels_pe_and_ve_on_four_nvme_drives(host, tmp_path):
+    out = harness("run", "raid-levels", "--set", f"results_dir={tmp_path}")
     host = NestedHost.load(STATE / "nested")   # a new one when the L1 hung during the run and was rebuilt
-    cfg = settings.load(CONFIG)
-    run_dir = sorted(Path(cfg.results_dir).glob("*-raid-levels-*"), key=lambda p: p.stat().st_mtime)[-1]
+    (run_dir,) = tmp_path.glob("*-raid-levels-*")
     manifest = json.loads((run_dir / "run.json").read_text())
     assert manifest["status"] == "completed", manifest
     env = manifest["environment"]
