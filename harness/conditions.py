@@ -31,13 +31,17 @@ class Settled:
     timed_out: bool
     last: Load              # the last window looked at: quiet, or the state when the bound expired
     exempt_busy_pct: float = 0.0   # of it, the polling storage daemons' share (not counted against quiet)
+    snapshot: dict | None = None   # hoststat.snapshot of the `then` patterns as the wait ended
 
 
-def settle(host, cfg, exempt: list[tuple[str, str]] = ()) -> Settled:
+def settle(host, cfg, exempt: list[tuple[str, str]] = (), then: list[tuple[str, str]] = ()) -> Settled:
     """A bounded wait for a quiet host ([settle]; hoststat.wait_quiet, run on the host itself); the
-    CPU of `exempt` processes (a storage daemon that polls by design) is not counted as busy."""
-    got = hoststat.wait_quiet_on(host, cfg.max_wait_s, cfg.busy_pct, cfg.dirty_mib, cfg.window_s, list(exempt))
-    return Settled(got["wait_s"], got["timed_out"], Load(**got["last"]), got.get("exempt_busy_pct", 0.0))
+    CPU of `exempt` processes (a storage daemon that polls by design) is not counted as busy. Ends
+    with a snapshot of the `then` processes: the start of the point's conditions."""
+    got = hoststat.wait_quiet_on(host, cfg.max_wait_s, cfg.busy_pct, cfg.dirty_mib, cfg.window_s, list(exempt),
+                                 list(then))
+    return Settled(got["wait_s"], got["timed_out"], Load(**got["last"]), got.get("exempt_busy_pct", 0.0),
+                   got["snapshot"])
 
 
 def qemu_pattern(vm: str) -> str:

@@ -72,12 +72,14 @@ def _ticks_of(a: dict, b: dict) -> int:
 
 
 def wait_quiet(max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: float = 1.0,
-               exempt: list = ()) -> dict:
+               exempt: list = (), then: list = ()) -> dict:
     """Waits, at most max_wait_s, for one window_s window with CPU busy + iowait under busy_pct and
     dirty + writeback under dirty_mib; dirty data is flushed first. The CPU of processes matching
     `exempt` ((label, text) patterns: a storage daemon that polls a core by design) is not counted.
-    Returns the wait, whether the bound expired, and the last window's load (busy as measured,
-    the exempt share beside it). Runs on the host itself, in one process."""
+    Returns the wait, whether the bound expired, the last window's load (busy as measured, the
+    exempt share beside it), and a snapshot of the `then` patterns taken as it ends: the start of
+    the point that follows, without another process on a remote host. Runs on the host itself,
+    in one process."""
     t0 = time.monotonic()
     before = snapshot(exempt)
     if (before.get("dirty", 0) + before.get("writeback", 0)) / 1024 > dirty_mib:
@@ -93,7 +95,7 @@ def wait_quiet(max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: f
         waited = time.monotonic() - t0
         if quiet or waited >= max_wait_s:
             return {"wait_s": round(waited, 2), "timed_out": not quiet, "last": load,
-                    "exempt_busy_pct": round(exempt_pct, 1)}
+                    "exempt_busy_pct": round(exempt_pct, 1), "snapshot": snapshot(then)}
         before = after
 
 
@@ -110,5 +112,6 @@ def snapshot_on(host, patterns: list[tuple[str, str]] = ()) -> dict:
 
 
 def wait_quiet_on(host, max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: float = 1.0,
-                  exempt: list = ()) -> dict:
-    return _on(host, 60 + max_wait_s, "wait_quiet", max_wait_s, busy_pct, dirty_mib, window_s, list(exempt))
+                  exempt: list = (), then: list = ()) -> dict:
+    return _on(host, 60 + max_wait_s, "wait_quiet", max_wait_s, busy_pct, dirty_mib, window_s, list(exempt),
+               list(then))

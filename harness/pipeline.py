@@ -223,15 +223,17 @@ class Pipeline:
                 restarted, _ = self._check_guests(conns, p.vms)
                 if self.repeat.drop_caches:
                     self._drop_caches(conns, p.vms)
-                settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle, POLLING_DAEMONS))
                 patterns = [*(("qemu", conditions.qemu_pattern(vm)) for vm in p.vms), *PROCESS_PATTERNS]
-                snap = lambda site: hoststat.snapshot_on(site.host, patterns)  # noqa: E731
-                before, self_before = self._on_sites(snap), _own_cpu_s()
+                # the settle wait ends with the point's starting snapshot (one call on a remote host)
+                settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle, POLLING_DAEMONS,
+                                                                        then=patterns))
+                before, self_before = [s.snapshot for s in settled], _own_cpu_s()
                 t_run = time.monotonic()
                 with p.observe() if p.observe else contextlib.nullcontext(lambda window: {}) as observed_over:
                     outputs = p.run()
                 run_s = time.monotonic() - t_run
-                after, self_after = self._on_sites(snap), _own_cpu_s()
+                after = self._on_sites(lambda site: hoststat.snapshot_on(site.host, patterns))
+                self_after = _own_cpu_s()
             kept = [self._keep(p, rep, out) for out in outputs]   # before parsing: a bad output is kept too
             meta = {**meta, **kept[0]} if kept else meta
             parsed = [p.parse(out.raw) for out in outputs]
