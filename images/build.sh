@@ -99,7 +99,11 @@ cp "$work/root/boot/initrd.img-${generic#vmlinuz-}" "$work/out/initrd-generic.im
 size_mib=$(( $(du -sm "$work/root" | cut -f1) + free_mib ))
 mkfs.ext4 -q -L vtbroot -U 6b1c6a2e-0000-4000-8000-000000000001 -E hash_seed=6b1c6a2e-0000-4000-8000-000000000002 \
   -d "$work/root" "$work/rootfs.raw" "${size_mib}M"
-qemu-img convert -O qcow2 "$work/rootfs.raw" "$work/out/rootfs.qcow2"
+# The guest image is uploaded into every nested and SSH host: compressed (zstd) it is a third of
+# the bytes; QEMU decompresses a cluster as it reads it. The host image stays as it is.
+compress=()
+[ "$role" = guest ] && compress=(-c -o compression_type=zstd)
+qemu-img convert "${compress[@]}" -O qcow2 "$work/rootfs.raw" "$work/out/rootfs.qcow2"
 echo "$key" > "$work/out/recipe.sha"
 rm -rf "$out" && mv "$work/out" "$out"
 ln -sfn "$key" "$CACHE/images/$link"
