@@ -18,7 +18,7 @@ HARNESS = str(Path(sys.executable).parent / "harness")
 SWEEP_PREFIX = "vtb-sw-ci-"
 SMALL = ["--set", 'latency.patterns=["randread"]', "--set", "iops.numjobs=[1]", "--set", "iops.iodepth=[4]",
          "--set", 'bandwidth.patterns=["read"]', "--set", "bandwidth.numjobs=1", "--set", "bandwidth.iodepth=4",
-         "--runtime", "1", "--ramp", "0", "--set", "repeat.count=2"]
+         "--runtime", "1", "--ramp", "0", "--set", "repeat.count=1"]
 ONCE = ["--set", "repeat.count=1"]
 
 
@@ -63,7 +63,7 @@ def test_backends_against_the_host(tmp_path):
     for group in ("latency", "iops", "bandwidth"):
         assert (run / f"{group}.png").read_bytes()[:4] == b"\x89PNG"
     summary = (run / "summary.txt").read_text()
-    assert "bare metal" in summary or "no significant" in summary or "no test possible" in summary
+    assert "bare metal" in summary or "no significant" in summary or "no test" in summary  # the verdict
     assert "IO/CPU-s" in summary  # efficiency: I/Os per CPU-second of QEMU and the storage daemons
     assert "storage daemon CPU" in summary and "SPDK vhost" in summary   # the polling core's cost, disclosed
     assert gc.leftovers(SWEEP_PREFIX) == [] and storage_daemons() == []
