@@ -30,8 +30,8 @@ class Settled:
     wait_s: float
     timed_out: bool
     last: Load              # the last window looked at: quiet, or the state when the bound expired
-    exempt_busy_pct: float = 0.0   # of it, the polling storage daemons' share (not counted against quiet)
-    snapshot: dict | None = None   # hoststat.snapshot of the `then` patterns as the wait ended
+    exempt_busy_pct: float  # of it, the polling storage daemons' share (not counted against quiet)
+    snapshot: dict          # hoststat.snapshot of the `then` patterns as the wait ended
 
 
 def settle(host, cfg, exempt: list[tuple[str, str]] = (), then: list[tuple[str, str]] = ()) -> Settled:
@@ -40,8 +40,7 @@ def settle(host, cfg, exempt: list[tuple[str, str]] = (), then: list[tuple[str, 
     with a snapshot of the `then` processes: the start of the point's conditions."""
     got = hoststat.wait_quiet_on(host, cfg.max_wait_s, cfg.busy_pct, cfg.dirty_mib, cfg.window_s, list(exempt),
                                  list(then))
-    return Settled(got["wait_s"], got["timed_out"], Load(**got["last"]), got.get("exempt_busy_pct", 0.0),
-                   got["snapshot"])
+    return Settled(got["wait_s"], got["timed_out"], Load(**got["last"]), got["exempt_busy_pct"], got["snapshot"])
 
 
 def qemu_pattern(vm: str) -> str:
