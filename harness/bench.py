@@ -21,6 +21,7 @@ from harness import runner, vm_start
 from harness.agent import GuestAgent
 from harness.analysis.stats import summarize
 from harness.ceph import local as ceph_local
+from harness.ceph.bootstrap import missing_tools
 from harness.ceph.plan import CephPlan
 from harness.config import Config
 from harness.console import console, step, warn
@@ -63,7 +64,7 @@ def _plain_fio_iops(cfg: Config, device: str, size: int) -> float:
 def _ceph_up_s(cfg: Config) -> float | str:
     """Seconds for `harness host ceph create` of 3 nodes (1 OSD each) from nothing; the cluster goes after."""
     host = LocalHost()
-    if missing := ceph_local.missing_tools(host):
+    if missing := missing_tools(host):
         return f"n/a ({', '.join(missing)} missing)"
     name = "vtb-bench-ceph"
     plan = CephPlan(name=name, dir=str(cfg.state_dir / name), nodes=3, pg_num=32)

@@ -264,29 +264,27 @@ def host_raid_destroy(plan_file) -> None:
 
 @host.group("ceph")
 def host_ceph() -> None:
-    """Create or destroy a local Ceph cluster from a plan (Terraform's hooks run these)."""
+    """Create or destroy a Ceph cluster vtb makes, from its plan (Terraform's hooks and teardowns run these)."""
 
 
 @host_ceph.command("create")
 @click.argument("plan_file", type=click.Path(exists=True, path_type=Path))
 def host_ceph_create(plan_file) -> None:
     """Check the plan, then a mon, a mgr and N storage nodes with their OSDs (idempotent)."""
-    from harness.ceph import local
+    from harness.ceph import clusters
     from harness.ceph.plan import CephPlan
-    from harness.hosts import LocalHost
-    step(local.create(LocalHost(), CephPlan.from_json(plan_file.read_text())))
+    step(clusters.create(CephPlan.from_json(plan_file.read_text())))
 
 
 @host_ceph.command("destroy")
 @click.argument("plan_file", type=click.Path(path_type=Path))
 def host_ceph_destroy(plan_file) -> None:
     """Stop the plan's daemons, remove its namespaces, links, bridge and files (idempotent)."""
-    from harness.ceph import local
+    from harness.ceph import clusters
     from harness.ceph.plan import CephPlan
-    from harness.hosts import LocalHost
     if not plan_file.exists():
         return  # nothing was created from it, or it is already gone
-    step(local.destroy(LocalHost(), CephPlan.from_json(plan_file.read_text())))
+    step(clusters.destroy(CephPlan.from_json(plan_file.read_text())))
 
 
 class ExperimentCommands(click.Group):

@@ -1,14 +1,22 @@
 """A fleet that spans hosts ([[hosts]] in the config): one Testbed per host, each with its own
 Terraform root and state (the libvirt provider takes one URI per provider block and Terraform
 cannot for_each over providers, so one root per host is the plain way), applied in parallel.
-VMs are numbered across the fleet and placed by harness/placement.py."""
+VMs are numbered across the fleet and placed by harness/placement.py.
+
+A Ceph cluster over the hosts (ceph.mode = "hosts") is the fleet's, not one host's: it is made
+before the parts and removed after them, its plan kept in the fleet's folder until it is gone."""
 from __future__ import annotations
 
+import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
+from harness.ceph import clusters as ceph_clusters
+from harness.ceph.plan import CephPlan
 from harness.config import Config
+from harness.console import step
 from harness.hosts import Host
 from harness.placement import place
+from harness.store import write_atomic
 from harness.testbed import Testbed, TestbedError, TestbedRecord
 
 
@@ -19,6 +27,9 @@ class Cluster:
         self.cfg = cfg
         self.parts = [Testbed(cfg, h, indices=[i for i, name in enumerate(order) if name == h.name])
                       for h in hosts if h.name in order]
+        self.dir = cfg.state_dir / cfg.fleet.name
+        plan = self.parts[0].ceph if self.parts else None
+        self.ceph: CephPlan | None = plan if plan is not None and plan.hosts else None
 
     def _each(self, what: str, call) -> list:
         """call(part) on every host's part at once; every failure named by its host."""
@@ -34,13 +45,34 @@ class Cluster:
             raise TestbedError(f"{what} failed on {len(errors)} of {len(self.parts)} host(s):\n" + "\n".join(errors))
         return results
 
+    def _ceph_up(self) -> None:
+        """The fleet's cluster over the hosts (idempotent), its plan recorded first: a create cut
+        short is still found and removed by `down`."""
+        if self.ceph is None:
+            return
+        text = self.ceph.to_json()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for other in self.dir.glob("ceph-*.json"):   # another plan's cluster (the config changed) goes first
+            if other.read_text() != text:
+                step(ceph_clusters.destroy(CephPlan.from_json(other.read_text())))
+                other.unlink()
+        write_atomic(self.dir / f"ceph-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json", text)
+        step(ceph_clusters.create(self.ceph))
+
     def up(self) -> list[TestbedRecord]:
+        self._ceph_up()
         return self._each("testbed up", Testbed.up)
 
     def ensure(self) -> list[TestbedRecord]:
         """The deployed fleet, brought to the config: a host without its part yet gets it now."""
+        self._ceph_up()
         return self._each("bringing the fleet to the config",
                           lambda part: part.ensure() if part.record_path.exists() else part.up())
 
     def down(self) -> list[str]:
-        return [r for removed in self._each("testbed down", lambda p: p.down()) for r in removed]
+        try:
+            return [r for removed in self._each("testbed down", lambda p: p.down()) for r in removed]
+        finally:   # the cluster outlives no part: removed even when a host's teardown failed
+            for plan_file in sorted(self.dir.glob("ceph-*.json")) if self.dir.exists() else []:
+                step(ceph_clusters.destroy(CephPlan.from_json(plan_file.read_text())))
+                plan_file.unlink()

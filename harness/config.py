@@ -3,6 +3,7 @@ experiment's settings live in its own module, each backend's own [disk] fields i
 harness/settings.py assembles them with these into the whole config and loads it."""
 from __future__ import annotations
 
+import ipaddress
 import stat
 from pathlib import Path
 from typing import Literal
@@ -10,7 +11,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, create_model, field_validator, model_validator
 
 from harness import backends, paths
-from harness.ceph.plan import CephConfig
+from harness.ceph.plan import CephConfig, hosts_mode_problem
 from harness.schema import FIX, ChunkKib, ConfigError, Filesystem, RaidLevel, Section
 
 __all__ = ["Config", "ConfigError", "DiskConfig", "FleetConfig", "RaidConfig", "RemoteHostConfig", "RepeatConfig",
@@ -161,6 +162,16 @@ class RemoteHostConfig(Section):
                                "the fleet's data disks are carved from the first",
                                json_schema_extra={FIX: "list at least one device, e.g. devices=[\"/dev/nvme1n1\"]"})
     vms: int | None = Field(None, ge=0, le=64, description="VMs placed on it (unset = a round-robin share)")
+    cluster_address: str = Field("", description="its address on the network the hosts share (ceph.mode = \"hosts\" "
+                                 "binds its daemons there; empty = its ssh address)",
+                                 json_schema_extra={FIX: "give an IPv4 address of the host, e.g. 10.0.1.5"})
+
+    @field_validator("cluster_address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        if v:
+            ipaddress.IPv4Address(v)
+        return v
 
     @field_validator("identity", "known_hosts")
     @classmethod
@@ -177,6 +188,18 @@ class NestedConfig(Section):
     drive_model: Literal["nvme", "virtio-blk"] = Field("nvme", description="how the drives are emulated")
     memory_mib: int = Field(3072, ge=1024, description="memory of the nested host (its L2 fleet lives in it)")
     vcpus: int = Field(2, ge=1, le=64, description="vCPUs of the nested host")
+    shared_subnet: str = Field("10.214.0.0/24", description="the network the nested hosts share (a bridge here, "
+                               "no address of this machine's on it): nested host i is .11+i, its cluster_address "
+                               "in the config `up --count N` writes",
+                               json_schema_extra={FIX: "use a private /24 no interface here uses, e.g. 10.214.0.0/24"})
+
+    @field_validator("shared_subnet")
+    @classmethod
+    def _subnet(cls, v: str) -> str:
+        net = ipaddress.ip_network(v)   # a ValueError names what is wrong with it
+        if net.prefixlen > 24 or not net.is_private:
+            raise ValueError(f"{v} is not a private network of at least a /24")
+        return v
 
 
 class RaidConfig(Section):
@@ -244,6 +267,8 @@ class Config(Section):
                 place(self.fleet.vms, [(h.name, h.vms) for h in self.hosts])
             except PlacementError as e:
                 raise ValueError(f"hosts: {e}") from None
+        if why := hosts_mode_problem(self):
+            raise ValueError(why)
         return self
 
     @property

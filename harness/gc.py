@@ -165,6 +165,8 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     if host.name == "local":  # the state dirs gc knows are this machine's
         removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep)
         removed += _hugepages(prefix, keep)
+    elif (remote_dir := host.descriptor().get("remote_dir")) is not None:
+        removed += _remote_ceph_dirs(host, remote_dir, prefix, keep)
     return removed
 
 
@@ -191,6 +193,19 @@ def _ceph_dirs(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
             if not conf.parent.name.startswith(keep):
                 shutil.rmtree(conf.parent, ignore_errors=True)
                 removed.append(f"ceph files {conf.parent}")
+    return removed
+
+
+def _remote_ceph_dirs(host: Host, remote_dir: str, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """A Ceph cluster's folder (ceph.mode = "hosts") in a fleet's folder on a remote host, left by a
+    run that was killed (its daemons are gone by now)."""
+    script = 'for c in "$1"/*/"$2"*-ceph/ceph.conf; do [ -f "$c" ] && echo "${c%/ceph.conf}"; done; true'
+    out = host.run(["sh", "-c", script, "-", remote_dir, prefix], timeout=60, check=False).stdout.decode(errors="replace")
+    removed = []
+    for d in out.split():
+        if not Path(d).name.startswith(keep) and \
+                host.run(["rm", "-rf", "--one-file-system", d], timeout=120, check=False).returncode == 0:
+            removed.append(f"ceph files {d}")
     return removed
 
 

@@ -3,11 +3,13 @@ libvirtd and KVM for an L2 fleet) and tearing it down with everything in it. Rea
 is up is harness/hosts/nested.py's work."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
 import socket
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -26,6 +28,10 @@ from harness.libvirt_xml import attr, qemu_commandline, qemu_opt
 from harness.store import write_atomic
 
 BOOT_TIMEOUT_S = 240
+SHARED_BRIDGE = f"{DOMAIN}-br"           # the network the nested hosts share: a bridge here, no address on it
+SHARED_ALIAS = f"{DOMAIN}-shared"        # gc keeps it while a nested host's record is live (prefix vtb-nested)
+SHARED_PCI_SLOT = 0x1e                   # vtb-host-init finds the NIC by it
+_bridge_lock = threading.Lock()          # hosts boot in parallel; one of them makes the bridge
 ANSWER_WITHIN_S = 30   # an L1 whose libvirtd does not answer a call within this is taken for hung
 
 
@@ -41,8 +47,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def shared_address(cfg, index: int) -> str:
+    """Nested host `index`'s address on the shared network, with its prefix length."""
+    net = ipaddress.ip_network(cfg.nested.shared_subnet)
+    return f"{net[11 + index]}/{net.prefixlen}"
+
+
+def _shared_bridge() -> None:
+    """The bridge the nested hosts' second NICs join (made once; `down` removes it)."""
+    with _bridge_lock:
+        if subprocess.run(["ip", "link", "show", SHARED_BRIDGE], capture_output=True).returncode == 0:
+            return
+        for argv in (["ip", "link", "add", SHARED_BRIDGE, "type", "bridge"],
+                     ["ip", "link", "set", SHARED_BRIDGE, "alias", SHARED_ALIAS],
+                     ["ip", "link", "set", SHARED_BRIDGE, "up"]):
+            done = subprocess.run(argv, capture_output=True)
+            if done.returncode != 0:
+                raise NestedHostError(f"the nested hosts' shared network: `{' '.join(argv)}` failed: "
+                                      f"{done.stderr.decode(errors='replace').strip()}")
+
+
 def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice, ssh_port: int = 0,
-               name: str = DOMAIN) -> str:
+               name: str = DOMAIN, shared: str = "") -> str:
     n = cfg.nested
     drives = []
     for i in range(n.drives):
@@ -64,13 +90,19 @@ def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice, ssh_p
     else:
         cpu, paging = "<cpu mode='maximum' migratable='off'/>", " kvm_amd.npt=0"
     img = HOST_IMAGE_DIR.resolve()
+    # A second NIC on the bridge the nested hosts share (QEMU's own virtio-net: no vhost-net here)
+    mac = f"52:54:00:7b:00:{int(shared.split('/')[0].split('.')[-1]):02x}" if shared else ""
+    shared_nic = f"""<interface type='bridge'><source bridge='{SHARED_BRIDGE}'/><mac address='{mac}'/>
+      <model type='virtio'/><driver name='qemu'/>
+      <address type='pci' domain='0x0000' bus='0x00' slot='{SHARED_PCI_SLOT:#04x}' function='0x0'/></interface>""" if shared else ""
+    storage_arg = f" vtb.storage={shared}" if shared else ""
     return f"""<domain type={attr(choice.domain_type)}>
   <name>{name}</name>
   <memory unit='MiB'>{n.memory_mib}</memory>
   <vcpu>{n.vcpus}</vcpu>
   <os><type arch='x86_64' machine='pc'>hvm</type>
     <kernel>{img / 'vmlinuz'}</kernel><initrd>{img / 'initrd.img'}</initrd>
-    <cmdline>root=LABEL=vtbroot rw console=ttyS0 init=/sbin/vtb-host-init vtb.name={name} quiet sysrq_always_enabled{paging}</cmdline>
+    <cmdline>root=LABEL=vtbroot rw console=ttyS0 init=/sbin/vtb-host-init vtb.name={name}{storage_arg} quiet sysrq_always_enabled{paging}</cmdline>
   </os>
   <features><acpi/></features>
   {cpu}
@@ -81,6 +113,7 @@ def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice, ssh_p
     <serial type='file'><source path={attr(state_dir / 'console.log')}/><target port='0'/></serial>
     <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>
     <memballoon model='none'/>
+    {shared_nic}
   </devices>
   {qemu_commandline(*drives, *net)}
 </domain>"""
@@ -96,6 +129,9 @@ def up(cfg, index: int = 0) -> NestedHost:
             raise NestedHostError(why)
         if why := _other_drives(host, cfg.nested):
             raise NestedHostError(why)
+        if host.record.shared_address != shared_address(cfg, index):
+            raise NestedHostError(f"its shared-network address is {host.record.shared_address or 'none'}, the config "
+                                  f"gives {shared_address(cfg, index)} (nested.shared_subnet)")
         step(f"nested host: {name} already up ({host.uri})")
         return host
     except NestedHostError as e:
@@ -119,9 +155,11 @@ def up(cfg, index: int = 0) -> NestedHost:
                         f"count={n.drive_mib}", "status=none"], check=True)
     choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
     port, ssh_port = _free_port(), _free_port()
+    shared = shared_address(cfg, index)
+    _shared_bridge()
     conn = connect(paths.LIBVIRT_URI)
     try:
-        dom = conn.defineXML(domain_xml(cfg, state_dir, port, choice, ssh_port, name))
+        dom = conn.defineXML(domain_xml(cfg, state_dir, port, choice, ssh_port, name, shared))
         dom.create()
         step(f"nested host: booting {name} (accel={choice.accel}), libvirtd on 127.0.0.1:{port}, "
              f"sshd on 127.0.0.1:{ssh_port}")
@@ -134,7 +172,7 @@ def up(cfg, index: int = 0) -> NestedHost:
         conn.close()
     record = NestedRecord(port=port, drives=[], drive_model=n.drive_model, drive_mib=n.drive_mib,
                           image=(HOST_IMAGE_DIR / "recipe.sha").read_text().strip(), l0_accel=accel.as_dict(choice),
-                          ready_s=0.0, domain=name, ssh_port=ssh_port)
+                          ready_s=0.0, domain=name, ssh_port=ssh_port, shared_address=shared)
     host = NestedHost(state_dir, record)
     record.drives = _find_drives(host, n.drives)
     deadline = time.monotonic() + 60
@@ -211,6 +249,8 @@ def down(state_dir: Path) -> list[str]:
         pass
     indices = {0} | {int(m.group(1) or 0) for n in names if (m := re.fullmatch(f"{DOMAIN}(\\d*)", n))}
     removed = [r for i in sorted(indices) for r in _down_one(state_dir, i)]
+    if subprocess.run(["ip", "link", "del", SHARED_BRIDGE], capture_output=True).returncode == 0:
+        removed.append(f"bridge {SHARED_BRIDGE}")
     for path in (state_dir / SSH_HOSTS_CONFIG, state_dir / SSH_FLEET_DIR):
         if path.exists():
             subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=True)
@@ -297,6 +337,7 @@ port = {host.record.ssh_port}
 identity = "{key}"
 known_hosts = "{key_dir / 'known_hosts'}"
 devices = [{", ".join(f'"{d}"' for d in host.drives)}]
+cluster_address = "{host.record.shared_address.split('/')[0]}"
 ''' for i, host in enumerate(nested)]
     text = (f"# Written by `harness host nested up --count {count}`: the {count} nested hosts as ssh hosts.\n"
             f"# `harness run vm-scaling --config THIS_FILE` spreads the fleet over them.\n"

@@ -19,7 +19,7 @@ from harness import accel, backends, conditions, gc, guest_consoles, host_images
 from harness import raid as raid_mod  # `raid` is the array a Testbed builds
 from harness.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel
 from harness.backends import HostDevice, HostPlan, VmSlot
-from harness.ceph import local as ceph_local
+from harness.ceph import clusters as ceph_clusters
 from harness.ceph import existing as ceph_existing
 from harness.ceph.images import RbdImage
 from harness.ceph.plan import CephPlan, fleet_image
@@ -109,7 +109,8 @@ class Testbed:
         self.dir = fleet / "hosts" / self.host.name if self.part else fleet   # one Terraform root per host
         self.host_dir = self.host.fleet_dir(self.dir, cfg.fleet.name)         # the same, on the host
         self.on_ceph = backends.get(cfg.disk.backend).needs_ceph
-        self.ceph = ceph_plan_from_config(cfg, self.host_dir) if self.on_ceph and cfg.ceph.mode == "local" else None
+        self.ceph = (ceph_plan_from_config(cfg, self.host_dir, hosts.all_for_config(cfg))
+                     if self.on_ceph and cfg.ceph.mode != "existing" else None)
         self.record_path = self.dir / "testbed.json"
         log = f"{cfg.prefix}-{self.host.name}-terraform.log" if self.part else f"{cfg.prefix}-terraform.log"
         self.log = cfg.state_dir / "logs" / log  # outlives the fleet, for post-mortems
@@ -182,7 +183,8 @@ class Testbed:
 
     def rbd_image(self) -> RbdImage:
         """The fleet's image: in the local cluster's pool over ceph.pool_nodes nodes, or in your pool."""
-        name, c = f"{self.cfg.prefix}-device", self.cfg.ceph
+        c = self.cfg.ceph
+        name = f"{self.cfg.prefix}-{self.host.name}-device" if self.part else f"{self.cfg.prefix}-device"
         return fleet_image(self.ceph, name, c.pool_nodes) if self.ceph else ceph_existing.image(c, self.host_dir, name)
 
     def _hook_file(self, kind: str, text: str) -> Path:
@@ -208,7 +210,7 @@ class Testbed:
             raid = {"create": f"{harness} host raid create {raid_file}",
                     "destroy": f"{harness} host raid destroy {raid_file}"}
         ceph = {"create": "", "destroy": ""}
-        if self.ceph is not None:
+        if self.ceph is not None and not self.ceph.hosts:   # hosts mode: the fleet's Cluster makes it, once
             ceph_file = shlex.quote(str(self._hook_file("ceph", self.ceph.to_json())))
             ceph = {"create": f"{harness} host ceph create {ceph_file}",
                     "destroy": f"{harness} host ceph destroy {ceph_file}"}
@@ -336,7 +338,7 @@ class Testbed:
     def _ceph_metadata(self) -> dict | None:
         """The cluster under the fleet: the local plan, or which pool of yours and as whom (no key)."""
         if self.ceph is not None:
-            return {"mode": "local", **json.loads(self.ceph.to_json())}
+            return {"mode": "hosts" if self.ceph.hosts else "local", **json.loads(self.ceph.to_json())}
         c = self.cfg.ceph
         return {"mode": "existing", "conf": c.conf, "pool": c.pool, "client": c.client} if self.on_ceph else None
 
@@ -461,7 +463,9 @@ class Testbed:
                 step(f"terraform destroy: {self.cfg.prefix}")
             self._terraform("destroy", "-auto-approve", "-input=false", "-no-color", *self._state_args(),
                             check=False)
-        removed = gc.collect(self.cfg.prefix + "-", self.host)
+        # a cluster over the hosts outlives this part: the fleet's Cluster stops it after every part
+        keep = (self.ceph.name,) if self.ceph is not None and self.ceph.hosts else ()
+        removed = gc.collect(self.cfg.prefix + "-", self.host, keep)
         removed += self._destroy_arrays() + self._destroy_clusters()
         removed += ceph_existing.remove_recorded(LocalHost(), self.dir / ceph_existing.RECORD, self.cfg.state_dir)
         if self.dir.exists():
@@ -487,7 +491,7 @@ class Testbed:
         again, directly (idempotent)."""
         done = []
         for plan_file in sorted(self.dir.glob("ceph-*.json")) if self.dir.exists() else []:
-            result = ceph_local.destroy(LocalHost(), CephPlan.from_json(plan_file.read_text()))
+            result = ceph_clusters.destroy(CephPlan.from_json(plan_file.read_text()))
             if "nothing" not in result:
                 done.append(result)
         return done

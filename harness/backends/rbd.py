@@ -1,7 +1,8 @@
-"""Ceph RBD: the VMs' data disks are slices of one RBD image, served by QEMU's rbd driver (librbd)
-as virtio-blk. The image lives in the fleet's own local cluster (ceph.mode = "local", made by
-Terraform's hook through `harness host ceph create`) or in a user's pool (ceph.mode = "existing").
-The physical baseline is fio's librbd engine on the same image.
+"""Ceph RBD: the VMs' data disks are slices of one RBD image per host, served by QEMU's rbd driver
+(librbd) as virtio-blk. The image lives in the fleet's own cluster, on this machine (ceph.mode =
+"local", made by Terraform's hook through `harness host ceph create`) or over the [[hosts]]
+(ceph.mode = "hosts"), or in a user's pool (ceph.mode = "existing"). The physical baseline is
+fio's librbd engine on the same image.
 
 The host-kernel krbd path is not here: this machine's kernel has no rbd module."""
 from __future__ import annotations
@@ -18,15 +19,20 @@ QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/qemu/block-rbd.so"
 class Rbd(Backend):
     name = "rbd"
     shared_options = frozenset({"cache", "iothreads", "num_queues"})
-    summary = "virtio-blk over a Ceph RBD image (QEMU's librbd), in a local cluster or yours ([ceph])"
+    summary = "virtio-blk over a Ceph RBD image (QEMU's librbd), in a cluster vtb makes or yours ([ceph])"
     needs_ceph = True
-    local_host_only = True   # the local cluster's daemons and namespaces, and the client conf, are this machine's
 
     def preflight(self, host: Host, plan: HostPlan) -> str | None:
         missing = host.run(["sh", "-c", f"command -v rbd >/dev/null || echo ceph-common; [ -e {QEMU_DRIVER} ] || "
                             "echo qemu-block-extra"], check=False, timeout=30).stdout.decode().split()
         if missing:
             return f"{' and '.join(missing)} missing on {host.label} (scripts/host-packages.sh installs them)"
+        conf = RbdImage.parse(plan.device.path).conf
+        if host.name != "local" and host.run(["test", "-f", conf], timeout=30, check=False).returncode != 0:
+            # a local cluster (made by the fleet's own Terraform, after this check) serves this machine
+            return (f"the cluster's client conf {conf} is not on {host.label}: a cluster of ceph.mode=\"local\" "
+                    "serves this machine's fleets only, and one of ceph.mode=\"existing\" is reached from here. "
+                    'Fix: for a fleet on [[hosts]], set ceph.mode="hosts"')
         return None
 
     def host_up(self, host: Host, plan: HostPlan) -> None:

@@ -21,20 +21,23 @@ IFNAME_MAX = 15           # Linux interface names; namespaces have no such limit
 
 class CephConfig(Section):
     """[ceph]: where a fleet on the rbd backend keeps its disks. "local": a cluster `testbed up`
-    makes on this machine (Terraform's hook runs `harness host ceph create`). "existing": a pool in
-    your cluster, where vtb makes and removes only its own image."""
-    mode: Literal["local", "existing"] = Field("local", description='"local" (a cluster vtb makes here) or '
-                                               '"existing" (your cluster: conf, keyring, client, pool)')
-    nodes: int = Field(2, ge=1, le=MAX_NODES, description="local: storage nodes (network namespaces), 1 to 5")
-    osds_per_node: int = Field(1, ge=1, le=4, description="local: OSDs per storage node")
-    osd_size_mib: int = Field(1024, ge=1024, description="local: each OSD's BlueStore file in MiB")
-    replicas: int = Field(2, ge=1, le=MAX_NODES, description="local: copies of each object, one per node")
-    pg_num: int = Field(32, ge=1, le=4096, description="local: placement groups per pool, a power of two")
+    makes on this machine (Terraform's hook runs `harness host ceph create`). "hosts": a cluster vtb
+    makes over the [[hosts]], one storage node each. "existing": a pool in your cluster, where vtb
+    makes and removes only its own image. local/hosts below: the fields of a cluster vtb makes."""
+    mode: Literal["local", "hosts", "existing"] = Field(
+        "local", description='"local" (a cluster vtb makes here), "hosts" (one vtb makes over the [[hosts]]: the mon '
+        'and mgr on the first, a storage node on each) or "existing" (your cluster: conf, keyring, client, pool)')
+    nodes: int = Field(2, ge=1, le=MAX_NODES, description="local/hosts: storage nodes (network namespaces here, or "
+                       "the first N [[hosts]]), 1 to 5")
+    osds_per_node: int = Field(1, ge=1, le=4, description="local/hosts: OSDs per storage node")
+    osd_size_mib: int = Field(1024, ge=1024, description="local/hosts: each OSD's BlueStore file in MiB")
+    replicas: int = Field(2, ge=1, le=MAX_NODES, description="local/hosts: copies of each object, one per node")
+    pg_num: int = Field(32, ge=1, le=4096, description="local/hosts: placement groups per pool, a power of two")
     link_mbit: int = Field(0, ge=0, description="local: each node's link capped at this rate in Mbit/s (0 = uncapped)")
     subnet: str = Field("10.213.0.0/24", description="local: the cluster's private network (a /24 no interface here uses)")
-    pool_nodes: int = Field(0, ge=0, le=MAX_NODES, description="local: the fleet's disks live on the first N storage "
-                            "nodes (their pool's CRUSH rule); 0 = all of them")
-    cephx: bool = Field(False, description="local: the cluster authenticates its clients and daemons, as a "
+    pool_nodes: int = Field(0, ge=0, le=MAX_NODES, description="local/hosts: the fleet's disks live on the first N "
+                            "storage nodes (their pool's CRUSH rule); 0 = all of them")
+    cephx: bool = Field(False, description="local/hosts: the cluster authenticates its clients and daemons, as a "
                         "production cluster does (off: a testbed's private cluster needs no keys)")
     conf: str = Field("", description="existing: your cluster's ceph.conf (its mon_host)")
     keyring: str = Field("", description="existing: the keyring with the client's key (empty: a cluster without cephx)")
@@ -53,6 +56,9 @@ class CephConfig(Section):
         for name in ("conf", "keyring", "pool"):
             if getattr(self, name):
                 raise ValueError(f'ceph.{name} is for ceph.mode="existing"; remove it, or set that mode')
+        if self.mode == "hosts" and self.link_mbit:
+            raise ValueError("ceph.link_mbit is for ceph.mode=\"local\": in \"hosts\" mode the links are your hosts' "
+                             "own NICs, which vtb never reconfigures; remove it")
         if self.pool_nodes > self.nodes:
             raise ValueError(f"ceph.pool_nodes={self.pool_nodes} is more than ceph.nodes={self.nodes}; "
                              "lower it or add nodes")
@@ -75,6 +81,9 @@ class CephPlan:
     link_mbit: int = 0         # each node's link capped with tc tbf; 0 = uncapped
     subnet: str = "10.213.0.0/24"
     cephx: bool = False        # daemons and clients authenticate; every key is in the plan's keyring
+    hosts: tuple = ()          # hosts mode: node k is host k-1 (their descriptors), the mon and mgr on the
+                               # first; the same dir on each. Empty: local mode (namespaces on one host)
+    addresses: tuple = ()      # hosts mode: each node's address on the network the hosts share
 
     @property
     def short(self) -> str:
@@ -98,10 +107,11 @@ class CephPlan:
 
     @property
     def mon_address(self) -> str:
-        return self._address(1)    # on the bridge, in this namespace: clients reach it as they are
+        """Local: on the bridge, in this namespace, where clients reach it as they are. Hosts: the first host."""
+        return self.addresses[0] if self.hosts else self._address(1)
 
     def node_address(self, k: int) -> str:
-        return self._address(10 + k)
+        return self.addresses[k - 1] if self.hosts else self._address(10 + k)
 
     @property
     def prefix_len(self) -> int:
@@ -127,15 +137,45 @@ class CephPlan:
 
     @classmethod
     def from_json(cls, text: str) -> "CephPlan":
-        return cls(**json.loads(text))
+        fields = json.loads(text)
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
 
 
-def plan_from_config(cfg, fleet_dir: Path) -> CephPlan:
-    """The cluster [ceph] asks for under a fleet: named for it, its files in the fleet's folder."""
+def plan_from_config(cfg, fleet_dir: Path, hosts: list | None = None) -> CephPlan:
+    """The cluster [ceph] asks for under a fleet: named for it, its files in the fleet's folder (in
+    hosts mode, the first host's fleet folder, on every host). `hosts`: the fleet's hosts, for hosts
+    mode (its storage nodes are the first ceph.nodes of them, at their cluster addresses)."""
     c, name = cfg.ceph, f"{cfg.prefix}-ceph"
+    spread = {}
+    if c.mode == "hosts":
+        nodes = (hosts or [])[:c.nodes]
+        addresses = {h.name: h.cluster_address or h.ssh.rpartition("@")[2] for h in cfg.hosts}
+        spread = {"hosts": tuple(h.descriptor() for h in nodes), "addresses": tuple(addresses[h.name] for h in nodes)}
+        fleet_dir = nodes[0].fleet_dir(fleet_dir, cfg.fleet.name)
     return CephPlan(name=name, dir=str(fleet_dir / name), nodes=c.nodes, osds_per_node=c.osds_per_node,
                     osd_size_mib=c.osd_size_mib, replicas=c.replicas, pg_num=c.pg_num, link_mbit=c.link_mbit,
-                    subnet=c.subnet, cephx=c.cephx)
+                    subnet=c.subnet, cephx=c.cephx, **spread)
+
+
+def hosts_mode_problem(cfg) -> str | None:
+    """Why [ceph] mode = "hosts" does not fit the config's [[hosts]], or None."""
+    c = cfg.ceph
+    if c.mode != "hosts":
+        return None
+    if len(cfg.hosts) < c.nodes:
+        return (f'ceph.mode="hosts" puts a storage node on each of the first ceph.nodes={c.nodes} [[hosts]], and the '
+                f"config has {len(cfg.hosts)}. Fix: add [[hosts]] tables or lower ceph.nodes")
+    for h in cfg.hosts[:c.nodes]:
+        address = h.cluster_address or h.ssh.rpartition("@")[2]
+        try:
+            ipaddress.IPv4Address(address)
+        except ValueError:
+            return (f"[[hosts]] {h.name}: the Ceph daemons bind to an address, and its ssh address {address!r} is a "
+                    "name. Fix: set its cluster_address to its IPv4 address on the network the hosts share")
+        if ipaddress.IPv4Address(address).is_loopback:
+            return (f"[[hosts]] {h.name}: its address {address} is a loopback address the other hosts cannot "
+                    "reach. Fix: set its cluster_address to its address on the network the hosts share")
+    return None
 
 
 def fleet_image(plan: CephPlan, image: str, nodes: int = 0) -> RbdImage:
@@ -146,6 +186,9 @@ def fleet_image(plan: CephPlan, image: str, nodes: int = 0) -> RbdImage:
 def refusals(plan: CephPlan) -> list[str]:
     """Every reason the plan must not be built, each naming its field and the fix (empty = fine)."""
     problems = []
+    if plan.hosts and (len(plan.hosts) != plan.nodes or len(plan.addresses) != plan.nodes):
+        problems.append(f"ceph.nodes={plan.nodes}: hosts mode needs a host and an address for each node "
+                        f"(has {len(plan.hosts)} hosts, {len(plan.addresses)} addresses)")
     if not plan.name.startswith("vtb-"):
         problems.append(f"ceph name {plan.name!r}: must start with vtb- (gc finds the cluster by it)")
     if plan.name not in plan.dir:
@@ -209,8 +252,11 @@ def conf(plan: CephPlan, fsid: str) -> str:
     """ceph.conf: every path under the plan's dir (else the daemons write to /var/log/ceph and /run),
     cephx only if asked, small-cluster defaults, and each OSD in its node's bucket."""
     d, auth = plan.dir, "cephx" if plan.cephx else "none"
+    # local: every daemon on the plan's subnet; hosts: each at its host's address (the hosts' own
+    # networks are theirs, and each also has a user-mode or management address to avoid)
+    network = [] if plan.hosts else [f"public_network = {plan.subnet}"]
     lines = ["[global]", f"fsid = {fsid}", f"mon_host = v2:{plan.mon_address}:3300,v1:{plan.mon_address}:6789",
-             "mon_initial_members = a", f"public_network = {plan.subnet}",
+             "mon_initial_members = a", *network,
              f"auth_cluster_required = {auth}", f"auth_service_required = {auth}", f"auth_client_required = {auth}",
              f"keyring = {d}/keyring", f"run_dir = {d}/run", f"admin_socket = {d}/run/$cluster-$name.asok",
              f"pid_file = {d}/run/$name.pid", f"log_file = {d}/log/$name.log",
@@ -224,6 +270,8 @@ def conf(plan: CephPlan, fsid: str) -> str:
              "osd_objectstore = bluestore", "bluestore_block_create = true",
              f"bluestore_block_size = {plan.osd_size_mib << 20}", "osd_memory_target = 939524096",
              "ms_bind_ipv6 = false", ""]
+    if plan.hosts:
+        lines += ["[mon.a]", f"public_addr = {plan.mon_address}", "", "[mgr.x]", f"public_addr = {plan.mon_address}", ""]
     for i in range(plan.osd_count):
         k = plan.osd_node(i)
         lines += [f"[osd.{i}]", f"crush_location = root=default host={plan.node_name(k)}",

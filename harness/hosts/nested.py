@@ -43,6 +43,7 @@ class NestedRecord:
     ready_s: float
     domain: str = DOMAIN
     ssh_port: int = 0           # its sshd, forwarded on 127.0.0.1 (0: an older record without)
+    shared_address: str = ""    # its address/prefix on the network the nested hosts share ("": none)
 
 
 def domain_name(index: int) -> str:

@@ -318,14 +318,16 @@ def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(hos
     fresh.close()
 
 
-def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_path):
+def test_vm_scaling_over_two_ssh_hosts_then_ceph_over_them_then_sigkill_and_gc(host, tmp_path):
     """Two nested hosts driven as `ssh` hosts (the path a user's own servers take): vm-scaling
-    with one VM on each, physical baselines on both, per-host and aggregate figures. Then a run
-    killed with SIGKILL mid-point, and `gc --all`: nothing left on either host, no nested host
-    running. Last in this module: it removes the nested hosts. Both are booted anew (the one the
-    tests before used was paused by the test before this), with virtio-blk drives: QEMU 7.2's
-    emulated NVMe stalls at queue depths above 1 under TCG (see test_backend_sweeps), and this
-    test is about the ssh path, not the drives."""
+    with one VM on each, physical baselines on both, per-host and aggregate figures. Then the same
+    on the rbd backend in a Ceph cluster over both hosts (ceph.mode = "hosts": the mon and an OSD on
+    the first, an OSD on the second, over the network the nested hosts share). Then a run on it
+    killed with SIGKILL mid-point, and `gc --all`: nothing left on either host (VMs, Ceph daemons
+    and files), no nested host and no shared bridge here. Last in this module: it removes the
+    nested hosts. Both are booted anew (the one the tests before used was paused by the test
+    before this), with virtio-blk drives: QEMU 7.2's emulated NVMe stalls at queue depths above 1
+    under TCG (see test_backend_sweeps), and this test is about the ssh path, not the drives."""
     harness("host", "nested", "down")
     out = harness("host", "nested", "up", "--count", "2", "--set", "nested.drive_model=virtio-blk")
     ssh_config = out.stdout.strip().splitlines()[-1]
@@ -347,9 +349,24 @@ def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_path):
     assert any(r["metric"] == "ve_pe_ratio" and r["point"] == "virtual-n2" for r in rows)
     assert "per host" in (run_dir / "summary.txt").read_text()
 
+    rbd = ["run", "vm-scaling", "--vm-counts", "2", "--ramp", "0", "--backend", "rbd", "--set", "ceph.mode=hosts",
+           "--set", "repeat.count=1", "--set", "settle.max_wait_s=5", "--set", "fleet.vms=2", "--config", ssh_config]
+    done = subprocess.run([HARNESS, *rbd, "--runtime", "2", "--set", f"results_dir={tmp_path / 'rbd'}"],
+                          capture_output=True, text=True, timeout=1800)
+    print(done.stdout, done.stderr)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 OSDs on 2 hosts, all PGs active+clean" in done.stdout
+    run_dir = next((tmp_path / "rbd").glob("*-vm-scaling-*"))
+    rows = [json.loads(l) for l in (run_dir / "samples.jsonl").read_text().splitlines()]
+    measured = {(r["point"], r["host"], r["device_kind"]) for r in rows if r["metric"] == "iops" and r["status"] == "ok"}
+    assert {("physical-n2", h, "rbd") for h in ("nested0", "nested1")} <= measured, measured   # fio's librbd
+    assert {("virtual-n2", h, "rbd") for h in ("nested0", "nested1")} <= measured, measured    # QEMU's librbd
+    ceph = json.loads((run_dir / "run.json").read_text())["testbed"]["ceph"]
+    assert ceph["mode"] == "hosts" and ceph["addresses"] == ["10.214.0.11", "10.214.0.12"]
+
     log = tmp_path / "killed.log"
     with open(log, "w") as f:
-        proc = subprocess.Popen([HARNESS, *args, "--runtime", "60", "--config", ssh_config], stdout=f, stderr=f)
+        proc = subprocess.Popen([HARNESS, *rbd, "--runtime", "60", "--set", f"results_dir={tmp_path}"], stdout=f, stderr=f)
     deadline = time.monotonic() + 600
     while not re.search(r"^\s+\S+\s+(physical|virtual)-n\d", log.read_text(), re.M):   # a point started
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
@@ -362,6 +379,9 @@ def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_path):
     assert gc.returncode == 0
     for name in ("nested0", "nested1"):  # removed on each host over ssh, before the hosts themselves
         assert "domain vtb-default-vm" in gc.stdout and f"(on host {name}" in gc.stdout, gc.stdout
+        assert re.search(rf"process \d+ \(ceph-osd\) \(on host {name} ", gc.stdout), gc.stdout
+        assert re.search(rf"ceph files /var/tmp/vtb/default/vtb-default-ceph \(on host {name} ", gc.stdout), gc.stdout
+    assert subprocess.run(["ip", "link", "show", "vtb-nested-br"], capture_output=True).returncode != 0
     assert not [d for d in l0_domains() if d.startswith(DOMAIN)]
     qemus = subprocess.run(["pgrep", "-af", "qemu-system.*vtb-"], capture_output=True, text=True).stdout
     assert "vtb-nested" not in qemus

@@ -1,11 +1,17 @@
 """The Ceph plan: names under vtb- (interface names within 15 characters), refusals that name the
-field, one CRUSH root and rule per node count, ceph.conf paths, and link use from byte counters."""
+field, one CRUSH root and rule per node count, ceph.conf paths, link use from byte counters, and
+hosts mode: a storage node on each of the [[hosts]], at an address the others reach."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
-from harness.ceph.plan import (IFNAME_MAX, CephPlan, conf, counters_at, crush_commands, link_utilisation, pool_commands,
-                               refusals)
+from harness import settings
+from harness.ceph.plan import (IFNAME_MAX, CephPlan, conf, counters_at, crush_commands, link_utilisation, plan_from_config,
+                               pool_commands, refusals)
+from harness.config import ConfigError
+from harness.hosts import all_for_config
 
 
 def plan(**kw) -> CephPlan:
@@ -69,3 +75,49 @@ def test_link_use_over_fios_window_is_read_between_the_sampled_counters():
     whole_call = link_utilisation(series[0][1], series[-1][1], series[-1][0] - series[0][0], 100)
     assert over_window["rx_mbit_s"] == 80.0 and over_window["utilisation"] == 0.8
     assert whole_call["rx_mbit_s"] == 40.0   # the idle start and end dilute it: why the window is used
+
+
+# --- hosts mode: the storage nodes are the fleet's [[hosts]] ---------------------------------
+def hosts_plan(**kw) -> CephPlan:
+    hosts = tuple({"kind": "ssh", "name": f"h{k}", "target": "root@127.0.0.1", "port": 2200 + k,
+                   "remote_dir": "/var/tmp/vtb"} for k in range(2))
+    return plan(**{"nodes": 2, "hosts": hosts, "addresses": ("10.214.0.11", "10.214.0.12"), **kw})
+
+
+def test_in_hosts_mode_each_daemon_binds_to_its_hosts_address_and_no_subnet_is_assumed():
+    p = hosts_plan()
+    assert refusals(p) == [] and CephPlan.from_json(p.to_json()) == p
+    assert p.mon_address == "10.214.0.11" and p.node_address(2) == "10.214.0.12"
+    text = conf(p, "fsid")
+    assert "public_network" not in text   # each host also has a user-mode address the others cannot reach
+    assert "[mon.a]\npublic_addr = 10.214.0.11" in text and "[mgr.x]\npublic_addr = 10.214.0.11" in text
+    assert "[osd.1]\ncrush_location = root=default host=vtb-ci-ceph-node2\npublic_addr = 10.214.0.12" in text
+
+
+def test_a_hosts_plan_without_a_host_or_address_for_each_node_is_refused():
+    assert any("a host and an address for each node" in p for p in refusals(hosts_plan(nodes=3, replicas=2)))
+    assert any("a host and an address for each node" in p for p in refusals(hosts_plan(addresses=("10.214.0.11",))))
+
+
+def _config(tmp_path, *overrides, hosts: list[str]):
+    """A config with a [[hosts]] table per "address [extra line]", in ceph's hosts mode."""
+    tables = "".join(f'[[hosts]]\nname = "h{i}"\nssh = "root@{address}"\ndevices = ["/dev/vdb"]\n{extra}\n'
+                     for i, (address, _, extra) in enumerate(h.partition(" ") for h in hosts))
+    path = tmp_path / "hosts.toml"
+    path.write_text(tables)
+    return settings.load(path, ["ceph.mode=hosts", *overrides])
+
+
+def test_hosts_mode_asks_for_enough_hosts_and_addresses_the_others_reach(tmp_path):
+    with pytest.raises(ConfigError, match=r"ceph.nodes=2.*\[\[hosts\]\].*has 1"):
+        _config(tmp_path, hosts=["10.0.0.5"])
+    with pytest.raises(ConfigError, match="loopback.*cluster_address"):
+        _config(tmp_path, hosts=["127.0.0.1", "127.0.0.1"])
+    with pytest.raises(ConfigError, match="is a name.*cluster_address"):
+        _config(tmp_path, hosts=["server-a", "10.0.0.6"])
+    with pytest.raises(ConfigError, match="link_mbit.*hosts.*NICs"):
+        _config(tmp_path, "ceph.link_mbit=100", hosts=["10.0.0.5", "10.0.0.6"])
+    cfg = _config(tmp_path, hosts=['127.0.0.1 cluster_address = "10.214.0.11"', "10.0.0.6"])
+    p = plan_from_config(cfg, Path("/here"), all_for_config(cfg))
+    assert p.addresses == ("10.214.0.11", "10.0.0.6") and p.dir == f"/var/tmp/vtb/{cfg.fleet.name}/{cfg.prefix}-ceph"
+    assert [h["name"] for h in p.hosts] == ["h0", "h1"] and refusals(p) == []
