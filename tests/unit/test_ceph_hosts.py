@@ -1,0 +1,43 @@
+"""Ceph's hosts mode refuses before making anything: a host without the tools, or without the
+address the plan binds its node to, is named with the fix, and no command that changes a host
+runs. The hosts answer with outputs recorded on a nested host."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from harness.ceph import hosts
+from harness.ceph.bootstrap import CephError
+from harness.ceph.plan import CephPlan
+
+# `ip -4 -o addr show` on nested host 0 (its shared-network NIC, then the user-mode one)
+IP_ADDR = b"""1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever
+2: eth0    inet 10.214.0.11/24 scope global eth0\\       valid_lft forever preferred_lft forever
+3: eth1    inet 10.0.2.15/24 scope global eth1\\       valid_lft forever preferred_lft forever
+"""
+
+
+class RecordedHost:
+    def __init__(self, name: str, missing: str = ""):
+        self.name, self.label, self.missing, self.calls = name, f"host {name}", missing, []
+
+    def run(self, argv, *, env=None, input=None, timeout=None, check=True):
+        self.calls.append(argv)
+        out = IP_ADDR if argv[:2] == ["ip", "-4"] else self.missing.encode() if argv[0] == "sh" else b""
+        return subprocess.CompletedProcess(argv, 0, out, b"")
+
+
+def test_a_host_without_the_tools_or_without_its_address_is_refused_and_nothing_runs(monkeypatch):
+    made = {"h0": RecordedHost("h0"), "h1": RecordedHost("h1", missing="ceph-osd\n")}
+    monkeypatch.setattr(hosts, "from_descriptor", lambda d: made[d["name"]])
+    plan = CephPlan(name="vtb-ci-ceph", dir="/var/tmp/vtb/ci/vtb-ci-ceph", nodes=2,
+                    hosts=({"name": "h0"}, {"name": "h1"}), addresses=("10.214.0.12", "10.214.0.11"))
+    with pytest.raises(CephError) as e:
+        hosts.create(plan)
+    said = str(e.value)
+    assert "nothing was made" in said
+    assert "host h0 has no interface with the address 10.214.0.12" in said and "cluster_address" in said
+    assert "ceph-osd missing on host h1" in said
+    ran = [argv[0] for h in made.values() for argv in h.calls]
+    assert set(ran) <= {"sh", "ip"}, ran   # only the checks: no mkdir, no daemon, no rm
