@@ -73,6 +73,5 @@ class Cluster:
         try:
             return [r for removed in self._each("testbed down", lambda p: p.down()) for r in removed]
         finally:   # the cluster outlives no part: removed even when a host's teardown failed
-            for plan_file in sorted(self.dir.glob("ceph-*.json")) if self.dir.exists() else []:
-                step(ceph_clusters.destroy(CephPlan.from_json(plan_file.read_text())))
-                plan_file.unlink()
+            for removed in ceph_clusters.destroy_recorded(self.dir):
+                step(removed)

@@ -22,7 +22,7 @@ from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.ceph import clusters as ceph_clusters
 from harness.ceph import existing as ceph_existing
 from harness.ceph.images import RbdImage
-from harness.ceph.plan import CephPlan, fleet_image
+from harness.ceph.plan import fleet_image
 from harness.ceph.plan import plan_from_config as ceph_plan_from_config
 from harness.config import Config
 from harness.console import step, warn
@@ -489,12 +489,7 @@ class Testbed:
     def _destroy_clusters(self) -> list[str]:
         """Ceph clusters whose plans are still here (a destroy that failed, a killed run): removed
         again, directly (idempotent)."""
-        done = []
-        for plan_file in sorted(self.dir.glob("ceph-*.json")) if self.dir.exists() else []:
-            result = ceph_clusters.destroy(CephPlan.from_json(plan_file.read_text()))
-            if "nothing" not in result:
-                done.append(result)
-        return done
+        return ceph_clusters.destroy_recorded(self.dir)
 
     def ensure(self) -> TestbedRecord:
         """The deployed testbed, re-provisioned first when the config asks for a different one

@@ -149,12 +149,17 @@ def plan_from_config(cfg, fleet_dir: Path, hosts: list | None = None) -> CephPla
     spread = {}
     if c.mode == "hosts":
         nodes = (hosts or [])[:c.nodes]
-        addresses = {h.name: h.cluster_address or h.ssh.rpartition("@")[2] for h in cfg.hosts}
+        addresses = {h.name: cluster_address(h) for h in cfg.hosts}
         spread = {"hosts": tuple(h.descriptor() for h in nodes), "addresses": tuple(addresses[h.name] for h in nodes)}
         fleet_dir = nodes[0].fleet_dir(fleet_dir, cfg.fleet.name)
     return CephPlan(name=name, dir=str(fleet_dir / name), nodes=c.nodes, osds_per_node=c.osds_per_node,
                     osd_size_mib=c.osd_size_mib, replicas=c.replicas, pg_num=c.pg_num, link_mbit=c.link_mbit,
                     subnet=c.subnet, cephx=c.cephx, **spread)
+
+
+def cluster_address(entry) -> str:
+    """Where a [[hosts]] entry's Ceph daemons bind: its cluster_address, else its ssh address."""
+    return entry.cluster_address or entry.ssh.rpartition("@")[2]
 
 
 def hosts_mode_problem(cfg) -> str | None:
@@ -166,7 +171,7 @@ def hosts_mode_problem(cfg) -> str | None:
         return (f'ceph.mode="hosts" puts a storage node on each of the first ceph.nodes={c.nodes} [[hosts]], and the '
                 f"config has {len(cfg.hosts)}. Fix: add [[hosts]] tables or lower ceph.nodes")
     for h in cfg.hosts[:c.nodes]:
-        address = h.cluster_address or h.ssh.rpartition("@")[2]
+        address = cluster_address(h)
         try:
             ipaddress.IPv4Address(address)
         except ValueError:
