@@ -7,6 +7,7 @@ A Ceph cluster over the hosts (ceph.mode = "hosts") is the fleet's, not one host
 before the parts and removed after them, its plan kept in the fleet's folder until it is gone."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
@@ -75,3 +76,6 @@ class Cluster:
         finally:   # the cluster outlives no part: removed even when a host's teardown failed
             for removed in ceph_clusters.destroy_recorded(self.dir):
                 step(removed)
+            for folder in (self.dir / "hosts", self.dir):   # the fleet's folders, once nothing is left in them
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
