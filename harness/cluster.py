@@ -8,7 +8,6 @@ before the parts and removed after them, its plan kept in the fleet's folder unt
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
 from harness.ceph import clusters as ceph_clusters
@@ -18,7 +17,7 @@ from harness.console import step
 from harness.hosts import Host
 from harness.placement import place
 from harness.store import write_atomic
-from harness.testbed import Testbed, TestbedError, TestbedRecord
+from harness.testbed import Testbed, TestbedError, TestbedRecord, plan_path
 
 
 class Cluster:
@@ -52,12 +51,12 @@ class Cluster:
         if self.ceph is None:
             return
         text = self.ceph.to_json()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        for other in self.dir.glob("ceph-*.json"):   # another plan's cluster (the config changed) goes first
-            if other.read_text() != text:
-                step(ceph_clusters.destroy(CephPlan.from_json(other.read_text())))
-                other.unlink()
-        write_atomic(self.dir / f"ceph-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json", text)
+        path = plan_path(self.dir, "ceph", text)
+        if not path.exists():   # another plan's cluster (the config changed) goes first
+            for removed in ceph_clusters.destroy_recorded(self.dir):
+                step(removed)
+            self.dir.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, text)
         step(ceph_clusters.create(self.ceph))
 
     def up(self) -> list[TestbedRecord]:

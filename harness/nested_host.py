@@ -91,7 +91,7 @@ def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice, ssh_p
         cpu, paging = "<cpu mode='maximum' migratable='off'/>", " kvm_amd.npt=0"
     img = HOST_IMAGE_DIR.resolve()
     # A second NIC on the bridge the nested hosts share (QEMU's own virtio-net: no vhost-net here)
-    mac = f"52:54:00:7b:00:{int(shared.split('/')[0].split('.')[-1]):02x}" if shared else ""
+    mac = f"52:54:00:7b:00:{ipaddress.ip_interface(shared).ip.packed[-1]:02x}" if shared else ""
     shared_nic = f"""<interface type='bridge'><source bridge='{SHARED_BRIDGE}'/><mac address='{mac}'/>
       <model type='virtio'/><driver name='qemu'/>
       <address type='pci' domain='0x0000' bus='0x00' slot='{SHARED_PCI_SLOT:#04x}' function='0x0'/></interface>""" if shared else ""
@@ -337,7 +337,7 @@ port = {host.record.ssh_port}
 identity = "{key}"
 known_hosts = "{key_dir / 'known_hosts'}"
 devices = [{", ".join(f'"{d}"' for d in host.drives)}]
-cluster_address = "{host.record.shared_address.split('/')[0]}"
+cluster_address = "{ipaddress.ip_interface(host.record.shared_address).ip}"
 ''' for i, host in enumerate(nested)]
     text = (f"# Written by `harness host nested up --count {count}`: the {count} nested hosts as ssh hosts.\n"
             f"# `harness run vm-scaling --config THIS_FILE` spreads the fleet over them.\n"

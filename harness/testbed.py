@@ -92,6 +92,11 @@ class TestbedRecord:
         return cls(**d)
 
 
+def plan_path(folder: Path, kind: str, text: str) -> Path:
+    """Where a plan of `kind` (backend, raid, ceph) is kept in a fleet's folder: named by its content."""
+    return folder / f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+
+
 class Testbed:
     def __init__(self, cfg: Config, host: Host | None = None, raid: RaidPlan | None = None,
                  device: str | None = None, run_scoped: bool = False, indices: list[int] | None = None):
@@ -190,7 +195,7 @@ class Testbed:
     def _hook_file(self, kind: str, text: str) -> Path:
         """A Terraform hook's input, in a file named by its content: a changed plan is a new file,
         so Terraform replaces the resource and the old one's teardown reads the old plan."""
-        path = self.dir / f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+        path = plan_path(self.dir, kind, text)
         write_atomic(path, text)
         return path
 
