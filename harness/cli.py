@@ -491,6 +491,7 @@ def bench(config_path, overrides, runtime) -> None:
 
 
 def main() -> None:
+    import libvirt
     from harness.agent import AgentError
     from harness.accel import AccelError
     from harness.testbed import TestbedError
@@ -503,6 +504,11 @@ def main() -> None:
         sys.exit(e.exit_code)
     except (ConfigError, TestbedError, AgentError, AccelError, RuntimeError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except libvirt.libvirtError as e:   # a libvirtd that is not running, or that refused a call
+        console.print(f"[red]error:[/red] libvirt: {escape(e.get_error_message())}. Fix: check that libvirtd runs "
+                      "(`scripts/libvirtd.sh start` starts this machine's; `make testbed up` does too)",
+                      markup=True, highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
