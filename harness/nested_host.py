@@ -219,6 +219,17 @@ def rebuilt_after_loss(cfg, host: Host, lost: str | None) -> NestedHost | None:
     return rebuild(cfg)
 
 
+def removed_after_loss(host: Host, lost: str | None) -> list[str] | None:
+    """After a failed teardown on `host`: when it is a nested host that stopped answering (`lost`
+    says how), the host removed, and the fleet in it with it (nothing of it lives outside the L1),
+    and what went. None for any other failure, which stands."""
+    if not lost or host.descriptor()["kind"] != "nested":
+        return None
+    warn(f"the nested host stopped answering during the teardown ({lost}); removing it, and the fleet in it "
+         "with it (the next run boots a new one)")
+    return _remove(host.domain, host.state_dir)
+
+
 def _find_drives(host: NestedHost, count: int) -> list[str]:
     """The L1's device paths of our drives, by serial (no udev there, so no /dev/disk/by-id)."""
     script = ('for d in /sys/block/*; do s=$(cat "$d/device/serial" 2>/dev/null || cat "$d/serial" 2>/dev/null); '
@@ -260,7 +271,11 @@ def down(state_dir: Path) -> list[str]:
 
 def _down_one(state_dir: Path, index: int) -> list[str]:
     """Destroys nested host `index` and removes its files."""
-    name = domain_name(index)
+    return _remove(domain_name(index), state_dir / state_subdir(index))
+
+
+def _remove(name: str, nested_dir: Path) -> list[str]:
+    """Destroys the nested host's domain and removes its folder."""
     removed = []
     try:
         conn = connect(paths.LIBVIRT_URI)
@@ -277,8 +292,7 @@ def _down_one(state_dir: Path, index: int) -> list[str]:
             pass
         finally:
             conn.close()
-    nested_dir = state_dir / state_subdir(index) if (state_dir / state_subdir(index)).exists() else None
-    if nested_dir:
+    if nested_dir.exists():
         subprocess.run(["rm", "-rf", "--one-file-system", str(nested_dir)], check=True)
         removed.append(f"files {nested_dir}")
     return removed

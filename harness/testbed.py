@@ -15,7 +15,7 @@ from pathlib import Path
 
 import libvirt
 
-from harness import accel, backends, conditions, gc, guest_consoles, host_images, hosts, paths, vm_start
+from harness import accel, backends, conditions, gc, guest_consoles, host_images, hosts, nested_host, paths, vm_start
 from harness import raid as raid_mod  # `raid` is the array a Testbed builds
 from harness.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel
 from harness.backends import HostDevice, HostPlan, VmSlot
@@ -462,16 +462,25 @@ class Testbed:
             conn.close()
 
     def down(self, quiet: bool = False) -> list[str]:
-        """terraform destroy, then remove anything left with this fleet's prefix, then the state."""
+        """terraform destroy, then remove anything left with this fleet's prefix, then the state.
+        A nested host that stopped answering is removed instead, and its fleet and arrays with it."""
+        removed: list[str] | None = None   # set when the host was removed
         if (self.dir / "terraform.tfstate").exists() and (self.dir / "fleet.tfvars.json").exists():
             if not quiet:
                 step(f"terraform destroy: {self.cfg.prefix}")
-            self._terraform("destroy", "-auto-approve", "-input=false", "-no-color", *self._state_args(),
-                            check=False)
-        # a cluster over the hosts outlives this part: the fleet's Cluster stops it after every part
-        keep = (self.ceph.name,) if self.ceph is not None and self.ceph.hosts else ()
-        removed = gc.collect(self.cfg.prefix + "-", self.host, keep)
-        removed += self._destroy_arrays() + self._destroy_clusters()
+            try:
+                self._terraform("destroy", "-auto-approve", "-input=false", "-no-color", *self._state_args(),
+                                check=False)
+            except TestbedError:
+                gone = nested_host.removed_after_loss(self.host, self.host_not_answering())
+                if gone is None:
+                    raise
+                removed = gone
+        if removed is None:   # the host is still there: what Terraform left on it, and its arrays
+            # a cluster over the hosts outlives this part: the fleet's Cluster stops it after every part
+            keep = (self.ceph.name,) if self.ceph is not None and self.ceph.hosts else ()
+            removed = gc.collect(self.cfg.prefix + "-", self.host, keep) + self._destroy_arrays()
+        removed += self._destroy_clusters()   # a local cluster lives on this machine, not in the host
         removed += ceph_existing.remove_recorded(LocalHost(), self.dir / ceph_existing.RECORD, self.cfg.state_dir)
         if self.dir.exists():
             shutil.rmtree(self.dir)
