@@ -50,6 +50,12 @@ class Parsed(Protocol):
     def metrics(self) -> dict[str, tuple[float, str]]: ...
 
 
+def as_run(r: Parsed) -> dict:
+    """What the tool says it ran with, where a result tells (fio's engine): it overrides the job's
+    fields in the sample metadata, which say what was asked."""
+    return r.as_run() if hasattr(r, "as_run") else {}
+
+
 @dataclass
 class Output:
     """One process's raw output (a VM's or a host slot's), with any files kept beside it."""
@@ -329,10 +335,11 @@ class Pipeline:
         scope = "vm" if p.env == VIRTUAL else "slot"
         for out, paths, r in zip(outputs, kept, parsed):
             where = {"host": out.host} if out.host else {}
-            samples += [Sample(m, v, u, {**meta, "scope": scope, "vm": out.who, **where, **paths, "tool_version": r.version})
+            samples += [Sample(m, v, u, {**meta, **as_run(r), "scope": scope, "vm": out.who, **where, **paths,
+                                         "tool_version": r.version})
                         for m, (v, u) in r.metrics().items()]
         if p.aggregate is not None:
-            agg_meta = {**meta, "scope": "aggregate", "vm": "", "tool_version": parsed[0].version}
+            agg_meta = {**meta, **as_run(parsed[0]), "scope": "aggregate", "vm": "", "tool_version": parsed[0].version}
             windows = [getattr(r, "window", None) for r in parsed]
             if len(windows) > 1 and all(windows):  # the tool says when each participant ran
                 agg_meta.update(overlap.metadata(windows, [out.clock_offset_s for out in outputs]))

@@ -59,6 +59,11 @@ class FioResult:
     version: str
     cpu_s: float = 0.0      # CPU fio says it used (usr + sys over each job's runtime)
     window: tuple[float, float] | None = None   # the measured run, epoch seconds on its node's clock
+    ioengine: str = ""      # the engine fio ran (the runner puts librbd's over the job's on an rbd image)
+
+    def as_run(self) -> dict:
+        """How fio says it ran, over the job's fields in the sample metadata."""
+        return {"ioengine": self.ioengine} if self.ioengine else {}
 
     def metrics(self) -> dict[str, tuple[float, str]]:
         return {"iops": (self.iops, "IOPS"), "bw": (self.bw_kib_s, "KiB/s"),
@@ -125,6 +130,8 @@ def parse(raw: str) -> FioResult:
     except json.JSONDecodeError as e:
         raise FioError(f"fio output is not valid JSON: {e}") from None
     version = doc.get("fio version", "unknown")
+    engines = {job.get("job options", {}).get("ioengine") or doc.get("global options", {}).get("ioengine", "")
+               for job in doc.get("jobs", [])}
     iops = bw = ios = lat_sum = cpu_s = 0.0
     runtime_ms = 0
     major = None  # the direction with most I/O supplies the percentiles
@@ -156,7 +163,7 @@ def parse(raw: str) -> FioResult:
     end = doc.get("timestamp_ms", 0) / 1000
     return FioResult(iops=iops, bw_kib_s=bw, lat_mean_us=lat_sum / ios, lat_p50_us=p50, lat_p99_us=p99,
                      lat_p999_us=p999, runtime_s=runtime_ms / 1000, version=version, cpu_s=cpu_s,
-                     window=(end - runtime_ms / 1000, end) if end else None)
+                     window=(end - runtime_ms / 1000, end) if end else None, ioengine=",".join(sorted(engines)))
 
 
 # Participants of one point start fio at one moment, this far ahead: time to issue every command

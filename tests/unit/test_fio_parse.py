@@ -77,3 +77,12 @@ def test_an_unknown_layout_names_the_fio_version():
     doc = {"fio version": "fio-1.50", "jobs": [{"jobname": "x", "error": 0, "read": {"iops": 1}, "write": {}}]}
     with pytest.raises(fio.FioError, match="fio-1.50"):
         fio.parse(json.dumps(doc))
+
+
+def test_the_engine_fio_ran_is_read_from_its_output(fixture_text):
+    """On an rbd image the runner gives the job librbd's engine over the job's libaio: the samples
+    say which ran (recorded from a host slot of a hosts-mode Ceph run)."""
+    r = fio.parse(fixture_text("fio/host-rbd-randread-qd16.json"))
+    assert json.loads(fixture_text("fio/host-rbd-randread-qd16.json"))["global options"]["ioengine"] == "libaio"
+    assert r.as_run() == {"ioengine": "rbd"}
+    assert fio.parse(fixture_text("fio/host-randread-qd16.json")).as_run() == {"ioengine": "libaio"}

@@ -159,3 +159,12 @@ def test_an_observer_is_given_fios_measured_window_on_this_machines_clock(tmp_pa
                      parse=fio.parse, headline="iops", meta={}, observe=observe)])
     assert seen == [(window[0] - 2.0, window[1] - 2.0)]
     assert all(s.metadata["observed_for"] == "this point" for s in p.store.samples if s.metadata.get("repeat") == 0)
+
+
+def test_samples_name_the_engine_fio_ran_not_the_one_the_job_asked_for(tmp_path, fixture_text):
+    raw = fixture_text("fio/host-rbd-randread-qd16.json")
+    p = pipeline(tmp_path, count=1)
+    point = Point("phys", PHYSICAL, "host", (), run=lambda: [Output("slot0", raw)], parse=fio.parse,
+                  headline="iops", meta={"point": "phys", "ioengine": "libaio"})
+    p.measure([point])
+    assert {s.metadata["ioengine"] for s in p.store.samples if s.metric == "iops"} == {"rbd"}
