@@ -30,14 +30,20 @@ class SilentHost:
         return {"kind": "ssh"}
 
 
-def test_terraform_on_a_host_that_stops_answering_is_stopped_early(tmp_path, monkeypatch):
+def terraform_that_never_ends(tmp_path, monkeypatch, says: str) -> None:
+    """A terraform that prints `says` and waits without end (as the provider does on a lost host),
+    watched every 0.2 s."""
     fake = tmp_path / "tf"
     (fake / "bin").mkdir(parents=True)
-    (fake / "bin" / "terraform").write_text("#!/bin/sh\necho applying\nexec sleep 600\n")
+    (fake / "bin" / "terraform").write_text(f"#!/bin/sh\necho {says}\nexec sleep 600\n")
     (fake / "bin" / "terraform").chmod(0o755)
     monkeypatch.setattr(paths, "TERRAFORM_CACHE", fake)
     monkeypatch.setattr(testbed, "HOST_CHECK_EVERY_S", 0.2)
     monkeypatch.setattr(testbed, "HOST_SILENT_CHECKS", 2)
+
+
+def test_terraform_on_a_host_that_stops_answering_is_stopped_early(tmp_path, monkeypatch):
+    terraform_that_never_ends(tmp_path, monkeypatch, "applying")
     cfg = settings.load(None, [f"state_dir={tmp_path / 'state'}"])
     bed = testbed.Testbed(cfg, host=SilentHost(), device="/dev/vdb")
     t0 = time.monotonic()
@@ -60,12 +66,7 @@ class SilentNestedHost(SilentHost):
 
 def stuck_teardown(tmp_path, monkeypatch, host) -> testbed.Testbed:
     """A fleet whose terraform destroy never ends, on `host`."""
-    fake = tmp_path / "tf"
-    (fake / "bin").mkdir(parents=True)
-    (fake / "bin" / "terraform").write_text("#!/bin/sh\necho destroying\nexec sleep 600\n")
-    (fake / "bin" / "terraform").chmod(0o755)
-    monkeypatch.setattr(paths, "TERRAFORM_CACHE", fake)
-    monkeypatch.setattr(testbed, "HOST_CHECK_EVERY_S", 0.2)
+    terraform_that_never_ends(tmp_path, monkeypatch, "destroying")
     cfg = settings.load(None, [f"state_dir={tmp_path / 'state'}"])
     bed = testbed.Testbed(cfg, host=host, device="/dev/vdb")
     bed.dir.mkdir(parents=True)
