@@ -87,6 +87,7 @@ def build(plan: CephPlan, mon, node: NodeRunner, hosts: list) -> None:
             write(h, f"{plan.dir}/keyring", keyring)
     for i in range(plan.osd_count):
         _osd(mon, node, plan, i)
+    step(f"  ceph {plan.name}: a CRUSH rule and a pool for each node count, 1 to {plan.nodes}")
     for n in range(1, plan.nodes + 1):
         for args in crush_commands(plan, n) + pool_commands(plan, n):
             ceph(mon, plan, args, f"pool for {n} node(s)")

@@ -361,6 +361,7 @@ def test_vm_scaling_over_two_ssh_hosts_then_ceph_over_them_then_sigkill_and_gc(h
     measured = {(r["point"], r["host"], r["device_kind"]) for r in rows if r["metric"] == "iops" and r["status"] == "ok"}
     assert {("physical-n2", h, "rbd") for h in ("nested0", "nested1")} <= measured, measured   # fio's librbd
     assert {("virtual-n2", h, "rbd") for h in ("nested0", "nested1")} <= measured, measured    # QEMU's librbd
+    assert {r["ioengine"] for r in rows if r["metric"] == "iops" and r["point"] == "physical-n2"} == {"rbd"}
     ceph = json.loads((run_dir / "run.json").read_text())["testbed"]["ceph"]
     assert ceph["mode"] == "hosts" and ceph["addresses"] == ["10.214.0.11", "10.214.0.12"]
 
