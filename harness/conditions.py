@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import libvirt
 
-from harness import hoststat
+from harness import bounded, hoststat
+from harness.libvirt_conn import DOMAIN_CALL_S, domain_call
 
 @dataclass(frozen=True)
 class Load:
@@ -73,31 +74,37 @@ def usage_between(a: dict, b: dict, labels: list[str]) -> Usage:
     return Usage(Load.between(a, b), cpu_s)
 
 
+def _listed(conn: libvirt.virConnect, flags: int) -> list[libvirt.virDomain]:
+    return bounded.call(lambda: conn.listAllDomains(flags), "the list of domains from libvirtd",
+                        DOMAIN_CALL_S["suspend"], "libvirtd is not answering")
+
+
 @contextmanager
 def suspended(conn: libvirt.virConnect, prefixes: tuple[str, ...], keep: set[str]):
     """Suspends every running domain whose name starts with one of `prefixes` and is not in
-    `keep`, and resumes them afterwards, whatever happens in between."""
+    `keep`, and resumes them afterwards, whatever happens in between. A suspend that does not
+    return within its bound raises bounded.Unanswered naming the guest (the others are resumed)."""
     paused = []
     try:
-        for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_RUNNING):
+        for dom in _listed(conn, libvirt.VIR_CONNECT_LIST_DOMAINS_RUNNING):
             if dom.name().startswith(prefixes) and dom.name() not in keep:
-                dom.suspend()
+                domain_call(dom, "suspend")
                 paused.append(dom)
         yield [d.name() for d in paused]
     finally:
         for dom in paused:
             try:
-                dom.resume()
-            except libvirt.libvirtError:
-                pass  # destroyed meanwhile: nothing to resume
+                domain_call(dom, "resume")
+            except (libvirt.libvirtError, bounded.Unanswered):
+                pass  # destroyed meanwhile, or stuck: the next point's suspend or `harness gc` finds it
 
 
 def resume_paused(conn: libvirt.virConnect, prefixes: tuple[str, ...]) -> list[str]:
     """Resumes domains a killed run left suspended (a SIGKILL skips `suspended`'s resume)."""
     resumed = []
-    for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_PAUSED):
+    for dom in _listed(conn, libvirt.VIR_CONNECT_LIST_DOMAINS_PAUSED):
         if dom.name().startswith(prefixes):
-            dom.resume()
+            domain_call(dom, "resume")
             resumed.append(dom.name())
     return resumed
 

@@ -12,12 +12,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import libvirt
 
-from harness import paths
+from harness import bounded, paths
 from harness.hosts.ssh import ALIVE_COUNT, ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
 from harness.store import write_atomic
 
 KEEPALIVE_INTERVAL_S = 5
 KEEPALIVE_COUNT = 3          # unanswered probes before the connection is closed and calls raise
+CONNECT_S = 30               # opening a connection: ssh's own ConnectTimeout is 15 s of it
 
 _lock = threading.Lock()
 _loop: threading.Thread | None = None
@@ -39,12 +40,29 @@ def _ensure_event_loop() -> None:
 
 def connect(uri: str) -> libvirt.virConnect:
     """connect(uri), with keepalive on connections that cross a network (qemu+tcp, qemu+ssh);
-    a local socket breaks by itself when libvirtd goes."""
+    a local socket breaks by itself when libvirtd goes. Bounded: a libvirtd that accepts but does
+    not answer (stopped with SIGSTOP, its host wedged) raises bounded.Unanswered."""
     _ensure_event_loop()
-    conn = libvirt.open(_for_openssh(uri) if uri.startswith("qemu+ssh:") else uri)
+    target = _for_openssh(uri) if uri.startswith("qemu+ssh:") else uri
+    conn = bounded.call(lambda: libvirt.open(target), f"a connection to libvirtd at {uri}", CONNECT_S,
+                        "libvirtd is not answering (stopped, or its host is gone); check `systemctl status "
+                        "libvirtd` there, or run `harness doctor`")
     if "+" in uri.split(":", 1)[0]:
         conn.setKeepAlive(KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT)
     return conn
+
+
+# Domain calls take no timeout of their own. Their bounds: a QEMU whose guest has I/O that does not
+# drain (a full Ceph cluster under librbd) does not pause until it drains, and holds a destroy.
+DOMAIN_CALL_S = {"suspend": 30, "resume": 30, "destroy": 60, "shutdown": 30, "create": 120, "save": 300}
+NOT_ANSWERING = "its QEMU is not answering its monitor (I/O that does not drain blocks it), or libvirtd is not answering"
+
+
+def domain_call(dom: libvirt.virDomain, action: str, *args):
+    """dom.<action>(*args) within its bound (DOMAIN_CALL_S); bounded.Unanswered names the guest."""
+    name = dom.name()   # kept by the client: no call to libvirtd
+    return bounded.call(lambda: getattr(dom, action)(*args), f"{action} of {name}", DOMAIN_CALL_S[action],
+                        NOT_ANSWERING, guest=name)
 
 
 def unanswered(uri: str, within_s: float) -> str | None:
@@ -60,6 +78,8 @@ def unanswered(uri: str, within_s: float) -> str | None:
             answer.append(None)
         except libvirt.libvirtError as e:
             answer.append(f"libvirtd at {uri}: {e.get_error_message()}")
+        except bounded.Unanswered as e:
+            answer.append(str(e))
     asker = threading.Thread(target=ask, daemon=True)
     asker.start()
     asker.join(within_s)
@@ -67,23 +87,24 @@ def unanswered(uri: str, within_s: float) -> str | None:
 
 
 def _for_openssh(uri: str) -> str:
-    """A qemu+ssh URI as libvirt's OpenSSH transport needs it: the `knownhosts` parameter (which the
-    Terraform provider's own SSH client reads) becomes a small ssh wrapper (`command`) that passes
-    UserKnownHostsFile, so both clients check the host key against the same file."""
+    """A qemu+ssh URI as libvirt's OpenSSH transport needs it: run through a small ssh wrapper
+    (`command`) with the same bounds as every other ssh call (a host that does not answer fails the
+    connection, rather than hanging it), and BatchMode (no prompt nobody sees). The `knownhosts`
+    parameter (which the Terraform provider's own SSH client reads) becomes UserKnownHostsFile in
+    it, so both clients check the host key against the same file."""
     parts = urlsplit(uri)
     query = dict(parse_qsl(parts.query))
     known = query.pop("knownhosts", None)
     query.pop("sshauth", None)   # the provider's; OpenSSH authenticates with keyfile
+    options = [f"-o ConnectTimeout={CONNECT_TIMEOUT_S}", f"-o ServerAliveInterval={ALIVE_INTERVAL_S}",
+               f"-o ServerAliveCountMax={ALIVE_COUNT}", "-o BatchMode=yes"]
     if known:
-        # the same bounds as every other ssh call: a host that stops answering fails the connection
-        bounds = (f"-o ConnectTimeout={CONNECT_TIMEOUT_S} -o ServerAliveInterval={ALIVE_INTERVAL_S} "
-                  f"-o ServerAliveCountMax={ALIVE_COUNT}")
-        script = (f'#!/bin/sh\nexec ssh -o UserKnownHostsFile={shlex.quote(known)} -o StrictHostKeyChecking=yes '
-                  f'{bounds} "$@"\n')
-        wrapper = paths.CACHE / "ssh" / f"ssh-{hashlib.sha256(script.encode()).hexdigest()[:12]}"
-        if not wrapper.exists():
-            wrapper.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(wrapper, script)
-            wrapper.chmod(0o755)
-        query["command"] = str(wrapper)
+        options += [f"-o UserKnownHostsFile={shlex.quote(known)}", "-o StrictHostKeyChecking=yes"]
+    script = f'#!/bin/sh\nexec ssh {" ".join(options)} "$@"\n'
+    wrapper = paths.CACHE / "ssh" / f"ssh-{hashlib.sha256(script.encode()).hexdigest()[:12]}"
+    if not wrapper.exists():
+        wrapper.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(wrapper, script)
+        wrapper.chmod(0o755)
+    query["command"] = str(wrapper)
     return urlunsplit(parts._replace(query=urlencode(query, safe="/")))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import random
 import resource
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,12 +28,12 @@ from typing import Any, Callable, ContextManager, Protocol
 
 import libvirt
 
-from harness import conditions, guest_consoles, hoststat, overlap
+from harness import backends, bounded, cancel, conditions, guest_consoles, hoststat, overlap
 from harness.agent import AgentError, GuestAgent
 from harness.analysis.stats import enough, summarize
 from harness.config import RepeatConfig, SettleConfig
 from harness.console import step, warn
-from harness.libvirt_conn import connect
+from harness.libvirt_conn import connect, domain_call
 from harness.samples import Sample
 
 PHYSICAL, VIRTUAL = "physical", "virtual"
@@ -42,6 +43,13 @@ POLLING_DAEMONS = [("spdk", "/bin/vhost ")]
 PROCESS_PATTERNS = [("daemon", "qemu-storage-daemon"), *POLLING_DAEMONS, ("libvirtd", "libvirtd"),
                     ("ceph", "ceph-osd "), ("ceph", "ceph-mon "), ("ceph", "ceph-mgr ")]   # a local cluster's daemons
 CPU_LABELS = ["qemu", *dict.fromkeys(label for label, _ in PROCESS_PATTERNS)]   # every sample has a figure for each
+
+
+WATCH_S = 10   # how often the fleet's storage is asked for faults while a point runs (a `ceph health` each)
+
+
+class StorageFault(RuntimeError):
+    """The storage under the fleet's disks cannot complete I/O (its own words)."""
 
 
 class Parsed(Protocol):
@@ -134,6 +142,7 @@ class Pipeline:
         self.rng = random.Random(seed)
         self.last: str | None = None
         self.failed: set[str] = set()
+        self.broken = ""          # why the block's fleet cannot be measured any more (a guest that cannot be restarted)
         self.testbed_meta: dict = {}
 
     # --- one block of points, in rounds ---------------------------------------------------
@@ -147,8 +156,14 @@ class Pipeline:
             raise ValueError("point ids must be unique")
         s = self.repeat
         self.testbed_meta = testbed_meta or {}
+        self.broken = ""
         rounds = s.max_count if s.adaptive else s.count
-        conns = [connect(site.uri) for site in self.sites]
+        try:
+            conns = [connect(site.uri) for site in self.sites]
+        except (libvirt.libvirtError, bounded.Unanswered) as e:
+            self.broken = str(e) if isinstance(e, bounded.Unanswered) else e.get_error_message()
+            self._fail_rest(points)
+            return
         try:
             for conn in conns:
                 if left := conditions.resume_paused(conn, self.quiet_prefixes):
@@ -162,15 +177,32 @@ class Pipeline:
                     self.progress.add(len(todo))
                 order = schedule(todo, self.rng, self.last)
                 for i, pid in enumerate(order):
+                    if self.broken:
+                        break
                     conns = self._reconnected(conns)
                     self._one(conns, by_id[pid], r, i)
                     self.last = pid
+                if self.broken:
+                    self._fail_rest(points)
+                    break
         finally:
             self.keep_consoles()
             for conn in conns:
                 with contextlib.suppress(libvirt.libvirtError):
                     conn.close()
         self._ratios(points)
+
+    def _fail_rest(self, points: list[Point]) -> None:
+        """Every point of the block not yet failed is recorded failed with the reason the block's
+        fleet cannot be measured; the run goes on with the next block."""
+        rest = [p for p in points if p.id not in self.failed]
+        warn(f"the rest of this block ({len(rest)} points) is not measured: {self.broken}")
+        for p in rest:
+            self.store.add([Sample(p.headline, None, "", {**self._meta(p, 0, -1), "scope": "aggregate", "vm": ""},
+                                   status="failed", error=f"not measured: {self.broken}")])
+            self.failed.add(p.id)
+            if self.progress:
+                self.progress.done()
 
     def _reconnected(self, conns: list[libvirt.virConnect]) -> list[libvirt.virConnect]:
         """The connections, each reopened when its host's libvirtd dropped it; one that cannot be
@@ -179,8 +211,9 @@ class Pipeline:
         for conn, site in zip(conns, self.sites):
             try:
                 new = _fresh(conn, site.uri)
-            except libvirt.libvirtError as e:
-                warn(f"libvirtd at {site.uri} is not answering ({e.get_error_message()}); the next point may fail")
+            except (libvirt.libvirtError, bounded.Unanswered) as e:
+                why = str(e) if isinstance(e, bounded.Unanswered) else e.get_error_message()
+                warn(f"libvirtd at {site.uri} is not answering ({why}); the next point may fail")
                 new = conn
             if new is not conn:
                 warn(f"the connection to libvirtd at {site.uri} was lost; reconnected")
@@ -235,7 +268,8 @@ class Pipeline:
                                                                         then=patterns))
                 before, self_before = [s.snapshot for s in settled], _own_cpu_s()
                 t_run = time.monotonic()
-                with p.observe() if p.observe else contextlib.nullcontext(lambda window: {}) as observed_over:
+                with (p.observe() if p.observe else contextlib.nullcontext(lambda window: {}) as observed_over,
+                      self._watched()):
                     outputs = p.run()
                 run_s = time.monotonic() - t_run
                 after = self._on_sites(lambda site: hoststat.snapshot_on(site.host, patterns))
@@ -267,8 +301,14 @@ class Pipeline:
             raise
         except Exception as e:  # recorded as failed, never as a number
             error = str(e)
-            recovered = False
-            if isinstance(e, TimeoutError) and p.vms:  # its agent may answer while a disk queue is stuck
+            if why := cancel.point_aborted():
+                error = f"{why} (the point was stopped: {error})"
+            recovered, elsewhere = False, False
+            if isinstance(e, bounded.Unanswered) and e.guest:   # a guest that did not pause (or resume) in time
+                notes, recovered = self._recover(conns, (e.guest,), force=True)
+                error += notes
+                elsewhere = e.guest not in p.vms
+            elif isinstance(e, TimeoutError) and p.vms:  # its agent may answer while a disk queue is stuck
                 notes, recovered = self._check_guests(conns, p.vms)
                 error += "\n" + notes if notes else ""
             elif isinstance(e, AgentError):
@@ -277,7 +317,7 @@ class Pipeline:
             files = {}
             for out in p.on_failure(e) if p.on_failure else []:
                 files.update(self._keep(p, rep, out))
-            retry = bool(recovered and p.vms and not retried_after)
+            retry = bool(recovered and p.vms and not retried_after and not elsewhere)
             if retry:
                 warn(f"{p.id}: its guest stopped answering and was restarted; measuring the point again")
             else:
@@ -287,10 +327,39 @@ class Pipeline:
                 self.failed.add(p.id)
                 warn(f"{p.id} failed: {error} (not repeated)")
         finally:
+            cancel.point_done()
             if self.progress and not retry:
                 self.progress.done()
         if retry:
             self._one(self._reconnected(conns), p, rep, order, retried_after=error)
+
+    def _fault(self) -> str | None:
+        """What the fleet's storage says stops its I/O now (its backend's own check), or None."""
+        meta = self.testbed_meta
+        try:
+            return backends.get(meta["backend"]).fault(self.host, meta["device"]) if meta.get("device") else None
+        except Exception:   # a probe that cannot run says nothing; the point's own bounds still hold
+            return None
+
+    @contextlib.contextmanager
+    def _watched(self):
+        """The fleet's storage is asked for faults before the run and every WATCH_S during it: a fault
+        raises StorageFault before, and stops the point's commands during (they raise, naming it)."""
+        if why := self._fault():
+            raise StorageFault(why)
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(WATCH_S):
+                if why := self._fault():
+                    warn(f"stopping the point: {why}")
+                    cancel.abort_point(why)
+                    return
+        threading.Thread(target=watch, name="storage watch", daemon=True).start()
+        try:
+            yield
+        finally:
+            done.set()
 
     def _on_sites(self, fn: Callable[[Site], Any]) -> list:
         """fn on every site at once (a settle wait or a snapshot on each host), in site order."""
@@ -415,15 +484,16 @@ class Pipeline:
                     continue
                 tail = guest_consoles.tail(self.sites[i].host, dom)
                 notes.append(f"{name} was {state} and its agent did not answer; console tail:\n{tail}")
-                warn(f"{name}: agent lost ({state}); restarting the guest")
+                warn(f"{name}: not answering ({state}); restarting the guest")
                 if dom.isActive():
-                    dom.destroy()
-                dom.create()
-                agent.wait_ready(180)
+                    domain_call(dom, "destroy")
+                domain_call(dom, "create")
+                agent.wait_ready(RESTART_READY_S)
                 notes.append(f"{name} restarted")
                 restarted = True
-            except (libvirt.libvirtError, AgentError) as e:
+            except (libvirt.libvirtError, AgentError, bounded.Unanswered) as e:
                 notes.append(f"{name}: could not be restarted ({e})")
+                self.broken = f"{name} stopped answering and could not be restarted ({e})"
                 lost = True
         return ("\n" + "\n".join(notes)) if notes else "", restarted and not lost
 
@@ -450,6 +520,7 @@ class Pipeline:
 
 
 GUEST_PROBE_S = 20
+RESTART_READY_S = 180     # a restarted guest's agent answers within this (a TCG boot takes about a minute)
 # One 4 KiB direct read from every disk of a guest: a virtqueue that lost a notification hangs here.
 DISK_PROBE = ('for d in /sys/block/*; do n=${d##*/}; case $n in loop*|ram*|sr*) continue;; esac; '
               'dd if=/dev/$n of=/dev/null bs=4096 count=1 iflag=direct status=none || exit 1; done')

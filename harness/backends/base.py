@@ -102,6 +102,12 @@ class Backend:
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
         raise NotImplementedError
 
+    def fault(self, host: LocalHost, device_path: str) -> str | None:
+        """Why the storage under its disks cannot complete I/O now, in that storage's own words (a
+        full Ceph cluster), or None. Asked before and during every point of a fleet on it: a fault
+        fails the point at once, rather than leaving its I/O waiting."""
+        return None
+
     def metadata(self, disk) -> dict:
         """Every knob a result row records; n/a where this backend has no such knob."""
         knobs = ("cache", "aio", "iothreads", "num_queues")

@@ -45,6 +45,9 @@ class Rbd(Backend):
         except images.ImageError:
             pass
 
+    def fault(self, host: Host, device_path: str) -> str | None:
+        return images.health_fault(host, RbdImage.parse(device_path))
+
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
         """QEMU's rbd block driver, given on its command line: provider v0.8.3 cannot read a libvirt
         network disk back (it fails on the rbd source's URL). The slice is a raw node over it. The

@@ -4,10 +4,13 @@ only an image it made, which carries its owner tag (RBD image metadata), and it 
 image of the same name that lacks the tag."""
 from __future__ import annotations
 
+import json
+import subprocess
 from dataclasses import dataclass
 
 OWNER_KEY = "vtb.owner"
 MOUNT_TIMEOUT_S = 30   # a cluster that does not answer fails the command instead of hanging it
+HEALTH_TIMEOUT_S = 10
 NO_SUCH_IMAGE = "(2) No such file or directory"   # rbd's words for an image (or pool) that is not there
 
 
@@ -37,6 +40,31 @@ class RbdImage:
     @property
     def spec(self) -> str:
         return f"{self.pool}/{self.image}"
+
+
+# What stops a pool's I/O, or is about to: every HEALTH_ERR check (OSD_FULL, POOL_FULL, ...), and these warnings
+STALLING_WARNINGS = {"OSD_NEARFULL", "POOL_NEARFULL", "OSD_BACKFILLFULL", "SLOW_OPS", "OSD_DOWN", "OSD_HOST_DOWN"}
+
+
+def health_fault(host, img: RbdImage) -> str | None:
+    """Ceph's own words for what makes the cluster unable to complete I/O now ("HEALTH_ERR: 2 full
+    osd(s); 4 pool(s) full"), or None. A cluster that does not answer within the bound is one."""
+    argv = ["ceph", "-c", img.conf, "--id", img.client, "--connect-timeout", str(HEALTH_TIMEOUT_S),
+            "health", "detail", "--format", "json"]
+    try:
+        done = host.run(argv, check=False, timeout=HEALTH_TIMEOUT_S + 20)
+    except subprocess.TimeoutExpired:
+        return f"the Ceph cluster ({img.conf}) did not answer `ceph health` within {HEALTH_TIMEOUT_S + 20} s"
+    if done.returncode != 0:
+        return f"the Ceph cluster ({img.conf}) did not answer `ceph health`: {_said(done)}"
+    return stalling(json.loads(done.stdout or b"{}"))
+
+
+def stalling(health: dict) -> str | None:
+    """From `ceph health detail --format json`: its stalling checks in its own words, or None."""
+    said = [c["summary"]["message"] for code, c in sorted(health.get("checks", {}).items())
+            if c.get("severity") == "HEALTH_ERR" or code in STALLING_WARNINGS]
+    return f"{health.get('status', 'HEALTH_?')}: {'; '.join(said)}" if said else None
 
 
 class ImageError(RuntimeError):

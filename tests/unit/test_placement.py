@@ -68,6 +68,13 @@ def test_libvirt_gets_the_known_hosts_through_an_ssh_wrapper(monkeypatch, tmp_pa
     assert "UserKnownHostsFile=/k/known" in open(wrapper).read()
 
 
+def test_libvirt_ssh_is_bounded_without_known_hosts_too(monkeypatch, tmp_path):
+    """A qemu+ssh host that does not answer must fail the connection, not hang it."""
+    monkeypatch.setattr("harness.paths.CACHE", tmp_path)
+    script = open(_for_openssh("qemu+ssh://root@127.0.0.1:2222/system?keyfile=/k/id").split("command=")[1]).read()
+    assert "ConnectTimeout=" in script and "ServerAliveInterval=" in script and "BatchMode=yes" in script
+
+
 def test_conditions_over_hosts_add_cpu_and_keep_the_worst():
     a = {"host_busy_pct": 10.0, "qemu_cpu_s": 1.0, "suspended_vms": 1, "settle_timed_out": False,
          "host_quiet": True, "quiet_reason": ""}
