@@ -62,6 +62,7 @@ def testbed_up(config_path, overrides) -> None:
     if cfg.hosts:  # a fleet over the [[hosts]]: one Terraform root per host, applied in parallel
         from harness import hosts
         from harness.cluster import Cluster
+        hosts.check_answering(cfg)
         Cluster(cfg, hosts.all_for_config(cfg)).up()
         return
     host = nested_host.host_for(cfg)
@@ -85,6 +86,7 @@ def testbed_down(config_path, overrides, everything) -> None:
     if cfg.hosts:
         from harness import hosts
         from harness.cluster import Cluster
+        hosts.check_answering(cfg)   # a host that does not answer keeps its fleet: say so before touching any
         removed = Cluster(cfg, hosts.all_for_config(cfg)).down()
         if everything:
             removed += [f"{r} (on {h.label})" for h in hosts.all_for_config(cfg) for r in gc.collect(paths.PREFIX, h)]
@@ -119,25 +121,35 @@ def gc(config_path, overrides, everything) -> None:
     """Remove vtb- leftovers that no live state owns (domains, pools, QEMU processes, loops, mounts).
     Fleets with state in a state dir, and the nested host, are kept; a SIGKILLed run's sweep fleet is not."""
     from harness import gc as gc_mod, paths
+    from harness.hosts import LocalHost
     cfg = load(config_path, overrides)
     keep = () if everything else gc_mod.live_prefixes((cfg.state_dir,))
     if keep:
         console.print(f"gc: keeping what live state owns: {', '.join(keep)} (--all removes it too)", markup=False)
     # inside out: the remote hosts of the config and the nested host first (they may be nested
     # hosts this machine runs, which the last step removes with --all)
-    from harness.hosts import all_for_config
-    removed = []
-    for h in all_for_config(cfg) if cfg.hosts else []:
-        if reason := h.stopped():
-            removed.append(f"(skipped {h.label}: {reason})")
-            continue
+    from harness.hosts import HostsNotAnswering, all_for_config, check_answering
+    removed, unanswered = [], ""
+    try:
+        check_answering(cfg)
+    except HostsNotAnswering as e:   # this machine is collected all the same; the [[hosts]] once they answer
+        unanswered = str(e)
+    reached = [LocalHost()]
+    for h in all_for_config(cfg) if cfg.hosts and not unanswered else []:
         removed += [f"{r} (on {h.label})" for r in gc_mod.collect(paths.PREFIX, h, keep=keep)]
+        reached.append(h)
     if nested := _nested_host_if_up(cfg):  # what runs inside the nested host, by the same rule
         removed += [f"{r} (in the nested host)" for r in gc_mod.collect(paths.PREFIX, nested, keep=keep)]
+        reached.append(nested)
     removed += gc_mod.collect(paths.PREFIX, keep=keep)
+    for h in reached:
+        for said in gc_mod.resume_left_paused(h, keep, cfg.results_dir):
+            console.print(f"gc: {said}", markup=False)
     for r in removed:
         console.print(f"removed {r}", markup=False)
     console.print(f"gc: {len(removed)} removed")
+    if unanswered:
+        raise HostsNotAnswering(f"gc left the [[hosts]] untouched: {unanswered}")
 
 
 def _nested_host_if_up(cfg):
@@ -494,6 +506,8 @@ def main() -> None:
     import libvirt
     from harness.agent import AgentError
     from harness.accel import AccelError
+    from harness.bounded import Unanswered
+    from harness.hosts.ssh import SshError
     from harness.testbed import TestbedError
     try:
         cli(standalone_mode=False)
@@ -502,7 +516,7 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except (ConfigError, TestbedError, AgentError, AccelError, RuntimeError) as e:
+    except (ConfigError, TestbedError, AgentError, AccelError, RuntimeError, Unanswered, SshError) as e:
         console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(2)
     except libvirt.libvirtError as e:   # a libvirtd that is not running, or that refused a call

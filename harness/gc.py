@@ -12,7 +12,7 @@ from pathlib import Path
 
 import libvirt
 
-from harness import hugepages, paths
+from harness import bounded, conditions, hugepages, paths
 from harness.ceph import existing as ceph_existing
 from harness.hosts import Host, LocalHost, Node
 from harness.libvirt_conn import connect
@@ -137,6 +137,27 @@ def leftovers(prefix: str, host: Host = LocalHost()) -> list[str]:
     return found
 
 
+def resume_left_paused(host: Host, keep: tuple[str, ...], results_dir: Path) -> list[str]:
+    """Resumes the live fleets' VMs a killed run left suspended, unless a run is measuring now (it
+    suspends them on purpose); says which, or why not."""
+    from harness.store import live_runs
+    if not keep:
+        return []
+    if running := live_runs(results_dir):
+        return [f"(paused VMs left as they are: run {', '.join(running)} is measuring)"]
+    try:
+        conn = connect(host.uri)
+    except (libvirt.libvirtError, bounded.Unanswered):
+        return []   # collect says so
+    try:
+        return [f"resumed {name} (left paused by a run that was killed)"
+                for name in conditions.resume_paused(conn, keep)]
+    except (libvirt.libvirtError, bounded.Unanswered) as e:
+        return [f"(could not resume paused VMs: {e})"]
+    finally:
+        conn.close()
+
+
 def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -> list[str]:
     """Removes everything with this prefix on the host (through its libvirt and its own commands:
     this machine or a nested one), except what starts with a `keep` prefix (owned by live state),
@@ -146,9 +167,10 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed = []
     try:
         conn = connect(host.uri)
-    except libvirt.libvirtError as e:
+    except (libvirt.libvirtError, bounded.Unanswered) as e:
         conn = None
-        removed.append(f"(libvirt at {host.uri} not reachable, skipped domains and pools: {e.get_error_message()})")
+        why = e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
+        removed.append(f"(libvirt at {host.uri} not reachable, skipped domains and pools: {why})")
     if conn is not None:
         try:
             removed += _domains(conn, prefix, keep)

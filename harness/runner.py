@@ -45,6 +45,7 @@ def run(cfg: Config, experiment_name: str) -> RunContext:
                  f"growing the fleet to {need}")
         cfg = grown(cfg, max(need, deployed))  # a fleet grown before stays grown
     if cfg.hosts:
+        hosts.check_answering(cfg)
         host_list = hosts.all_for_config(cfg)
         cluster = Cluster(cfg, host_list)
         if len(cluster.parts) > 1 and not getattr(experiment, "spans_hosts", False):

@@ -66,6 +66,12 @@ def status_of(manifest: dict) -> str:
     return "died" if status == "running" and who and not owner_alive(who) else status
 
 
+def live_runs(results_dir: Path) -> list[str]:
+    """The runs under results_dir whose process is still running."""
+    return sorted(m.parent.name for m in Path(results_dir).glob("*/run.json")
+                  if status_of(json.loads(m.read_text())) == "running")
+
+
 def new_run_id(experiment: str) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{experiment}-{os.getpid()}"
 

@@ -5,6 +5,7 @@ the same code serves this machine and a nested host alike."""
 from __future__ import annotations
 
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -68,6 +69,22 @@ def remote(entry) -> Host:
                    identity=str(entry.identity) if entry.identity else None,
                    known_hosts=str(entry.known_hosts) if entry.known_hosts else None,
                    remote_dir=str(entry.state_dir), devices=tuple(entry.devices))
+
+
+class HostsNotAnswering(RuntimeError):
+    """[[hosts]] that do not answer: nothing was done on any host."""
+
+
+def check_answering(cfg) -> None:
+    """Raises HostsNotAnswering naming every [[hosts]] entry that does not answer a first SSH
+    command (all asked at once, each within ssh's own bound): before any libvirt or Terraform work."""
+    if not cfg.hosts:
+        return
+    entries = [remote(h) for h in cfg.hosts]
+    with ThreadPoolExecutor(len(entries)) as pool:
+        reasons = [r for r in pool.map(lambda h: h.unanswered(), entries) if r]
+    if reasons:
+        raise HostsNotAnswering("\n".join(reasons))
 
 
 def all_for_config(cfg) -> list[Host]:

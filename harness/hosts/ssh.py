@@ -19,6 +19,7 @@ from harness.cancel import Cancelled
 from harness.hosts.local import STOP_GRACE_S, LocalHost
 
 CONNECT_TIMEOUT_S = 15
+ANSWER_S = CONNECT_TIMEOUT_S + 5   # a first command's bound: ssh gives up connecting by itself before it
 ALIVE_INTERVAL_S = 5          # a host that stops answering fails the command within about 15 s
 ALIVE_COUNT = 3
 CONTROL_PERSIST_S = 60        # one multiplexed connection serves a point's many short commands
@@ -136,6 +137,22 @@ class SshHost:
             return {f"host-{self.name}-dmesg.log": self.run(["dmesg"], timeout=30, check=False).stdout.decode(errors="replace")}
         except (SshError, subprocess.SubprocessError) as e:
             return {f"host-{self.name}-dmesg.log": f"(not readable: {e})"}
+
+    def unanswered(self) -> str | None:
+        """Why the host does not run a first command over SSH within ANSWER_S, with the fix, or None:
+        asked before any libvirt or Terraform work there (whose own clients would wait longer)."""
+        argv = self._ssh("true")
+        try:
+            done = LOCAL.run(argv, timeout=ANSWER_S, check=False)
+        except subprocess.TimeoutExpired:
+            said = f"no answer within {ANSWER_S} s"
+        else:
+            if done.returncode == 0:
+                return None
+            said = done.stderr.decode(errors="replace").strip()[-300:] or f"ssh exit status {done.returncode}"
+        return (f"[[hosts]] {self.name} at {self.address} (ssh {self.target}, port {self.port}) does not answer: "
+                f"{said}. Fix: start that machine or its sshd, check its address, port and key (try "
+                f"`{shlex.join(argv)}`), or remove it from [[hosts]]")
 
     def stopped(self) -> str | None:
         """Why the host cannot be reached, or None (a host that stopped answering is, to us, stopped)."""
