@@ -22,7 +22,7 @@ from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.ceph import clusters as ceph_clusters
 from harness.ceph import existing as ceph_existing
 from harness.ceph.images import RbdImage
-from harness.ceph.plan import fleet_image
+from harness.ceph.plan import fleet_image, fleet_images, osd_size_problem
 from harness.ceph.plan import plan_from_config as ceph_plan_from_config
 from harness.config import Config
 from harness.console import step, warn
@@ -256,6 +256,8 @@ class Testbed:
         except libvirt.libvirtError as e:
             raise TestbedError(f"libvirt at {self.host.uri} is not reachable ({e.get_error_message()}). "
                                "Fix: run `make testbed up` (it starts libvirtd)") from None
+        if self.ceph is not None and (reason := osd_size_problem(self.cfg.ceph, fleet_images(self.cfg))):
+            raise TestbedError(reason)
         backend = backends.get(self.cfg.disk.backend)
         plan = self.plan()
         if self.on_ceph and (self.raid or self.device or self.cfg.fleet.device):

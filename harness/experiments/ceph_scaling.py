@@ -24,6 +24,7 @@ from scipy import stats
 from harness import aggregate
 from harness.analysis import model
 from harness.ceph import local as ceph_local
+from harness.ceph.plan import osd_size_needed, osd_size_problem
 from harness.config import Config
 from harness.console import step
 from harness.environment import accel_label
@@ -81,11 +82,15 @@ class CephScaling:
             raise ConfigError(f'ceph-scaling makes its own local cluster, so ceph.mode="{cfg.ceph.mode}" does not '
                               'fit it. Fix: --set ceph.mode=local (your cluster serves `--backend rbd` runs)')
         nodes = max(c.node_counts)
+        ceph = cfg.ceph.model_copy(update={"nodes": nodes, "link_mbit": 0})   # links set per block
+        images = {k: c.vms * c.size_mib for k in set(c.node_counts)}   # every block's, in one cluster
+        if reason := osd_size_problem(ceph, images):
+            raise ConfigError(reason)
         sweep = cfg.model_copy(update={
             "fleet": cfg.fleet.model_copy(update={"name": f"cs-{cfg.fleet.name}"[:20], "vms": c.vms,
                                                   "disk_size_mib": c.size_mib}),
             "disk": cfg.disk.with_backend("rbd"),
-            "ceph": cfg.ceph.model_copy(update={"nodes": nodes, "link_mbit": 0})})   # links set per block
+            "ceph": ceph.model_copy(update={"osd_size_mib": ceph.osd_size_mib or osd_size_needed(ceph, images)})})
         jobs = self.jobs(cfg)
         blocks = [(k, rate) for k in sorted(set(c.node_counts)) for rate in c.link_mbit]
         ctx.store.update_manifest(planned={"blocks": [f"n{k}-{rate or 'uncapped'}" for k, rate in blocks],

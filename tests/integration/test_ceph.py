@@ -17,7 +17,7 @@ import pytest
 from harness import gc
 from harness.ceph.plan import CephPlan, link_utilisation
 from harness.hosts import LocalHost
-from run_harness import harness
+from run_harness import HARNESS, harness
 from harness.workloads import fio
 
 pytestmark = pytest.mark.integration
@@ -94,9 +94,47 @@ def test_vm_scaling_on_an_rbd_fleet_then_down_leaves_nothing(tmp_path):
         host_job = json.loads((run / "raw" / "physical-n1" / "host-slot0.json").read_text())["jobs"][0]
         assert host_job["job options"]["ioengine"] == "rbd"   # the baseline went through librbd
         assert not list(Path.cwd().glob("vtb-rbd-*")), "fio made a directory named for the pool"
+        full_cluster_fails_the_point_at_once(record, tmp_path / "full")
     finally:
         harness("testbed", "down", *RBD_FLEET, check=False)
     assert not gc.leftovers("vtb-rbd-") and not (STATE / "rbd").exists()
+
+
+FILL_RUNTIME_S = 60   # a point that long is stopped by the watch well before it would end
+
+
+def full_cluster_fails_the_point_at_once(record: dict, results: Path) -> None:
+    """The cluster's OSDs made full while a point writes (its full ratio lowered under what they hold:
+    Ceph itself then says HEALTH_ERR full and blocks writes): the point fails with Ceph's words
+    within the watch's bound, not at fio's end, and the run ends."""
+    ceph = ["ceph", "-c", f"{record['ceph']['dir']}/ceph.conf"]
+    proc = subprocess.Popen([HARNESS, "run", "vm-scaling", *RBD_FLEET, "--set", f"results_dir={results}",
+                             "--set", "vm_scaling.vm_counts=[1]", "--set", "repeat.count=1", "--rw", "randwrite",
+                             "--runtime", str(FILL_RUNTIME_S)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in proc.stdout:
+            print(line, end="")
+            if "(repeat 1)" in line:   # a point has started
+                time.sleep(3)
+                subprocess.run([*ceph, "osd", "set-full-ratio", "0.001"], check=True, timeout=60)
+                filled = time.monotonic()
+                break
+        out = proc.stdout.read()
+        print(out)
+        assert proc.wait(timeout=300) == 0
+        ended = time.monotonic() - filled
+        health = json.loads(subprocess.run([*ceph, "health", "detail", "--format", "json"], capture_output=True,
+                                           check=True, timeout=60).stdout)
+        print("ceph health detail:", json.dumps(health))   # tests/fixtures/ceph/health-full.json was recorded so
+    finally:
+        subprocess.run([*ceph, "osd", "set-full-ratio", "0.95"], timeout=60)
+        proc.kill()
+    (run,) = [p for p in results.iterdir() if p.is_dir()]
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert failed and all("full" in r["error"] and "HEALTH_ERR" in r["error"] for r in failed), rows
+    assert ended < FILL_RUNTIME_S + 60, f"the run ended {ended:.0f} s after the cluster filled"
+    assert min(r["point_wall_s"] for r in failed) < FILL_RUNTIME_S   # stopped, not waited out
 
 
 def test_ceph_scaling_two_nodes_against_three(tmp_path):

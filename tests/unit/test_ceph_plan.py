@@ -121,3 +121,26 @@ def test_hosts_mode_asks_for_enough_hosts_and_addresses_the_others_reach(tmp_pat
     p = plan_from_config(cfg, Path("/here"), all_for_config(cfg))
     assert p.addresses == ("10.214.0.11", "10.0.0.6") and p.dir == f"/var/tmp/vtb/{cfg.fleet.name}/{cfg.prefix}-ceph"
     assert [h["name"] for h in p.hosts] == ["h0", "h1"] and refusals(p) == []
+
+
+# --- OSDs sized for what the sweep writes ---------------------------------------------------
+def test_osds_are_sized_from_the_images_with_bluestore_overhead():
+    from harness.ceph.plan import BLUESTORE_META_MIB, CephConfig, osd_size_needed
+    c = CephConfig(nodes=3, replicas=2)
+    need = osd_size_needed(c, {2: 128, 3: 128})   # ceph-scaling's defaults: a 128 MiB image per block
+    assert need % 256 == 0 and need * 0.85 >= BLUESTORE_META_MIB + 1.5 * (128 + 128 * 2 / 3)
+    assert osd_size_needed(c, {3: 8192}) > osd_size_needed(c, {3: 128})
+
+
+def test_an_osd_set_too_small_for_the_sweep_is_refused_with_the_numbers():
+    from harness.ceph.plan import CephConfig, osd_size_needed, osd_size_problem
+    c = CephConfig(nodes=3, replicas=2, osd_size_mib=1024)
+    said = osd_size_problem(c, {2: 128, 3: 128})
+    assert said.startswith("ceph.osd_size_mib=1024 is too small") and f">= {osd_size_needed(c, {2: 128, 3: 128})}" in said
+    assert osd_size_problem(c.model_copy(update={"osd_size_mib": 0}), {2: 128}) is None
+
+
+def test_an_osd_size_below_bluestores_minimum_is_refused_by_name():
+    from harness.ceph.plan import CephConfig
+    with pytest.raises(ValueError, match="ceph.osd_size_mib=512"):
+        CephConfig(osd_size_mib=512)
