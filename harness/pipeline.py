@@ -256,6 +256,8 @@ class Pipeline:
         t0 = time.monotonic()
         retry = False
         try:
+            if why := self._fault():   # before the fleet is touched: a guest with I/O stuck on it would not pause
+                raise StorageFault(why)
             with contextlib.ExitStack() as stack:
                 paused = [stack.enter_context(conditions.suspended(conn, self.quiet_prefixes, keep=set(p.vms)))
                           for conn in conns]
@@ -304,7 +306,9 @@ class Pipeline:
             if why := cancel.point_aborted():
                 error = f"{why} (the point was stopped: {error})"
             recovered, elsewhere = False, False
-            if isinstance(e, bounded.Unanswered) and e.guest:   # a guest that did not pause (or resume) in time
+            if isinstance(e, StorageFault) or why:   # no restart helps a guest whose storage cannot complete I/O
+                self.broken = f"the storage under the fleet says {why or e}"
+            elif isinstance(e, bounded.Unanswered) and e.guest:   # a guest that did not pause (or resume) in time
                 notes, recovered = self._recover(conns, (e.guest,), force=True)
                 error += notes
                 elsewhere = e.guest not in p.vms
@@ -343,10 +347,8 @@ class Pipeline:
 
     @contextlib.contextmanager
     def _watched(self):
-        """The fleet's storage is asked for faults before the run and every WATCH_S during it: a fault
-        raises StorageFault before, and stops the point's commands during (they raise, naming it)."""
-        if why := self._fault():
-            raise StorageFault(why)
+        """The fleet's storage is asked for faults every WATCH_S while the point runs: a fault stops
+        the point's commands (they raise, and the point's error names the fault)."""
         done = threading.Event()
 
         def watch() -> None:

@@ -259,6 +259,7 @@ class Testbed:
         if self.ceph is not None and (reason := osd_size_problem(self.cfg.ceph, fleet_images(self.cfg))):
             raise TestbedError(reason)
         backend = backends.get(self.cfg.disk.backend)
+        self._fit_to_drive()
         plan = self.plan()
         if self.on_ceph and (self.raid or self.device or self.cfg.fleet.device):
             what = "raid.level" if self.raid else "fleet.device" if self.cfg.fleet.device else "the experiment's device"
@@ -282,6 +283,21 @@ class Testbed:
             if reason := refuse_reason_on(self.host, plan.device.path, wipe_field="its own data"):
                 raise TestbedError(f"{self.host.label}: device {plan.device.path} refused: {reason}")
         return backend, plan
+
+    def _fit_to_drive(self) -> None:
+        """A fleet on its host's own drive (a nested host's are small) whose disk size the user left
+        unset gets slices that fit that drive, rather than a refusal of the defaults."""
+        f = self.cfg.fleet
+        if ("disk_size_mib" in f.model_fields_set or not self.host.drives or self.on_ceph or self.raid
+                or self.device or f.device):
+            return
+        drive = self.host.drives[0]
+        have = int(self.host.run(["blockdev", "--getsize64", drive], timeout=60).stdout or 0) >> 20
+        fit = have // max(1, len(self.indices))
+        if 16 <= fit < f.disk_size_mib:
+            step(f"fleet.disk_size_mib: {fit} MiB a VM, so that {len(self.indices)} VMs fit on {drive} ({have} MiB) of "
+                 f"{self.host.label} (set fleet.disk_size_mib to choose)")
+            self.cfg = self.cfg.model_copy(update={"fleet": f.model_copy(update={"disk_size_mib": fit})})
 
     def accel(self) -> accel.AccelChoice:
         return accel.choose(self.cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", self.cfg.state_dir, self.host)

@@ -43,7 +43,7 @@ class RbdImage:
 
 
 # What stops a pool's I/O, or is about to: every HEALTH_ERR check (OSD_FULL, POOL_FULL, ...), and these warnings
-STALLING_WARNINGS = {"OSD_NEARFULL", "POOL_NEARFULL", "OSD_BACKFILLFULL", "SLOW_OPS", "OSD_DOWN", "OSD_HOST_DOWN"}
+STALLING_WARNINGS = {"POOL_FULL", "OSD_NEARFULL", "POOL_NEARFULL", "OSD_BACKFILLFULL", "SLOW_OPS", "OSD_DOWN", "OSD_HOST_DOWN"}
 
 
 def health_fault(host, img: RbdImage) -> str | None:

@@ -144,3 +144,13 @@ def test_an_osd_size_below_bluestores_minimum_is_refused_by_name():
     from harness.ceph.plan import CephConfig
     with pytest.raises(ValueError, match="ceph.osd_size_mib=512"):
         CephConfig(osd_size_mib=512)
+
+
+def test_a_full_cluster_is_said_in_cephs_own_words(fixture_text):
+    """Recorded from a real cluster whose OSDs were made full (tests/integration/test_ceph.py)."""
+    import json
+    from harness.ceph.images import stalling
+    assert stalling(json.loads(fixture_text("ceph/health-full.json"))) == "HEALTH_ERR: 2 full osd(s); 3 pool(s) full"
+    assert stalling({"status": "HEALTH_OK", "checks": {}}) is None
+    assert stalling({"status": "HEALTH_WARN", "checks": {"POOL_NO_REDUNDANCY": {
+        "severity": "HEALTH_WARN", "summary": {"message": "1 pool(s) have no replicas configured"}}}}) is None
