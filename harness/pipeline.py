@@ -29,11 +29,11 @@ from typing import Any, Callable, ContextManager, Protocol
 import libvirt
 
 from harness import backends, bounded, cancel, conditions, guest_consoles, hoststat, overlap
-from harness.agent import AgentError, GuestAgent
+from harness.agent import AgentError, GuestAgent, restart
 from harness.analysis.stats import enough, summarize
 from harness.config import RepeatConfig, SettleConfig
 from harness.console import step, warn
-from harness.libvirt_conn import connect, domain_call
+from harness.libvirt_conn import connect
 from harness.samples import Sample
 
 PHYSICAL, VIRTUAL = "physical", "virtual"
@@ -487,9 +487,7 @@ class Pipeline:
                 tail = guest_consoles.tail(self.sites[i].host, dom)
                 notes.append(f"{name} was {state} and its agent did not answer; console tail:\n{tail}")
                 warn(f"{name}: not answering ({state}); restarting the guest")
-                if dom.isActive():
-                    domain_call(dom, "destroy")
-                domain_call(dom, "create")
+                restart(dom)
                 agent.wait_ready(RESTART_READY_S)
                 notes.append(f"{name} restarted")
                 restarted = True
