@@ -15,7 +15,7 @@ import libvirt
 from harness import bounded, conditions, hugepages, paths
 from harness.ceph import existing as ceph_existing
 from harness.hosts import Host, LocalHost, Node
-from harness.libvirt_conn import connect
+from harness.libvirt_conn import connect, domain_call
 
 
 def _kept(name: str, keep: tuple[str, ...]) -> bool:
@@ -45,7 +45,7 @@ def _domains(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) 
         if not dom.name().startswith(prefix) or dom.name().startswith(keep):
             continue
         if dom.isActive():
-            dom.destroy()
+            domain_call(dom, "destroy")
         if dom.isPersistent():
             dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_NVRAM | libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
                               | libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA)

@@ -17,7 +17,7 @@ import libvirt
 
 from harness import accel, backends, conditions, gc, guest_consoles, host_images, hosts, nested_host, paths, vm_start
 from harness import raid as raid_mod  # `raid` is the array a Testbed builds
-from harness.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel
+from harness.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
 from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.ceph import clusters as ceph_clusters
 from harness.ceph import existing as ceph_existing
@@ -470,8 +470,7 @@ class Testbed:
                     write_atomic(kept, guest_consoles.text(self.host, dom))
                     warn(f"{e}; restarting it once (its console is kept in {kept})")
                     restarts[name] = f"{e}; restarted (first console kept in {kept})"
-                    dom.destroy()
-                    dom.create()
+                    restart(dom)
                     GuestAgent(dom).wait_ready(AGENT_TIMEOUT_S)
                 return time.monotonic() - t0
             with ThreadPoolExecutor(len(names)) as pool:

@@ -28,6 +28,7 @@ import libvirt
 
 from harness import paths
 from harness.agent import AgentError, GuestAgent
+from harness.libvirt_conn import domain_call
 from harness.console import step, warn
 from harness.hosts import Host
 from harness.save_image import SaveImageError, set_identity_on
@@ -112,7 +113,7 @@ def _root_path(conn: libvirt.virConnect, dom: libvirt.virDomain) -> str:
 def _capture(host: Host, conn: libvirt.virConnect, dom: libvirt.virDomain, key: str, image: str) -> None:
     """Boots dom, waits for its agent, saves it (it stops) with its root overlay as template `key`."""
     t0 = time.monotonic()
-    dom.create()
+    domain_call(dom, "create")
     agent = GuestAgent(dom)
     agent.wait_ready(CAPTURE_TIMEOUT_S)
     booted_s = time.monotonic() - t0
@@ -121,7 +122,7 @@ def _capture(host: Host, conn: libvirt.virConnect, dom: libvirt.virDomain, key: 
     _sh(host, 'mkdir -p "$1"', work)
     try:
         try:
-            dom.save(f"{work}/state.save")
+            domain_call(dom, "save", f"{work}/state.save")
         except libvirt.libvirtError as e:
             raise SaveRefused(e.get_error_message()) from None
         about = json.dumps({"key": key, "image": image, "from_vm": dom.name(), "booted_s": round(booted_s, 2),
@@ -175,7 +176,7 @@ def start(host: Host, conn: libvirt.virConnect, names: list[str], *, image: str,
     started: dict[str, Started] = {}
     if restore is not None:
         for d in stopped:
-            d.create()
+            domain_call(d, "create")
             started[d.name()] = Started("booted", restore)
     else:
         versions = f"libvirt {conn.getLibVersion()} qemu {conn.getVersion()}"
@@ -196,7 +197,7 @@ def _start_group(host: Host, conn: libvirt.virConnect, key: str, group: list, im
     def boot_all(reason: str) -> dict[str, Started]:
         for d in group:
             if not d.isActive():
-                d.create()
+                domain_call(d, "create")
         return {d.name(): Started("booted", reason) for d in group}
 
     if reason := _refusal(host, key):
@@ -238,7 +239,7 @@ def _start_group(host: Host, conn: libvirt.virConnect, key: str, group: list, im
                     if isinstance(e, libvirt.libvirtError):
                         _refuse(host, key, reason)
                     return boot_all(reason)
-                d.create()
+                domain_call(d, "create")
                 started[d.name()] = Started("booted", reason)
     finally:
         host.run(["rm", "-f", work_save], timeout=60, check=False)

@@ -1,6 +1,8 @@
 """Real faults, each with its bound: the run names what it waited for and goes on, nothing hangs."""
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -58,3 +60,28 @@ def test_a_host_that_does_not_answer_fails_every_command_within_the_bound(tmp_pa
         assert "[[hosts]] gone at 127.0.0.1" in out and f"port {silent_ssh_port}" in out and "Fix:" in out, what
         assert "Traceback" not in out, what
     assert not (tmp_path / "state" / "dead").exists()   # nothing was made for the fleet
+
+
+LIBVIRTD_BOUND_S = 45   # a connection's bound (30 s) and the command's own start
+
+
+def test_a_stopped_libvirtd_is_a_clear_error_within_the_bound(tmp_path):
+    """libvirtd stopped with SIGSTOP: it accepts connections and answers nothing."""
+    config = tmp_path / "stopped-libvirtd.toml"
+    config.write_text(f'state_dir = "{tmp_path}/state"\nresults_dir = "{tmp_path}/results"\n\n'
+                      '[fleet]\nname = "nolibvirt"\nvms = 1\ndisk_size_mib = 16\n')
+    pid = int(subprocess.run(["pidof", "libvirtd"], capture_output=True, text=True, check=True).stdout.split()[0])
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        out = subprocess.run([HARNESS, "testbed", "up", "--config", str(config)], capture_output=True, text=True,
+                             timeout=300)
+        took = time.monotonic() - t0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    print(out.stdout, out.stderr, f"took {took:.1f} s")
+    subprocess.run([HARNESS, "testbed", "down", "--config", str(config)], capture_output=True, timeout=300)
+    assert out.returncode != 0 and took < LIBVIRTD_BOUND_S
+    said = out.stdout + out.stderr
+    assert "a connection to libvirtd at qemu:///system did not return within 30 s" in said
+    assert "libvirtd is not answering" in said and "Traceback" not in said

@@ -46,6 +46,7 @@ def _bed(tmp_path, monkeypatch, hangs: dict[str, int]):
 
     monkeypatch.setattr(testbed, "connect", lambda uri: FakeConn(domains))
     monkeypatch.setattr(testbed, "GuestAgent", FakeAgent)
+    monkeypatch.setattr(testbed, "restart", lambda dom: (dom.destroy(), dom.create()))
     monkeypatch.setattr(testbed.guest_consoles, "text", lambda host, dom: f"{dom.name} console: x86/fpu\n")
     cfg = settings.load(None, [f"state_dir={tmp_path / 'state'}"])
     return testbed.Testbed(cfg, host=LocalHost()), domains
