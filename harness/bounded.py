@@ -49,14 +49,14 @@ def call(fn: Callable[[], T], what: str, within_s: float, why: str = "", guest: 
 
 
 @contextmanager
-def heartbeat(what: str, bound_s: float | None = None) -> Iterator[None]:
-    """Says what the block waits for once it has waited ANNOUNCE_AFTER_S, then every HEARTBEAT_S."""
+def heartbeat(what: str, bound_s: float | None = None, after_s: float | None = None) -> Iterator[None]:
+    """Says what the block waits for once it has waited after_s (ANNOUNCE_AFTER_S), then every HEARTBEAT_S."""
     done = threading.Event()
     t0 = time.monotonic()
     limit = f" of at most {bound_s:g} s" if bound_s else ""
 
     def beat() -> None:
-        wait = ANNOUNCE_AFTER_S
+        wait = ANNOUNCE_AFTER_S if after_s is None else after_s
         while not done.wait(wait):
             step(f"    waiting for {what} ({time.monotonic() - t0:.0f} s{limit})")
             wait = HEARTBEAT_S

@@ -45,6 +45,7 @@ PROCESS_PATTERNS = [("daemon", "qemu-storage-daemon"), *POLLING_DAEMONS, ("libvi
 CPU_LABELS = ["qemu", *dict.fromkeys(label for label, _ in PROCESS_PATTERNS)]   # every sample has a figure for each
 
 
+LONG_POINT_S = 60   # a point running longer says so (a heartbeat): shorter ones have their own line
 WATCH_S = 10   # how often the fleet's storage is asked for faults while a point runs (a `ceph health` each)
 
 
@@ -266,12 +267,13 @@ class Pipeline:
                     self._drop_caches(conns, p.vms)
                 patterns = [*(("qemu", conditions.qemu_pattern(vm)) for vm in p.vms), *PROCESS_PATTERNS]
                 # the settle wait ends with the point's starting snapshot (one call on a remote host)
-                settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle, POLLING_DAEMONS,
-                                                                        then=patterns))
+                with bounded.heartbeat("the host to settle", self.settle.max_wait_s):
+                    settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle, POLLING_DAEMONS,
+                                                                            then=patterns))
                 before, self_before = [s.snapshot for s in settled], _own_cpu_s()
                 t_run = time.monotonic()
                 with (p.observe() if p.observe else contextlib.nullcontext(lambda window: {}) as observed_over,
-                      self._watched()):
+                      self._watched(), bounded.heartbeat(f"{p.id} to finish", after_s=LONG_POINT_S)):
                     outputs = p.run()
                 run_s = time.monotonic() - t_run
                 after = self._on_sites(lambda site: hoststat.snapshot_on(site.host, patterns))
@@ -488,7 +490,8 @@ class Pipeline:
                 notes.append(f"{name} was {state} and its agent did not answer; console tail:\n{tail}")
                 warn(f"{name}: not answering ({state}); restarting the guest")
                 restart(dom)
-                agent.wait_ready(RESTART_READY_S)
+                with bounded.heartbeat(f"{name} to boot again", RESTART_READY_S):
+                    agent.wait_ready(RESTART_READY_S)
                 notes.append(f"{name} restarted")
                 restarted = True
             except (libvirt.libvirtError, AgentError, bounded.Unanswered) as e:

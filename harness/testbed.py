@@ -29,6 +29,7 @@ from harness.console import step, warn
 from harness.devices import refuse_reason_on
 from harness.hosts import Host, LocalHost
 from harness.hosts.local import Stopped
+from harness.bounded import heartbeat
 from harness.libvirt_conn import connect, unanswered
 from harness.raid import RaidPlan, plan_from_config
 from harness.store import owner, write_atomic
@@ -137,8 +138,9 @@ class Testbed:
             return (f"the host did not answer {silent} checks {HOST_CHECK_EVERY_S} s apart ({why})"
                     if silent >= HOST_SILENT_CHECKS else None)
         try:
-            done = LocalHost().run(argv, env=env, timeout=TERRAFORM_TIMEOUT_S, check=False,
-                                   stop_when=host_gone, check_every_s=HOST_CHECK_EVERY_S)
+            with heartbeat(f"terraform {args[0]} on {self.host.label} (log: {self.log})", TERRAFORM_TIMEOUT_S):
+                done = LocalHost().run(argv, env=env, timeout=TERRAFORM_TIMEOUT_S, check=False,
+                                       stop_when=host_gone, check_every_s=HOST_CHECK_EVERY_S)
         except (subprocess.TimeoutExpired, Stopped) as e:
             stopped = str(e) if isinstance(e, Stopped) else f"it did not finish within {TERRAFORM_TIMEOUT_S} s"
             printed = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
@@ -473,7 +475,7 @@ class Testbed:
                     restart(dom)
                     GuestAgent(dom).wait_ready(AGENT_TIMEOUT_S)
                 return time.monotonic() - t0
-            with ThreadPoolExecutor(len(names)) as pool:
+            with ThreadPoolExecutor(len(names)) as pool, heartbeat(f"the guest agents of {', '.join(names)}"):
                 return dict(zip(names, pool.map(wait, names))), restarts
         finally:
             conn.close()

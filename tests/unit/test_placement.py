@@ -93,3 +93,28 @@ def test_nested_hosts_get_vcpus_that_fit_the_machine_unless_set(monkeypatch):
     assert nested_host._vcpus_that_fit(settings.load(None, []), 2).nested.vcpus == 1
     assert nested_host._vcpus_that_fit(settings.load(None, []), 1).nested.vcpus == 2
     assert nested_host._vcpus_that_fit(settings.load(None, ["nested.vcpus=2"]), 2).nested.vcpus == 2   # the user's choice
+
+
+def test_default_disks_follow_a_small_host_drive_and_a_set_size_is_kept(tmp_path, monkeypatch):
+    """A nested host's 320 MiB drives hold the defaults' 4 VMs: each gets 80 MiB, unless the user set the size."""
+    import dataclasses
+    import subprocess
+
+    from harness import settings, testbed
+    from harness.hosts import LocalHost
+
+    @dataclasses.dataclass(frozen=True)
+    class SmallDriveHost(LocalHost):
+        drives: tuple[str, ...] = ("/dev/nvme0n1",)
+
+        def run(self, argv, **kw):
+            assert argv == ["blockdev", "--getsize64", "/dev/nvme0n1"]
+            return subprocess.CompletedProcess(argv, 0, str(320 << 20).encode(), b"")
+    monkeypatch.setattr(testbed, "step", lambda msg: None)
+    bed = testbed.Testbed(settings.load(None, [f"state_dir={tmp_path}", "fleet.vms=4"]), host=SmallDriveHost())
+    bed._fit_to_drive()
+    assert bed.cfg.fleet.disk_size_mib == 80 and bed.plan().vms[3].offset == 3 * 80 << 20
+    chosen = testbed.Testbed(settings.load(None, [f"state_dir={tmp_path}", "fleet.vms=4", "fleet.disk_size_mib=256"]),
+                             host=SmallDriveHost())
+    chosen._fit_to_drive()
+    assert chosen.cfg.fleet.disk_size_mib == 256   # the user's choice: preflight refuses it with the numbers
