@@ -45,8 +45,8 @@ def connect(uri: str) -> libvirt.virConnect:
     _ensure_event_loop()
     target = _for_openssh(uri) if uri.startswith("qemu+ssh:") else uri
     conn = bounded.call(lambda: libvirt.open(target), f"a connection to libvirtd at {uri}", CONNECT_S,
-                        "libvirtd is not answering (stopped, or its host is gone); check `systemctl status "
-                        "libvirtd` there, or run `harness doctor`")
+                        f"libvirtd is not answering (stopped, or its host is gone). Fix: check that it runs and "
+                        f"answers there (`virsh -c {uri} version`); `make testbed up` (re)starts this machine's")
     if "+" in uri.split(":", 1)[0]:
         conn.setKeepAlive(KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT)
     return conn

@@ -149,7 +149,8 @@ class SshHost:
         else:
             if done.returncode == 0:
                 return None
-            said = done.stderr.decode(errors="replace").strip()[-300:] or f"ssh exit status {done.returncode}"
+            said = "; ".join(done.stderr.decode(errors="replace").split("\n")).strip("; ")[-300:] \
+                or f"ssh exit status {done.returncode}"
         return (f"[[hosts]] {self.name} at {self.address} (ssh {self.target}, port {self.port}) does not answer: "
                 f"{said}. Fix: start that machine or its sshd, check its address, port and key (try "
                 f"`{shlex.join(argv)}`), or remove it from [[hosts]]")

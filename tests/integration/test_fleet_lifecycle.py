@@ -247,7 +247,7 @@ def test_a_stopped_qemu_fails_its_point_then_the_guest_is_restarted_and_the_run_
     """A guest's QEMU stopped with SIGSTOP while fio runs in it: the point's wait ends within its
     bound, the guest is destroyed and booted again, and the points after it are measured."""
     proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set", f"results_dir={tmp_path}",
-                             "--vm-counts", "1", "--set", "repeat.count=2", "--runtime", "20"],
+                             "--vm-counts", "1", "--set", "repeat.count=2", "--runtime", "10"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     said = []
     try:
