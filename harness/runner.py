@@ -37,6 +37,8 @@ def grown(cfg: Config, need: int) -> Config:
 def run(cfg: Config, experiment_name: str) -> RunContext:
     signal.signal(signal.SIGTERM, _interrupt)  # a CI timeout or `kill` ends the run like Ctrl-C
     experiment = registry()[experiment_name]
+    if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):
+        raise settings.ConfigError(why)
     need = experiment.fleet_size(cfg) if hasattr(experiment, "fleet_size") else 0
     deployed = Testbed.deployed_vms(cfg)
     if experiment.uses_fleet and max(need, deployed) > cfg.fleet.vms:

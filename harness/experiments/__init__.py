@@ -76,6 +76,9 @@ class Experiment(Protocol):
     def summarize(self, ctx: RunContext) -> None:
         """Writes plots and prints the summary, from the samples stored so far."""
 
+    # Optional: `refusal(cfg) -> str | None`, why the config cannot run it (naming the field and
+    # the fix), asked before anything starts.
+
 
 @cache
 def registry() -> dict[str, Experiment]:

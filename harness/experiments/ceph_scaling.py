@@ -24,7 +24,7 @@ from scipy import stats
 from harness import aggregate
 from harness.analysis import model
 from harness.ceph import local as ceph_local
-from harness.ceph.plan import osd_size_needed, osd_size_problem
+from harness.ceph.plan import CephConfig, osd_size_needed, osd_size_problem
 from harness.config import Config
 from harness.console import step
 from harness.environment import accel_label
@@ -33,7 +33,6 @@ from harness.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.schema import BlockSize, Section, bs_bytes, each
-from harness.settings import ConfigError
 from harness.store import write_atomic
 from harness.testbed import Testbed, TestbedRecord
 from harness.workloads import fio
@@ -76,16 +75,22 @@ class CephScaling:
                                                  runtime_s=c.runtime_s, ramp_s=c.ramp_s))
                 for rw in c.patterns for bs in c.bs for nj in c.numjobs]
 
+    @staticmethod
+    def _cluster(cfg: Config) -> tuple[CephConfig, dict[int, int]]:
+        """The one cluster the sweep makes ([ceph] with the most nodes swept), and every block's image in it."""
+        c = cfg.ceph_scaling
+        return (cfg.ceph.model_copy(update={"nodes": max(c.node_counts), "link_mbit": 0}),   # links set per block
+                {k: c.vms * c.size_mib for k in set(c.node_counts)})
+
+    def refusal(self, cfg: Config) -> str | None:
+        if cfg.ceph.mode != "local":   # its pools and CRUSH rules per node count are made, not borrowed
+            return (f'ceph-scaling makes its own local cluster, so ceph.mode="{cfg.ceph.mode}" does not '
+                    'fit it. Fix: --set ceph.mode=local (your cluster serves `--backend rbd` runs)')
+        return osd_size_problem(*self._cluster(cfg))
+
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
-        if cfg.ceph.mode != "local":   # its pools and CRUSH rules per node count are made, not borrowed
-            raise ConfigError(f'ceph-scaling makes its own local cluster, so ceph.mode="{cfg.ceph.mode}" does not '
-                              'fit it. Fix: --set ceph.mode=local (your cluster serves `--backend rbd` runs)')
-        nodes = max(c.node_counts)
-        ceph = cfg.ceph.model_copy(update={"nodes": nodes, "link_mbit": 0})   # links set per block
-        images = {k: c.vms * c.size_mib for k in set(c.node_counts)}   # every block's, in one cluster
-        if reason := osd_size_problem(ceph, images):
-            raise ConfigError(reason)
+        ceph, images = self._cluster(cfg)
         sweep = cfg.model_copy(update={
             "fleet": cfg.fleet.model_copy(update={"name": f"cs-{cfg.fleet.name}"[:20], "vms": c.vms,
                                                   "disk_size_mib": c.size_mib}),

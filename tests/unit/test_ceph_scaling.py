@@ -58,3 +58,12 @@ def test_the_summary_and_its_plots(tmp_path):
     for png in (cs.by_nodes_plot(points, tmp_path / "n.png"), cs.by_clients_plot(points, tmp_path / "c.png"),
                 cs.predicted_plot(r, fits, tmp_path / "p.png")):
         assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_sweep_that_would_fill_its_cluster_is_refused_before_anything_starts():
+    from harness import settings
+    from harness.experiments.ceph_scaling import EXPERIMENT
+    assert EXPERIMENT.refusal(settings.load(None, [])) is None   # the defaults fit: the OSDs are sized for them
+    said = EXPERIMENT.refusal(settings.load(None, ["ceph.osd_size_mib=1024"]))
+    assert said.startswith("ceph.osd_size_mib=1024 is too small") and "Fix: set ceph.osd_size_mib >=" in said
+    assert "ceph.mode" in EXPERIMENT.refusal(settings.load(None, ["ceph.mode=existing", "ceph.conf=/c", "ceph.pool=p"]))
