@@ -26,8 +26,9 @@ class Unanswered(TimeoutError):
         self.guest = guest
 
 
-def call(fn: Callable[[], T], what: str, within_s: float, why: str = "", guest: str = "") -> T:
-    """fn(), or Unanswered after within_s seconds ("<what> did not return within N s: <why>").
+def call(fn: Callable[[], T], what: str, within_s: float, why: str = "", guest: str = "",
+         error: type[Unanswered] = Unanswered) -> T:
+    """fn(), or `error` (Unanswered) after within_s seconds ("<what> did not return within N s: <why>").
     fn's own exceptions reach the caller as they are."""
     result: list = []
     failure: list[BaseException] = []
@@ -45,7 +46,7 @@ def call(fn: Callable[[], T], what: str, within_s: float, why: str = "", guest: 
         raise failure[0]
     if result:
         return result[0]
-    raise Unanswered(f"{what} did not return within {within_s:g} s" + (f": {why}" if why else ""), guest)
+    raise error(f"{what} did not return within {within_s:g} s" + (f": {why}" if why else ""), guest)
 
 
 @contextmanager

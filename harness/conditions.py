@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import libvirt
 
 from harness import bounded, hoststat
-from harness.libvirt_conn import DOMAIN_CALL_S, domain_call
+from harness.libvirt_conn import DOMAIN_CALL_S, Unanswered, domain_call
 
 @dataclass(frozen=True)
 class Load:
@@ -76,7 +76,7 @@ def usage_between(a: dict, b: dict, labels: list[str]) -> Usage:
 
 def _listed(conn: libvirt.virConnect, flags: int) -> list[libvirt.virDomain]:
     return bounded.call(lambda: conn.listAllDomains(flags), "the list of domains from libvirtd",
-                        DOMAIN_CALL_S["suspend"], "libvirtd is not answering")
+                        DOMAIN_CALL_S["suspend"], "libvirtd is not answering", error=Unanswered)
 
 
 @contextmanager

@@ -38,6 +38,18 @@ def _ensure_event_loop() -> None:
             _loop.start()
 
 
+class Unanswered(libvirt.libvirtError, bounded.Unanswered):
+    """A libvirt call that did not return within its bound: a libvirtError too, so that every place
+    that handles libvirt's own failures (a libvirtd gone) handles it the same way."""
+
+    def __init__(self, message: str, guest: str = ""):
+        bounded.Unanswered.__init__(self, message, guest)
+        self.err = None
+
+    def get_error_message(self) -> str:
+        return str(self)
+
+
 def connect(uri: str) -> libvirt.virConnect:
     """connect(uri), with keepalive on connections that cross a network (qemu+tcp, qemu+ssh);
     a local socket breaks by itself when libvirtd goes. Bounded: a libvirtd that accepts but does
@@ -46,7 +58,8 @@ def connect(uri: str) -> libvirt.virConnect:
     target = _for_openssh(uri) if uri.startswith("qemu+ssh:") else uri
     conn = bounded.call(lambda: libvirt.open(target), f"a connection to libvirtd at {uri}", CONNECT_S,
                         f"libvirtd is not answering (stopped, or its host is gone). Fix: check that it runs and "
-                        f"answers there (`virsh -c {uri} version`); `make testbed up` (re)starts this machine's")
+                        f"answers there (`virsh -c {uri} version`); `make testbed up` (re)starts this machine's",
+                        error=Unanswered)
     if "+" in uri.split(":", 1)[0]:
         conn.setKeepAlive(KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT)
     return conn
@@ -62,7 +75,7 @@ def domain_call(dom: libvirt.virDomain, action: str, *args):
     """dom.<action>(*args) within its bound (DOMAIN_CALL_S); bounded.Unanswered names the guest."""
     name = dom.name()   # kept by the client: no call to libvirtd
     return bounded.call(lambda: getattr(dom, action)(*args), f"{action} of {name}", DOMAIN_CALL_S[action],
-                        NOT_ANSWERING, guest=name)
+                        NOT_ANSWERING, guest=name, error=Unanswered)
 
 
 def unanswered(uri: str, within_s: float) -> str | None:
@@ -78,8 +91,6 @@ def unanswered(uri: str, within_s: float) -> str | None:
             answer.append(None)
         except libvirt.libvirtError as e:
             answer.append(f"libvirtd at {uri}: {e.get_error_message()}")
-        except bounded.Unanswered as e:
-            answer.append(str(e))
     asker = threading.Thread(target=ask, daemon=True)
     asker.start()
     asker.join(within_s)

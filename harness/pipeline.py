@@ -161,14 +161,22 @@ class Pipeline:
         rounds = s.max_count if s.adaptive else s.count
         try:
             conns = [connect(site.uri) for site in self.sites]
-        except (libvirt.libvirtError, bounded.Unanswered) as e:
-            self.broken = str(e) if isinstance(e, bounded.Unanswered) else e.get_error_message()
+        except libvirt.libvirtError as e:
+            self.broken = e.get_error_message()
             self._fail_rest(points)
             return
         try:
             for conn in conns:
-                if left := conditions.resume_paused(conn, self.quiet_prefixes):
-                    warn(f"resumed {', '.join(left)}, left suspended by a run that was killed")
+                try:
+                    if left := conditions.resume_paused(conn, self.quiet_prefixes):
+                        warn(f"resumed {', '.join(left)}, left suspended by a run that was killed")
+                except libvirt.libvirtError as e:   # a guest that does not resume (bounded) is restarted
+                    guest = getattr(e, "guest", "")
+                    if not guest or not self._recover(conns, (guest,), force=True)[1]:
+                        self.broken = self.broken or e.get_error_message()
+            if self.broken:
+                self._fail_rest(points)
+                return
             for r in range(rounds):
                 todo = [p.id for p in points if p.id not in self.failed
                         and not (s.adaptive and r >= s.count and self._converged(by_id[p.id]))]
@@ -212,9 +220,8 @@ class Pipeline:
         for conn, site in zip(conns, self.sites):
             try:
                 new = _fresh(conn, site.uri)
-            except (libvirt.libvirtError, bounded.Unanswered) as e:
-                why = str(e) if isinstance(e, bounded.Unanswered) else e.get_error_message()
-                warn(f"libvirtd at {site.uri} is not answering ({why}); the next point may fail")
+            except libvirt.libvirtError as e:
+                warn(f"libvirtd at {site.uri} is not answering ({e.get_error_message()}); the next point may fail")
                 new = conn
             if new is not conn:
                 warn(f"the connection to libvirtd at {site.uri} was lost; reconnected")
@@ -255,7 +262,7 @@ class Pipeline:
             self.progress.start(what)
         step(f"  {what}")
         t0 = time.monotonic()
-        retry = False
+        retry = interrupted = False
         try:
             if why := self._fault():   # before the fleet is touched: a guest with I/O stuck on it would not pause
                 raise StorageFault(why)
@@ -302,6 +309,7 @@ class Pipeline:
             step(f"      {p.headline} {head.value:,.1f} {head.unit}; host busy {cond['host_busy_pct']:.0f}%, "
                  f"settled in {cond['settle_wait_s']:.1f}s{'' if cond['host_quiet'] else ' [not quiet: ' + cond['quiet_reason'] + ']'}")
         except (KeyboardInterrupt, SystemExit):
+            interrupted = True   # the run's stop stays signalled (cancel.CANCEL)
             raise
         except Exception as e:  # recorded as failed, never as a number
             error = str(e)
@@ -314,6 +322,8 @@ class Pipeline:
                 notes, recovered = self._recover(conns, (e.guest,), force=True)
                 error += notes
                 elsewhere = e.guest not in p.vms
+            elif isinstance(e, bounded.Unanswered):   # libvirtd itself: every further call would wait too
+                self.broken = str(e)
             elif isinstance(e, TimeoutError) and p.vms:  # its agent may answer while a disk queue is stuck
                 notes, recovered = self._check_guests(conns, p.vms)
                 error += "\n" + notes if notes else ""
@@ -333,7 +343,8 @@ class Pipeline:
                 self.failed.add(p.id)
                 warn(f"{p.id} failed: {error} (not repeated)")
         finally:
-            cancel.point_done()
+            if not interrupted:
+                cancel.point_done()
             if self.progress and not retry:
                 self.progress.done()
         if retry:
@@ -351,19 +362,24 @@ class Pipeline:
     def _watched(self):
         """The fleet's storage is asked for faults every WATCH_S while the point runs: a fault stops
         the point's commands (they raise, and the point's error names the fault)."""
-        done = threading.Event()
+        done, lock = threading.Event(), threading.Lock()
 
         def watch() -> None:
             while not done.wait(WATCH_S):
-                if why := self._fault():
-                    warn(f"stopping the point: {why}")
-                    cancel.abort_point(why)
-                    return
+                why = self._fault()
+                with lock:   # an answer that comes after the point ended must not stop the next one
+                    if done.is_set():
+                        return
+                    if why:
+                        warn(f"stopping the point: {why}")
+                        cancel.abort_point(why)
+                        return
         threading.Thread(target=watch, name="storage watch", daemon=True).start()
         try:
             yield
         finally:
-            done.set()
+            with lock:
+                done.set()
 
     def _on_sites(self, fn: Callable[[Site], Any]) -> list:
         """fn on every site at once (a settle wait or a snapshot on each host), in site order."""

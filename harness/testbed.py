@@ -294,7 +294,10 @@ class Testbed:
                 or self.device or f.device):
             return
         drive = self.host.drives[0]
-        have = int(self.host.run(["blockdev", "--getsize64", drive], timeout=60).stdout or 0) >> 20
+        probed = self.host.run(["blockdev", "--getsize64", drive], timeout=60, check=False)
+        if probed.returncode != 0:
+            return   # preflight's own size check says what is wrong with the drive
+        have = int(probed.stdout or 0) >> 20
         fit = have // max(1, len(self.indices))
         if 16 <= fit < f.disk_size_mib:
             step(f"fleet.disk_size_mib: {fit} MiB a VM, so that {len(self.indices)} VMs fit on {drive} ({have} MiB) of "

@@ -22,6 +22,10 @@ MAX_NODES = 5
 BLUESTORE_META_MIB = 2048
 PLACEMENT_SKEW = 1.5      # an OSD's share of a small pool's objects, over the even share (a few dozen objects)
 NEARFULL = 0.85           # Ceph's nearfull ratio: an OSD is sized to stay under it
+# An OSD sized for the fleet is at least this: growing the fleet (vm-scaling adds VMs) then keeps the
+# cluster as it is, where a size that followed the fleet would change the plan and rebuild it. Sparse:
+# it costs only what is written.
+AUTO_OSD_MIB = 8192
 IFNAME_MAX = 15           # Linux interface names; namespaces have no such limit
 
 
@@ -158,6 +162,11 @@ def osd_size_needed(c: CephConfig, images_mib: dict[int, int]) -> int:
     return max(1024, -(-int((data + BLUESTORE_META_MIB) / NEARFULL) // 256) * 256)
 
 
+def osd_size_for(c: CephConfig, images_mib: dict[int, int]) -> int:
+    """ceph.osd_size_mib, or when it is 0 (auto) what the images need, at least AUTO_OSD_MIB."""
+    return c.osd_size_mib or max(AUTO_OSD_MIB, osd_size_needed(c, images_mib))
+
+
 def osd_size_problem(c: CephConfig, images_mib: dict[int, int]) -> str | None:
     """Why ceph.osd_size_mib, when set, is too small for these images (the cluster would fill under
     them), with the numbers and the fix; None when it fits or is 0 (sized from them)."""
@@ -183,7 +192,7 @@ def plan_from_config(cfg, fleet_dir: Path, hosts: list | None = None) -> CephPla
         spread = {"hosts": tuple(h.descriptor() for h in nodes), "addresses": tuple(addresses[h.name] for h in nodes)}
         fleet_dir = nodes[0].fleet_dir(fleet_dir, cfg.fleet.name)
     return CephPlan(name=name, dir=str(fleet_dir / name), nodes=c.nodes, osds_per_node=c.osds_per_node,
-                    osd_size_mib=c.osd_size_mib or osd_size_needed(c, fleet_images(cfg)), replicas=c.replicas, pg_num=c.pg_num, link_mbit=c.link_mbit,
+                    osd_size_mib=osd_size_for(c, fleet_images(cfg)), replicas=c.replicas, pg_num=c.pg_num, link_mbit=c.link_mbit,
                     subnet=c.subnet, cephx=c.cephx, **spread)
 
 

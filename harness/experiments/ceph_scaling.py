@@ -24,7 +24,7 @@ from scipy import stats
 from harness import aggregate
 from harness.analysis import model
 from harness.ceph import local as ceph_local
-from harness.ceph.plan import CephConfig, osd_size_needed, osd_size_problem
+from harness.ceph.plan import CephConfig, osd_size_for, osd_size_problem
 from harness.config import Config
 from harness.console import step
 from harness.environment import accel_label
@@ -95,7 +95,7 @@ class CephScaling:
             "fleet": cfg.fleet.model_copy(update={"name": f"cs-{cfg.fleet.name}"[:20], "vms": c.vms,
                                                   "disk_size_mib": c.size_mib}),
             "disk": cfg.disk.with_backend("rbd"),
-            "ceph": ceph.model_copy(update={"osd_size_mib": ceph.osd_size_mib or osd_size_needed(ceph, images)})})
+            "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)})})
         jobs = self.jobs(cfg)
         blocks = [(k, rate) for k in sorted(set(c.node_counts)) for rate in c.link_mbit]
         ctx.store.update_manifest(planned={"blocks": [f"n{k}-{rate or 'uncapped'}" for k, rate in blocks],

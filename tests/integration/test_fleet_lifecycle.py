@@ -313,7 +313,7 @@ def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set",
                              f"results_dir={tmp_path}", "--runtime", "30"], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 300
     while not list(tmp_path.glob("*/samples.jsonl")):  # first point done, the next one under way
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.5)
@@ -327,8 +327,9 @@ def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert json.loads((run / "run.json").read_text())["status"] == "running"  # never claims completion
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
-    (point,) = {r["point_id"] for r in rows}  # whole points only
-    assert {r["metric"] for r in rows if r["scope"] == "aggregate"} >= {"aggregate_iops", "lat_p99"}
+    for point in {r["point_id"] for r in rows}:   # whole points only (one or two: the kill waits for a pause)
+        assert {r["metric"] for r in rows if r["scope"] == "aggregate" and r["point_id"] == point} >= {
+            "aggregate_iops", "lat_p99"}
     assert not list(run.rglob(".*"))  # no half-written temp files
     listing = harness("runs", "--set", f"results_dir={tmp_path}").stdout
     assert run.name in listing and "died" in listing  # not "running" forever

@@ -31,3 +31,16 @@ def test_a_long_wait_says_what_it_waits_for(monkeypatch):
     monkeypatch.setattr(bounded, "HEARTBEAT_S", 0.05)
     bounded.call(lambda: time.sleep(0.3), "the cluster", 5)
     assert len(said) >= 2 and all("waiting for the cluster" in s and "of at most 5 s" in s for s in said)
+
+
+def test_a_libvirt_call_past_its_bound_is_handled_as_libvirts_own_failure():
+    """Every place that handles a libvirtd gone (a libvirtError) handles one that stopped answering."""
+    import libvirt
+
+    from harness import libvirt_conn
+    never = threading.Event()
+    with pytest.raises(libvirt.libvirtError) as e:
+        bounded.call(never.wait, "create of vtb-x-vm0", 0.1, "why", guest="vtb-x-vm0", error=libvirt_conn.Unanswered)
+    assert e.value.get_error_message() == "create of vtb-x-vm0 did not return within 0.1 s: why"
+    assert isinstance(e.value, bounded.Unanswered) and e.value.guest == "vtb-x-vm0"
+    never.set()
