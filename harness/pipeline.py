@@ -315,6 +315,7 @@ class Pipeline:
             error = str(e)
             if why := cancel.point_aborted():
                 error = f"{why} (the point was stopped: {error})"
+                cancel.point_done()   # what follows (keeping a failed point's files) runs commands again
             recovered, elsewhere = False, False
             if isinstance(e, StorageFault) or why:   # no restart helps a guest whose storage cannot complete I/O
                 self.broken = f"the storage under the fleet says {why or e}"
