@@ -36,7 +36,7 @@ class AccelError(RuntimeError):
 
 def probe_kvm(kernel: str, timeout: float = PROBE_TIMEOUT_S, host: Host = LocalHost()) -> tuple[bool, str]:
     """Boots `kernel` (a path on `host`) under KVM with no root disk. (True, detail) if it reached its panic."""
-    if host.run(["test", "-r", "/dev/kvm", "-a", "-w", "/dev/kvm"], check=False).returncode != 0:
+    if host.run(["test", "-r", "/dev/kvm", "-a", "-w", "/dev/kvm"], check=False, timeout=60).returncode != 0:
         return False, "/dev/kvm is missing or not accessible"
     argv = ["qemu-system-x86_64", "-name", PROBE_NAME, "-accel", "kvm", "-m", "256",  # the CPU model the fleet domains get
             "-nodefaults", "-nographic", "-no-reboot", "-serial", "stdio", "-kernel", str(kernel),
@@ -77,7 +77,7 @@ def choose(setting: str, kernel: Path, cache_dir: Path, host: Host = LocalHost()
     if setting == "tcg":
         return decide(setting, None)
     local = host.name == "local"
-    facts = host.run(["sh", "-c", "qemu-system-x86_64 --version; uname -r"], check=False).stdout
+    facts = host.run(["sh", "-c", "qemu-system-x86_64 --version; uname -r"], check=False, timeout=60).stdout
     ident = kernel.read_bytes() if local else json.dumps(host.descriptor()).encode()
     key = hashlib.sha256(ident + facts).hexdigest()[:16]
     cache = cache_dir / f"accel-{key}.json"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 import typing
 from pathlib import Path
@@ -516,7 +517,9 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except (ConfigError, TestbedError, AgentError, AccelError, RuntimeError, Unanswered, SshError) as e:
+    except (ConfigError, TestbedError, AgentError, AccelError, RuntimeError, Unanswered, SshError,
+            subprocess.SubprocessError) as e:   # a command that failed or passed its bound says which
+
         console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(2)
     except libvirt.libvirtError as e:   # a libvirtd that is not running, or that refused a call

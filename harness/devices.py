@@ -9,6 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
+SHORT_S = 60   # a probe of one device (wipefs, this file run on the device's host)
+
 
 def _sysfs(dev: Path) -> Path:
     return Path("/sys/class/block") / dev.resolve().name
@@ -95,7 +97,7 @@ def refuse_reason(dev: Path, allow_signature: bool = False, wipe_field: str = "w
         return f"cannot open it: {e.strerror}"
     if not allow_signature:
         out = subprocess.run(["wipefs", "--no-act", "--noheadings", "--output", "TYPE", str(dev)],
-                             capture_output=True, text=True).stdout.split()
+                             capture_output=True, text=True, timeout=SHORT_S).stdout.split()
         if out:
             return (f"it carries a {'/'.join(sorted(set(out)))} signature (partition table or filesystem); "
                     f"set {wipe_field}=true only if its data may be destroyed")
@@ -105,5 +107,6 @@ def refuse_reason(dev: Path, allow_signature: bool = False, wipe_field: str = "w
 def refuse_reason_on(host, dev: str, allow_signature: bool = False, wipe_field: str = "wipe") -> str | None:
     """refuse_reason, evaluated on `host` (where the device is)."""
     call = "\nimport sys\nprint(refuse_reason(Path(sys.argv[1]), sys.argv[2] == '1', sys.argv[3]) or '')\n"
-    out = host.run(["python3", "-c", Path(__file__).read_text() + call, dev, str(int(allow_signature)), wipe_field])
+    out = host.run(["python3", "-c", Path(__file__).read_text() + call, dev, str(int(allow_signature)), wipe_field],
+                   timeout=SHORT_S)
     return out.stdout.decode().strip() or None

@@ -56,12 +56,12 @@ def shared_address(cfg, index: int) -> str:
 def _shared_bridge() -> None:
     """The bridge the nested hosts' second NICs join (made once; `down` removes it)."""
     with _bridge_lock:
-        if subprocess.run(["ip", "link", "show", SHARED_BRIDGE], capture_output=True).returncode == 0:
+        if subprocess.run(["ip", "link", "show", SHARED_BRIDGE], capture_output=True, timeout=60).returncode == 0:
             return
         for argv in (["ip", "link", "add", SHARED_BRIDGE, "type", "bridge"],
                      ["ip", "link", "set", SHARED_BRIDGE, "alias", SHARED_ALIAS],
                      ["ip", "link", "set", SHARED_BRIDGE, "up"]):
-            done = subprocess.run(argv, capture_output=True)
+            done = subprocess.run(argv, capture_output=True, timeout=60)
             if done.returncode != 0:
                 raise NestedHostError(f"the nested hosts' shared network: `{' '.join(argv)}` failed: "
                                       f"{done.stderr.decode(errors='replace').strip()}")
@@ -236,7 +236,7 @@ def _find_drives(host: NestedHost, count: int) -> list[str]:
               'echo "${d##*/} $s"; done')
     deadline = time.monotonic() + 30
     while True:
-        out = host.run(["/bin/sh", "-c", script]).stdout.decode()
+        out = host.run(["/bin/sh", "-c", script], timeout=60).stdout.decode()
         by_serial = {s.strip(): f"/dev/{name}" for name, _, s in (l.partition(" ") for l in out.splitlines())}
         found = [by_serial.get(f"{DRIVE_SERIAL}{i}") for i in range(count)]
         if all(found):
@@ -260,7 +260,7 @@ def down(state_dir: Path) -> list[str]:
         pass
     indices = {0} | {int(m.group(1) or 0) for n in names if (m := re.fullmatch(f"{DOMAIN}(\\d*)", n))}
     removed = [r for i in sorted(indices) for r in _down_one(state_dir, i)]
-    if subprocess.run(["ip", "link", "del", SHARED_BRIDGE], capture_output=True).returncode == 0:
+    if subprocess.run(["ip", "link", "del", SHARED_BRIDGE], capture_output=True, timeout=60).returncode == 0:
         removed.append(f"bridge {SHARED_BRIDGE}")
     for path in (state_dir / SSH_HOSTS_CONFIG, state_dir / SSH_FLEET_DIR):
         if path.exists():

@@ -90,11 +90,11 @@ def destroy(host, plan: CephPlan) -> str:
     """Stops the plan's daemons (TERM, then KILL), removes its namespaces, links, bridge and dir."""
     removed = remove(host, plan)
     for k in range(1, 6):
-        if host.run(["ip", "netns", "del", plan.node_name(k)], check=False).returncode == 0:
+        if host.run(["ip", "netns", "del", plan.node_name(k)], check=False, timeout=60).returncode == 0:
             removed.append(f"namespace {plan.node_name(k)}")
-        if host.run(["ip", "link", "del", plan.veth(k)], check=False).returncode == 0:
+        if host.run(["ip", "link", "del", plan.veth(k)], check=False, timeout=60).returncode == 0:
             removed.append(f"link {plan.veth(k)}")
-    if host.run(["ip", "link", "del", plan.bridge], check=False).returncode == 0:
+    if host.run(["ip", "link", "del", plan.bridge], check=False, timeout=60).returncode == 0:
         removed.append(f"bridge {plan.bridge}")
     return f"ceph {plan.name}: removed {', '.join(removed) or 'nothing (already gone)'}"
 

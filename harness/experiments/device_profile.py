@@ -176,7 +176,7 @@ class DeviceProfile:
                 yield None
                 return
             loaded = subprocess.run(["modprobe", "brd", "rd_nr=1", f"rd_size={size >> 10}"], capture_output=True,
-                                    text=True, check=False) if shutil.which("modprobe") else None
+                                    text=True, check=False, timeout=60) if shutil.which("modprobe") else None
             if loaded is None or loaded.returncode != 0:
                 why = loaded.stderr.strip() if loaded is not None else "no modprobe here"
                 warn(f"device brd skipped: this kernel has no brd RAM disk ({why}). Fix: profile tmpfs, "
@@ -186,7 +186,7 @@ class DeviceProfile:
             try:
                 yield {"device": "/dev/ram0"}
             finally:
-                subprocess.run(["rmmod", "brd"], check=False)
+                subprocess.run(["rmmod", "brd"], check=False, timeout=60)
 
     @staticmethod
     def _on_host_device(ctx: RunContext, sweep: Config, name: str) -> dict | None:

@@ -85,7 +85,7 @@ def loop_over_prefilled_file(path: Path, size: int):
     subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M", f"count={size >> 20}", "conv=fsync",
                     "status=none"], check=True)
     dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(path)], capture_output=True,
-                         text=True, check=True).stdout.strip()
+                         text=True, check=True, timeout=60).stdout.strip()
     try:
         yield dev
     finally:

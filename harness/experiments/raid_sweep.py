@@ -83,10 +83,10 @@ class Point:
 def filesystem_support(host, fs: str) -> str | None:
     """None when the host can make and mount `fs`, else what is missing."""
     tool = raid.MKFS[fs][0]
-    if host.run(["sh", "-c", f"command -v {tool}"], check=False).returncode != 0:
+    if host.run(["sh", "-c", f"command -v {tool}"], check=False, timeout=60).returncode != 0:
         return f"{tool} is not installed on the {host.name} host"
     probe = f"grep -qw {fs} /proc/filesystems || modprobe -q {fs} && grep -qw {fs} /proc/filesystems"
-    if host.run(["sh", "-c", probe], check=False).returncode != 0:
+    if host.run(["sh", "-c", probe], check=False, timeout=60).returncode != 0:
         return f"the {host.name} host's kernel has no {fs} support"
     return None
 
