@@ -71,7 +71,7 @@ def testbed_up(config_path, overrides) -> None:
     try:
         tb.up()
     except TestbedError:
-        rebuilt = nested_host.rebuilt_after_loss(cfg, host, tb.host_not_answering())
+        rebuilt = nested_host.rebuilt_after_loss(cfg, host, tb.host_not_answering)
         if rebuilt is None:
             raise
         Testbed(cfg, rebuilt).up()

@@ -14,6 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
+from typing import Callable
 
 import libvirt
 
@@ -209,21 +210,21 @@ def rebuild(cfg) -> NestedHost:
     return up(cfg)
 
 
-def rebuilt_after_loss(cfg, host: Host, lost: str | None) -> NestedHost | None:
-    """After a failed bring-up on `host`: when it is a nested host that stopped answering (`lost`
-    says how; its L1 hung as an L2 started), the host rebuilt, for the caller to provision again.
-    None for any other failure, which stands."""
-    if not lost or host.descriptor()["kind"] != "nested":
+def rebuilt_after_loss(cfg, host: Host, why_lost: Callable[[], str | None]) -> NestedHost | None:
+    """After a failed bring-up on `host`: when it is a nested host that stopped answering (`why_lost()`
+    says how, asked only of a nested host; its L1 hung as an L2 started), the host rebuilt, for the
+    caller to provision again. None for any other failure, which stands."""
+    if host.descriptor()["kind"] != "nested" or not (lost := why_lost()):
         return None
     warn(f"the nested host stopped answering during the bring-up ({lost}); rebuilding it and provisioning again")
     return rebuild(cfg)
 
 
-def removed_after_loss(host: Host, lost: str | None) -> list[str] | None:
-    """After a failed teardown on `host`: when it is a nested host that stopped answering (`lost`
-    says how), the host removed, and the fleet in it with it (nothing of it lives outside the L1),
-    and what went. None for any other failure, which stands."""
-    if not lost or host.descriptor()["kind"] != "nested":
+def removed_after_loss(host: Host, why_lost: Callable[[], str | None]) -> list[str] | None:
+    """After a failed teardown on `host`: when it is a nested host that stopped answering (`why_lost()`
+    says how, asked only of a nested host), the host removed, and the fleet in it with it (nothing
+    of it lives outside the L1), and what went. None for any other failure, which stands."""
+    if host.descriptor()["kind"] != "nested" or not (lost := why_lost()):
         return None
     warn(f"the nested host stopped answering during the teardown ({lost}); removing it, and the fleet in it "
          "with it (the next run boots a new one)")

@@ -494,7 +494,7 @@ class Testbed:
                 self._terraform("destroy", "-auto-approve", "-input=false", "-no-color", *self._state_args(),
                                 check=False)
             except TestbedError:
-                gone = nested_host.removed_after_loss(self.host, self.host_not_answering())
+                gone = nested_host.removed_after_loss(self.host, self.host_not_answering)
                 if gone is None:
                     raise
                 removed = gone

@@ -198,7 +198,7 @@ class RaidSweep:
     def _rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
         """After a failed bring-up: a nested host that stopped answering (its L1 hung as an L2 started)
         is rebuilt, and the run goes on on the new one (True). Any other failure stands (False)."""
-        rebuilt = nested_host.rebuilt_after_loss(ctx.cfg, ctx.host, tb.host_not_answering())
+        rebuilt = nested_host.rebuilt_after_loss(ctx.cfg, ctx.host, tb.host_not_answering)
         if rebuilt is None:
             return False
         ctx.host = rebuilt
