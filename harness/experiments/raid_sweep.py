@@ -17,6 +17,7 @@ from pydantic import Field
 from rich.table import Table
 
 from harness import nested_host, raid
+from harness.agent import AgentError
 from harness.analysis import raid_model
 from harness.config import Config
 from harness.console import step, warn
@@ -170,7 +171,7 @@ class RaidSweep:
                 tb = testbed_for(s)
                 try:
                     record = tb.up()
-                except TestbedError:
+                except (TestbedError, AgentError):   # a hung L1 shows as either (Terraform, or its agent)
                     if not self._rebuilt_lost_host(ctx, pipeline, tb):
                         raise
                     tb = testbed_for(s)
