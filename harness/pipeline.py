@@ -511,7 +511,7 @@ class Pipeline:
                     agent.wait_ready(RESTART_READY_S)
                 notes.append(f"{name} restarted")
                 restarted = True
-            except (libvirt.libvirtError, AgentError, bounded.Unanswered) as e:
+            except (libvirt.libvirtError, AgentError) as e:
                 notes.append(f"{name}: could not be restarted ({e})")
                 self.broken = f"{name} stopped answering and could not be restarted ({e})"
                 lost = True
