@@ -12,6 +12,10 @@ class Cancelled(RuntimeError):
     """A node's command was stopped because the run is being stopped."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI timeout, `kill`): stops the run like Ctrl-C, and exits with 143, not 130."""
+
+
 _why: list[str] = []
 
 

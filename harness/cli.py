@@ -39,9 +39,14 @@ def load(config_path, overrides):
     return settings.load(config_path, list(overrides))
 
 
+DEBUG: list[bool] = []   # set by --debug: an unexpected error shows its traceback
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error (a vtb bug).")
+def cli(debug: bool) -> None:
     """QEMU/KVM virtualized-storage testbed: VM disks against bare metal, measured for real."""
+    DEBUG[:] = [debug]
 
 
 @cli.group()
@@ -508,12 +513,13 @@ def main() -> None:
     from harness.agent import AgentError
     from harness.accel import AccelError
     from harness.bounded import Unanswered
+    from harness.cancel import Terminated
     from harness.hosts.ssh import SshError
     from harness.testbed import TestbedError
     try:
         cli(standalone_mode=False)
-    except click.exceptions.Abort:
-        sys.exit(130)
+    except click.exceptions.Abort as e:   # click turns Ctrl-C (and the runner's SIGTERM) into Abort
+        sys.exit(143 if isinstance(e.__cause__, Terminated) else 130)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
@@ -529,3 +535,10 @@ def main() -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as e:   # a bug: one line that says so, the traceback only when asked for
+        if any(DEBUG):
+            raise
+        console.print(f"[red]error:[/red] unexpected {type(e).__name__}: {escape(str(e))}. This is a vtb bug: "
+                      "run the command again with `harness --debug ...` for the traceback, and report it",
+                      markup=True, highlight=False, soft_wrap=True)
+        sys.exit(1)

@@ -28,13 +28,14 @@ DAEMONS = ("qemu-system", "qemu-storage-daemon", "vhost", "mariadbd", "ceph-mon"
 def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[int, str]]:
     """QEMUs, storage daemons (SPDK's `vhost` names its fleet's run dir), database servers (a host
     slot's, see mysql) and Ceph daemons (their conf is in a folder named for the cluster) on the
-    host whose command line carries the prefix."""
+    host whose command line carries the prefix, run by root (as vtb runs them: another user's
+    process is never vtb's, whatever its name)."""
     found = []
-    out = host.run(["ps", "-ww", "-eo", "pid=,args="], timeout=30, check=False).stdout.decode(errors="replace")
+    out = host.run(["ps", "-ww", "-eo", "pid=,uid=,args="], timeout=30, check=False).stdout.decode(errors="replace")
     for line in out.splitlines():
-        pid, _, args = line.strip().partition(" ")
+        pid, uid, args = (line.split(None, 2) + ["", ""])[:3]
         exe = os.path.basename(args.split(" ", 1)[0])
-        if exe.startswith(DAEMONS) and prefix in args and not _kept(args, keep):
+        if uid == "0" and exe.startswith(DAEMONS) and prefix in args and not _kept(args, keep):
             found.append((int(pid), exe))
     return found
 
@@ -223,8 +224,8 @@ def _remote_ceph_dirs(host: Host, remote_dir: str, prefix: str, keep: tuple[str,
     script = 'for c in "$1"/*/"$2"*-ceph/ceph.conf; do [ -f "$c" ] && echo "${c%/ceph.conf}"; done; true'
     out = host.run(["sh", "-c", script, "-", remote_dir, prefix], timeout=60, check=False).stdout.decode(errors="replace")
     removed = []
-    for d in out.split():
-        if not Path(d).name.startswith(keep) and \
+    for d in out.splitlines():   # one folder a line: a state_dir may hold spaces
+        if d and not Path(d).name.startswith(keep) and \
                 host.run(["rm", "-rf", "--one-file-system", d], timeout=120, check=False).returncode == 0:
             removed.append(f"ceph files {d}")
     return removed

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from harness import accel, environment, hosts, nested_host, paths, settings
 from harness.cluster import Cluster
-from harness.cancel import CANCEL
+from harness.cancel import CANCEL, Terminated
 from harness.config import Config
 from harness.console import step, warn
 from harness.experiments import RunContext, registry
@@ -19,8 +19,8 @@ from harness.store import RunStore, new_run_id, owner
 from harness.testbed import Testbed
 
 
-def _interrupt(signum, _frame):
-    raise KeyboardInterrupt(f"signal {signum}")
+def _terminate(signum, _frame):
+    raise Terminated(f"signal {signum}")
 
 
 def grown(cfg: Config, need: int) -> Config:
@@ -35,7 +35,7 @@ def grown(cfg: Config, need: int) -> Config:
 
 
 def run(cfg: Config, experiment_name: str) -> RunContext:
-    signal.signal(signal.SIGTERM, _interrupt)  # a CI timeout or `kill` ends the run like Ctrl-C
+    signal.signal(signal.SIGTERM, _terminate)  # a CI timeout or `kill` ends the run like Ctrl-C
     experiment = registry()[experiment_name]
     if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):
         raise settings.ConfigError(why)
@@ -83,16 +83,28 @@ def run(cfg: Config, experiment_name: str) -> RunContext:
             experiment.run(ctx)
         failed = [s for s in store.samples if s.status != "ok"]
         status = "completed" if not failed else "completed-with-failures"
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:   # raised again below, so that the exit status says so (130, or 143)
         CANCEL.set()
         status = "interrupted"
         warn("interrupted: keeping the points measured so far")
+        raise
     except Exception as e:
         status = "failed"
         store.update_manifest(error=str(e))
         raise
     finally:
         store.update_manifest(status=status, finished=time.time())
-        experiment.summarize(ctx)
+        _summarize(experiment, ctx, replaces_nothing=status in ("completed", "completed-with-failures"))
         step(f"results: {store.dir} ({status})")
     return ctx
+
+
+def _summarize(experiment, ctx: RunContext, replaces_nothing: bool) -> None:
+    """The run's summary. When the run itself failed or was stopped, a summary that fails too is
+    only reported: the run's own error is the one the user sees."""
+    try:
+        experiment.summarize(ctx)
+    except Exception as e:
+        if replaces_nothing:
+            raise
+        warn(f"the summary failed as well ({type(e).__name__}: {e}); the samples are kept in {ctx.store.dir}")

@@ -7,7 +7,9 @@ timeout or Ctrl-C here stops the whole remote process tree (SIGTERM, then SIGKIL
 local ssh client."""
 from __future__ import annotations
 
+import os
 import shlex
+import stat
 import subprocess
 import time
 import uuid
@@ -27,6 +29,21 @@ LOCAL = LocalHost()
 # What ssh itself prints when it cannot run the command (exit 255 is also a remote command's own)
 SSH_FAILURES = (b"ssh: ", b"Permission denied", b"Host key verification failed", b"Connection closed",
                 b"Connection refused", b"Connection timed out", b"No route to host")
+
+
+def control_dir() -> Path:
+    """The private folder of ssh's control sockets. Whoever makes the socket at a shared path (such
+    as /tmp) first receives every command and its input (a Ceph keyring among them) and can forge
+    the replies, so it is this user's own, mode 0700, and checked before each use."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or ("/run" if os.geteuid() == 0 else str(Path.home() / ".cache"))
+    folder = Path(base) / "vtb-ssh"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = folder.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise SshError(f"{folder}, the folder of ssh's control sockets, is not private to this user (owner uid "
+                       f"{st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}): another user could read and forge "
+                       f"what vtb sends to its hosts. Fix: remove {folder} (vtb makes it again, mode 0700)")
+    return folder
 
 
 @dataclass(frozen=True)
@@ -68,7 +85,7 @@ class SshHost:
     def ssh_options(self) -> list[str]:
         opts = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
                 "-o", f"ServerAliveInterval={ALIVE_INTERVAL_S}", "-o", f"ServerAliveCountMax={ALIVE_COUNT}",
-                "-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/vtb-ssh-%C", "-o", f"ControlPersist={CONTROL_PERSIST_S}",
+                "-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir()}/%C", "-o", f"ControlPersist={CONTROL_PERSIST_S}",
                 "-p", str(self.port), "-l", self.user]
         if self.identity:
             opts += ["-i", self.identity, "-o", "IdentitiesOnly=yes"]

@@ -309,6 +309,29 @@ def test_vm_scaling_with_another_backend_reprovisions(fleet, tmp_path):
     assert {r["vm"] for r in rows if r["env"] == "virtual" and r["scope"] == "vm"} == {"vtb-ci-vm0", "vtb-ci-vm1"}
 
 
+def test_ctrl_c_and_sigterm_stop_a_run_and_its_exit_status_says_so(fleet, tmp_path):
+    """A script or a CI job tells a stopped run from a finished one: 130 on Ctrl-C, 143 on SIGTERM,
+    the run recorded as interrupted, no traceback, and the fleet running again."""
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        results = tmp_path / sig.name
+        proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set", f"results_dir={results}",
+                                 "--vm-counts", "1", "--runtime", "30"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+        deadline = time.monotonic() + 300
+        while not list(results.glob("*/run.json")):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.5)
+        time.sleep(5)   # into the first point
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=180)
+        print(out)
+        assert proc.returncode == code, out
+        assert "Traceback" not in out and "interrupted: keeping the points measured so far" in out
+        (run,) = [p for p in results.iterdir() if p.is_dir()]
+        assert json.loads((run / "run.json").read_text())["status"] == "interrupted"
+        assert paused_domains() == []
+
+
 def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set",
                              f"results_dir={tmp_path}", "--runtime", "30"], start_new_session=True,

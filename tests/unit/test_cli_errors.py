@@ -91,3 +91,10 @@ time.sleep(8)
     out = subprocess.run([str(script), "2"], capture_output=True, text=True, timeout=60)
     holder.kill()
     assert out.returncode == 1 and "still held" in out.stderr
+
+
+def test_a_config_that_is_a_directory_is_one_error_line_not_a_traceback():
+    out = harness("testbed", "up", "--config", "/etc")
+    assert out.returncode == 2 and "Traceback" not in out.stderr + out.stdout
+    assert out.stdout.strip() == "error: config file /etc cannot be read: Is a directory. Fix: pass a readable TOML " \
+                                 "file to --config"

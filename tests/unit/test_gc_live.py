@@ -1,9 +1,14 @@
 """`harness gc` without --all keeps what live state owns: fleets with state, the nested host; a
 SIGKILLed run's sweep fleet (its owner process gone) is not live."""
 import json
+import os
 import subprocess
+import time
+
+import pytest
 
 from harness import gc
+from harness.hosts import LocalHost
 from harness.store import owner
 
 
@@ -85,3 +90,37 @@ def test_a_fleets_pool_goes_with_its_prefix_and_a_live_fleets_pool_stays():
     pools = {n: FakePool(n) for n in ("vtb-sw-ci", "vtb-sw-cix")}
     gc._pools(conn, "vtb-sw-ci-")            # a fleet's own teardown: its pool, not a longer name's
     assert [n for n, p in pools.items() if p.gone] == ["vtb-sw-ci"]
+
+
+def _named_process(name: str, arg: str, as_user: str | None = None) -> subprocess.Popen:
+    """A real process whose command line reads `name ... arg` (a shell waiting, under another argv[0])."""
+    drop = ["setpriv", f"--reuid={as_user.split(':')[0]}", f"--regid={as_user.split(':')[1]}", "--clear-groups"] if as_user else []
+    return subprocess.Popen([*drop, "bash", "-c", f"exec -a {name} /bin/sh -c 'sleep 60; :' {arg}"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs a process as another user")
+def test_another_users_process_named_like_a_qemu_with_vtb_in_its_arguments_survives_gc():
+    """Another user's `qemu-system-x86_64 ... /home/u/vtb-gct-disk.img` is not vtb's, whatever its
+    name; root's (as vtb runs its QEMUs) is."""
+    theirs = _named_process("qemu-system-x86_64", "/home/u/vtb-gct-disk.img", as_user="nobody:nogroup")
+    ours = _named_process("qemu-system-x86_64", "/var/tmp/vtb-gct-disk.img")
+    try:
+        time.sleep(0.5)   # both exec'd
+        found = [pid for pid, _ in gc._processes(LocalHost(), "vtb-gct-")]
+        assert ours.pid in found and theirs.pid not in found
+    finally:
+        for p in (theirs, ours):
+            p.kill()
+            p.wait()
+
+
+def test_a_state_dir_with_a_space_is_removed_whole_and_nothing_beside_it(tmp_path):
+    """A remote Ceph folder under `state_dir = "/srv/my data"` is one path, not "/srv/my" and "data/..."."""
+    cluster = tmp_path / "my data" / "default" / "vtb-gct-ceph"
+    cluster.mkdir(parents=True)
+    (cluster / "ceph.conf").write_text("[global]\n")
+    (tmp_path / "my").mkdir()
+    (tmp_path / "my" / "keep").write_text("not vtb's")
+    removed = gc._remote_ceph_dirs(LocalHost(), str(tmp_path / "my data"), "vtb-gct")
+    assert removed == [f"ceph files {cluster}"]
+    assert not cluster.exists() and (tmp_path / "my" / "keep").read_text() == "not vtb's"
