@@ -12,7 +12,7 @@ from pydantic import Field, ValidationError, create_model, field_validator, mode
 
 from harness import backends, paths
 from harness.ceph.plan import CephConfig, hosts_mode_problem
-from harness.schema import FIX, ChunkKib, ConfigError, Filesystem, RaidLevel, Section
+from harness.schema import FIX, ChunkKib, ConfigError, Filesystem, RaidLevel, Section, StatePath
 
 __all__ = ["Config", "ConfigError", "DiskConfig", "FleetConfig", "RaidConfig", "RemoteHostConfig", "RepeatConfig",
            "SettleConfig"]
@@ -157,7 +157,8 @@ class RemoteHostConfig(Section):
     known_hosts: Path | None = Field(None, description="a known_hosts file with its host key (unset = "
                                                        "~/.ssh/known_hosts); the key is checked, never accepted blindly",
                                      json_schema_extra={FIX: "name an existing known_hosts file, or unset it"})
-    state_dir: Path = Field(Path("/var/tmp/vtb"), description="where fleets keep their pools and consoles on it")
+    state_dir: StatePath = Field(Path("/var/tmp/vtb"), description="where fleets keep their pools and consoles on it",
+                                 json_schema_extra={FIX: "choose another folder, e.g. /var/tmp/vtb"})
     devices: list[str] = Field(min_length=1, description="block devices on it the harness may use (its allowlist); "
                                "the fleet's data disks are carved from the first",
                                json_schema_extra={FIX: "list at least one device, e.g. devices=[\"/dev/nvme1n1\"]"})
@@ -231,7 +232,8 @@ class RaidConfig(Section):
 
 
 class Config(Section):
-    state_dir: Path = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks")
+    state_dir: StatePath = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks",
+                                 json_schema_extra={FIX: f"choose another folder, e.g. {paths.DEFAULT_STATE_DIR}"})
     results_dir: Path = Field(paths.DEFAULT_RESULTS_DIR, description="where runs are written")
     host: HostConfig = HostConfig()
     hosts: list[RemoteHostConfig] = Field([], description="remote hosts the fleet spans ([[hosts]] tables); "

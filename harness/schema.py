@@ -4,6 +4,7 @@ plugin can declare its settings without pulling the rest in."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -43,6 +44,17 @@ def bs_bytes(bs: str) -> int:
     if not m:
         raise ValueError(f"block size {bs!r}")
     return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
+
+
+def _state_path(path: Path) -> Path:
+    if not path.is_absolute() or not re.fullmatch(r"[A-Za-z0-9._/@+= -]+", str(path)):
+        raise ValueError("must be an absolute path of letters, digits, spaces and ._/@+=- "
+                         "(it reaches shell commands, Terraform and libvirt XML on every host)")
+    return path
+
+
+# A folder vtb makes and keeps state in: absolute, and no character a shell or XML reads as syntax.
+StatePath = Annotated[Path, AfterValidator(_state_path)]
 
 
 PositiveInts = Annotated[list[int], each(lambda n: n >= 1, "every value must be >= 1")]

@@ -42,6 +42,8 @@ def field_at(keys: list[str] | tuple[str, ...]) -> Any:
             return None
         info = fields[part]
         current = info.annotation
+        if typing.get_origin(current) is list:   # [[hosts]]: the fields of its entries
+            current = typing.get_args(current)[0]
     return info
 
 

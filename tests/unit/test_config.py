@@ -1,3 +1,4 @@
+import json
 import subprocess
 from pathlib import Path
 
@@ -117,3 +118,17 @@ def test_with_backend_keeps_only_options_it_takes():
 def test_sweep_sections_check_backend_names(section):
     with pytest.raises(ConfigError, match=f"{section}.backends: unknown backend 'nvmx'"):
         load(f'{section}.backends=["nvmx"]')
+
+
+@pytest.mark.parametrize("key", ["state_dir", "hosts"])
+@pytest.mark.parametrize("bad", ["/srv/it's", "/srv/$(reboot)", "relative/dir", '/srv/a"b', "/srv/{x}"])
+def test_a_state_dir_a_shell_or_xml_would_read_as_syntax_is_refused_naming_the_field(key, bad):
+    """state_dir reaches shell commands, Terraform and libvirt XML, here and on every [[hosts]] entry."""
+    override = (f"state_dir={bad}" if key == "state_dir" else
+                f'hosts=[{{"name": "h", "ssh": "root@192.0.2.1", "devices": ["/dev/sdb"], "state_dir": {json.dumps(bad)}}}]')
+    with pytest.raises(ConfigError, match=rf"{key}.*absolute path of letters.*Fix: choose another folder"):
+        settings.load(None, [override])
+
+
+def test_a_state_dir_with_spaces_is_fine():
+    assert settings.load(None, ["state_dir=/srv/my data"]).state_dir == Path("/srv/my data")

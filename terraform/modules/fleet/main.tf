@@ -94,8 +94,10 @@ resource "libvirt_domain" "vm" {
     xslt = templatefile("${path.module}/domain.xsl.tftpl", {
       devices_xml = var.backend.vms[count.index].devices_xml
       domain_xml  = var.backend.vms[count.index].domain_xml
-      console     = "${var.console_dir}/${var.backend.vms[count.index].name}.log"
-      device      = var.device_ready
+      # an XML attribute (escaped, braces doubled: they are AVT syntax in XSLT) and an XML comment
+      console = replace(replace(replace(replace(replace("${var.console_dir}/${var.backend.vms[count.index].name}.log",
+      "&", "&amp;"), "<", "&lt;"), "\"", "&quot;"), "{", "{{"), "}", "}}")
+      device = replace(var.device_ready, "--", "- -")
     })
   }
 

@@ -81,7 +81,9 @@ resource "terraform_data" "prefill" {
   count            = var.device_bytes > 0 ? 1 : 0
   triggers_replace = [libvirt_volume.device[0].id]
   provisioner "local-exec" {
-    command = "dd if=/dev/urandom of='${libvirt_volume.device[0].id}' bs=1M count=${ceil(var.device_bytes / 1048576)} conv=notrunc,fsync status=none"
+    # The path goes through the environment, never into the shell's text: a state_dir may hold quotes.
+    command     = "dd if=/dev/urandom of=\"$VTB_DEVICE\" bs=1M count=${ceil(var.device_bytes / 1048576)} conv=notrunc,fsync status=none"
+    environment = { VTB_DEVICE = libvirt_volume.device[0].id }
   }
 }
 
