@@ -72,7 +72,7 @@ def remote(entry) -> Host:
 
 
 class HostsNotAnswering(RuntimeError):
-    """[[hosts]] that do not answer: nothing was done on any host."""
+    """[[hosts]] that do not answer, or whose state dir is not safe: nothing was done on any host."""
 
 
 def check_answering(cfg) -> None:
@@ -82,7 +82,7 @@ def check_answering(cfg) -> None:
         return
     entries = [remote(h) for h in cfg.hosts]
     with ThreadPoolExecutor(len(entries)) as pool:
-        reasons = [r for r in pool.map(lambda h: h.unanswered(), entries) if r]
+        reasons = [r for r in pool.map(lambda h: h.unanswered() or h.unsafe_state_dir(), entries) if r]
     if reasons:
         raise HostsNotAnswering("\n".join(reasons))
 
