@@ -95,10 +95,18 @@ def refuse_reason(dev: Path, allow_signature: bool = False, wipe_field: str = "w
         if e.errno == errno.EBUSY:
             return "it is in use (opened exclusively by the kernel or another program)"
         return f"cannot open it: {e.strerror}"
-    if not allow_signature:
-        out = subprocess.run(["wipefs", "--no-act", "--noheadings", "--output", "TYPE", str(dev)],
-                             capture_output=True, text=True, timeout=SHORT_S).stdout.split()
-        if out:
+    if not allow_signature:   # a probe that fails is a refusal: its empty output is not "no signature"
+        try:
+            probe = subprocess.run(["wipefs", "--no-act", "--noheadings", "--output", "TYPE", str(dev)],
+                                   capture_output=True, text=True, timeout=SHORT_S)
+        except FileNotFoundError:
+            return "wipefs is not installed here, so its signatures cannot be checked; install util-linux"
+        except subprocess.TimeoutExpired:
+            return f"wipefs did not read its signatures within {SHORT_S} s; check the device's health"
+        if probe.returncode != 0:
+            return (f"wipefs could not read its signatures ({probe.stderr.strip() or f'exit status {probe.returncode}'})"
+                    "; a device that cannot be checked is not used")
+        if out := probe.stdout.split():
             return (f"it carries a {'/'.join(sorted(set(out)))} signature (partition table or filesystem); "
                     f"set {wipe_field}=true only if its data may be destroyed")
     return None

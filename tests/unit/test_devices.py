@@ -93,3 +93,10 @@ def test_checks_run_on_the_host_that_holds_the_device(loop):
     assert refuse_reason_on(LocalHost(), str(dev)) is None
     subprocess.run(["mkfs.ext4", "-q", str(dev)], check=True)
     assert "ext4 signature" in refuse_reason_on(LocalHost(), str(dev))
+
+
+def test_a_signature_probe_that_cannot_run_is_a_refusal_not_a_blank_device(loop, monkeypatch):
+    dev, _ = loop
+    monkeypatch.setenv("PATH", "/nonexistent")   # no wipefs: nothing was checked
+    assert refuse_reason(dev) == "wipefs is not installed here, so its signatures cannot be checked; install util-linux"
+    assert refuse_reason(dev, allow_signature=True) is None   # wiping allowed: no probe needed
