@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from harness import accel, environment, hosts, nested_host, paths, settings
 from harness.cluster import Cluster
 from harness.cancel import CANCEL, Terminated
-from harness.config import Config
+from harness.config import Config, validation_context
 from harness.console import step, warn
 from harness.experiments import RunContext, registry
 from harness.progress import RunProgress
@@ -28,7 +28,7 @@ def grown(cfg: Config, need: int) -> Config:
     data = cfg.model_dump(mode="json", exclude_unset=True)
     data.setdefault("fleet", {})["vms"] = need
     try:
-        return type(cfg).model_validate(data)
+        return type(cfg).model_validate(data, context=validation_context(data))
     except ValidationError as e:
         raise settings.ConfigError(settings.describe(e) + f"\n  (the fleet was being grown to {need} VMs "
                                      "for the experiment's largest VM count; lower that count instead)") from None

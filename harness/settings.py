@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError, create_model
 
-from harness.config import Config
+from harness.config import Config, validation_context
 from harness.schema import FIX, ConfigError
 
 __all__ = ["ConfigError", "describe", "field_at", "load", "model", "parse_override", "typed_value"]
@@ -145,6 +145,6 @@ def load(path: Path | None = None, overrides: list[str] = (),
     if "VTB_STATE_DIR" in os.environ:
         data.setdefault("state_dir", os.environ["VTB_STATE_DIR"])
     try:
-        return model().model_validate(data)
+        return model().model_validate(data, context=validation_context(data))
     except ValidationError as e:
         raise ConfigError(describe(e)) from None

@@ -274,6 +274,8 @@ class Testbed:
             raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
         if self.on_ceph and self.ceph is None and (reason := ceph_existing.access_problem(self.host, self.cfg.ceph)):
             raise TestbedError(f"ceph (existing): {reason}")
+        if (f := self.cfg.fleet.device) is not None and self.host.descriptor()["kind"] != "local":
+            self._user_device_gate(str(f))   # on this machine, loading the config checked it
         if plan.device.kind == "block" and self.host.name != "local" and self.raid is None:
             have = int(self.host.run(["blockdev", "--getsize64", plan.device.path], timeout=60).stdout or 0)
             need = len(plan.vms) * (self.cfg.fleet.disk_size_mib << 20)
@@ -285,6 +287,16 @@ class Testbed:
             if reason := refuse_reason_on(self.host, plan.device.path, wipe_field="its own data"):
                 raise TestbedError(f"{self.host.label}: device {plan.device.path} refused: {reason}")
         return backend, plan
+
+    def _user_device_gate(self, device: str) -> None:
+        """fleet.device on a nested or [[hosts]] host, checked there just before use: on that host's
+        allowlist (its devices, or a nested host's drives) and free there."""
+        if self.host.drives and device not in self.host.drives:
+            raise TestbedError(f"{self.host.label}: fleet.device {device} is not one of the devices vtb may use there "
+                               f"({', '.join(self.host.drives)}). Fix: choose one of them, or add it to that "
+                               "host's devices only if its data may be destroyed")
+        if reason := refuse_reason_on(self.host, device, allow_signature=self.cfg.fleet.wipe, wipe_field="fleet.wipe"):
+            raise TestbedError(f"{self.host.label}: fleet.device {device} refused: {reason}")
 
     def _fit_to_drive(self) -> None:
         """A fleet on its host's own drive (a nested host's are small) whose disk size the user left

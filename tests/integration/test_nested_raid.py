@@ -109,6 +109,16 @@ def test_every_refusal_names_the_device_and_the_reason(host):
     assert host.run(["wipefs", "--no-act", "--noheadings", d[1]]).stdout.strip() == b""  # superblock zeroed
     with pytest.raises(raid.RaidError, match="system disk"):
         raid.create(host, plan(host, members=["/dev/vda", d[0]], allow=[*d, "/dev/vda"]))
+    # fleet.device is checked in the nested host, where the fleet would use it, before anything is made
+    out = harness("testbed", "up", "--set", "fleet.device=/dev/vda", check=False)
+    assert out.returncode == 2 and "fleet.device /dev/vda is not one of the devices vtb may use there" in out.stdout
+    host.run(["mkfs.ext4", "-q", "-F", d[0]])
+    try:
+        out = harness("testbed", "up", "--set", f"fleet.device={d[0]}", check=False)
+        assert out.returncode == 2 and f"fleet.device {d[0]} refused: it carries a ext4 signature" in out.stdout
+        assert "set fleet.wipe=true only if its data may be destroyed" in out.stdout
+    finally:
+        host.run(["wipefs", "-a", "-q", d[0]])
 
 
 def test_gc_reaches_into_the_nested_host(host):

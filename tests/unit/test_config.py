@@ -132,3 +132,13 @@ def test_a_state_dir_a_shell_or_xml_would_read_as_syntax_is_refused_naming_the_f
 
 def test_a_state_dir_with_spaces_is_fine():
     assert settings.load(None, ["state_dir=/srv/my data"]).state_dir == Path("/srv/my data")
+
+
+def test_fleet_device_is_checked_on_this_machine_only_when_the_fleet_is_here():
+    """A disk named for a nested or [[hosts]] host is that host's: this machine's disk of the same
+    name says nothing about it (the testbed checks it there, before use)."""
+    with pytest.raises(ConfigError, match="fleet.device: /dev/vtb-no-such-disk does not exist"):
+        settings.load(None, ["fleet.device=/dev/vtb-no-such-disk"])
+    assert settings.load(None, ["fleet.device=/dev/vtb-no-such-disk", "host.kind=nested"]).fleet.device
+    hosts = 'hosts=[{"name": "h", "ssh": "root@192.0.2.1", "devices": ["/dev/vtb-no-such-disk"]}]'
+    assert settings.load(None, ["fleet.device=/dev/vtb-no-such-disk", hosts]).fleet.device
