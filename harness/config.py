@@ -26,7 +26,9 @@ def checked_here(info: ValidationInfo) -> bool:
 
 def validation_context(data: dict) -> dict:
     """What the config's validators need to know of the raw config (see checked_here)."""
-    return {"fleet_here": not data.get("hosts") and (data.get("host") or {}).get("kind", "local") == "local"}
+    host = data.get("host")
+    kind = host.get("kind", "local") if isinstance(host, dict) else "local"   # a malformed one: its own error
+    return {"fleet_here": not data.get("hosts") and kind == "local"}
 
 
 class FleetConfig(Section):
