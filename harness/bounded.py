@@ -13,6 +13,13 @@ from harness.console import step
 
 ANNOUNCE_AFTER_S = 10      # a wait longer than this says what it waits for ...
 HEARTBEAT_S = 30           # ... and again this often while it lasts
+SLOWEST_WRITE_MIB_S = 5    # a bound on writing fresh data assumes no slower a disk than this (shared, noisy)
+
+
+def write_bound_s(nbytes: int) -> float:
+    """A bound for writing `nbytes` of prefill (dd from /dev/urandom): a minute, plus the bytes at
+    the slowest disk vtb expects."""
+    return 60 + nbytes / (SLOWEST_WRITE_MIB_S << 20)
 
 T = TypeVar("T")
 

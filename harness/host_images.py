@@ -86,7 +86,7 @@ def _upload(conn: libvirt.virConnect, pool: libvirt.virStoragePool, name: str, l
     capacity = size
     if fmt == "qcow2":
         info = subprocess.run(["qemu-img", "info", "--output=json", str(local)], capture_output=True, text=True,
-                              check=True)
+                              check=True, timeout=60)
         capacity = json.loads(info.stdout)["virtual-size"]
     vol = pool.createXML(f"<volume><name>{escape(name)}</name><capacity>{capacity}</capacity>"
                          f"<target><format type='{fmt}'/></target></volume>", 0)

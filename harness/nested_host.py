@@ -20,6 +20,7 @@ import libvirt
 
 from harness import accel, paths
 from harness.agent import AgentError, GuestAgent
+from harness.bounded import heartbeat, write_bound_s
 from harness.console import step, warn
 from harness.hosts import Host, LocalHost
 from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, LIBVIRTD_PORT, SSH_PORT,
@@ -29,6 +30,7 @@ from harness.libvirt_xml import attr, qemu_commandline, qemu_opt
 from harness.store import write_atomic
 
 BOOT_TIMEOUT_S = 240
+IMAGE_BUILD_S = 3600   # the nested host's image from nothing: packages fetched and installed (minutes)
 SHARED_BRIDGE = f"{DOMAIN}-br"           # the network the nested hosts share: a bridge here, no address on it
 SHARED_ALIAS = f"{DOMAIN}-shared"        # gc keeps it while a nested host's record is live (prefix vtb-nested)
 SHARED_PCI_SLOT = 0x1e                   # vtb-host-init finds the NIC by it
@@ -141,19 +143,22 @@ def up(cfg, index: int = 0) -> NestedHost:
         _down_one(cfg.state_dir, index)
     # The image of the current recipe (cached by its hash: instant when built; a few minutes once
     # after the recipe changed, so a pulled change never boots a stale host).
-    if subprocess.run([str(paths.REPO / "images" / "build.sh"), "host"]).returncode != 0:
+    with heartbeat("the nested host image (images/build.sh host)", IMAGE_BUILD_S):
+        built = subprocess.run([str(paths.REPO / "images" / "build.sh"), "host"], timeout=IMAGE_BUILD_S).returncode
+    if built != 0:
         raise NestedHostError("building the nested host image failed (see the output above). "
                               "Fix: run `images/build.sh host` and read its error")
     n = cfg.nested
     t0 = time.monotonic()
     (state_dir / "drives").mkdir(parents=True, exist_ok=True)
     subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
-                    str((HOST_IMAGE_DIR / "rootfs.qcow2").resolve()), str(state_dir / "root.qcow2")], check=True)
+                    str((HOST_IMAGE_DIR / "rootfs.qcow2").resolve()), str(state_dir / "root.qcow2")], check=True,
+                   timeout=60)
     step(f"nested host: {n.drives} {n.drive_model} drives of {n.drive_mib} MiB, prefilled with random data")
     for i in range(n.drives):
         # Prefilled: reads of a sparse file cost no I/O and would give meaningless numbers.
         subprocess.run(["dd", "if=/dev/urandom", f"of={state_dir / 'drives' / f'{name}-drive{i}.raw'}", "bs=1M",
-                        f"count={n.drive_mib}", "status=none"], check=True)
+                        f"count={n.drive_mib}", "status=none"], check=True, timeout=write_bound_s(n.drive_mib << 20))
     choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
     port, ssh_port = _free_port(), _free_port()
     shared = shared_address(cfg, index)
@@ -265,7 +270,7 @@ def down(state_dir: Path) -> list[str]:
         removed.append(f"bridge {SHARED_BRIDGE}")
     for path in (state_dir / SSH_HOSTS_CONFIG, state_dir / SSH_FLEET_DIR):
         if path.exists():
-            subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=True)
+            subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=True, timeout=300)
             removed.append(f"files {path}")
     return removed
 
@@ -294,7 +299,7 @@ def _remove(name: str, nested_dir: Path) -> list[str]:
         finally:
             conn.close()
     if nested_dir.exists():
-        subprocess.run(["rm", "-rf", "--one-file-system", str(nested_dir)], check=True)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(nested_dir)], check=True, timeout=300)
         removed.append(f"files {nested_dir}")
     return removed
 
@@ -333,7 +338,7 @@ def up_many(cfg, count: int) -> Path:
     key = key_dir / "id_ed25519"
     if not key.exists():
         key_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vtb-testbed", "-f", str(key)], check=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vtb-testbed", "-f", str(key)], check=True, timeout=60)
     public = (key_dir / "id_ed25519.pub").read_bytes()
     known = []
     for host in nested:

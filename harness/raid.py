@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from harness.analysis.raid_model import member_count_problem
+from harness.bounded import write_bound_s
 from harness.devices import refuse_reason_on
 
 # mkfs per filesystem: forced (the array is ours) and without lazy init, whose background
@@ -152,7 +153,7 @@ def create(host, plan: RaidPlan) -> str:
         if plan.data_file_bytes:  # prefilled: a sparse file is read without I/O
             _run(host, ["dd", "if=/dev/urandom", f"of={plan.data_file}", "bs=1M",
                         f"count={-(-plan.data_file_bytes // (1 << 20))}", "conv=fsync", "status=none"],
-                 f"prefill {plan.data_file}")
+                 f"prefill {plan.data_file}", write_bound_s(plan.data_file_bytes))
             script = 'modprobe -q loop; ln -sfn "$(losetup --find --show --direct-io=on "$1")" "$2"'
             _run(host, ["sh", "-c", f"set -e; {script}", "sh", plan.data_file, plan.data_device],
                  f"loop device over {plan.data_file}")

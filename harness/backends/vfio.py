@@ -101,7 +101,7 @@ class Vfio(Backend):
         addr, s = plan.disk["pci_address"], self.sysfs
         if s.driver(addr) == "vfio-pci":
             return
-        subprocess.run(["modprobe", "vfio-pci"], check=False)
+        subprocess.run(["modprobe", "vfio-pci"], check=False, timeout=60)
         plan.run_dir.mkdir(parents=True, exist_ok=True)
         self._saved_driver(plan).write_text(s.driver(addr) or "")
         (s.device(addr) / "driver_override").write_text("vfio-pci")

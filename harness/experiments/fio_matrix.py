@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness import gc
+from harness import bounded, gc
 from harness.config import Config
 from harness.console import step, warn
 from harness.environment import accel_label
@@ -83,13 +83,13 @@ def loop_over_prefilled_file(path: Path, size: int):
     both removed afterwards. Its vtb- name lets `harness gc` find it after a SIGKILL."""
     path.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M", f"count={size >> 20}", "conv=fsync",
-                    "status=none"], check=True)
+                    "status=none"], check=True, timeout=bounded.write_bound_s(size))
     dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(path)], capture_output=True,
                          text=True, check=True, timeout=60).stdout.strip()
     try:
         yield dev
     finally:
-        subprocess.run(["losetup", "-d", dev], capture_output=True, check=False)   # gc in the fleet's teardown may have done it
+        subprocess.run(["losetup", "-d", dev], capture_output=True, check=False, timeout=60)   # gc in the fleet's teardown may have done it
         path.unlink(missing_ok=True)
 
 
