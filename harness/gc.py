@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -82,13 +83,30 @@ def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) ->
     return removed
 
 
-def _loops_and_mounts(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+SCRATCH_MOUNT_DIRS = ("/run", "/tmp")   # where vtb mounts a point's filesystems (a database's, fio's), by prefix
+
+
+def _our_mount(target: str, prefix: str, state_roots: tuple[str, ...]) -> bool:
+    """Whether a mount point is one vtb makes: named by the prefix directly in /run or /tmp, or
+    with a prefixed folder in a state dir (an array's filesystem, a fleet's hugetlbfs). A prefixed
+    name anywhere else (a user's /mnt/vtb-backup) is not vtb's."""
+    path = Path(target)
+    if str(path.parent) in SCRATCH_MOUNT_DIRS:
+        return path.name.startswith(prefix)
+    for root in state_roots:
+        if path.is_relative_to(root) and any(part.startswith(prefix) for part in path.relative_to(root).parts):
+            return True
+    return False
+
+
+def _loops_and_mounts(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     removed = []
+    # state dirs known here, as they are on this host too (the same path, or an ssh host's own)
+    roots = tuple({r for d in state_dirs() for r in (d, str(host.fleet_dir(Path(d), "")))})
     mounts = host.run(["cat", "/proc/mounts"], timeout=30, check=False).stdout.decode(errors="replace")
     for line in reversed(mounts.splitlines()):
-        target = line.split()[1]
-        parts = Path(target).parts
-        if any(part.startswith(prefix) for part in parts) and not any(part.startswith(keep) for part in parts):
+        target = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[1])   # \040: a space
+        if _our_mount(target, prefix, roots) and not any(part.startswith(keep) for part in Path(target).parts):
             host.run(["umount", "-l", target], timeout=60, check=False)
             removed.append(f"mount {target}")
     out = host.run(["losetup", "--json", "--list"], timeout=30, check=False).stdout.decode(errors="replace")

@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from pydantic import ValidationError
 
-from harness import accel, environment, hosts, nested_host, paths, settings
+from harness import accel, environment, gc, hosts, nested_host, paths, settings
 from harness.cluster import Cluster
 from harness.cancel import CANCEL, Terminated
 from harness.config import Config, validation_context
@@ -36,6 +36,7 @@ def grown(cfg: Config, need: int) -> Config:
 
 def run(cfg: Config, experiment_name: str) -> RunContext:
     signal.signal(signal.SIGTERM, _terminate)  # a CI timeout or `kill` ends the run like Ctrl-C
+    gc.register_state_dir(cfg.state_dir)   # what the run mounts there is found by gc after a SIGKILL
     experiment = registry()[experiment_name]
     if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):
         raise settings.ConfigError(why)

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -124,3 +125,27 @@ def test_a_state_dir_with_a_space_is_removed_whole_and_nothing_beside_it(tmp_pat
     removed = gc._remote_ceph_dirs(LocalHost(), str(tmp_path / "my data"), "vtb-gct")
     assert removed == [f"ceph files {cluster}"]
     assert not cluster.exists() and (tmp_path / "my" / "keep").read_text() == "not vtb's"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts tmpfs")
+def test_only_mounts_vtb_makes_are_unmounted_not_a_users_with_a_vtb_name(tmp_path, monkeypatch):
+    """A user's mount named vtb-... outside vtb's folders stays; a database's in /run and an array's
+    filesystem in a known state dir go."""
+    state = tmp_path / "state dir"
+    monkeypatch.setattr(gc.paths, "STATE_REGISTRY", tmp_path / "registry")
+    gc.register_state_dir(state)
+    users = tmp_path / "mnt" / "vtb-gct-backup"
+    array = state / "gct" / "vtb-gct-raid-mnt"
+    database = Path("/run/vtb-gct-db0")
+    for target in (users, array, database):
+        target.mkdir(parents=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "vtb-test", str(target)], check=True)
+    try:
+        removed = gc._loops_and_mounts(LocalHost(), "vtb-gct-")
+        assert sorted(removed) == sorted([f"mount {array}", f"mount {database}"])
+        mounted = Path("/proc/mounts").read_text()
+        assert str(users) in mounted and "vtb-gct-raid-mnt" not in mounted and str(database) not in mounted
+    finally:
+        for target in (users, array, database):
+            subprocess.run(["umount", "-l", str(target)], capture_output=True)
+        database.rmdir()
