@@ -14,6 +14,8 @@ from harness.cancel import CANCEL, Terminated
 from harness.config import Config, validation_context
 from harness.console import step, warn
 from harness.experiments import RunContext, registry
+from harness.hosts import LocalHost
+from harness.hosts.folders import state_dir_problem
 from harness.progress import RunProgress
 from harness.store import RunStore, new_run_id, owner
 from harness.testbed import Testbed
@@ -36,6 +38,8 @@ def grown(cfg: Config, need: int) -> Config:
 
 def run(cfg: Config, experiment_name: str) -> RunContext:
     signal.signal(signal.SIGTERM, _terminate)  # a CI timeout or `kill` ends the run like Ctrl-C
+    if why := state_dir_problem(LocalHost(), str(cfg.state_dir), "state_dir"):
+        raise settings.ConfigError(why)
     gc.register_state_dir(cfg.state_dir)   # what the run mounts there is found by gc after a SIGKILL
     experiment = registry()[experiment_name]
     if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):

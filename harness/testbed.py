@@ -28,6 +28,7 @@ from harness.config import Config
 from harness.console import step, warn
 from harness.devices import refuse_reason_on
 from harness.hosts import Host, LocalHost
+from harness.hosts.folders import state_dir_problem
 from harness.hosts.local import Stopped
 from harness.bounded import heartbeat
 from harness.libvirt_conn import connect, unanswered
@@ -248,6 +249,8 @@ class Testbed:
 
     # --- lifecycle -------------------------------------------------------------------------
     def preflight(self) -> tuple[backends.Backend, HostPlan]:
+        if why := state_dir_problem(LocalHost(), str(self.cfg.state_dir), "state_dir"):
+            raise TestbedError(why)
         missing = [p for p in (paths.IMAGE_DIR / "rootfs.qcow2", paths.TERRAFORM_CACHE / "cli.tfrc",
                                paths.TERRAFORM_CACHE / "bin" / "terraform") if not p.exists()]
         if missing:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from harness.cancel import Cancelled
+from harness.hosts.folders import state_dir_problem
 from harness.hosts.local import STOP_GRACE_S, LocalHost
 
 CONNECT_TIMEOUT_S = 15
@@ -44,29 +45,6 @@ def control_dir() -> Path:
                        f"{st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}): another user could read and forge "
                        f"what vtb sends to its hosts. Fix: remove {folder} (vtb makes it again, mode 0700)")
     return folder
-
-
-# Made if missing; then it must be a real folder of the user vtb runs as there, that no one else
-# can write to. Not 0700: a QEMU that runs as its own user there opens the fleet's disks in it.
-STATE_DIR_CHECK = 'mkdir -p -m 0755 "$1" && if [ -L "$1" ]; then echo link; else echo "$(id -u) $(stat -c "%u %a" "$1")"; fi'
-
-
-def state_dir_problem(host, path: str, who: str) -> str | None:
-    """Why `path` on `host` is not a safe state dir, or None. Root's pid files, vhost-user sockets
-    and writes go there: another user who made it first (or links it elsewhere) would control them."""
-    done = host.run(["sh", "-c", STATE_DIR_CHECK, "-", path], timeout=ANSWER_S, check=False)
-    said = done.stdout.decode(errors="replace").split()
-    fix = f"Fix: remove {path} there (vtb makes it again), or set another state_dir for {who}"
-    if done.returncode != 0 or not said:
-        return f"{who}: its state dir {path} cannot be made: {done.stderr.decode(errors='replace').strip()}. {fix}"
-    if said == ["link"]:
-        return f"{who}: its state dir {path} is a symbolic link; vtb would write wherever it points. {fix}"
-    me, owner, mode = said[0], said[1], int(said[2], 8)
-    if owner != me:
-        return f"{who}: its state dir {path} belongs to uid {owner}, not to uid {me} that vtb runs as there. {fix}"
-    if mode & 0o022:
-        return f"{who}: its state dir {path} can be written by other users (mode {mode:04o}). {fix}"
-    return None
 
 
 @dataclass(frozen=True)

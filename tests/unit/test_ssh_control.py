@@ -1,14 +1,12 @@
-"""ssh's control sockets live in a folder private to this user (whoever makes the socket at a
-shared path first receives every command vtb sends and its input, and can forge the replies), and
-a host's state dir is vtb's user's own before anything is put there."""
+"""ssh's control sockets live in a folder private to this user: whoever makes the socket at a
+shared path first receives every command vtb sends and its input, and can forge the replies."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from harness.hosts import LocalHost
-from harness.hosts.ssh import SshError, SshHost, control_dir, state_dir_problem
+from harness.hosts.ssh import SshError, SshHost, control_dir
 
 
 def control_path(host: SshHost) -> str:
@@ -39,23 +37,3 @@ def test_a_control_folder_of_another_user_is_refused(tmp_path, monkeypatch):
     with pytest.raises(SshError, match="owner uid 65534"):
         control_dir()
 
-
-def test_a_hosts_state_dir_is_made_and_then_must_be_a_folder_of_vtbs_user_no_one_else_writes(tmp_path):
-    """Run through the same shell check an ssh host runs (here on this machine): another user's
-    folder, a world-writable one or a link would give that user root's pid files and sockets."""
-    host = LocalHost()
-    fresh = tmp_path / "vtb"
-    assert state_dir_problem(host, str(fresh), "[[hosts]] h") is None and fresh.is_dir()
-    writable = tmp_path / "open"
-    writable.mkdir()
-    writable.chmod(0o777)
-    assert "can be written by other users (mode 0777)" in state_dir_problem(host, str(writable), "[[hosts]] h")
-    link = tmp_path / "link"
-    link.symlink_to(fresh)
-    why = state_dir_problem(host, str(link), "[[hosts]] h")
-    assert "symbolic link" in why and f"Fix: remove {link} there" in why
-    if os.geteuid() == 0:
-        theirs = tmp_path / "theirs"
-        theirs.mkdir()
-        os.chown(theirs, 65534, 65534)
-        assert "belongs to uid 65534, not to uid 0" in state_dir_problem(host, str(theirs), "[[hosts]] h")
