@@ -277,8 +277,10 @@ class Testbed:
             raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
         if self.on_ceph and self.ceph is None and (reason := ceph_existing.access_problem(self.host, self.cfg.ceph)):
             raise TestbedError(f"ceph (existing): {reason}")
-        if (f := self.cfg.fleet.device) is not None and self.host.descriptor()["kind"] != "local":
-            self._user_device_gate(str(f))   # on this machine, loading the config checked it
+        kind = self.host.descriptor()["kind"]
+        gated = self.cfg.fleet.device is not None and kind != "local"   # here, loading the config checked it
+        if gated:
+            self._user_device_gate(str(self.cfg.fleet.device))
         if plan.device.kind == "block" and self.host.name != "local" and self.raid is None:
             have = int(self.host.run(["blockdev", "--getsize64", plan.device.path], timeout=60).stdout or 0)
             need = len(plan.vms) * (self.cfg.fleet.disk_size_mib << 20)
@@ -286,7 +288,7 @@ class Testbed:
                 raise TestbedError(f"{self.host.label}: {plan.device.path} has {have >> 20} MiB, and {len(plan.vms)} VM(s) "
                                    f"x fleet.disk_size_mib={self.cfg.fleet.disk_size_mib} need {need >> 20} MiB. "
                                    "Fix: lower fleet.disk_size_mib or the VM count")
-        if self.host.descriptor()["kind"] == "ssh" and plan.device.path in self.host.drives:
+        if not gated and kind == "ssh" and plan.device.path in self.host.drives:   # the host's own first drive
             if reason := refuse_reason_on(self.host, plan.device.path, wipe_field="its own data"):
                 raise TestbedError(f"{self.host.label}: device {plan.device.path} refused: {reason}")
         return backend, plan
