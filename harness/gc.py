@@ -143,14 +143,17 @@ def _networks(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     return removed
 
 
-def leftovers(prefix: str, host: Host = LocalHost()) -> list[str]:
-    """What exists with this prefix on the host, without removing it (for checks and tests)."""
-    found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix)]
-    found += [f"namespace {ns}" for ns in _namespaces(host, prefix)] + [f"link {b}" for b, _ in _links(host, prefix)]
+def leftovers(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -> list[str]:
+    """What exists with this prefix on the host (but for `keep`), without removing it."""
+    found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix, keep)]
+    found += [f"namespace {ns}" for ns in _namespaces(host, prefix) if not _kept(ns, keep)]
+    found += [f"link {b}" for b, _ in _links(host, prefix, keep)]
     conn = connect(host.uri)
     try:
-        found += [f"domain {d.name()}" for d in conn.listAllDomains() if d.name().startswith(prefix)]
-        found += [f"pool {p.name()}" for p in conn.listAllStoragePools() if _pool_of(p.name(), prefix)]
+        found += [f"domain {d.name()}" for d in conn.listAllDomains()
+                  if d.name().startswith(prefix) and not _kept(d.name(), keep)]
+        found += [f"pool {p.name()}" for p in conn.listAllStoragePools()
+                  if _pool_of(p.name(), prefix) and not _kept(p.name(), keep)]
     finally:
         conn.close()
     return found

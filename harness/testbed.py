@@ -504,12 +504,16 @@ class Testbed:
         """terraform destroy, then remove anything left with this fleet's prefix, then the state.
         A nested host that stopped answering is removed instead, and its fleet and arrays with it."""
         removed: list[str] | None = None   # set when the host was removed
+        destroy_failed = ""
         if (self.dir / "terraform.tfstate").exists() and (self.dir / "fleet.tfvars.json").exists():
             if not quiet:
                 step(f"terraform destroy: {self.cfg.prefix}")
             try:
-                self._terraform("destroy", "-auto-approve", "-input=false", "-no-color", *self._state_args(),
-                                check=False)
+                done = self._terraform("destroy", "-auto-approve", "-input=false", "-no-color",
+                                       *self._state_args(), check=False)
+                if done.returncode != 0:   # what it left is removed directly below, then checked
+                    destroy_failed = f"terraform destroy failed (exit {done.returncode}; log: {self.log})"
+                    warn(f"{destroy_failed}; removing what it left directly")
             except TestbedError:
                 gone = nested_host.removed_after_loss(self.host, self.host_not_answering)
                 if gone is None:
@@ -519,6 +523,16 @@ class Testbed:
             # a cluster over the hosts outlives this part: the fleet's Cluster stops it after every part
             keep = (self.ceph.name,) if self.ceph is not None and self.ceph.hosts else ()
             removed = gc.collect(self.cfg.prefix + "-", self.host, keep) + self._destroy_arrays()
+            left = [r for r in removed if "not destroyed" in r]
+            if destroy_failed:
+                left += gc.leftovers(self.cfg.prefix + "-", self.host, keep)
+            if left:   # the state stays, so that `testbed down` can try again
+                raise TestbedError(f"testbed down did not finish on {self.host.label}"
+                                   + (f": {destroy_failed}" if destroy_failed else "")
+                                   + ", and these remain: " + "; ".join(left)
+                                   + ". Fix: see the log, then run `harness testbed down` again")
+            if destroy_failed:
+                removed.append(f"({destroy_failed}; nothing of the fleet remains)")
         removed += self._destroy_clusters()   # a local cluster lives on this machine, not in the host
         removed += ceph_existing.remove_recorded(LocalHost(), self.dir / ceph_existing.RECORD, self.cfg.state_dir)
         if self.dir.exists():

@@ -1,7 +1,9 @@
 """vfio: PCI passthrough of a whole NVMe controller to one VM (libvirt hostdev).
 
 Preflight refuses unless the IOMMU is on, the device is an NVMe controller alone in its IOMMU
-group, and no host filesystem (least of all the root) lives on it. host_up binds it to vfio-pci
+group, no host filesystem (least of all the root) lives on it, and each of its namespaces passes
+the device gate (harness/devices.py: not held by LVM/dm/md, not swap, no signature unless
+disk.pci_wipe). host_up binds it to vfio-pci
 and remembers the driver it had; host_down gives it back. Every sysfs path is relative to a root
 so the checks run against recorded sysfs trees in tests.
 """
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from harness import devices
 from harness.backends.base import DATA_PCI_SLOT, Attachment, Backend, HostPlan, VmSlot, pci_address
 from harness.hosts import LocalHost
 from harness.libvirt_xml import attr
@@ -24,6 +27,7 @@ NVME_CLASS = 0x010802
 class Sysfs:
     def __init__(self, root: Path = Path("/"), proc_mounts: Path | None = None):
         self.root = root
+        self.live = root == Path("/")   # this machine's own tree, not a recorded one
         self.proc_mounts = proc_mounts or root / "proc" / "mounts"
 
     def p(self, path: str) -> Path:
@@ -36,6 +40,16 @@ class Sysfs:
         link = self.device(addr) / "driver"
         return os.path.basename(os.readlink(link)) if link.is_symlink() else None
 
+    def disk_refusal(self, name: str, wipe: bool) -> str | None:
+        """Why a namespace on the controller must not be handed over: on this machine, the one
+        device gate (holders, swap, exclusive open, signatures; a failed probe refuses); in a
+        recorded tree, its holders (LVM/dm, md)."""
+        if self.live:
+            return devices.refuse_reason(Path("/dev") / name, allow_signature=wipe, wipe_field="disk.pci_wipe")
+        holders = self.p(f"/sys/class/block/{name}/holders")
+        users = sorted(h.name for h in holders.iterdir()) if holders.is_dir() else []
+        return f"it is held by {', '.join(users)} (LVM/dm or an md array); release it first" if users else None
+
     def block_devices_on(self, addr: str) -> list[str]:
         """Block devices whose sysfs device path runs through this PCI function."""
         found = []
@@ -45,7 +59,7 @@ class Sysfs:
         return found
 
 
-def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1) -> str | None:
+def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = False) -> str | None:
     groups = sysfs.p("/sys/kernel/iommu_groups")
     if not groups.is_dir() or not any(groups.iterdir()):
         return ("the IOMMU is off (no IOMMU groups in /sys/kernel/iommu_groups): enable VT-d/AMD-Vi in "
@@ -72,6 +86,9 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1) -> str | None:
         if src.startswith("/dev/") and any(os.path.basename(src).startswith(b) for b in blocks):
             what = "the host's root filesystem" if target == "/" else f"a filesystem mounted on {target}"
             return f"{addr} holds {what} ({src}); it cannot be passed through"
+    for name in blocks:
+        if not sysfs.p(f"/sys/class/block/{name}/partition").exists() and (why := sysfs.disk_refusal(name, wipe)):
+            return f"{addr} holds /dev/{name}, refused: {why}"
     if vms != 1:
         return "vfio gives one controller to one VM: set fleet.vms=1"
     return None
@@ -80,6 +97,8 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1) -> str | None:
 class VfioOptions(Section):
     pci_address: str | None = Field(None, pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$",
                                     description="vfio: the NVMe controller to pass through, e.g. 0000:01:00.0")
+    pci_wipe: bool = Field(False, description="vfio: allow a controller whose namespaces carry a partition table or "
+                                              "filesystem signature (their data may be destroyed)")
 
 
 class Vfio(Backend):
@@ -92,7 +111,7 @@ class Vfio(Backend):
         self.sysfs = sysfs or Sysfs()
 
     def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
-        return refuse_reason(plan.disk["pci_address"], self.sysfs, len(plan.vms))
+        return refuse_reason(plan.disk["pci_address"], self.sysfs, len(plan.vms), bool(plan.disk.get("pci_wipe")))
 
     def _saved_driver(self, plan: HostPlan) -> Path:
         return plan.run_dir / f"{plan.disk['pci_address']}.driver"

@@ -88,3 +88,24 @@ def test_hostdev_xml():
     xml = hostdev_xml("0000:41:00.0")
     assert "bus='0x41' slot='0x00' function='0x0'" in xml.replace('"', "'")
     assert "slot='0x10'" in xml.replace('"', "'")  # the guest address the runner looks for
+
+
+def test_a_namespace_under_lvm_or_md_is_refused(tmp_path):
+    """Nothing is mounted from it, but a dm or md device holds it: host-up would pull it from under them."""
+    held = "sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/nvme/nvme0/nvme0n1/holders/dm-0"
+    reason = refuse_reason(ADDR, materialize(tmp_path, edit=lambda t: t["files"].update({held: ""})))
+    assert "holds /dev/nvme0n1, refused: it is held by dm-0" in reason
+
+
+def test_on_this_machine_each_namespace_passes_the_device_gate(tmp_path, monkeypatch):
+    """On the live machine the namespaces go through devices.refuse_reason, with disk.pci_wipe."""
+    from harness import devices
+    from harness.backends import vfio
+    asked = []
+    monkeypatch.setattr(devices, "refuse_reason",
+                        lambda dev, allow_signature, wipe_field: asked.append((str(dev), allow_signature, wipe_field))
+                        or "it carries a zfs_member signature")
+    live = materialize(tmp_path)
+    live.live = True   # the recorded tree, checked as this machine's
+    reason = vfio.refuse_reason(ADDR, live, wipe=True)
+    assert asked == [("/dev/nvme0n1", True, "disk.pci_wipe")] and "zfs_member" in reason
