@@ -23,7 +23,7 @@ from harness.agent import AgentError, GuestAgent
 from harness.bounded import heartbeat, write_bound_s
 from harness.console import step, warn
 from harness.hosts import Host, LocalHost
-from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, LIBVIRTD_PORT, SSH_PORT,
+from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, SSH_PORT,
                                   NestedHost, NestedHostError, NestedRecord, domain_name, state_subdir)
 from harness.libvirt_conn import connect, unanswered
 from harness.libvirt_xml import attr, qemu_commandline, qemu_opt
@@ -50,6 +50,31 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+SSH_KEY_DIR = "ssh"                      # under the state dir: the testbed's key into the nested hosts
+_key_lock = threading.Lock()             # hosts boot in parallel; one of them makes the key
+
+
+def _testbed_key(state_dir: Path) -> Path:
+    """The testbed's own ssh key (made once, 0600 in a 0700 folder): root's way into the nested hosts."""
+    key = state_dir / SSH_KEY_DIR / "id_ed25519"
+    with _key_lock:
+        if not key.exists():
+            key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vtb-testbed", "-f", str(key)],
+                           check=True, timeout=60)
+    return key
+
+
+def _let_key_in(host: NestedHost, key: Path) -> str:
+    """The key put in root's authorized_keys there (through the guest agent), and the host's
+    known_hosts line (its host key, made at its first boot, read the same way)."""
+    host.run(["sh", "-c", "mkdir -p /root/.ssh; chmod 700 /root/.ssh; k=$(cat); grep -qxF \"$k\" /root/.ssh/authorized_keys"
+              " 2>/dev/null || echo \"$k\" >> /root/.ssh/authorized_keys; chmod 600 /root/.ssh/authorized_keys"],
+             input=key.with_suffix(".pub").read_bytes(), timeout=60)
+    host_key = host.run(["cat", "/etc/ssh/ssh_host_ed25519_key.pub"], timeout=60).stdout.decode().split()[:2]
+    return f"[127.0.0.1]:{host.record.ssh_port} {' '.join(host_key)}"
+
+
 def shared_address(cfg, index: int) -> str:
     """Nested host `index`'s address on the shared network, with its prefix length."""
     net = ipaddress.ip_network(cfg.nested.shared_subnet)
@@ -70,8 +95,8 @@ def _shared_bridge() -> None:
                                       f"{done.stderr.decode(errors='replace').strip()}")
 
 
-def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice, ssh_port: int = 0,
-               name: str = DOMAIN, shared: str = "") -> str:
+def domain_xml(cfg, state_dir: Path, choice: accel.AccelChoice, ssh_port: int, name: str = DOMAIN,
+               shared: str = "") -> str:
     n = cfg.nested
     drives = []
     for i in range(n.drives):
@@ -81,8 +106,8 @@ def domain_xml(cfg, state_dir: Path, port: int, choice: accel.AccelChoice, ssh_p
                    "-blockdev", f"driver=raw,node-name={node},file={node}-file"]
         device = "nvme" if n.drive_model == "nvme" else "virtio-blk-pci"
         drives += ["-device", f"{device},drive={node},serial={DRIVE_SERIAL}{i},bus=pci.0,addr={DRIVE_PCI_SLOT + i:#x}"]
-    ssh = f",hostfwd=tcp:127.0.0.1:{ssh_port}-:{SSH_PORT}" if ssh_port else ""
-    net = ["-netdev", f"user,id=vtbnet,hostfwd=tcp:127.0.0.1:{port}-:{LIBVIRTD_PORT}{ssh}",
+    # its sshd only, on loopback: libvirtd is reached through it (qemu+ssh), never on TCP
+    net = ["-netdev", f"user,id=vtbnet,hostfwd=tcp:127.0.0.1:{ssh_port}-:{SSH_PORT}",
            "-device", "virtio-net-pci,netdev=vtbnet,bus=pci.0,addr=0x1f"]
     # TCG: the 'max' CPU model, which carries SVM, so that KVM works inside for the L2 fleet, with
     # kvm_amd.npt=0: with nested paging, the L1 (QEMU 7.2's TCG emulating SVM) reset or panicked
@@ -160,15 +185,14 @@ def up(cfg, index: int = 0) -> NestedHost:
         subprocess.run(["dd", "if=/dev/urandom", f"of={state_dir / 'drives' / f'{name}-drive{i}.raw'}", "bs=1M",
                         f"count={n.drive_mib}", "status=none"], check=True, timeout=write_bound_s(n.drive_mib << 20))
     choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
-    port, ssh_port = _free_port(), _free_port()
+    ssh_port = _free_port()
     shared = shared_address(cfg, index)
     _shared_bridge()
     conn = connect(paths.LIBVIRT_URI)
     try:
-        dom = conn.defineXML(domain_xml(cfg, state_dir, port, choice, ssh_port, name, shared))
+        dom = conn.defineXML(domain_xml(cfg, state_dir, choice, ssh_port, name, shared))
         dom.create()
-        step(f"nested host: booting {name} (accel={choice.accel}), libvirtd on 127.0.0.1:{port}, "
-             f"sshd on 127.0.0.1:{ssh_port}")
+        step(f"nested host: booting {name} (accel={choice.accel}), its sshd on 127.0.0.1:{ssh_port}")
         try:
             GuestAgent(dom).wait_ready(BOOT_TIMEOUT_S)
         except AgentError as e:
@@ -176,11 +200,14 @@ def up(cfg, index: int = 0) -> NestedHost:
                                   "`harness host nested down` and `up` again") from None
     finally:
         conn.close()
-    record = NestedRecord(port=port, drives=[], drive_model=n.drive_model, drive_mib=n.drive_mib,
+    key = _testbed_key(cfg.state_dir)
+    record = NestedRecord(drives=[], drive_model=n.drive_model, drive_mib=n.drive_mib,
                           image=(HOST_IMAGE_DIR / "recipe.sha").read_text().strip(), l0_accel=accel.as_dict(choice),
-                          ready_s=0.0, domain=name, ssh_port=ssh_port, shared_address=shared)
+                          ready_s=0.0, domain=name, ssh_port=ssh_port, shared_address=shared, identity=str(key),
+                          known_hosts=str(state_dir / "known_hosts"))
     host = NestedHost(state_dir, record)
     record.drives = _find_drives(host, n.drives)
+    write_atomic(state_dir / "known_hosts", _let_key_in(host, key) + "\n")
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -268,7 +295,7 @@ def down(state_dir: Path) -> list[str]:
     removed = [r for i in sorted(indices) for r in _down_one(state_dir, i)]
     if subprocess.run(["ip", "link", "del", SHARED_BRIDGE], capture_output=True, timeout=60).returncode == 0:
         removed.append(f"bridge {SHARED_BRIDGE}")
-    for path in (state_dir / SSH_HOSTS_CONFIG, state_dir / SSH_FLEET_DIR):
+    for path in (state_dir / SSH_HOSTS_CONFIG, state_dir / SSH_FLEET_DIR, state_dir / SSH_KEY_DIR):
         if path.exists():
             subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=True, timeout=300)
             removed.append(f"files {path}")
@@ -307,7 +334,6 @@ def _remove(name: str, nested_dir: Path) -> list[str]:
 # --- several nested hosts, driven as ssh hosts -------------------------------------------------
 SSH_HOSTS_CONFIG = "nested-hosts.toml"   # under the state dir: the config `up --count N` prints
 SSH_FLEET_DIR = "ssh-fleet"              # under the state dir: that config's state dir
-SSH_KEY_DIR = "ssh"
 
 
 def _vcpus_that_fit(cfg, count: int):
@@ -335,21 +361,8 @@ def up_many(cfg, count: int) -> Path:
     with ThreadPoolExecutor(count) as pool:
         nested = list(pool.map(lambda i: up(cfg, i), range(count)))
     key_dir = cfg.state_dir / SSH_KEY_DIR
-    key = key_dir / "id_ed25519"
-    if not key.exists():
-        key_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vtb-testbed", "-f", str(key)], check=True, timeout=60)
-    public = (key_dir / "id_ed25519.pub").read_bytes()
-    known = []
-    for host in nested:
-        if not host.record.ssh_port:
-            raise NestedHostError(f"{host.domain} was booted without an ssh port forward (an older nested host). "
-                                  "Fix: `harness host nested down`, then `up --count` again")
-        host.run(["sh", "-c", "mkdir -p /root/.ssh; chmod 700 /root/.ssh; k=$(cat); grep -qxF \"$k\" /root/.ssh/authorized_keys 2>/dev/null || "
-                  "echo \"$k\" >> /root/.ssh/authorized_keys; chmod 600 /root/.ssh/authorized_keys"], input=public)
-        host_key = host.run(["cat", "/etc/ssh/ssh_host_ed25519_key.pub"]).stdout.decode().split()[:2]
-        known.append(f"[127.0.0.1]:{host.record.ssh_port} {' '.join(host_key)}")
-    write_atomic(key_dir / "known_hosts", "\n".join(known) + "\n")
+    key = _testbed_key(cfg.state_dir)
+    write_atomic(key_dir / "known_hosts", "".join(Path(h.record.known_hosts).read_text() for h in nested))
     tables = [f'''[[hosts]]
 name = "nested{i}"
 ssh = "root@127.0.0.1"

@@ -26,8 +26,8 @@ guest)
   key=$( (cd "$here" && cat build.sh initramfs-modules guest/*) | sha256sum | cut -c1-16)
   link=current ;;
 host)
-  # libvirtd (no systemd: qemu.conf as scripts/libvirtd.sh sets it, TCP without auth, reached only
-  # through a loopback port forward), QEMU and qemu-storage-daemon for the L2 fleet, python3 for
+  # libvirtd (no systemd: qemu.conf as scripts/libvirtd.sh sets it; no TCP listener: reached as
+  # qemu+ssh through sshd, forwarded on loopback only), QEMU and qemu-storage-daemon for the L2 fleet, python3 for
   # the device safety checks (harness/devices.py runs there as it runs here), sshd for hosts
   # driven as `ssh` hosts (its host key is made at boot, so every nested host has its own), and
   # Ceph for ceph.mode = "hosts" (its daemons, and QEMU's and fio's librbd for the L2s and the
@@ -38,7 +38,6 @@ host)
   hooks=(--customize-hook="copy-in $here/host/vtb-host-init /sbin"
          --customize-hook='chroot "$1" useradd --system --no-create-home --shell /usr/sbin/nologin libvirt-qemu'
          --customize-hook='printf "user = \"root\"\ngroup = \"root\"\nstdio_handler = \"file\"\n" >> "$1/etc/libvirt/qemu.conf"'
-         --customize-hook='printf "listen_tls = 0\nlisten_tcp = 1\nauth_tcp = \"none\"\n" >> "$1/etc/libvirt/libvirtd.conf"'
          --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*'
          --customize-hook='printf "log_outputs = \"3:file:/var/log/libvirt/libvirtd.log\"\n" >> "$1/etc/libvirt/libvirtd.conf"')
   free_mib=3072   # room for the L2 pool: the uploaded guest image and overlays

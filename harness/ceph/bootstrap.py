@@ -45,7 +45,9 @@ def ceph(host, plan: CephPlan, args: list[str], what: str, timeout: float = 60) 
 
 
 def write(host, path: str, text: str) -> None:
-    run(host, ["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "-", path], f"writing {path}", 60, text.encode())
+    """Atomically, readable by root only (the keyring among these files holds every key)."""
+    run(host, ["sh", "-c", 'umask 077 && cat > "$1.tmp" && mv "$1.tmp" "$1"', "-", path], f"writing {path}", 60,
+        text.encode())
 
 
 def read(host, path: str) -> str | None:
@@ -79,6 +81,7 @@ def build(plan: CephPlan, mon, node: NodeRunner, hosts: list) -> None:
     for h in hosts:
         run(h, ["mkdir", "-p", *(f"{plan.dir}/{sub}" for sub in ("run", "log", "mon", "mgr/ceph-x", "osd"))],
             f"the cluster's folder on {h.label}")
+        run(h, ["chmod", "0700", plan.dir], f"making the cluster's folder on {h.label} private")
         write(h, f"{plan.dir}/ceph.conf", conf(plan, fsid))
     _monitor(mon, plan, fsid)
     keyring = read(mon, f"{plan.dir}/keyring") or ""
@@ -100,6 +103,7 @@ def _monitor(host, plan: CephPlan, fsid: str) -> None:
     keyring = f"{d}/keyring"
     run(host, ["ceph-authtool", "--create-keyring", keyring, "--gen-key", "-n", "mon.", "--cap", "mon", "allow *"],
         "the mon keyring")
+    run(host, ["chmod", "0600", keyring], "making the keyring private")
     for entity, caps in daemon_keys(plan):
         cap_args = [a for service, cap in zip(caps[::2], caps[1::2]) for a in ("--cap", service, cap)]
         run(host, ["ceph-authtool", keyring, "--gen-key", "-n", entity, *cap_args], f"the {entity} key")

@@ -48,8 +48,8 @@ class CephConfig(Section):
     subnet: str = Field("10.213.0.0/24", description="local: the cluster's private network (a /24 no interface here uses)")
     pool_nodes: int = Field(0, ge=0, le=MAX_NODES, description="local/hosts: the fleet's disks live on the first N "
                             "storage nodes (their pool's CRUSH rule); 0 = all of them")
-    cephx: bool = Field(False, description="local/hosts: the cluster authenticates its clients and daemons, as a "
-                        "production cluster does (off: a testbed's private cluster needs no keys)")
+    cephx: bool = Field(True, description="local/hosts: the cluster authenticates its clients and daemons, as a "
+                        "production cluster does (off: any process that reaches the mon is the cluster's admin)")
     conf: str = Field("", description="existing: your cluster's ceph.conf (its mon_host)")
     keyring: str = Field("", description="existing: the keyring with the client's key (empty: a cluster without cephx)")
     client: str = Field("admin", pattern=r"^[A-Za-z0-9_.-]+$",
@@ -299,7 +299,7 @@ def pool_commands(plan: CephPlan, node_count: int) -> list[list[str]]:
 
 def conf(plan: CephPlan, fsid: str) -> str:
     """ceph.conf: every path under the plan's dir (else the daemons write to /var/log/ceph and /run),
-    cephx only if asked, small-cluster defaults, and each OSD in its node's bucket."""
+    cephx unless turned off, small-cluster defaults, and each OSD in its node's bucket."""
     d, auth = plan.dir, "cephx" if plan.cephx else "none"
     # local: every daemon on the plan's subnet; hosts: each at its host's address (the hosts' own
     # networks are theirs, and each also has a user-mode or management address to avoid)

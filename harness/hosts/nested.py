@@ -1,26 +1,27 @@
 """Reaching the nested host: an L1 VM that plays the host, for machines whose kernel has no md
-(like this CI machine) and for nested-virt CI. Its libvirtd is reached over a loopback-only port
-forward and host commands run through its guest agent, so it needs no ssh. Building and tearing
-it down is harness/nested_host.py's work.
+(like this CI machine) and for nested-virt CI. Its libvirtd listens on its unix socket only,
+reached as qemu+ssh through its sshd (forwarded on 127.0.0.1, the testbed's key, its host key
+checked); host commands run through its guest agent. Building and tearing it down is
+harness/nested_host.py's work.
 """
 from __future__ import annotations
 
 import json
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import libvirt
 
 from harness import paths
 from harness.agent import AgentError, guests
+from harness.hosts.ssh import libvirt_uri
 from harness.libvirt_conn import connect
 
 DOMAIN = f"{paths.PREFIX}nested"          # the first nested host; the others are vtb-nested<i>
 SSH_PORT = 22
 HOST_IMAGE_DIR = paths.CACHE / "images" / "host-current"
-LIBVIRTD_PORT = 16509
 DRIVE_PCI_SLOT = 0x10           # drive i sits at slot 0x10 + i
 DRIVE_SERIAL = "vtb-drive"      # drive i has serial vtb-drive<i>
 LIBVIRTD_LOG = "/var/log/libvirt/libvirtd.log"   # where the host image's libvirtd.conf logs warnings
@@ -34,7 +35,6 @@ class NestedHostError(RuntimeError):
 
 @dataclass
 class NestedRecord:
-    port: int
     drives: list[str]           # member-device paths inside the L1, in drive order
     drive_model: str
     drive_mib: int
@@ -42,7 +42,9 @@ class NestedRecord:
     l0_accel: dict
     ready_s: float
     domain: str = DOMAIN
-    ssh_port: int = 0           # its sshd, forwarded on 127.0.0.1 (0: an older record without)
+    ssh_port: int = 0           # its sshd, forwarded on 127.0.0.1: the only way in but the guest agent
+    identity: str = ""          # the testbed's key, in root's authorized_keys there ("": an older record)
+    known_hosts: str = ""       # its host key, as ssh and the Terraform provider check it
     shared_address: str = ""    # its address/prefix on the network the nested hosts share ("": none)
 
 
@@ -63,14 +65,18 @@ class NestedHost:
         self.state_dir = state_dir
         self.record = record
         self.domain = record.domain
-        self.uri = f"qemu+tcp://127.0.0.1:{record.port}/system"
+        self.uri = libvirt_uri("root", "127.0.0.1", record.ssh_port, record.identity, record.known_hosts)
 
     @classmethod
     def load(cls, state_dir: Path) -> "NestedHost":
         path = state_dir / "nested.json"
         if not path.exists():
             raise NestedHostError("no nested host is up. Fix: run `harness host nested up` (with the same config)")
-        host = cls(state_dir, NestedRecord(**json.loads(path.read_text())))
+        saved = json.loads(path.read_text())
+        host = cls(state_dir, NestedRecord(**{f.name: saved[f.name] for f in fields(NestedRecord) if f.name in saved}))
+        if not (host.record.ssh_port and host.record.identity):
+            raise NestedHostError(f"{host.domain} was booted by an older vtb, its libvirtd on unauthenticated TCP. "
+                                  "Fix: `harness host nested down` then `up`")
         if reason := host.stopped():
             raise NestedHostError(f"{reason}. Fix: `harness host nested down` then `up`")
         return host

@@ -32,6 +32,14 @@ SSH_FAILURES = (b"ssh: ", b"Permission denied", b"Host key verification failed",
                 b"Connection refused", b"Connection timed out", b"No route to host")
 
 
+def libvirt_uri(user: str, address: str, port: int, identity: str | None, known_hosts: str | None) -> str:
+    """qemu+ssh to a host's libvirtd (its unix socket, through sshd: key-authenticated, the host
+    key checked), in the form both libvirt and the Terraform provider's own SSH client read."""
+    params = {"keyfile": identity, "knownhosts": known_hosts, "sshauth": "privkey" if identity else None}
+    query = "&".join(f"{k}={quote(v, safe='/')}" for k, v in params.items() if v)
+    return f"qemu+ssh://{user}@{address}:{port}/system" + (f"?{query}" if query else "")
+
+
 def control_dir() -> Path:
     """The private folder of ssh's control sockets. Whoever makes the socket at a shared path (such
     as /tmp) first receives every command and its input (a Ceph keyring among them) and can forge
@@ -79,9 +87,7 @@ class SshHost:
         """qemu+ssh, in the form both libvirt (OpenSSH underneath: keyfile, the known hosts through
         the ssh options file) and the Terraform provider (its own SSH client: keyfile, knownhosts)
         read."""
-        params = {"keyfile": self.identity, "knownhosts": self.known_hosts, "sshauth": "privkey" if self.identity else None}
-        query = "&".join(f"{k}={quote(v, safe='/')}" for k, v in params.items() if v)
-        return f"qemu+ssh://{self.user}@{self.address}:{self.port}/system" + (f"?{query}" if query else "")
+        return libvirt_uri(self.user, self.address, self.port, self.identity, self.known_hosts)
 
     def ssh_options(self) -> list[str]:
         opts = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",

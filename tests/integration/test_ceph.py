@@ -83,6 +83,12 @@ def test_vm_scaling_on_an_rbd_fleet_then_down_leaves_nothing(tmp_path):
         assert "all PGs active+clean" in (STATE / "logs" / "vtb-rbd-terraform.log").read_text()   # its hook said
         record = json.loads((STATE / "rbd" / "testbed.json").read_text())
         assert record["device_kind"] == "rbd" and record["ceph"]["nodes"] == 2
+        ceph_dir = Path(record["ceph"]["dir"])   # cephx by default, its keys readable by root only
+        assert "auth_client_required = cephx" in (ceph_dir / "ceph.conf").read_text()
+        assert (ceph_dir.stat().st_mode & 0o777, (ceph_dir / "keyring").stat().st_mode & 0o777) == (0o700, 0o600)
+        keyless = subprocess.run(["ceph", "-c", str(ceph_dir / "ceph.conf"), "--keyring", "/dev/null",
+                                  "--connect-timeout", "10", "status"], capture_output=True, text=True, timeout=60)
+        assert keyless.returncode != 0, keyless.stdout   # a client without the key is refused
         harness("run", "vm-scaling", *RBD_FLEET, "--set", f"results_dir={tmp_path}", "--set", "vm_scaling.vm_counts=[1]",
                 "--set", "repeat.count=1")
         (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]

@@ -16,6 +16,7 @@ import pytest
 
 from harness import raid, settings
 from harness.hosts.nested import DOMAIN, NestedHost
+from harness.libvirt_conn import connect
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "nested.toml"
@@ -67,8 +68,14 @@ def test_nested_host_has_md_kvm_and_its_drives(host):
     assert host.record.drives == [f"/dev/nvme{i}n1" for i in range(4)]
     assert raid.md_support(host) is None
     assert host.run(["test", "-c", "/dev/kvm"], check=False).returncode == 0
-    conn = libvirt.open(host.uri)  # libvirtd in the L1, over the loopback port forward
-    conn.close()
+    assert host.uri.startswith("qemu+ssh://root@127.0.0.1:")   # libvirtd in the L1, through its sshd
+    connect(host.uri).close()
+    listening = host.run(["ss", "-Hltn"]).stdout.decode()
+    assert ":16509" not in listening and ":22 " in listening, listening   # no TCP door to libvirtd
+    keyless = subprocess.run(["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o",
+                              "UserKnownHostsFile=/dev/null", "-o", "IdentitiesOnly=yes", "-i", "/dev/null", "-p",
+                              str(host.record.ssh_port), "root@127.0.0.1", "true"], capture_output=True, timeout=60)
+    assert keyless.returncode != 0   # without the testbed's key, no way in
     from harness import doctor
     results = doctor.checks(settings.load(CONFIG))  # the nested host is checked from inside too
     assert ("the nested host: md (software RAID)", True, "available") in results
@@ -126,7 +133,7 @@ def test_gc_reaches_into_the_nested_host(host):
     through the L1's libvirt and commands, like one on this machine; the L1 itself is kept."""
     from harness import gc
     host.run(["mkdir", "-p", "/var/tmp/vtb-gctest"])
-    conn = libvirt.open(host.uri)
+    conn = connect(host.uri)
     try:
         conn.storagePoolDefineXML("<pool type='dir'><name>vtb-gctest</name>"
                                   "<target><path>/var/tmp/vtb-gctest</path></target></pool>")
@@ -196,7 +203,7 @@ def test_a_fio_matrix_experiment_on_the_nested_host(host, tmp_path):
     assert measured == {(p, e) for p in ("randread-qd1", "write-qd1") for e in ("physical", "virtual")}
     assert {r["device"] for r in rows if r["metric"] == "lat_mean"} == {host.record.drives[0]}
     assert "randread-qd1" in (run / "summary.txt").read_text()
-    conn = libvirt.open(host.uri)
+    conn = connect(host.uri)
     try:
         assert [d.name() for d in conn.listAllDomains()] == []
     finally:
@@ -231,7 +238,7 @@ def test_raid_levels_pe_and_ve_on_four_nvme_drives(host, tmp_path):
     assert "Linux version" in (run_dir / "consoles" / "nested-host-dmesg.log").read_text()
     # The sweep tore down its fleet and arrays: nothing left in the nested host.
     assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
-    conn = libvirt.open(host.uri)
+    conn = connect(host.uri)
     try:
         assert [d.name() for d in conn.listAllDomains()] == []
     finally:
@@ -308,17 +315,18 @@ def test_device_profile_of_a_drive_and_an_md_array_in_the_nested_host(host, tmp_
 
 
 def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(host):
-    """A nested host whose kernel locks up keeps its TCP port open but answers nothing (seen as
-    RCU stalls in a TCG L1): keepalive must turn a call on it into an error. Pausing the L1 is the
+    """A nested host whose kernel locks up keeps its forwarded port open but answers nothing (seen
+    as RCU stalls in a TCG L1): keepalive (libvirt's, and ssh's under qemu+ssh) must turn a call on
+    it into an error. Pausing the L1 is the
     same from outside. Last in this module: the L1 has been paused."""
-    from harness.libvirt_conn import KEEPALIVE_COUNT, KEEPALIVE_INTERVAL_S, connect
+    from harness.libvirt_conn import KEEPALIVE_COUNT, KEEPALIVE_INTERVAL_S
     conn = connect(host.uri)
     l0 = libvirt.open("qemu:///system")
     l1 = l0.lookupByName(DOMAIN)
     l1.suspend()
     try:
         t0 = time.monotonic()
-        with pytest.raises(libvirt.libvirtError, match="keepalive|closed"):
+        with pytest.raises(libvirt.libvirtError, match="keepalive|closed|End of file"):
             conn.listAllDomains()
         assert time.monotonic() - t0 < 2 * KEEPALIVE_INTERVAL_S * (KEEPALIVE_COUNT + 1)
     finally:

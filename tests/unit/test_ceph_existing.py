@@ -109,6 +109,7 @@ def test_a_local_cluster_with_cephx_holds_every_daemons_key_before_its_mon_is_ma
     plan = CephPlan(name="vtb-ci-ceph", dir="/s/vtb-ci-ceph", nodes=2, osds_per_node=2, cephx=True)
     assert "auth_client_required = cephx" in conf(plan, "fsid")
     assert "auth_client_required = none" in conf(CephPlan(name="vtb-ci-ceph", dir="/s/vtb-ci-ceph"), "fsid")
+    assert CephConfig().cephx   # every cluster vtb makes authenticates unless the user turns it off
     assert [k for k, _ in daemon_keys(plan)] == ["client.admin", "mgr.x", "osd.0", "osd.1", "osd.2", "osd.3"]
     assert dict(daemon_keys(plan))["osd.3"][:2] == ["mon", "allow profile osd"]
 
