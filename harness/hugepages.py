@@ -107,10 +107,12 @@ def top_up(host, plan: HugepagePlan, free_pages: int) -> str:
         return f"hugepages: {free_pages} free"
     record = json.loads(_read(host, plan.record))
     before = int(_read(host, NR_HUGEPAGES))
-    got = _set_pages(host, before + short) - before
-    record["pages"] += max(got, 0)
+    record["pages"] += short   # recorded before raised, as apply does: a kill in between leaks nothing
     _write_record(host, plan, record)
+    got = _set_pages(host, before + short) - before
     if got < short:
+        record["pages"] -= short - max(got, 0)
+        _write_record(host, plan, record)
         raise HugepageError(f"the kernel reserved {got} of the {short} more hugepages needed (memory too fragmented "
                             "or in use). Fix: free memory, or lower fleet.vms or fleet.memory_mib")
     return f"hugepages: {short} more reserved, so that {free_pages} are free"

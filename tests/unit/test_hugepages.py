@@ -1,8 +1,11 @@
 """The hugepage plan and its refusals, on a recorded /proc/meminfo of the development machine
 (24 GiB, no hugepages reserved). Applying and reverting on a live kernel is in
 tests/integration/test_spdk_live.py."""
+import json
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from harness import hugepages
 from harness.hugepages import HugepagePlan
@@ -51,3 +54,28 @@ def test_the_headroom_is_kept_for_everything_else():
     assert hugepages.refusal(RecordedProc(), just_over, "x") is not None
     assert hugepages.refusal(RecordedProc(), HugepagePlan.for_mib(avail_mib - hugepages.HEADROOM_MIB, "/m", "/r"),
                              "x") is None
+
+
+class KilledWhileRaising(RecordedProc):
+    """The recorded host, with files of its own and nr_hugepages; killed (SIGKILL) as it raises."""
+
+    def __init__(self, record: str):
+        super().__init__(MEMINFO.replace("HugePages_Free:        0", "HugePages_Free:       10"))
+        self.files = {hugepages.NR_HUGEPAGES: "10", "/r": record}
+
+    def run(self, argv, check=True, timeout=None, input=None, **_):
+        if argv[0] == "cat" and argv[1] in self.files:
+            return subprocess.CompletedProcess(argv, 0, self.files[argv[1]].encode(), b"")
+        if argv[:2] == ["sh", "-c"] and "> /proc/sys/vm/nr_hugepages" in argv[2]:
+            raise KeyboardInterrupt   # the kill lands after the record, before the kernel's answer
+        if argv[:2] == ["sh", "-c"] and "mv" in argv[2]:
+            self.files[argv[-1]] = input.decode()
+            return subprocess.CompletedProcess(argv, 0, b"", b"")
+        return super().run(argv, check, timeout)
+
+
+def test_top_up_records_the_pages_before_it_raises_them():
+    host = KilledWhileRaising(json.dumps({"nr_hugepages_before": 0, "pages": 10, "mount": "/m", "record": "/r"}))
+    with pytest.raises(KeyboardInterrupt):
+        hugepages.top_up(host, HugepagePlan(10, "/m", "/r"), free_pages=16)
+    assert json.loads(host.files["/r"])["pages"] == 16   # gc gives back all it may have raised

@@ -1,9 +1,11 @@
 """A running nested host is kept only when its drives are the ones [nested] asks for."""
 from pathlib import Path
 
+import pytest
+
 from harness import nested_host
 from harness.config import NestedConfig
-from harness.hosts.nested import NestedHost, NestedRecord
+from harness.hosts.nested import NestedHost, NestedHostError, NestedRecord
 
 
 def host_with(drives: int, mib: int, model: str = "nvme") -> NestedHost:
@@ -39,7 +41,5 @@ def test_libvirtd_is_reached_through_sshd_and_never_forwarded_on_tcp():
 def test_a_host_booted_with_libvirtd_on_tcp_is_not_used(tmp_path):
     (tmp_path / "nested.json").write_text('{"port": 40509, "drives": [], "drive_model": "nvme", "drive_mib": 1, '
                                           '"image": "x", "l0_accel": {}, "ready_s": 1.0, "ssh_port": 40022}')
-    import pytest
-    from harness.hosts.nested import NestedHostError
     with pytest.raises(NestedHostError, match="older vtb, its libvirtd on unauthenticated TCP"):
         NestedHost.load(tmp_path)
