@@ -13,9 +13,10 @@ from pathlib import Path
 
 import libvirt
 
-from harness import conditions, hugepages, paths
+from harness import conditions, hugepages, paths, raid
 from harness.ceph import existing as ceph_existing
-from harness.hosts import Host, LocalHost, Node
+from harness.hosts import Host, LocalHost, Node, from_descriptor
+from harness.raid import RaidPlan
 from harness.libvirt_conn import connect, domain_call
 
 
@@ -207,7 +208,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed += _networks(host, prefix, keep)
     if host.name == "local":  # the state dirs gc knows are this machine's
         removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep)
-        removed += _hugepages(prefix, keep)
+        removed += _hugepages(prefix, keep) + _recorded_arrays(prefix, keep)
     elif (remote_dir := host.descriptor().get("remote_dir")) is not None:
         removed += _remote_ceph_dirs(host, remote_dir, prefix, keep)
     return removed
@@ -272,6 +273,32 @@ def _hugepages(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
             if record.parent.name.startswith(prefix) and not record.parent.name.startswith(keep):
                 removed.append(hugepages.revert_recorded(LocalHost(), str(record)))
     return removed
+
+
+def destroy_arrays(plan_files: list[Path]) -> list[str]:
+    """The md arrays these plans describe (each plan is written before its array is made), stopped
+    on their hosts, each plan removed once its array is gone; says what went, or what could not."""
+    done = []
+    for plan_file in plan_files:
+        plan = RaidPlan.from_json(plan_file.read_text())
+        try:
+            result = raid.destroy(from_descriptor(plan.host), plan)
+        except Exception as e:  # the host may be gone (a nested host), and the array with it
+            done.append(f"array {plan.device}: not destroyed ({e})")
+            continue
+        plan_file.unlink(missing_ok=True)
+        if "nothing to do" not in result:
+            done.append(f"array {result}")
+    return done
+
+
+def _recorded_arrays(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """Arrays a killed run left on a host (this machine, a nested or an ssh host), found by the
+    plans in known state dirs, not by their names on the host."""
+    plans = [f for d in map(Path, state_dirs()) if d.is_dir()
+             for f in [*d.glob("*/raid-*.json"), *d.glob("*/hosts/*/raid-*.json")]]
+    return destroy_arrays([f for f in plans if (name := json.loads(f.read_text()).get("name", "")).startswith(prefix)
+                           and not name.startswith(keep)])
 
 
 def register_state_dir(state_dir: Path) -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 import libvirt
 
 from harness import accel, backends, conditions, gc, guest_consoles, host_images, hosts, nested_host, paths, vm_start
-from harness import raid as raid_mod  # `raid` is the array a Testbed builds
 from harness.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
 from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.ceph import clusters as ceph_clusters
@@ -542,16 +541,7 @@ class Testbed:
     def _destroy_arrays(self) -> list[str]:
         """Arrays whose plans are still here (a destroy that failed, a killed run): stopped again,
         directly. Idempotent, so arrays Terraform already destroyed cost one check each."""
-        done = []
-        for plan_file in sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else []:
-            plan = RaidPlan.from_json(plan_file.read_text())
-            try:
-                result = raid_mod.destroy(hosts.from_descriptor(plan.host), plan)
-            except Exception as e:  # the host may be gone, and the array with it
-                result = f"{plan.device}: not destroyed ({e})"
-            if "nothing to do" not in result:
-                done.append(f"array {result}")
-        return done
+        return gc.destroy_arrays(sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else [])
 
     def _destroy_clusters(self) -> list[str]:
         """Ceph clusters whose plans are still here (a destroy that failed, a killed run): removed

@@ -146,6 +146,24 @@ def test_gc_reaches_into_the_nested_host(host):
     assert DOMAIN in l0_domains()
 
 
+def test_gc_stops_an_array_a_killed_run_left_by_its_plan(host):
+    """A run killed after its array was made leaves the array in the L1 and its plan here (written
+    before the array): `harness gc` finds it by the plan, stops it and zeroes only its members."""
+    from harness import gc
+    array = plan(host, name="vtb-gcarray-raid")
+    fleet = STATE / "gcarray"   # a dead sweep fleet's folder: a plan, no Terraform state
+    fleet.mkdir(parents=True, exist_ok=True)
+    (fleet / "raid-0.json").write_text(array.to_json())
+    gc.register_state_dir(STATE)   # as a run does
+    raid.create(host, array)
+    assert b"vtb-gcarray-raid" in host.run(["mdadm", "--detail", "--scan"]).stdout
+    out = harness("gc")
+    assert f"removed array {array.device}: stopped, zeroed the superblock" in out.stdout, out.stdout
+    assert b"vtb-gcarray-raid" not in host.run(["mdadm", "--detail", "--scan"]).stdout
+    assert not (fleet / "raid-0.json").exists()
+    fleet.rmdir()
+
+
 def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_path):
     """testbed up puts the fleet on an md array with ext4 in the L1; a guest is a node like a host;
     vm-scaling's physical baseline is host fio in the L1 on the array's data file, the VMs are L2
