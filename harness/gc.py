@@ -208,7 +208,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed += _networks(host, prefix, keep)
     if host.name == "local":  # the state dirs gc knows are this machine's
         removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep)
-        removed += _hugepages(prefix, keep) + _recorded_arrays(prefix, keep)
+        removed += _hugepages(prefix, keep) + _recorded_backends(prefix, keep) + _recorded_arrays(prefix, keep)
     elif (remote_dir := host.descriptor().get("remote_dir")) is not None:
         removed += _remote_ceph_dirs(host, remote_dir, prefix, keep)
     return removed
@@ -292,13 +292,39 @@ def destroy_arrays(plan_files: list[Path]) -> list[str]:
     return done
 
 
+def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...]) -> list[Path]:
+    """The plans of `kind` (written before what they describe is made) in the fleets' folders of
+    known state dirs whose `owner` field starts with the prefix and is not kept."""
+    found = []
+    for d in map(Path, state_dirs()):
+        for f in [*d.glob(f"*/{kind}-*.json"), *d.glob(f"*/hosts/*/{kind}-*.json")] if d.is_dir() else []:
+            name = f"{json.loads(f.read_text()).get(owner, '')}-"
+            if name.startswith(prefix) and not name.startswith(keep):
+                found.append(f)
+    return found
+
+
 def _recorded_arrays(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
-    """Arrays a killed run left on a host (this machine, a nested or an ssh host), found by the
-    plans in known state dirs, not by their names on the host."""
-    plans = [f for d in map(Path, state_dirs()) if d.is_dir()
-             for f in [*d.glob("*/raid-*.json"), *d.glob("*/hosts/*/raid-*.json")]]
-    return destroy_arrays([f for f in plans if (name := json.loads(f.read_text()).get("name", "")).startswith(prefix)
-                           and not name.startswith(keep)])
+    """Arrays a killed run left on a host (this machine, a nested or an ssh host), found by their
+    plans, not by their names on the host."""
+    return destroy_arrays(_recorded_plans("raid", "name", prefix, keep))
+
+
+def _recorded_backends(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """The host sides a killed run left (a controller bound to vfio-pci, storage daemons, their
+    sockets), undone by each backend's own host_down from its plan, wherever it ran."""
+    from harness import backends   # its plug-ins import much that gc's other work does not need
+    done = []
+    for plan_file in _recorded_plans("backend", "prefix", prefix, keep):
+        plan = backends.HostPlan.from_json(plan_file.read_text())
+        try:
+            backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
+        except Exception as e:   # the host may be gone, and its side with it
+            done.append(f"({plan.disk['backend']} host side of {plan.prefix} not undone: {e})")
+            continue
+        plan_file.unlink(missing_ok=True)
+        done.append(f"{plan.disk['backend']} host side of {plan.prefix}")
+    return done
 
 
 def register_state_dir(state_dir: Path) -> None:

@@ -149,3 +149,30 @@ def test_only_mounts_vtb_makes_are_unmounted_not_a_users_with_a_vtb_name(tmp_pat
         for target in (users, array, database):
             subprocess.run(["umount", "-l", str(target)], capture_output=True)
         database.rmdir()
+
+
+def test_a_killed_runs_backend_host_side_is_undone_by_its_plan(tmp_path, monkeypatch):
+    """The backend's own host_down, from the plan the dead fleet kept (a controller left on
+    vfio-pci goes back to its driver this way); a live fleet's plan is left alone."""
+    from harness import backends
+    from harness.backends import HostDevice, HostPlan
+    monkeypatch.setattr(gc.paths, "STATE_REGISTRY", tmp_path / "registry")
+    state = tmp_path / "state"
+    gc.register_state_dir(state)
+    undone = []
+
+    class Recorder:
+        def host_down(self, host, plan):
+            undone.append((host.name, plan.prefix))
+
+    monkeypatch.setattr(backends, "get", lambda name: Recorder())
+    plans = {}
+    for fleet_name in ("rs-gone", "default"):
+        plan = HostPlan(prefix=f"vtb-{fleet_name}", fleet_dir=str(state / fleet_name), disk={"backend": "vfio"},
+                        device=HostDevice(path="/dev/null", kind="block"))
+        (state / fleet_name).mkdir(parents=True)
+        plans[fleet_name] = state / fleet_name / "backend-0.json"
+        plans[fleet_name].write_text(plan.to_json())
+    assert gc._recorded_backends("vtb-", keep=("vtb-default-",)) == ["vfio host side of vtb-rs-gone"]
+    assert undone == [("local", "vtb-rs-gone")]
+    assert not plans["rs-gone"].exists() and plans["default"].exists()
