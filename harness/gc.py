@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import libvirt
@@ -207,7 +208,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed += _loops_and_mounts(host, prefix, keep)
     removed += _networks(host, prefix, keep)
     if host.name == "local":  # the state dirs gc knows are this machine's
-        removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep)
+        removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep) + _brd(prefix, keep)
         removed += _hugepages(prefix, keep) + _recorded_backends(prefix, keep) + _recorded_arrays(prefix, keep)
     elif (remote_dir := host.descriptor().get("remote_dir")) is not None:
         removed += _remote_ceph_dirs(host, remote_dir, prefix, keep)
@@ -215,6 +216,23 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
 
 
 SCRATCH_SUFFIX = ".scratch.raw"  # a file the harness made in a state dir for one run (a loop's backing file)
+BRD_RECORD_SUFFIX = ".brd-loaded"  # written before vtb loads the brd module (only when it was not loaded)
+
+
+def _brd(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """The brd module a killed run loaded, unloaded by its record (a brd vtb did not load has none)."""
+    removed = []
+    for d in map(Path, state_dirs()):
+        for record in d.glob(f"{prefix}*{BRD_RECORD_SUFFIX}") if d.is_dir() else []:
+            if record.name.startswith(keep):
+                continue
+            if Path("/sys/module/brd").exists():
+                if subprocess.run(["rmmod", "brd"], capture_output=True, timeout=60).returncode != 0:
+                    removed.append(f"(brd, loaded by {record.name}, is in use: left loaded)")
+                    continue
+                removed.append("module brd")
+            record.unlink(missing_ok=True)
+    return removed
 
 
 def _scratch_files(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:

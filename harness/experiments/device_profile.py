@@ -175,9 +175,12 @@ class DeviceProfile:
                      "else's. Fix: unload it (rmmod brd), or profile tmpfs")
                 yield None
                 return
+            record = sweep.state_dir / f"{sweep.prefix}{gc.BRD_RECORD_SUFFIX}"   # before: gc unloads it after a kill
+            write_atomic(record, "brd\n")
             loaded = subprocess.run(["modprobe", "brd", "rd_nr=1", f"rd_size={size >> 10}"], capture_output=True,
                                     text=True, check=False, timeout=60) if shutil.which("modprobe") else None
             if loaded is None or loaded.returncode != 0:
+                record.unlink(missing_ok=True)
                 why = loaded.stderr.strip() if loaded is not None else "no modprobe here"
                 warn(f"device brd skipped: this kernel has no brd RAM disk ({why}). Fix: profile tmpfs, "
                      "which is RAM too")
@@ -186,7 +189,8 @@ class DeviceProfile:
             try:
                 yield {"device": "/dev/ram0"}
             finally:
-                subprocess.run(["rmmod", "brd"], check=False, timeout=60)
+                if subprocess.run(["rmmod", "brd"], check=False, timeout=60).returncode == 0:
+                    record.unlink(missing_ok=True)
 
     @staticmethod
     def _on_host_device(ctx: RunContext, sweep: Config, name: str) -> dict | None:

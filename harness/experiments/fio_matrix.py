@@ -9,6 +9,7 @@ Backends that cannot run here are listed with their reason, never silently dropp
 """
 from __future__ import annotations
 
+import os
 import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -80,9 +81,16 @@ def on_loop(tb: Testbed, backend: str) -> bool:
 @contextmanager
 def loop_over_prefilled_file(path: Path, size: int):
     """A file of random data (a zeroed one is read without I/O) behind a direct-I/O loop device;
-    both removed afterwards. Its vtb- name lets `harness gc` find it after a SIGKILL."""
+    both removed afterwards. Its vtb- name lets `harness gc` find it after a SIGKILL. The name is
+    predictable (in /dev/shm, a folder anyone can write), so the file is made anew, exclusively and
+    without following a link, before dd writes into it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M", f"count={size >> 20}", "conv=fsync",
+    if path.is_symlink() or (path.exists() and (not path.is_file() or path.stat().st_uid != os.geteuid())):
+        raise RuntimeError(f"{path} exists and is not a file vtb left (a link, or another user's): not written. "
+                           "Fix: remove it, or find who made it")
+    path.unlink(missing_ok=True)   # a killed run's own file
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M", f"count={size >> 20}", "conv=fsync,notrunc",
                     "status=none"], check=True, timeout=bounded.write_bound_s(size))
     dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(path)], capture_output=True,
                          text=True, check=True, timeout=60).stdout.strip()

@@ -176,3 +176,31 @@ def test_a_killed_runs_backend_host_side_is_undone_by_its_plan(tmp_path, monkeyp
     assert gc._recorded_backends("vtb-", keep=("vtb-default-",)) == ["vfio host side of vtb-rs-gone"]
     assert undone == [("local", "vtb-rs-gone")]
     assert not plans["rs-gone"].exists() and plans["default"].exists()
+
+
+def test_a_brd_record_of_a_killed_run_is_collected(tmp_path, monkeypatch):
+    """brd is unloaded only when a record says vtb loaded it (here it is not loaded: the record goes)."""
+    monkeypatch.setattr(gc.paths, "STATE_REGISTRY", tmp_path / "registry")
+    state = tmp_path / "state"
+    state.mkdir()
+    gc.register_state_dir(state)
+    dead, live = (state / f"vtb-dp-{n}{gc.BRD_RECORD_SUFFIX}" for n in ("gone", "live"))
+    dead.write_text("brd\n")
+    live.write_text("brd\n")
+    said = gc._brd("vtb-", keep=("vtb-dp-live",))
+    assert not dead.exists() and live.exists()
+    assert said == (["module brd"] if Path("/sys/module/brd").exists() else [])
+
+
+def test_a_scratch_file_name_someone_linked_first_is_not_followed(tmp_path):
+    """/dev/shm is anyone's: a link planted at the scratch file's predictable name is refused, and
+    what it points to is not written."""
+    from harness.experiments.fio_matrix import loop_over_prefilled_file
+    target = tmp_path / "precious"
+    target.write_text("data")
+    link = tmp_path / f"vtb-dp-x-tmpfs{gc.SCRATCH_SUFFIX}"
+    link.symlink_to(target)
+    with pytest.raises(RuntimeError, match="not a file vtb left"):
+        with loop_over_prefilled_file(link, 1 << 20):
+            pass
+    assert target.read_text() == "data" and link.is_symlink()
