@@ -5,6 +5,7 @@ set -euo pipefail
 RUN=${VTB_RUN_DIR:-/run/vtb}
 pidfile=$RUN/libvirtd.pid
 conf=/etc/libvirt/qemu.conf
+orig=$conf.vtb-orig   # qemu.conf as it was before the testbed's first start, put back by `stop`
 
 running() { virsh -c qemu:///system version >/dev/null 2>&1; }
 # a hugetlbfs of the host's own (a fleet's SPDK mount, under a vtb- path, comes and goes)
@@ -29,6 +30,7 @@ stop() {
     echo "libvirtd: stopped (pid $pid)"
   fi
   rm -f "$pidfile"
+  if [ -f "$orig" ]; then mv "$orig" "$conf" && echo "libvirtd: $conf restored as it was"; fi
 }
 
 case ${1:-start} in
@@ -48,7 +50,9 @@ start)
   # Debian's libvirtd looks this user up even when qemu runs as root.
   id libvirt-qemu >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin libvirt-qemu
   mkdir -p /var/log/libvirt/qemu /var/lib/libvirt/qemu /var/run/libvirt "$RUN"
-  # Without systemd there is no virtlogd socket: let QEMU write its log files itself.
+  # Without systemd there is no virtlogd socket: let QEMU write its log files itself. The first
+  # change keeps the original (a start after a crash keeps the first copy, not its own edit).
+  [ -f "$orig" ] || [ ! -f "$conf" ] || cp -p "$conf" "$orig"
   set_conf user '"root"'
   set_conf group '"root"'
   set_conf stdio_handler '"file"'
