@@ -5,6 +5,7 @@ holds the device (this machine or a nested host), so there is one set of rules e
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -72,12 +73,26 @@ def size_bytes(dev: Path) -> int:
         return f.seek(0, os.SEEK_END)
 
 
-def refuse_reason(dev: Path, allow_signature: bool = False, wipe_field: str = "wipe") -> str | None:
-    """Why `dev` must not be used, or None when it is free. Never writes to the device."""
+def on_allowlist(dev: Path, allow: list[str]) -> bool:
+    """`dev` is one of the allowlist's disks, compared as the devices both name now (their device
+    numbers), not as strings: an entry by /dev/disk/by-id (WWN or serial) keeps meaning its disk
+    when sdX names move, and a by-id path and its sdX name are the same disk."""
+    if str(dev) in allow:
+        return True
+    rdev = os.stat(dev).st_rdev
+    return any(os.path.exists(a) and Path(a).is_block_device() and os.stat(a).st_rdev == rdev for a in allow)
+
+
+def refuse_reason(dev: Path, allow_signature: bool = False, wipe_field: str = "wipe",
+                  allow: list[str] | None = None, allow_field: str = "the allowlist") -> str | None:
+    """Why `dev` must not be used, or None when it is free (and on `allow`, when given). Never
+    writes to the device."""
     if not dev.exists():
         return "it does not exist"
     if not dev.is_block_device():
         return "it is not a block device"
+    if allow is not None and not on_allowlist(dev, allow):
+        return f"not on {allow_field}; add it there only if the harness may destroy its data"
     system = _system_disks()
     for disk in _whole_disks(dev.resolve().name):
         if disk in system:
@@ -112,9 +127,12 @@ def refuse_reason(dev: Path, allow_signature: bool = False, wipe_field: str = "w
     return None
 
 
-def refuse_reason_on(host, dev: str, allow_signature: bool = False, wipe_field: str = "wipe") -> str | None:
-    """refuse_reason, evaluated on `host` (where the device is)."""
-    call = "\nimport sys\nprint(refuse_reason(Path(sys.argv[1]), sys.argv[2] == '1', sys.argv[3]) or '')\n"
-    out = host.run(["python3", "-c", Path(__file__).read_text() + call, dev, str(int(allow_signature)), wipe_field],
-                   timeout=SHORT_S)
+def refuse_reason_on(host, dev: str, allow_signature: bool = False, wipe_field: str = "wipe",
+                     allow: list[str] | None = None, allow_field: str = "the allowlist") -> str | None:
+    """refuse_reason, evaluated on `host` (where the device is, and where its allowlist's names mean
+    something)."""
+    call = ("\nimport json, sys\nprint(refuse_reason(Path(sys.argv[1]), sys.argv[2] == '1', sys.argv[3], "
+            "json.loads(sys.argv[4]), sys.argv[5]) or '')\n")
+    out = host.run(["python3", "-c", Path(__file__).read_text() + call, dev, str(int(allow_signature)), wipe_field,
+                    json.dumps(allow), allow_field], timeout=SHORT_S)
     return out.stdout.decode().strip() or None

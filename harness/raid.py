@@ -90,10 +90,8 @@ def device_refusals(host, devices: list[str], allow: list[str], wipe: bool) -> l
     """Why each device must not be touched: not allowlisted, or unsafe on the host (devices.py)."""
     problems = []
     for dev in devices:
-        if dev not in allow:
-            problems.append(f"{dev}: not on the allowlist (raid.allow); add it there only if the harness may "
-                            "destroy its data")
-        elif reason := refuse_reason_on(host, dev, allow_signature=wipe, wipe_field="raid.wipe"):
+        if reason := refuse_reason_on(host, dev, allow_signature=wipe, wipe_field="raid.wipe", allow=allow,
+                                      allow_field="the allowlist (raid.allow)"):
             problems.append(f"{dev}: {reason}")
     return problems
 

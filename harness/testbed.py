@@ -295,11 +295,9 @@ class Testbed:
     def _user_device_gate(self, device: str) -> None:
         """fleet.device on a nested or [[hosts]] host, checked there just before use: on that host's
         allowlist (its devices, or a nested host's drives) and free there."""
-        if self.host.drives and device not in self.host.drives:
-            raise TestbedError(f"{self.host.label}: fleet.device {device} is not one of the devices vtb may use there "
-                               f"({', '.join(self.host.drives)}). Fix: choose one of them, or add it to that "
-                               "host's devices only if its data may be destroyed")
-        if reason := refuse_reason_on(self.host, device, allow_signature=self.cfg.fleet.wipe, wipe_field="fleet.wipe"):
+        allow = list(self.host.drives) or None
+        if reason := refuse_reason_on(self.host, device, allow_signature=self.cfg.fleet.wipe, wipe_field="fleet.wipe",
+                                      allow=allow, allow_field=f"that host's allowlist ({', '.join(allow or [])})"):
             raise TestbedError(f"{self.host.label}: fleet.device {device} refused: {reason}")
 
     def _fit_to_drive(self) -> None:

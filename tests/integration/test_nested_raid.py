@@ -118,7 +118,7 @@ def test_every_refusal_names_the_device_and_the_reason(host):
         raid.create(host, plan(host, members=["/dev/vda", d[0]], allow=[*d, "/dev/vda"]))
     # fleet.device is checked in the nested host, where the fleet would use it, before anything is made
     out = harness("testbed", "up", "--set", "fleet.device=/dev/vda", check=False)
-    assert out.returncode == 2 and "fleet.device /dev/vda is not one of the devices vtb may use there" in out.stdout
+    assert out.returncode == 2 and "fleet.device /dev/vda refused: not on that host's allowlist" in out.stdout
     host.run(["mkfs.ext4", "-q", "-F", d[0]])
     try:
         out = harness("testbed", "up", "--set", f"fleet.device={d[0]}", check=False)

@@ -40,6 +40,16 @@ def test_member_not_on_the_allowlist(loops):
         f"{loops[1]}: not on the allowlist (raid.allow); add it there only if the harness may destroy its data"]
 
 
+def test_the_allowlist_compares_disks_not_strings(loops, tmp_path):
+    """An entry by a stable name (a /dev/disk/by-id link, here one made in tmp) allows the disk it
+    names under its kernel name, and no other disk."""
+    by_id = tmp_path / "nvme-SAMSUNG_MZ1LB960_S3Z0NX0M123456"
+    by_id.symlink_to(loops[0])
+    assert raid.device_refusals(LocalHost(), [loops[0]], [str(by_id)], wipe=False) == []
+    (why,) = raid.device_refusals(LocalHost(), [loops[1]], [str(by_id)], wipe=False)
+    assert why.startswith(f"{loops[1]}: not on the allowlist (raid.allow)")
+
+
 def test_too_few_members_for_the_level(loops):
     assert "RAID 5 needs at least 3 member devices, got 2" in raid.refusals(LocalHost(), plan(loops, level=5))[0]
 
