@@ -89,6 +89,10 @@ def testbed_down(config_path, overrides, everything) -> None:
     """terraform destroy, then remove anything left with the fleet's prefix."""
     from harness import gc, paths
     cfg = load(config_path, overrides)
+    if everything:   # first: a killed run's terraform apply would hold the state lock, its fio act
+        from harness.hosts import sessions
+        for said in sessions.stop_orphans():
+            step(f"stopped {said}")
     if cfg.hosts:
         from harness import hosts
         from harness.cluster import Cluster
@@ -129,6 +133,9 @@ def gc(config_path, overrides, everything) -> None:
     from harness import gc as gc_mod, paths
     from harness.hosts import LocalHost
     cfg = load(config_path, overrides)
+    from harness.hosts import sessions
+    for said in sessions.stop_orphans():   # first: a killed run's terraform or host fio still acts
+        console.print(f"gc: stopped {said}", markup=False)
     keep = () if everything else gc_mod.live_prefixes((cfg.state_dir,))
     if keep:
         console.print(f"gc: keeping what live state owns: {', '.join(keep)} (--all removes it too)", markup=False)

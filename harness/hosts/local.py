@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.cancel import CANCEL, Cancelled
+from harness.hosts import sessions
 
 POLL_S = 0.25
 STOP_GRACE_S = 30   # after SIGTERM, for runners' traps (stop a database server, unmount, detach a loop)
@@ -40,6 +41,11 @@ class LocalHost:
         `stop_when` (asked every check_every_s) gives a reason: then it raises Stopped."""
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        with sessions.recorded(pid=proc.pid, command=os.path.basename(argv[0])):   # for gc, after a SIGKILL here
+            return self._wait(proc, argv, input, timeout, check, stop_when, check_every_s)
+
+    def _wait(self, proc: subprocess.Popen, argv: list[str], input: bytes | None, timeout: float | None, check: bool,
+              stop_when: Callable[[], str | None] | None, check_every_s: float) -> subprocess.CompletedProcess:
         deadline = None if timeout is None else time.monotonic() + timeout
         next_check = time.monotonic() + check_every_s
         pending = input

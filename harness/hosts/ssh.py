@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from harness.cancel import Cancelled
+from harness.hosts import sessions
 from harness.hosts.folders import state_dir_problem
 from harness.hosts.local import STOP_GRACE_S, LocalHost
 
@@ -110,9 +111,10 @@ class SshHost:
         inner = f"echo $$ > {tag}; exec {command}"
         remote = f"setsid -w sh -c {shlex.quote(inner)}; rc=$?; rm -f {tag}; exit $rc"
         try:
-            done = LOCAL.run(self._ssh(remote), input=input, timeout=timeout, check=False)
+            with sessions.recorded(ssh=self.descriptor(), tag=tag, command=argv[0]):   # for gc, after a SIGKILL here
+                done = LOCAL.run(self._ssh(remote), input=input, timeout=timeout, check=False)
         except (subprocess.TimeoutExpired, Cancelled, KeyboardInterrupt):
-            self._stop_remote(tag)
+            self.stop_session(tag)
             raise
         if done.returncode == 255 and any(m in done.stderr for m in SSH_FAILURES):
             raise SshError(f"{self.label}: {done.stderr.decode(errors='replace').strip()[-300:]}. Fix: check that "
@@ -123,15 +125,18 @@ class SshHost:
             done.check_returncode()
         return done
 
-    def _stop_remote(self, tag: str) -> None:
-        """SIGTERM to the command's session there, SIGKILL after the grace (what LocalHost does here)."""
-        script = (f"p=$(cat {tag} 2>/dev/null) || exit 0; kill -TERM -- -$p 2>/dev/null; i=0; "
+    def stop_session(self, tag: str) -> bool:
+        """SIGTERM to a command's session there, SIGKILL after the grace (what LocalHost does here);
+        True when it was still running."""
+        script = (f"p=$(cat {tag} 2>/dev/null) || exit 0; kill -0 -- -$p 2>/dev/null && echo running; "
+                  f"kill -TERM -- -$p 2>/dev/null; i=0; "
                   f"while [ $i -lt {STOP_GRACE_S} ] && kill -0 -- -$p 2>/dev/null; do sleep 1; i=$((i+1)); done; "
                   f"kill -KILL -- -$p 2>/dev/null; rm -f {tag}")
         try:
-            subprocess.run(self._ssh(script), capture_output=True, timeout=STOP_GRACE_S + 30)
+            done = subprocess.run(self._ssh(script), capture_output=True, timeout=STOP_GRACE_S + 30)
         except subprocess.TimeoutExpired:
-            pass
+            return False
+        return b"running" in done.stdout
 
     def clock_offset_s(self) -> float:
         """Its clock minus this machine's, from the `date` with the shortest round trip of three."""

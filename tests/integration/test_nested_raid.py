@@ -414,6 +414,8 @@ def test_vm_scaling_over_two_ssh_hosts_then_ceph_over_them_then_sigkill_and_gc(h
     gc = subprocess.run([HARNESS, "gc", "--all", "--config", ssh_config], capture_output=True, text=True, timeout=600)
     print(gc.stdout, gc.stderr)
     assert gc.returncode == 0
+    # the killed run's commands on the hosts (fio, in sessions of their own) stopped by their records
+    assert re.search(r"gc: stopped session of \S+ on host nested[01] ", gc.stdout), gc.stdout
     for name in ("nested0", "nested1"):  # removed on each host over ssh, before the hosts themselves
         assert "domain vtb-default-vm" in gc.stdout and f"(on host {name}" in gc.stdout, gc.stdout
         assert re.search(rf"process \d+ \(ceph-osd\) \(on host {name} ", gc.stdout), gc.stdout
