@@ -144,12 +144,16 @@ class Pipeline:
         self.last: str | None = None
         self.failed: set[str] = set()
         self.broken = ""          # why the block's fleet cannot be measured any more (a guest that cannot be restarted)
+        self.guest_lost = False   # broken by a guest that could not be restarted: a new fleet may help
+        self.rebuilt = False      # the block's fleet was built anew once already
         self.testbed_meta: dict = {}
 
     # --- one block of points, in rounds ---------------------------------------------------
-    def measure(self, points: list[Point], testbed_meta: dict | None = None) -> None:
+    def measure(self, points: list[Point], testbed_meta: dict | None = None,
+                rebuild: Callable[[], dict] | None = None) -> None:
         """Measures every point `count` times (more when adaptive), in shuffled rounds, then takes
-        the VE/PE ratio of each point that declares a baseline among them."""
+        the VE/PE ratio of each point that declares a baseline among them. `rebuild` builds the
+        block's fleet anew (returning its metadata): asked once, when a guest cannot be restarted."""
         if not points:
             return
         by_id = {p.id: p for p in points}
@@ -157,7 +161,7 @@ class Pipeline:
             raise ValueError("point ids must be unique")
         s = self.repeat
         self.testbed_meta = testbed_meta or {}
-        self.broken = ""
+        self.broken, self.guest_lost, self.rebuilt = "", False, False
         rounds = s.max_count if s.adaptive else s.count
         try:
             conns = [connect(site.uri) for site in self.sites]
@@ -186,12 +190,12 @@ class Pipeline:
                     self.progress.add(len(todo))
                 order = schedule(todo, self.rng, self.last)
                 for i, pid in enumerate(order):
-                    if self.broken:
+                    if self.broken and not self._rebuilt(rebuild, points):
                         break
                     conns = self._reconnected(conns)
                     self._one(conns, by_id[pid], r, i)
                     self.last = pid
-                if self.broken:
+                if self.broken and not (r + 1 < rounds and self._rebuilt(rebuild, points)):
                     self._fail_rest(points)
                     break
         finally:
@@ -200,6 +204,25 @@ class Pipeline:
                 with contextlib.suppress(libvirt.libvirtError):
                     conn.close()
         self._ratios(points)
+
+    def _rebuilt(self, rebuild: Callable[[], dict] | None, points: list[Point]) -> bool:
+        """After a guest that could not be restarted: the block's fleet built anew, once a block,
+        so that its points are measured in the rounds left (those that failed on the old fleet
+        too); said, and on every later sample."""
+        if rebuild is None or not self.guest_lost or self.rebuilt:
+            return False
+        why, self.rebuilt = self.broken, True
+        warn(f"rebuilding the block's fleet: {why}")
+        try:
+            meta = rebuild()
+        except Exception as e:   # recorded on the rest of the block, which then fails with it
+            self.broken = f"{why}; building the fleet anew failed too ({e})"
+            return False
+        self.testbed_meta = {**meta, "fleet_rebuilt_after": why}
+        self.broken, self.guest_lost = "", False
+        self.failed -= {p.id for p in points}
+        step("  the block's fleet was built anew; measuring the rest of the block")
+        return True
 
     def _fail_rest(self, points: list[Point]) -> None:
         """Every point of the block not yet failed is recorded failed with the reason the block's
@@ -514,6 +537,7 @@ class Pipeline:
             except (libvirt.libvirtError, AgentError) as e:
                 notes.append(f"{name}: could not be restarted ({e})")
                 self.broken = f"{name} stopped answering and could not be restarted ({e})"
+                self.guest_lost = True
                 lost = True
         return ("\n" + "\n".join(notes)) if notes else "", restarted and not lost
 

@@ -497,6 +497,11 @@ class Testbed:
         finally:
             conn.close()
 
+    def rebuilt(self) -> TestbedRecord:
+        """The fleet destroyed and brought up anew: after a guest of it could not be restarted."""
+        self.down(quiet=True)
+        return self.up()
+
     def down(self, quiet: bool = False) -> list[str]:
         """terraform destroy, then remove anything left with this fleet's prefix, then the state.
         A nested host that stopped answering is removed instead, and its fleet and arrays with it."""

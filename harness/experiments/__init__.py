@@ -38,6 +38,14 @@ class RunContext:
                         base_meta={"run_id": self.store.run_id, "experiment": self.store.manifest.get("experiment"),
                                    **self.environment})
 
+    def rebuilt_fleet(self) -> dict:
+        """The user's fleet (on one host) built anew, for a pipeline whose guest could not be
+        restarted; its metadata."""
+        from harness.testbed import Testbed   # the testbed imports the experiments' settings
+        self.testbed = Testbed(self.cfg, self.host).rebuilt()
+        self.testbeds = [self.testbed]
+        return self.testbed.metadata()
+
     def plan(self, runs: int) -> None:
         """Declares point runs to come (for the progress bar and its ETA)."""
         if self.progress:

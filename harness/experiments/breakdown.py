@@ -4,7 +4,7 @@ Method and limits: harness/analysis/breakdown.py (also printed in the run's summ
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 from pydantic import Field
 from rich.table import Table
@@ -50,14 +50,15 @@ class Breakdown(FioMatrix):
     def runs_per_block(self, cfg: Config) -> int:
         return 3 * cfg.repeat.count  # the host's two points and the backend's device point (null: four)
 
-    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord) -> None:
+    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord,
+              rebuild: Callable[[], dict] | None = None) -> None:
         """The host's device and fio-null points, the VM's device point, and with the null backend
         the VM's fio-null point too, interleaved."""
         device, fio_null = self.points(ctx.cfg)
         vm_points = (device, fio_null) if record.disk["backend"] == "null" else (device,)
         points = [measured_point(ctx, record, p, PHYSICAL) for p in (device, fio_null)]
         points += [measured_point(ctx, record, p, VIRTUAL) for p in vm_points]
-        pipeline.measure(points, record.metadata())
+        pipeline.measure(points, record.metadata(), rebuild)
 
     def summarize(self, ctx: RunContext) -> None:
         lat: dict[tuple[str, str], float] = {}

@@ -114,7 +114,7 @@ class CephScaling:
                 ceph_local.set_link_rate(ctx.host, tb.ceph, rate)
                 block = [self._point(ctx, tb, record, k, rate, label, job, env) for label, job in jobs
                          for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
-                pipeline.measure(block, record.metadata())
+                pipeline.measure(block, record.metadata(), rebuild=lambda tb=tb: tb.rebuilt().metadata())
         finally:
             step("tearing down the sweep fleet and its cluster")
             tb.down(quiet=True)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 from pydantic import Field
 
@@ -103,18 +103,20 @@ def loop_over_prefilled_file(path: Path, size: int):
 
 @contextmanager
 def provisioned(ctx: RunContext, tb: Testbed, backend: str):
-    """The sweep VM served by `backend`. The fleet stays up for the next backend to re-provision,
-    except on a loop device of its own, which goes (fleet first) when the block is done."""
+    """The sweep VM served by `backend`, and its testbed. The fleet stays up for the next backend
+    to re-provision, except on a loop device of its own, which goes (fleet first) when the block
+    is done."""
     step(f"backend {backend}: provisioning the sweep VM")
     if not on_loop(tb, backend):
-        yield tb.for_backend(backend).up()
+        block_tb = tb.for_backend(backend)
+        yield block_tb.up(), block_tb
         return
     with loop_over_prefilled_file(ctx.cfg.state_dir / f"{tb.cfg.prefix}-passthrough{gc.SCRATCH_SUFFIX}",
                                   tb.cfg.fleet.disk_size_mib << 20) as dev:
         step(f"backend {backend}: no block device named (fleet.device), so a loop device over a prefilled file: {dev}")
         loop_tb = Testbed(tb.for_backend(backend).cfg, ctx.host, device=dev, run_scoped=True)
         try:
-            yield loop_tb.up()
+            yield loop_tb.up(), loop_tb
         finally:
             loop_tb.down(quiet=True)
 
@@ -175,16 +177,17 @@ class FioMatrix:
         try:
             pipeline = ctx.pipeline(ctx.host.uri, (tb.cfg.prefix + "-",))
             for b in runnable:
-                with provisioned(ctx, tb, b) as record:
-                    self.block(ctx, pipeline, record)
+                with provisioned(ctx, tb, b) as (record, block_tb):
+                    self.block(ctx, pipeline, record, rebuild=lambda t=block_tb: t.rebuilt().metadata())
         finally:
             step("tearing down the sweep fleet")
             tb.down(quiet=True)
 
-    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord) -> None:
+    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord,
+              rebuild: Callable[[], dict] | None = None) -> None:
         """Measures this experiment's points on the host and in the VM of one backend."""
         points = [measured_point(ctx, record, p, env) for p in self.points(ctx.cfg) for env in (PHYSICAL, VIRTUAL)]
-        pipeline.measure(points, record.metadata())
+        pipeline.measure(points, record.metadata(), rebuild)
 
     def summarize(self, ctx: RunContext) -> None:
         text = ""

@@ -6,7 +6,7 @@ that environment's own bound, so point names pair up across environments."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Callable, Annotated, Literal
 
 from pydantic import AfterValidator, Field
 from rich.table import Table
@@ -55,13 +55,14 @@ class LatencyCurve(FioMatrix):
     def runs_per_block(self, cfg: Config) -> int:
         return 2 * (1 + len(cfg.latency_curve.fractions)) * cfg.repeat.count
 
-    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord) -> None:
+    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord,
+              rebuild: Callable[[], dict] | None = None) -> None:
         """First the bound of both environments (unthrottled, interleaved), then the rate steps of
         both, each a fraction of its own environment's bound, interleaved."""
         c = ctx.cfg.latency_curve
         (top,) = self.points(ctx.cfg)
         unthrottled = [measured_point(ctx, record, top, env) for env in (PHYSICAL, VIRTUAL)]
-        pipeline.measure(unthrottled, record.metadata())
+        pipeline.measure(unthrottled, record.metadata(), rebuild)
         steps = []
         for env, point in zip((PHYSICAL, VIRTUAL), unthrottled):
             values = pipeline.values(point.id, "iops")
@@ -72,7 +73,7 @@ class LatencyCurve(FioMatrix):
             steps += [measured_point(ctx, record, FioPoint(
                 GROUP, f"rate-{f:.0%}", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth, rate_iops=max(1, int(bound * f))),
                 self.headline, self.lower_is_better), env) for f in c.fractions]
-        pipeline.measure(steps, record.metadata())
+        pipeline.measure(steps, record.metadata(), rebuild)
 
     def summarize(self, ctx: RunContext) -> None:
         curves = curve_points(ctx.store.samples, GROUP)

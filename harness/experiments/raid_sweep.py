@@ -178,7 +178,7 @@ class RaidSweep:
                     record = tb.up()
                 block = [self.measured_point(ctx, record, s, p, env) for p in points
                          for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
-                pipeline.measure(block, record.metadata())
+                pipeline.measure(block, record.metadata(), rebuild=lambda tb=tb: tb.rebuilt().metadata())
                 self.expectations(ctx, pipeline, s, block)
         finally:
             step("tearing down the sweep fleet and its array")

@@ -280,6 +280,43 @@ def test_a_stopped_qemu_fails_its_point_then_the_guest_is_restarted_and_the_run_
     assert domain_state("vtb-ci-vm0") == libvirt.VIR_DOMAIN_RUNNING
 
 
+def test_a_guest_that_cannot_be_restarted_gets_a_new_fleet_and_the_run_goes_on(fleet, tmp_path):
+    """A guest's domain removed while fio runs in it (destroyed and undefined): no restart brings it
+    back, so the block's fleet is built anew, once, and the rest of the block is measured on it,
+    each sample saying why."""
+    proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set", f"results_dir={tmp_path}",
+                             "--vm-counts", "1", "--set", "repeat.count=2", "--runtime", "10"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    said = []
+    try:
+        for line in proc.stdout:
+            said.append(line)
+            if "virtual-n1 (repeat 1)" in line:
+                time.sleep(6)   # fio is running in the guest
+                conn = libvirt.open("qemu:///system")
+                try:
+                    dom = conn.lookupByName("vtb-ci-vm0")
+                    dom.destroy()
+                    dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE | libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+                finally:
+                    conn.close()
+                break
+        said.append(proc.stdout.read())
+        assert proc.wait(timeout=900) == 0
+    finally:
+        print("".join(said))
+        proc.kill()
+    assert "rebuilding the block's fleet: vtb-ci-vm0" in "".join(said)
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    heads = [r for r in rows if r["metric"] == "aggregate_iops" or r["status"] == "failed"]
+    lost = [r for r in heads if r["point_id"] == "virtual-n1" and r["repeat"] == 0]
+    assert lost and all(r["status"] == "failed" and "could not be restarted" in r["error"] for r in lost), lost
+    after = [r for r in heads if r["point_id"] == "virtual-n1" and r["status"] == "ok"]
+    assert after and all("vtb-ci-vm0" in r["fleet_rebuilt_after"] for r in after)   # measured on the new fleet
+    assert domain_state("vtb-ci-vm0") == libvirt.VIR_DOMAIN_RUNNING
+
+
 def domain_state(name: str) -> int:
     conn = libvirt.open("qemu:///system")
     try:

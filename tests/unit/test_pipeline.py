@@ -168,3 +168,34 @@ def test_samples_name_the_engine_fio_ran_not_the_one_the_job_asked_for(tmp_path,
                   headline="iops", meta={"point": "phys", "ioengine": "libaio"})
     p.measure([point])
     assert {s.metadata["ioengine"] for s in p.store.samples if s.metric == "iops"} == {"rbd"}
+
+
+def test_a_guest_that_cannot_be_restarted_gets_a_new_fleet_once_and_the_block_goes_on(tmp_path, fixture_text,
+                                                                                       monkeypatch):
+    """The block's fleet is built anew (once) and the rest of its points are measured, each sample
+    saying why; a second loss in the same block fails the rest, as without a rebuild."""
+    from harness.agent import AgentError
+    raw, log, rebuilds = fixture_text("fio/host-randread-qd16.json"), [], []
+    p = pipeline(tmp_path, count=3)
+
+    def lose(conns, vms, force=False):
+        p.broken, p.guest_lost = "test stopped answering and could not be restarted (gone)", True
+        return "\ntest: could not be restarted", False
+    monkeypatch.setattr(p, "_check_guests", lambda conn, vms: ("", False))
+    monkeypatch.setattr(p, "_recover", lose)
+    losses = [1]
+
+    def run():
+        log.append("vm")
+        if losses[0]:
+            losses[0] -= 1
+            raise AgentError("test: guest agent guest-exec-status failed: not responding")
+        return [Output("test", raw)]
+    points = [Point("vm", VIRTUAL, "virtio-blk", ("test",), run=run, parse=fio.parse, headline="iops", meta={}),
+              fio_point("host", PHYSICAL, raw, log)]
+    p.measure(points, {"fleet": "old"}, rebuild=lambda: rebuilds.append(1) or {"fleet": "new"})
+    assert rebuilds == [1]
+    vm = {(s.metadata["repeat"], s.status) for s in p.store.samples if s.metadata["point_id"] == "vm"}
+    assert vm == {(0, "failed"), (1, "ok"), (2, "ok")}   # measured again on the new fleet
+    after = [s for s in p.store.samples if s.metadata.get("fleet") == "new"]
+    assert after and all("could not be restarted" in s.metadata["fleet_rebuilt_after"] for s in after)
