@@ -88,11 +88,22 @@ def testbed_up(config_path, overrides) -> None:
 def testbed_down(config_path, overrides, everything) -> None:
     """terraform destroy, then remove anything left with the fleet's prefix."""
     from harness import gc, paths
+    from harness.testbed import TestbedError
     cfg = load(config_path, overrides)
     if everything:   # first: a killed run's terraform apply would hold the state lock, its fio act
         from harness.hosts import sessions
         for said in sessions.stop_orphans():
             step(f"stopped {said}")
+    failed = []   # with --all, a fleet whose teardown fails is said at the end; the others still go
+
+    def down(fleet_cfg) -> list[str]:
+        try:
+            return _testbed_for_down(fleet_cfg).down()
+        except TestbedError as e:
+            if not everything:
+                raise
+            failed.append(str(e))
+            return []
     if cfg.hosts:
         from harness import hosts
         from harness.cluster import Cluster
@@ -101,15 +112,18 @@ def testbed_down(config_path, overrides, everything) -> None:
         if everything:
             removed += [f"{r} (on {h.label})" for h in hosts.all_for_config(cfg) for r in gc.collect(paths.PREFIX, h)]
     else:
-        removed = _testbed_for_down(cfg).down()
+        removed = down(cfg)
     if everything and not cfg.hosts:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource
         for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
-            other = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})})
-            removed += _testbed_for_down(other).down()
+            removed += down(cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})}))
         from harness import nested_host
         removed += nested_host.down(cfg.state_dir)  # everything built inside it goes with it
         removed += gc.collect(paths.PREFIX)
+    if everything:
+        removed += gc.collect_recorded(paths.PREFIX)
     step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed))
+    if failed:
+        raise TestbedError("\n".join(failed))
 
 
 def _testbed_for_down(cfg):
@@ -155,6 +169,7 @@ def gc(config_path, overrides, everything) -> None:
         removed += [f"{r} (in the nested host)" for r in gc_mod.collect(paths.PREFIX, nested, keep=keep)]
         reached.append(nested)
     removed += gc_mod.collect(paths.PREFIX, keep=keep)
+    removed += gc_mod.collect_recorded(paths.PREFIX, keep)   # by the dead fleets' records, once their guests are gone
     for h in reached:
         for said in gc_mod.resume_left_paused(h, keep, cfg.results_dir):
             console.print(f"gc: {said}", markup=False)

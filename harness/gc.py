@@ -208,8 +208,8 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed += _loops_and_mounts(host, prefix, keep)
     removed += _networks(host, prefix, keep)
     if host.name == "local":  # the state dirs gc knows are this machine's
-        removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep) + _brd(prefix, keep)
-        removed += _hugepages(prefix, keep) + _recorded_backends(prefix, keep) + _recorded_arrays(prefix, keep)
+        removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep)
+        removed += _hugepages(prefix, keep)
     elif (remote_dir := host.descriptor().get("remote_dir")) is not None:
         removed += _remote_ceph_dirs(host, remote_dir, prefix, keep)
     return removed
@@ -308,6 +308,13 @@ def destroy_arrays(plan_files: list[Path]) -> list[str]:
         if "nothing to do" not in result:
             done.append(f"array {result}")
     return done
+
+
+def collect_recorded(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """What dead fleets' records say they made, wherever it is (this machine, a nested or an ssh
+    host): backend host sides, md arrays, the brd module. Only for `gc` and `testbed down --all`,
+    after the fleets' guests are gone: a fleet being brought up keeps its plans in the same place."""
+    return _recorded_backends(prefix, keep) + _recorded_arrays(prefix, keep) + _brd(prefix, keep)
 
 
 def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...]) -> list[Path]:

@@ -348,7 +348,8 @@ class Testbed:
                                    "Fix: `harness testbed down` once it answers (a nested host is booted anew "
                                    "by `harness host nested up`)") from None
             # A failed create leaves defined domains that block the next apply: undo it all.
-            self.down(quiet=True)
+            if undo := self._undo():
+                raise TestbedError(f"{e}{undo}") from None
             raise
         conditions.flush(self.host)  # the prefilled device is written back now, not during the first point
         vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
@@ -410,7 +411,8 @@ class Testbed:
         dest = self.cfg.state_dir / "logs" / f"{self.cfg.prefix}-consoles-{time.strftime('%Y%m%d-%H%M%S')}"
         logs = guest_consoles.keep(self.host, self.host.uri, (self.cfg.prefix + "-",), dest)
         host_stopped = self.host.stopped()
-        self.down(quiet=True)
+        if undo := self._undo():
+            return f"the consoles are kept in {dest}.{undo}"
         if host_stopped:
             return (f"{host_stopped}. The fleet's state was removed; the consoles are kept in {dest}. "
                     "Fix: retry (`harness testbed up` boots a new nested host); if it stops again, read its console")
@@ -497,6 +499,15 @@ class Testbed:
         finally:
             conn.close()
 
+    def _undo(self) -> str:
+        """down() after a failed bring-up: "" when it went, else why not, to be said with the
+        original error (never instead of it)."""
+        try:
+            self.down(quiet=True)
+            return ""
+        except TestbedError as e:
+            return f"\nUndoing it failed too: {e}"
+
     def rebuilt(self) -> TestbedRecord:
         """The fleet destroyed and brought up anew: after a guest of it could not be restarted."""
         self.down(quiet=True)
@@ -527,7 +538,10 @@ class Testbed:
             removed = gc.collect(self.cfg.prefix + "-", self.host, keep) + self._destroy_arrays()
             left = [r for r in removed if "not destroyed" in r]
             if destroy_failed:
-                left += gc.leftovers(self.cfg.prefix + "-", self.host, keep)
+                try:
+                    left += gc.leftovers(self.cfg.prefix + "-", self.host, keep)
+                except libvirt.libvirtError as e:   # libvirtd gone: what remains cannot be known
+                    left.append(f"(its libvirtd does not answer: {e.get_error_message()})")
             if left:   # the state stays, so that `testbed down` can try again
                 raise TestbedError(f"testbed down did not finish on {self.host.label}"
                                    + (f": {destroy_failed}" if destroy_failed else "")

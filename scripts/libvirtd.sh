@@ -20,8 +20,12 @@ set_conf() { # key value: set `key = value` in qemu.conf, replacing any earlier 
   fi
 }
 
+restore_conf() {
+  if [ -f "$orig" ]; then mv "$orig" "$conf" && echo "libvirtd: $conf restored as it was"; fi
+}
+
 stop() {
-  [ -f "$pidfile" ] || { echo "libvirtd: not started by the testbed; leaving it alone"; return 0; }
+  [ -f "$pidfile" ] || { echo "libvirtd: not started by the testbed; leaving it alone"; restore_conf; return 0; }
   pid=$(cat "$pidfile")
   if kill -0 "$pid" 2>/dev/null; then
     kill "$pid"
@@ -30,7 +34,7 @@ stop() {
     echo "libvirtd: stopped (pid $pid)"
   fi
   rm -f "$pidfile"
-  if [ -f "$orig" ]; then mv "$orig" "$conf" && echo "libvirtd: $conf restored as it was"; fi
+  restore_conf
 }
 
 case ${1:-start} in

@@ -86,8 +86,10 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = Fal
         if src.startswith("/dev/") and any(os.path.basename(src).startswith(b) for b in blocks):
             what = "the host's root filesystem" if target == "/" else f"a filesystem mounted on {target}"
             return f"{addr} holds {what} ({src}); it cannot be passed through"
-    for name in blocks:
-        if not sysfs.p(f"/sys/class/block/{name}/partition").exists() and (why := sysfs.disk_refusal(name, wipe)):
+    for name in blocks:   # whole namespaces; a native-multipath path (hidden, no /dev node) is its head's
+        node = sysfs.p(f"/sys/class/block/{name}")
+        hidden = (node / "hidden").exists() and (node / "hidden").read_text().strip() == "1"
+        if not hidden and not (node / "partition").exists() and (why := sysfs.disk_refusal(name, wipe)):
             return f"{addr} holds /dev/{name}, refused: {why}"
     if vms != 1:
         return "vfio gives one controller to one VM: set fleet.vms=1"

@@ -81,8 +81,13 @@ def build(plan: CephPlan, mon, node: NodeRunner, hosts: list) -> None:
     for h in hosts:
         run(h, ["mkdir", "-p", *(f"{plan.dir}/{sub}" for sub in ("run", "log", "mon", "mgr/ceph-x", "osd"))],
             f"the cluster's folder on {h.label}")
-        run(h, ["chmod", "0700", plan.dir], f"making the cluster's folder on {h.label} private")
+        # keys and daemon data for root only; the folder itself is passable, and its ceph.conf
+        # (no secret in it) readable, for a QEMU that does not run as root (cephx off)
+        run(h, ["chmod", "0700", *(f"{plan.dir}/{sub}" for sub in ("run", "log", "mon", "mgr", "osd"))],
+            f"making the cluster's data on {h.label} private")
+        run(h, ["chmod", "0711", plan.dir], f"the cluster's folder on {h.label}")
         write(h, f"{plan.dir}/ceph.conf", conf(plan, fsid))
+        run(h, ["chmod", "0644", f"{plan.dir}/ceph.conf"], f"the cluster's conf on {h.label}")
     _monitor(mon, plan, fsid)
     keyring = read(mon, f"{plan.dir}/keyring") or ""
     for h in hosts:   # every daemon's and the admin's key (cephx), for the OSDs and the clients there

@@ -114,10 +114,17 @@ class CephScaling:
                 ceph_local.set_link_rate(ctx.host, tb.ceph, rate)
                 block = [self._point(ctx, tb, record, k, rate, label, job, env) for label, job in jobs
                          for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
-                pipeline.measure(block, record.metadata(), rebuild=lambda tb=tb: tb.rebuilt().metadata())
+                pipeline.measure(block, record.metadata(), rebuild=partial(self._rebuilt, ctx, tb, rate))
         finally:
             step("tearing down the sweep fleet and its cluster")
             tb.down(quiet=True)
+
+    @staticmethod
+    def _rebuilt(ctx: RunContext, tb: Testbed, rate: int) -> dict:
+        """The block's fleet and cluster built anew, its links capped again; its metadata."""
+        record = tb.rebuilt()
+        ceph_local.set_link_rate(ctx.host, tb.ceph, rate)
+        return record.metadata()
 
     def _point(self, ctx: RunContext, tb: Testbed, record: TestbedRecord, nodes: int, rate: int, label: str,
                job: fio.FioJob, env: str) -> Point:

@@ -103,9 +103,9 @@ def loop_over_prefilled_file(path: Path, size: int):
 
 @contextmanager
 def provisioned(ctx: RunContext, tb: Testbed, backend: str):
-    """The sweep VM served by `backend`, and its testbed. The fleet stays up for the next backend
-    to re-provision, except on a loop device of its own, which goes (fleet first) when the block
-    is done."""
+    """The sweep VM served by `backend`, and its testbed (None on a loop device: not rebuildable).
+    The fleet stays up for the next backend to re-provision, except on a loop device of its own,
+    which goes (fleet first) when the block is done."""
     step(f"backend {backend}: provisioning the sweep VM")
     if not on_loop(tb, backend):
         block_tb = tb.for_backend(backend)
@@ -116,7 +116,7 @@ def provisioned(ctx: RunContext, tb: Testbed, backend: str):
         step(f"backend {backend}: no block device named (fleet.device), so a loop device over a prefilled file: {dev}")
         loop_tb = Testbed(tb.for_backend(backend).cfg, ctx.host, device=dev, run_scoped=True)
         try:
-            yield loop_tb.up(), loop_tb
+            yield loop_tb.up(), None   # no rebuild: its teardown would take the loop device with it
         finally:
             loop_tb.down(quiet=True)
 
@@ -178,7 +178,8 @@ class FioMatrix:
             pipeline = ctx.pipeline(ctx.host.uri, (tb.cfg.prefix + "-",))
             for b in runnable:
                 with provisioned(ctx, tb, b) as (record, block_tb):
-                    self.block(ctx, pipeline, record, rebuild=lambda t=block_tb: t.rebuilt().metadata())
+                    self.block(ctx, pipeline, record,
+                               rebuild=(lambda t=block_tb: t.rebuilt().metadata()) if block_tb else None)
         finally:
             step("tearing down the sweep fleet")
             tb.down(quiet=True)

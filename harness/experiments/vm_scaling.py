@@ -105,7 +105,8 @@ class VmScaling:
         if sites:  # the whole fleet, and each host's device
             meta.update(fleet_vms=sum(len(tb.vms) for tb in ctx.testbeds),
                         device=",".join(f"{h.name}:{tb.device_path}" for h, tb in zip(ctx.hosts, ctx.testbeds)))
-        pipeline.measure(points, meta, rebuild=None if sites else ctx.rebuilt_fleet)
+        # a fleet over [[hosts]] is a Cluster's parts: not rebuilt as one testbed
+        pipeline.measure(points, meta, rebuild=None if ctx.cfg.hosts else ctx.rebuilt_fleet)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = vm_scaling_rows(ctx.store.samples)

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import uuid
 from pathlib import Path
 
@@ -36,24 +37,52 @@ def recorded(**what):
 
 
 def stop_orphans() -> list[str]:
-    """Stops the recorded sessions whose harness is gone (SIGKILL to a local session, the ssh host's
-    own stop for a remote one); says what it stopped. Records of live harnesses are kept."""
-    from harness.hosts.ssh import SshHost   # ssh imports this module
-    stopped = []
-    for path in sorted(RECORDS.glob("*.json")) if RECORDS.is_dir() else []:
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue   # being written, or already gone
+    """Stops the recorded sessions whose harness is gone (SIGKILL to a local session's group, the
+    ssh host's own stop for a remote one); says what it stopped. Records of live harnesses are
+    kept, and so is one of a remote session its host did not answer for (the next gc tries again).
+    Passes until a pass stops nothing: a hook's harness outlives its terraform by a moment."""
+    stopped: list[str] = []
+    for _ in range(3):
+        done = [said for path in _records() if (said := _stop(path))]
+        stopped += [s for s in done if s != "-"]
+        if not done:
+            break
+    return stopped
+
+
+def _records() -> list[Path]:
+    """The record files, only from a folder that is root's own and private (a record names a
+    process group to kill)."""
+    try:
+        st = RECORDS.lstat()
+    except OSError:
+        return []
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        return []
+    return sorted(p for p in RECORDS.glob("*.json") if p.lstat().st_uid == os.geteuid() and p.is_file())
+
+
+def _stop(path: Path) -> str:
+    """One record: "" when its owner lives (kept), "-" when nothing was left to stop, else what
+    was stopped."""
+    from harness.hosts.ssh import SshError, SshHost   # ssh imports this module
+    try:
+        rec = json.loads(path.read_text())
         if owner_alive(rec["owner"]):
-            continue
-        if "pid" in rec and rec.get("start") is not None and _start_ticks(rec["pid"]) == rec["start"]:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(rec["pid"], signal.SIGKILL)
-                stopped.append(f"session {rec['pid']} ({rec.get('command', '?')}), left running by a killed harness")
+            return ""
+        said = "-"
+        if "pid" in rec:
+            if rec.get("start") is not None and _start_ticks(rec["pid"]) == rec["start"]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(rec["pid"], signal.SIGKILL)
+                    said = f"session {rec['pid']} ({rec.get('command', '?')}), left running by a killed harness"
         elif "ssh" in rec:
             host = SshHost.from_descriptor(rec["ssh"])
+            if host.unanswered():
+                return ""   # kept for the next gc
             if host.stop_session(rec["tag"]):
-                stopped.append(f"session of {rec.get('command', '?')} on {host.label}, left running by a killed harness")
-        path.unlink(missing_ok=True)
-    return stopped
+                said = f"session of {rec.get('command', '?')} on {host.label}, left running by a killed harness"
+    except (OSError, ValueError, KeyError, TypeError, SshError):
+        return ""   # being written, gone already, or not a record of ours: left alone
+    path.unlink(missing_ok=True)
+    return said

@@ -85,7 +85,8 @@ def test_vm_scaling_on_an_rbd_fleet_then_down_leaves_nothing(tmp_path):
         assert record["device_kind"] == "rbd" and record["ceph"]["nodes"] == 2
         ceph_dir = Path(record["ceph"]["dir"])   # cephx by default, its keys readable by root only
         assert "auth_client_required = cephx" in (ceph_dir / "ceph.conf").read_text()
-        assert (ceph_dir.stat().st_mode & 0o777, (ceph_dir / "keyring").stat().st_mode & 0o777) == (0o700, 0o600)
+        modes = {p: (ceph_dir / p).stat().st_mode & 0o777 for p in (".", "keyring", "ceph.conf", "mon", "osd")}
+        assert modes == {".": 0o711, "keyring": 0o600, "ceph.conf": 0o644, "mon": 0o700, "osd": 0o700}, modes
         keyless = subprocess.run(["ceph", "-c", str(ceph_dir / "ceph.conf"), "--keyring", "/dev/null",
                                   "--connect-timeout", "10", "status"], capture_output=True, text=True, timeout=60)
         assert keyless.returncode != 0, keyless.stdout   # a client without the key is refused

@@ -28,11 +28,14 @@ def test_a_session_whose_harness_was_killed_is_stopped_and_no_other(tmp_path, mo
     killed_harness = {**owner(), "pid": dead.pid, "start": 1}
     orphan = subprocess.Popen(["sleep", "60"], start_new_session=True)
     reused = subprocess.Popen(["sleep", "60"], start_new_session=True)   # its pid in a record, another start
-    (tmp_path / "sessions").mkdir()
+    (tmp_path / "sessions").mkdir(mode=0o700)
     for name, pid, start in (("a", orphan.pid, _start_ticks(orphan.pid)), ("b", reused.pid, 1)):
         (tmp_path / "sessions" / f"{name}.json").write_text(
             json.dumps({"owner": killed_harness, "pid": pid, "start": start, "command": "terraform"}))
     try:
+        (tmp_path / "sessions").chmod(0o777)
+        assert sessions.stop_orphans() == [] and orphan.poll() is None   # records anyone could have written
+        (tmp_path / "sessions").chmod(0o700)
         said = sessions.stop_orphans()
         assert said == [f"session {orphan.pid} (terraform), left running by a killed harness"]
         assert orphan.wait(timeout=10) == -9 and reused.poll() is None
