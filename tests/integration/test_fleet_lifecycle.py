@@ -243,35 +243,42 @@ def test_agent_timeout_names_the_vm(fleet):
 STOP_NOTICED_S = 60   # the agent call times out (10 s), the guest is pinged (5 s); more on a busy 2-core CI machine
 
 
-def test_a_stopped_qemu_fails_its_point_then_the_guest_is_restarted_and_the_run_goes_on(fleet, tmp_path):
-    """A guest's QEMU stopped with SIGSTOP while fio runs in it: the point's wait ends within its
-    bound, the guest is destroyed and booted again, and the points after it are measured."""
+def vm_scaling_hit_mid_point(tmp_path, hit, noticed_by: str = "") -> tuple[str, float | None, list[dict]]:
+    """vm-scaling, 1 VM, 2 repeats of 10 s points; `hit()` runs 6 s into the first virtual point
+    (fio running in the guest). Returns what the run printed, how long after the hit it first
+    printed `noticed_by`, and the samples' head rows (headline figures and failures)."""
     proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set", f"results_dir={tmp_path}",
                              "--vm-counts", "1", "--set", "repeat.count=2", "--runtime", "10"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    said = []
+    said, noticed = [], None
     try:
         for line in proc.stdout:
             said.append(line)
             if "virtual-n1 (repeat 1)" in line:
-                time.sleep(6)   # fio is running in the guest
-                os.kill(int(Path("/run/libvirt/qemu/vtb-ci-vm0.pid").read_text()), signal.SIGSTOP)
-                stopped = time.monotonic()
+                time.sleep(6)
+                hit()
+                t0 = time.monotonic()
                 break
         for line in proc.stdout:
             said.append(line)
-            if "restarting the guest" in line:
-                noticed = time.monotonic() - stopped
-                break
-        said.append(proc.stdout.read())
-        assert proc.wait(timeout=600) == 0
+            if noticed is None and noticed_by and noticed_by in line:
+                noticed = time.monotonic() - t0
+        assert proc.wait(timeout=900) == 0
     finally:
         print("".join(said))
         proc.kill()
-    assert noticed < STOP_NOTICED_S
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
-    heads = [r for r in rows if r["metric"] == "aggregate_iops" or r["status"] == "failed"]
+    return "".join(said), noticed, [r for r in rows if r["metric"] == "aggregate_iops" or r["status"] == "failed"]
+
+
+def test_a_stopped_qemu_fails_its_point_then_the_guest_is_restarted_and_the_run_goes_on(fleet, tmp_path):
+    """A guest's QEMU stopped with SIGSTOP while fio runs in it: the point's wait ends within its
+    bound, the guest is destroyed and booted again, and the points after it are measured."""
+    _, noticed, heads = vm_scaling_hit_mid_point(
+        tmp_path, lambda: os.kill(int(Path("/run/libvirt/qemu/vtb-ci-vm0.pid").read_text()), signal.SIGSTOP),
+        noticed_by="restarting the guest")
+    assert noticed is not None and noticed < STOP_NOTICED_S
     hit = [r for r in heads if r["point_id"] == "virtual-n1" and r["repeat"] == 0]
     # the lost repeat is either measured again at once (saying why) or recorded failed with the reason
     assert hit and all("vtb-ci-vm0" in (r.get("retried_after") or r.get("error") or "") for r in hit), hit
@@ -280,36 +287,22 @@ def test_a_stopped_qemu_fails_its_point_then_the_guest_is_restarted_and_the_run_
     assert domain_state("vtb-ci-vm0") == libvirt.VIR_DOMAIN_RUNNING
 
 
+def remove_domain(name: str) -> None:
+    conn = libvirt.open("qemu:///system")
+    try:
+        dom = conn.lookupByName(name)
+        dom.destroy()
+        dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE | libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+    finally:
+        conn.close()
+
+
 def test_a_guest_that_cannot_be_restarted_gets_a_new_fleet_and_the_run_goes_on(fleet, tmp_path):
     """A guest's domain removed while fio runs in it (destroyed and undefined): no restart brings it
     back, so the block's fleet is built anew, once, and the rest of the block is measured on it,
     each sample saying why."""
-    proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set", f"results_dir={tmp_path}",
-                             "--vm-counts", "1", "--set", "repeat.count=2", "--runtime", "10"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    said = []
-    try:
-        for line in proc.stdout:
-            said.append(line)
-            if "virtual-n1 (repeat 1)" in line:
-                time.sleep(6)   # fio is running in the guest
-                conn = libvirt.open("qemu:///system")
-                try:
-                    dom = conn.lookupByName("vtb-ci-vm0")
-                    dom.destroy()
-                    dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE | libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
-                finally:
-                    conn.close()
-                break
-        said.append(proc.stdout.read())
-        assert proc.wait(timeout=900) == 0
-    finally:
-        print("".join(said))
-        proc.kill()
-    assert "rebuilding the block's fleet: vtb-ci-vm0" in "".join(said)
-    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
-    heads = [r for r in rows if r["metric"] == "aggregate_iops" or r["status"] == "failed"]
+    said, _, heads = vm_scaling_hit_mid_point(tmp_path, lambda: remove_domain("vtb-ci-vm0"))
+    assert "rebuilding the block's fleet: vtb-ci-vm0" in said
     lost = [r for r in heads if r["point_id"] == "virtual-n1" and r["repeat"] == 0]
     assert lost and all(r["status"] == "failed" and "could not be restarted" in r["error"] for r in lost), lost
     after = [r for r in heads if r["point_id"] == "virtual-n1" and r["status"] == "ok"]
