@@ -42,8 +42,9 @@ def stop_orphans() -> list[str]:
     kept, and so is one of a remote session its host did not answer for (the next gc tries again).
     Passes until a pass stops nothing: a hook's harness outlives its terraform by a moment."""
     stopped: list[str] = []
+    silent: dict[str, str | None] = {}   # each ssh host asked once: a dead one costs its timeout once
     for _ in range(3):
-        done = [said for path in _records() if (said := _stop(path))]
+        done = [said for path in _records() if (said := _stop(path, silent))]
         stopped += [s for s in done if s != "-"]
         if not done:
             break
@@ -62,7 +63,7 @@ def _records() -> list[Path]:
     return sorted(p for p in RECORDS.glob("*.json") if p.lstat().st_uid == os.geteuid() and p.is_file())
 
 
-def _stop(path: Path) -> str:
+def _stop(path: Path, silent: dict[str, str | None]) -> str:
     """One record: "" when its owner lives (kept), "-" when nothing was left to stop, else what
     was stopped."""
     from harness.hosts.ssh import SshError, SshHost   # ssh imports this module
@@ -78,7 +79,9 @@ def _stop(path: Path) -> str:
                     said = f"session {rec['pid']} ({rec.get('command', '?')}), left running by a killed harness"
         elif "ssh" in rec:
             host = SshHost.from_descriptor(rec["ssh"])
-            if host.unanswered():
+            if host.label not in silent:
+                silent[host.label] = host.unanswered()
+            if silent[host.label]:
                 return ""   # kept for the next gc
             if host.stop_session(rec["tag"]):
                 said = f"session of {rec.get('command', '?')} on {host.label}, left running by a killed harness"
