@@ -77,8 +77,6 @@ def on_allowlist(dev: Path, allow: list[str]) -> bool:
     """`dev` is one of the allowlist's disks, compared as the devices both name now (their device
     numbers), not as strings: an entry by /dev/disk/by-id (WWN or serial) keeps meaning its disk
     when sdX names move, and a by-id path and its sdX name are the same disk."""
-    if str(dev) in allow:
-        return True
     rdev = os.stat(dev).st_rdev
     return any(os.path.exists(a) and Path(a).is_block_device() and os.stat(a).st_rdev == rdev for a in allow)
 

@@ -293,21 +293,21 @@ def _hugepages(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     return removed
 
 
-def destroy_arrays(plan_files: list[Path]) -> list[str]:
+def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
     """The md arrays these plans describe (each plan is written before its array is made), stopped
-    on their hosts, each plan removed once its array is gone; says what went, or what could not."""
-    done = []
+    on their hosts, each plan removed once its array is gone: what went, and what could not."""
+    done, stuck = [], []
     for plan_file in plan_files:
         plan = RaidPlan.from_json(plan_file.read_text())
         try:
             result = raid.destroy(from_descriptor(plan.host), plan)
         except Exception as e:  # the host may be gone (a nested host), and the array with it
-            done.append(f"array {plan.device}: not destroyed ({e})")
+            stuck.append(f"array {plan.device}: not destroyed ({e})")
             continue
         plan_file.unlink(missing_ok=True)
         if "nothing to do" not in result:
             done.append(f"array {result}")
-    return done
+    return done, stuck
 
 
 def collect_recorded(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
@@ -332,7 +332,8 @@ def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...]) -
 def _recorded_arrays(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     """Arrays a killed run left on a host (this machine, a nested or an ssh host), found by their
     plans, not by their names on the host."""
-    return destroy_arrays(_recorded_plans("raid", "name", prefix, keep))
+    done, stuck = destroy_arrays(_recorded_plans("raid", "name", prefix, keep))
+    return done + stuck
 
 
 def _recorded_backends(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:

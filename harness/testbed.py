@@ -535,8 +535,11 @@ class Testbed:
         if removed is None:   # the host is still there: what Terraform left on it, and its arrays
             # a cluster over the hosts outlives this part: the fleet's Cluster stops it after every part
             keep = (self.ceph.name,) if self.ceph is not None and self.ceph.hosts else ()
-            removed = gc.collect(self.cfg.prefix + "-", self.host, keep) + self._destroy_arrays()
-            left = [r for r in removed if "not destroyed" in r]
+            removed = gc.collect(self.cfg.prefix + "-", self.host, keep)
+            # arrays whose plans are still here (a destroy that failed, a killed run), once their
+            # guests are gone: stopped again, directly (one check each for those already gone)
+            gone, left = gc.destroy_arrays(sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else [])
+            removed += gone
             if destroy_failed:
                 try:
                     left += gc.leftovers(self.cfg.prefix + "-", self.host, keep)
@@ -554,11 +557,6 @@ class Testbed:
         if self.dir.exists():
             shutil.rmtree(self.dir)
         return removed
-
-    def _destroy_arrays(self) -> list[str]:
-        """Arrays whose plans are still here (a destroy that failed, a killed run): stopped again,
-        directly. Idempotent, so arrays Terraform already destroyed cost one check each."""
-        return gc.destroy_arrays(sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else [])
 
     def _destroy_clusters(self) -> list[str]:
         """Ceph clusters whose plans are still here (a destroy that failed, a killed run): removed

@@ -175,7 +175,7 @@ class DeviceProfile:
                      "else's. Fix: unload it (rmmod brd), or profile tmpfs")
                 yield None
                 return
-            record = sweep.state_dir / f"{sweep.prefix}{gc.BRD_RECORD_SUFFIX}"   # before: gc unloads it after a kill
+            record = sweep.state_dir / f"{sweep.prefix}-brd{gc.BRD_RECORD_SUFFIX}"   # before: gc unloads it after a kill
             write_atomic(record, "brd\n")
             loaded = subprocess.run(["modprobe", "brd", "rd_nr=1", f"rd_size={size >> 10}"], capture_output=True,
                                     text=True, check=False, timeout=60) if shutil.which("modprobe") else None

@@ -184,10 +184,10 @@ def test_a_brd_record_of_a_killed_run_is_collected(tmp_path, monkeypatch):
     state = tmp_path / "state"
     state.mkdir()
     gc.register_state_dir(state)
-    dead, live = (state / f"vtb-dp-{n}{gc.BRD_RECORD_SUFFIX}" for n in ("gone", "live"))
+    dead, live = (state / f"vtb-dp-{n}-brd{gc.BRD_RECORD_SUFFIX}" for n in ("gone", "live"))
     dead.write_text("brd\n")
     live.write_text("brd\n")
-    said = gc._brd("vtb-", keep=("vtb-dp-live",))
+    said = gc._brd("vtb-", keep=("vtb-dp-live-",))   # a live run's prefix, as live_prefixes gives it
     assert not dead.exists() and live.exists()
     assert said == (["module brd"] if Path("/sys/module/brd").exists() else [])
 
