@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import typing
@@ -538,6 +539,8 @@ def main() -> None:
     from harness.cancel import Terminated
     from harness.hosts.ssh import SshError
     from harness.testbed import TestbedError
+    # Ctrl-C (SIGINT) stops every command, even one started in a script's background, which ignores it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         cli(standalone_mode=False)
     except click.exceptions.Abort as e:   # click turns Ctrl-C (and the runner's SIGTERM) into Abort

@@ -38,8 +38,6 @@ def grown(cfg: Config, need: int) -> Config:
 
 def run(cfg: Config, experiment_name: str) -> RunContext:
     signal.signal(signal.SIGTERM, _terminate)  # a CI timeout or `kill` ends the run like Ctrl-C
-    # and Ctrl-C (SIGINT) stops it even when started in a script's background, which ignores it
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     if why := state_dir_problem(LocalHost(), str(cfg.state_dir), "state_dir"):
         raise settings.ConfigError(why)
     gc.register_state_dir(cfg.state_dir)   # what the run mounts there is found by gc after a SIGKILL
