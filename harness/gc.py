@@ -17,6 +17,7 @@ import libvirt
 from harness import conditions, hugepages, paths, raid
 from harness.ceph import existing as ceph_existing
 from harness.hosts import Host, LocalHost, Node, from_descriptor
+from harness.hosts.nested import NestedHostError
 from harness.raid import RaidPlan
 from harness.libvirt_conn import connect, domain_call
 
@@ -301,7 +302,11 @@ def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
         plan = RaidPlan.from_json(plan_file.read_text())
         try:
             result = raid.destroy(from_descriptor(plan.host), plan)
-        except Exception as e:  # the host may be gone (a nested host), and the array with it
+        except NestedHostError:   # its nested host was removed, and the array with everything in it
+            plan_file.unlink(missing_ok=True)
+            done.append(f"array {plan.device}: gone with its nested host")
+            continue
+        except Exception as e:  # the host does not answer: the plan stays for the next gc
             stuck.append(f"array {plan.device}: not destroyed ({e})")
             continue
         plan_file.unlink(missing_ok=True)
@@ -345,7 +350,11 @@ def _recorded_backends(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
         plan = backends.HostPlan.from_json(plan_file.read_text())
         try:
             backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
-        except Exception as e:   # the host may be gone, and its side with it
+        except NestedHostError:   # its nested host was removed, and this side with everything in it
+            plan_file.unlink(missing_ok=True)
+            done.append(f"{plan.disk['backend']} host side of {plan.prefix}: gone with its nested host")
+            continue
+        except Exception as e:   # the host does not answer: the plan stays for the next gc
             done.append(f"({plan.disk['backend']} host side of {plan.prefix} not undone: {e})")
             continue
         plan_file.unlink(missing_ok=True)

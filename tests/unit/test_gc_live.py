@@ -178,6 +178,27 @@ def test_a_killed_runs_backend_host_side_is_undone_by_its_plan(tmp_path, monkeyp
     assert not plans["rs-gone"].exists() and plans["default"].exists()
 
 
+def test_a_plan_on_a_nested_host_that_was_removed_goes_with_it(tmp_path, monkeypatch):
+    """A killed sweep's plans on a nested host whose L1 was removed since (its record gone): what
+    they describe went with the L1, so gc drops them and says so, rather than failing on them at
+    every gc."""
+    from harness.backends import HostDevice, HostPlan
+    monkeypatch.setattr(gc.paths, "STATE_REGISTRY", tmp_path / "registry")
+    state, fleet = tmp_path / "state", tmp_path / "state" / "rs-cin"
+    fleet.mkdir(parents=True)
+    gc.register_state_dir(state)
+    gone = {"kind": "nested", "state_dir": str(state / "nested")}   # no nested.json there
+    backend = fleet / "backend-0.json"
+    backend.write_text(HostPlan(prefix="vtb-rs-cin", fleet_dir=str(fleet), disk={"backend": "virtio-blk"},
+                                device=HostDevice(path="/dev/nvme0n1", kind="block"), host=gone).to_json())
+    array = fleet / "raid-0.json"
+    array.write_text(gc.RaidPlan(name="vtb-rs-cin-raid", level=0, members=["/dev/nvme0n1", "/dev/nvme1n1"],
+                                 chunk_kib=64, allow=["/dev/nvme0n1", "/dev/nvme1n1"], host=gone).to_json())
+    assert gc.collect_recorded("vtb-") == ["virtio-blk host side of vtb-rs-cin: gone with its nested host",
+                                           "array /dev/md/vtb-rs-cin-raid: gone with its nested host"]
+    assert not backend.exists() and not array.exists()
+
+
 def test_a_brd_record_of_a_killed_run_is_collected(tmp_path, monkeypatch):
     """brd is unloaded only when a record says vtb loaded it (here it is not loaded: the record goes)."""
     monkeypatch.setattr(gc.paths, "STATE_REGISTRY", tmp_path / "registry")
