@@ -23,7 +23,7 @@ from harness.agent import AgentError, GuestAgent
 from harness.bounded import heartbeat, write_bound_s
 from harness.console import step, warn
 from harness.hosts import Host, LocalHost
-from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, SSH_PORT,
+from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, RECORD, SSH_PORT,
                                   NestedHost, NestedHostError, NestedRecord, domain_name, state_subdir)
 from harness.libvirt_conn import connect, unanswered
 from harness.libvirt_xml import attr, qemu_commandline, qemu_opt
@@ -48,6 +48,21 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def removed(host: Host) -> bool:
+    """Whether `host` is a nested host that was removed (its record gone: a teardown found it not
+    answering and removed it with its fleet)."""
+    return host.descriptor()["kind"] == "nested" and not (host.state_dir / RECORD).exists()
 
 
 SSH_KEY_DIR = "ssh"                      # under the state dir: the testbed's key into the nested hosts
@@ -147,8 +162,9 @@ def domain_xml(cfg, state_dir: Path, choice: accel.AccelChoice, ssh_port: int, n
 </domain>"""
 
 
-def up(cfg, index: int = 0) -> NestedHost:
-    """Boots nested host `index` (idempotent: an L1 that is up and answering is kept)."""
+def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
+    """Boots nested host `index` (idempotent: an L1 that is up and answering is kept), its sshd
+    forwarded from `port` when that is given and free."""
     state_dir = cfg.state_dir / state_subdir(index)
     name = domain_name(index)
     try:
@@ -163,7 +179,7 @@ def up(cfg, index: int = 0) -> NestedHost:
         step(f"nested host: {name} already up ({host.uri})")
         return host
     except NestedHostError as e:
-        if (state_dir / "nested.json").exists():
+        if (state_dir / RECORD).exists():
             warn(f"nested host: {name} is not usable ({e}); booting a new one")
         _down_one(cfg.state_dir, index)
     # The image of the current recipe (cached by its hash: instant when built; a few minutes once
@@ -185,7 +201,7 @@ def up(cfg, index: int = 0) -> NestedHost:
         subprocess.run(["dd", "if=/dev/urandom", f"of={state_dir / 'drives' / f'{name}-drive{i}.raw'}", "bs=1M",
                         f"count={n.drive_mib}", "status=none"], check=True, timeout=write_bound_s(n.drive_mib << 20))
     choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
-    ssh_port = _free_port()
+    ssh_port = port if port and _port_free(port) else _free_port()
     shared = shared_address(cfg, index)
     _shared_bridge()
     conn = connect(paths.LIBVIRT_URI)
@@ -219,7 +235,7 @@ def up(cfg, index: int = 0) -> NestedHost:
                                       f"{e.get_error_message()} (console: {state_dir / 'console.log'})") from None
             time.sleep(1)
     record.ready_s = round(time.monotonic() - t0, 1)
-    write_atomic(state_dir / "nested.json", json.dumps(asdict(record), indent=2))
+    write_atomic(state_dir / RECORD, json.dumps(asdict(record), indent=2))
     step(f"nested host: {name} up in {record.ready_s:.0f} s, drives {' '.join(record.drives)}")
     return host
 

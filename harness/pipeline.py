@@ -195,6 +195,11 @@ class Pipeline:
                     conns = self._reconnected(conns)
                     self._one(conns, by_id[pid], r, i)
                     self.last = pid
+                    if self.broken and self._rebuilt(rebuild, points):   # the lost point, at once on the new fleet
+                        if self.progress:
+                            self.progress.add(1)
+                        conns = self._reconnected(conns)
+                        self._one(conns, by_id[pid], r, i, retried_after=self.testbed_meta["fleet_rebuilt_after"])
                 if self.broken and not (r + 1 < rounds and self._rebuilt(rebuild, points)):
                     self._fail_rest(points)
                     break
@@ -207,8 +212,8 @@ class Pipeline:
 
     def _rebuilt(self, rebuild: Callable[[], dict] | None, points: list[Point]) -> bool:
         """After a guest that could not be restarted: the block's fleet built anew, once a block,
-        so that its points are measured in the rounds left (those that failed on the old fleet
-        too); said, and on every later sample."""
+        so that the point that lost it is measured again at once (a run of one repeat keeps it) and
+        the rest of the block on the new fleet; said, and on every later sample."""
         if rebuild is None or not self.guest_lost or self.rebuilt:
             return False
         why, self.rebuilt = self.broken, True

@@ -509,8 +509,12 @@ class Testbed:
             return f"\nUndoing it failed too: {e}"
 
     def rebuilt(self) -> TestbedRecord:
-        """The fleet destroyed and brought up anew: after a guest of it could not be restarted."""
+        """The fleet destroyed and brought up anew: after a guest of it could not be restarted. A
+        nested host that stopped answering goes with the fleet (down() removes it); a new one is
+        booted in its place, on the same port, so that this host object (held by the run) reaches it."""
         self.down(quiet=True)
+        if nested_host.removed(self.host):
+            nested_host.up(self.cfg, port=self.host.record.ssh_port)
         return self.up()
 
     def down(self, quiet: bool = False) -> list[str]:
@@ -521,17 +525,20 @@ class Testbed:
         if (self.dir / "terraform.tfstate").exists() and (self.dir / "fleet.tfvars.json").exists():
             if not quiet:
                 step(f"terraform destroy: {self.cfg.prefix}")
+            stopped: TestbedError | None = None   # Terraform stopped: its host missed its checks
             try:
                 done = self._terraform("destroy", "-auto-approve", "-input=false", "-no-color",
                                        *self._state_args(), check=False)
-                if done.returncode != 0:   # what it left is removed directly below, then checked
+                if done.returncode != 0:
                     destroy_failed = f"terraform destroy failed (exit {done.returncode}; log: {self.log})"
+            except TestbedError as e:
+                stopped = e
+            if stopped or destroy_failed:   # a nested host that hung or died goes, and the fleet in it
+                removed = nested_host.removed_after_loss(self.host, self.host_not_answering)
+                if removed is None and stopped:
+                    raise stopped
+                if removed is None:   # what it left is removed directly below, then checked
                     warn(f"{destroy_failed}; removing what it left directly")
-            except TestbedError:
-                gone = nested_host.removed_after_loss(self.host, self.host_not_answering)
-                if gone is None:
-                    raise
-                removed = gone
         if removed is None:   # the host is still there: what Terraform left on it, and its arrays
             # a cluster over the hosts outlives this part: the fleet's Cluster stops it after every part
             keep = (self.ceph.name,) if self.ceph is not None and self.ceph.hosts else ()

@@ -29,6 +29,9 @@ LOG_BYTES = 256 << 10
 SYSRQ_L = [56, 99, 38]   # Linux keycodes: left Alt, SysRq, L
 
 
+RECORD = "nested.json"   # in the host's state dir: while it exists, the host is up
+
+
 class NestedHostError(RuntimeError):
     pass
 
@@ -69,7 +72,7 @@ class NestedHost:
 
     @classmethod
     def load(cls, state_dir: Path) -> "NestedHost":
-        path = state_dir / "nested.json"
+        path = state_dir / RECORD
         if not path.exists():
             raise NestedHostError("no nested host is up. Fix: run `harness host nested up` (with the same config)")
         saved = json.loads(path.read_text())

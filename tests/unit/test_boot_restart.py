@@ -98,3 +98,30 @@ def test_a_lost_host_other_than_a_nested_one_is_not_rebuilt():
     from harness.experiments import raid_sweep
     ctx = SimpleNamespace(host=LocalHost(), cfg=None)
     assert not raid_sweep.RaidSweep._rebuilt_lost_host(ctx, SimpleNamespace(sites=[]), HungNestedTestbed())
+
+
+def test_a_fleet_rebuilt_after_its_nested_host_was_removed_gets_a_new_host_on_the_same_port(tmp_path, monkeypatch):
+    """A guest lost mid-run because its L1 died: the teardown removes the L1 (its record goes), so the
+    rebuild boots a new one first, on the port the run's host object knows, then the fleet."""
+    from types import SimpleNamespace
+
+    from harness import testbed
+    calls = []
+
+    class Nested:
+        state_dir = tmp_path / "nested"
+        record = SimpleNamespace(ssh_port=40222)
+
+        def descriptor(self):
+            return {"kind": "nested", "state_dir": str(self.state_dir)}
+
+    bed = testbed.Testbed.__new__(testbed.Testbed)
+    bed.cfg, bed.host = "cfg", Nested()
+    monkeypatch.setattr(bed, "down", lambda quiet=False: calls.append("down"))
+    monkeypatch.setattr(bed, "up", lambda: calls.append("up") or "record")
+    monkeypatch.setattr(testbed.nested_host, "up", lambda cfg, port=None: calls.append(("host up", cfg, port)))
+    assert bed.rebuilt() == "record" and calls == ["down", ("host up", "cfg", 40222), "up"]
+    Nested.state_dir.mkdir()
+    (Nested.state_dir / "nested.json").write_text("{}")   # still there: kept, only the fleet is rebuilt
+    calls.clear()
+    assert bed.rebuilt() == "record" and calls == ["down", "up"]

@@ -9,6 +9,7 @@ import pytest
 
 from harness.config import Config
 from harness.hosts import LocalHost
+import harness.pipeline as pipeline_mod
 from harness.pipeline import PHYSICAL, VIRTUAL, Output, Pipeline, Point, schedule
 from harness.store import RunStore
 from harness.workloads import fio
@@ -172,8 +173,9 @@ def test_samples_name_the_engine_fio_ran_not_the_one_the_job_asked_for(tmp_path,
 
 def test_a_guest_that_cannot_be_restarted_gets_a_new_fleet_once_and_the_block_goes_on(tmp_path, fixture_text,
                                                                                        monkeypatch):
-    """The block's fleet is built anew (once) and the rest of its points are measured, each sample
-    saying why; a second loss in the same block fails the rest, as without a rebuild."""
+    """The block's fleet is built anew (once), the point that lost its guest is measured again at
+    once on it and the rest of the block after it, each sample saying why; a second loss in the
+    same block fails the rest, as without a rebuild."""
     from harness.agent import AgentError
     raw, log, rebuilds = fixture_text("fio/host-randread-qd16.json"), [], []
     p = pipeline(tmp_path, count=3)
@@ -196,6 +198,39 @@ def test_a_guest_that_cannot_be_restarted_gets_a_new_fleet_once_and_the_block_go
     p.measure(points, {"fleet": "old"}, rebuild=lambda: rebuilds.append(1) or {"fleet": "new"})
     assert rebuilds == [1]
     vm = {(s.metadata["repeat"], s.status) for s in p.store.samples if s.metadata["point_id"] == "vm"}
-    assert vm == {(0, "failed"), (1, "ok"), (2, "ok")}   # measured again on the new fleet
+    assert vm == {(0, "failed"), (0, "ok"), (1, "ok"), (2, "ok")}   # measured again on the new fleet
+    again = [s for s in p.store.samples if s.metadata["point_id"] == "vm" and s.metadata["repeat"] == 0 and s.status == "ok"]
+    assert all("could not be restarted" in s.metadata["retried_after"] for s in again)
     after = [s for s in p.store.samples if s.metadata.get("fleet") == "new"]
     assert after and all("could not be restarted" in s.metadata["fleet_rebuilt_after"] for s in after)
+
+
+def test_in_a_run_of_one_repeat_the_lost_point_is_measured_on_the_new_fleet_and_a_second_loss_fails_the_block(
+        tmp_path, fixture_text, monkeypatch):
+    """With one repeat there is no later round: the point whose guest was lost is measured again at
+    once on the rebuilt fleet. When it loses its guest there too, no second rebuild: the rest of
+    the block is failed with the reason."""
+    from harness.agent import AgentError
+    raw = fixture_text("fio/host-randread-qd16.json")
+    for losses, expected in ((1, {("vm", "failed"), ("vm", "ok"), ("host", "ok")}),
+                             (2, {("vm", "failed"), ("host", "failed")})):
+        p, rebuilds, left = pipeline(tmp_path / str(losses), count=1), [], [losses]
+
+        def lose(conns, vms, force=False, p=p):
+            p.broken, p.guest_lost = "test stopped answering and could not be restarted (gone)", True
+            return "\ntest: could not be restarted", False
+        monkeypatch.setattr(p, "_check_guests", lambda conn, vms: ("", False))
+        monkeypatch.setattr(p, "_recover", lose)
+
+        def run(left=left):
+            if left[0]:
+                left[0] -= 1
+                raise AgentError("test: guest agent guest-exec-status failed: not responding")
+            return [Output("test", raw)]
+        vm = Point("vm", VIRTUAL, "virtio-blk", ("test",), run=run, parse=fio.parse, headline="iops", meta={})
+        host = fio_point("host", PHYSICAL, raw, [])
+        monkeypatch.setattr(pipeline_mod, "schedule", lambda todo, rng, last: ["vm", "host"])
+        p.measure([vm, host], {"fleet": "old"}, rebuild=lambda rebuilds=rebuilds: rebuilds.append(1) or {"fleet": "new"})
+        assert rebuilds == [1]
+        got = {(s.metadata["point_id"], s.status) for s in p.store.samples if s.metric == "iops"}
+        assert got == expected, got
