@@ -146,6 +146,8 @@ class Pipeline:
         self.broken = ""          # why the block's fleet cannot be measured any more (a guest that cannot be restarted)
         self.guest_lost = False   # broken by a guest that could not be restarted: a new fleet may help
         self.rebuilt = False      # the block's fleet was built anew once already
+        self.rebuild: Callable[[], dict] | None = None   # how the block's fleet is built anew
+        self.block: list[Point] = []
         self.testbed_meta: dict = {}
 
     # --- one block of points, in rounds ---------------------------------------------------
@@ -162,6 +164,7 @@ class Pipeline:
         s = self.repeat
         self.testbed_meta = testbed_meta or {}
         self.broken, self.guest_lost, self.rebuilt = "", False, False
+        self.rebuild, self.block = rebuild, points
         rounds = s.max_count if s.adaptive else s.count
         try:
             conns = [connect(site.uri) for site in self.sites]
@@ -195,11 +198,6 @@ class Pipeline:
                     conns = self._reconnected(conns)
                     self._one(conns, by_id[pid], r, i)
                     self.last = pid
-                    if self.broken and self._rebuilt(rebuild, points):   # the lost point, at once on the new fleet
-                        if self.progress:
-                            self.progress.add(1)
-                        conns = self._reconnected(conns)
-                        self._one(conns, by_id[pid], r, i, retried_after=self.testbed_meta["fleet_rebuilt_after"])
                 if self.broken and not (r + 1 < rounds and self._rebuilt(rebuild, points)):
                     self._fail_rest(points)
                     break
@@ -212,8 +210,8 @@ class Pipeline:
 
     def _rebuilt(self, rebuild: Callable[[], dict] | None, points: list[Point]) -> bool:
         """After a guest that could not be restarted: the block's fleet built anew, once a block,
-        so that the point that lost it is measured again at once (a run of one repeat keeps it) and
-        the rest of the block on the new fleet; said, and on every later sample."""
+        so that the point that lost it is measured again at once and the rest of the block on the
+        new fleet; said, and on every later sample."""
         if rebuild is None or not self.guest_lost or self.rebuilt:
             return False
         why, self.rebuilt = self.broken, True
@@ -226,7 +224,7 @@ class Pipeline:
         self.testbed_meta = {**meta, "fleet_rebuilt_after": why}
         self.broken, self.guest_lost = "", False
         self.failed -= {p.id for p in points}
-        step("  the block's fleet was built anew; measuring the rest of the block")
+        step("  the block's fleet was built anew; measuring the point again and the rest of the block")
         return True
 
     def _fail_rest(self, points: list[Point]) -> None:
@@ -282,8 +280,8 @@ class Pipeline:
 
     def _one(self, conns: list[libvirt.virConnect], p: Point, rep: int, order: int, retried_after: str = "") -> None:
         """One repeat of one point. When its guest stops answering mid-point and a restart brings
-        it back, the point is measured once more at once (its samples say why in `retried_after`);
-        a second loss is recorded as the point's failure."""
+        it back, or else the block's fleet is built anew, the point is measured once more at once
+        (its samples say why in `retried_after`); a second loss is recorded as the point's failure."""
         meta = {**self._meta(p, rep, order), **({"retried_after": retried_after} if retried_after else {})}
         what = f"{p.id} (repeat {rep + 1}{', again' if retried_after else ''})"
         if self.progress and not retried_after:
@@ -365,6 +363,8 @@ class Pipeline:
             retry = bool(recovered and p.vms and not retried_after and not elsewhere)
             if retry:
                 warn(f"{p.id}: its guest stopped answering and was restarted; measuring the point again")
+            elif self.guest_lost and not retried_after and self._rebuilt(self.rebuild, self.block):
+                retry = True   # on the new fleet, at once: a run of one repeat keeps the point
             else:
                 self.store.add([Sample(p.headline, None, "", {**meta, "scope": "aggregate", "vm": "", **files,
                                                               "point_wall_s": round(time.monotonic() - t0, 3)},

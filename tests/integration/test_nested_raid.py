@@ -219,14 +219,13 @@ def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_p
         assert manifest["status"] == "completed", (run / "summary.txt").read_text()
         assert manifest["environment"]["host"] == "nested" and manifest["testbed"]["raid"]["level"] == 10
         rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
-        heads = [r for r in rows if r["metric"] == "aggregate_iops"]
-        lost = [r for r in heads if r["status"] == "failed"]
-        assert [r["point_id"] for r in lost] == ["virtual-n2"], lost
-        ok = [r for r in heads if r["status"] == "ok" and r["repeat"] != "all"]
-        assert {(r["env"], r["vm_count"]) for r in ok if r["value"] > 0} == {("physical", 2), ("virtual", 2)}
-        again = [r for r in ok if r["env"] == "virtual"]
-        assert again and all(r["fleet_rebuilt_after"] and r["retried_after"] and r["qemu_cpu_s"] > 0 for r in again)
-        assert all("windows_overlap" in r for r in ok)  # fio's own timestamps, on one time line
+        assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
+        heads = [r for r in rows if r["metric"] == "aggregate_iops" and r["repeat"] != "all"]
+        assert {(r["env"], r["vm_count"]) for r in heads if r["value"] > 0} == {("physical", 2), ("virtual", 2)}
+        again = [r for r in heads if r["env"] == "virtual"]   # the lost point, measured again on the new L1
+        assert again and all("could not be restarted" in r["retried_after"] and r["fleet_rebuilt_after"]
+                             and r["qemu_cpu_s"] > 0 for r in again), again
+        assert all("windows_overlap" in r for r in heads)  # fio's own timestamps, on one time line
     finally:
         harness("testbed", "down", *extra)
     host = NestedHost.load(STATE / "nested")
