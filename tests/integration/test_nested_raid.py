@@ -169,8 +169,7 @@ def test_gc_stops_an_array_a_killed_run_left_by_its_plan(host):
 def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_path):
     """testbed up puts the fleet on an md array with ext4 in the L1; a guest is a node like a host;
     vm-scaling's physical baseline is host fio in the L1 on the array's data file, the VMs are L2
-    guests whose disks are slices of it; a dead L1 mid-point is replaced, with its fleet, and the
-    point measured again; down leaves no array, mount or loop."""
+    guests whose disks are slices of it; down leaves no array, mount or loop."""
     from harness.agent import guests
     from harness.workloads.fio import FioJob
     from harness.workloads import fio
@@ -189,42 +188,16 @@ def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_p
                           size=vm["slice_bytes"])
         assert fio.parse(raw).iops > 0
 
-        # The L1 dies (destroyed, as its kernel panicking leaves it: seen here, in TCG's nested SVM)
-        # while fio runs in its L2 guests: the point fails, the L1 and the fleet are built anew, on
-        # the port the run knows, and the point is measured again on them.
-        port, log = host.record.ssh_port, tmp_path / "run.log"
-        with open(log, "w") as f:
-            proc = subprocess.Popen([HARNESS, "run", "vm-scaling", *extra, "--vm-counts", "2", "--runtime", "10",
-                                     "--ramp", "0", "--iodepth", "4", "--set", f"results_dir={tmp_path / 'results'}",
-                                     "--config", str(CONFIG)], stdout=f, stderr=f)
-        deadline = time.monotonic() + 900
-        while "virtual-n2 (repeat 1)" not in log.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(1)
-        time.sleep(9)   # past the settle wait (at most 5 s here), into fio's 10 s
-        l0 = libvirt.open("qemu:///system")
-        try:
-            l0.lookupByName(DOMAIN).destroy()
-        finally:
-            l0.close()
-        proc.wait(timeout=1500)
-        said = log.read_text()
-        print(said)
-        assert proc.returncode == 0, said
-        assert "rebuilding the block's fleet" in said and "the nested host stopped answering during the teardown" in said
-        host = NestedHost.load(STATE / "nested")
-        assert host.record.ssh_port == port   # a new L1, reached where the old one was
-        (run,) = [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
+        harness("run", "vm-scaling", *extra, "--vm-counts", "2", "--runtime", "2", "--ramp", "0", "--iodepth", "4",
+                "--set", f"results_dir={tmp_path}")
+        (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
         manifest = json.loads((run / "run.json").read_text())
         assert manifest["status"] == "completed", (run / "summary.txt").read_text()
         assert manifest["environment"]["host"] == "nested" and manifest["testbed"]["raid"]["level"] == 10
         rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
-        assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
         heads = [r for r in rows if r["metric"] == "aggregate_iops" and r["repeat"] != "all"]
         assert {(r["env"], r["vm_count"]) for r in heads if r["value"] > 0} == {("physical", 2), ("virtual", 2)}
-        again = [r for r in heads if r["env"] == "virtual"]   # the lost point, measured again on the new L1
-        assert again and all("could not be restarted" in r["retried_after"] and r["fleet_rebuilt_after"]
-                             and r["qemu_cpu_s"] > 0 for r in again), again
+        assert all(r["qemu_cpu_s"] > 0 for r in heads if r["env"] == "virtual")
         assert all("windows_overlap" in r for r in heads)  # fio's own timestamps, on one time line
     finally:
         harness("testbed", "down", *extra)
@@ -292,17 +265,18 @@ def test_raid_levels_pe_and_ve_on_four_nvme_drives(host, tmp_path):
     assert "tearing down the sweep fleet" in out.stdout
 
 
-def test_rocksdb_pe_and_ve_on_an_array_and_one_member(host, tmp_path):
-    """db_bench from the images' rocksdb-tools on the L1's array and in an L2 guest on it."""
-    harness("run", "rocksdb", "--set", "rocksdb.levels=[0]", "--set", "rocksdb.benchmarks=fillrandom,readrandom",
-            "--num", "2000", "--set", f"results_dir={tmp_path}")
+def test_rocksdb_on_an_array_and_one_member(host, tmp_path):
+    """db_bench from the images' rocksdb-tools on the L1's array and on one member. On the host
+    only: a workload runs in a guest through the same node interface (fio and sysbench do so in
+    the other tests), and a fleet on an array here is raid-levels' and the main job's."""
+    harness("run", "rocksdb", "--pe-only", "--set", "rocksdb.levels=[0]", "--set",
+            "rocksdb.benchmarks=fillrandom,readrandom", "--num", "2000", "--set", f"results_dir={tmp_path}")
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert json.loads((run / "run.json").read_text())["status"] == "completed"
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     ops = {(r["setup"], r["benchmark"], r["env"]) for r in rows if r["metric"] == "ops" and r["status"] == "ok"
            and r["value"] > 0 and r["repeat"] != "all"}
-    assert ops == {(s, b, e) for s in ("single", "raid0-n4-c512k") for b in ("fillrandom", "readrandom")
-                   for e in ("physical", "virtual")}
+    assert ops == {(s, b, "physical") for s in ("single", "raid0-n4-c512k") for b in ("fillrandom", "readrandom")}
     raws = list((run / "raw").rglob("*.txt"))
     assert raws and all("db_bench version" in p.read_text() for p in raws)
     assert "readrandom" in (run / "summary.txt").read_text() and (run / "rocksdb.png").stat().st_size > 10_000
@@ -364,8 +338,7 @@ def test_device_profile_of_a_drive_and_an_md_array_in_the_nested_host(host, tmp_
 def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(host):
     """A nested host whose kernel locks up keeps its forwarded port open but answers nothing (seen
     as RCU stalls in a TCG L1): keepalive (libvirt's, and ssh's under qemu+ssh) must turn a call on
-    it into an error. Pausing the L1 is the
-    same from outside. Last in this module: the L1 has been paused."""
+    it into an error. Pausing the L1 is the same from outside."""
     from harness.libvirt_conn import KEEPALIVE_COUNT, KEEPALIVE_INTERVAL_S
     conn = connect(host.uri)
     l0 = libvirt.open("qemu:///system")
@@ -383,7 +356,27 @@ def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(hos
     fresh.close()
 
 
-@pytest.mark.timeout(1500)   # two L1s booted, a Ceph cluster made twice over them
+def test_a_nested_host_that_died_is_booted_anew_where_the_run_reaches_it(host):
+    """An L1 that died mid-run (destroyed, as a kernel panic leaves it: seen here, in TCG's nested
+    SVM): the fleet's teardown removes it, and the fleet's rebuild boots a new one on the same ssh
+    port, so that the host object the run holds reaches the new L1. The rest of a rebuild (the
+    fleet anew, the lost point measured again) is test_fleet_lifecycle's; with a dead L1 it took
+    3 min 32 s from the death to the point measured again (README)."""
+    from harness import nested_host
+    l0 = libvirt.open("qemu:///system")
+    try:
+        l0.lookupByName(DOMAIN).destroy()
+    finally:
+        l0.close()
+    assert "not running" in host.stopped()
+    assert nested_host.removed_after_loss(host, host.stopped) and nested_host.removed(host)
+    nested_host.up(settings.load(CONFIG), port=host.record.ssh_port)
+    assert not nested_host.removed(host) and NestedHost.load(STATE / "nested").record.ssh_port == host.record.ssh_port
+    assert host.run(["cat", "/proc/sys/kernel/random/boot_id"]).returncode == 0   # the old object, the new L1
+    connect(host.uri).close()
+
+
+@pytest.mark.timeout(1500)   # two L1s booted, a Ceph cluster over them, two runs on it
 def test_vm_scaling_on_ceph_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_path):
     """Two nested hosts driven as `ssh` hosts (the path a user's own servers take): vm-scaling
     with one VM on each, on the rbd backend in a Ceph cluster over both hosts (ceph.mode = "hosts":
