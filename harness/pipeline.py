@@ -193,12 +193,12 @@ class Pipeline:
                     self.progress.add(len(todo))
                 order = schedule(todo, self.rng, self.last)
                 for i, pid in enumerate(order):
-                    if self.broken and not self._rebuilt(rebuild, points):
+                    if self.broken and not self._rebuilt():
                         break
                     conns = self._reconnected(conns)
                     self._one(conns, by_id[pid], r, i)
                     self.last = pid
-                if self.broken and not (r + 1 < rounds and self._rebuilt(rebuild, points)):
+                if self.broken and not (r + 1 < rounds and self._rebuilt()):
                     self._fail_rest(points)
                     break
         finally:
@@ -208,22 +208,22 @@ class Pipeline:
                     conn.close()
         self._ratios(points)
 
-    def _rebuilt(self, rebuild: Callable[[], dict] | None, points: list[Point]) -> bool:
+    def _rebuilt(self) -> bool:
         """After a guest that could not be restarted: the block's fleet built anew, once a block,
         so that the point that lost it is measured again at once and the rest of the block on the
         new fleet; said, and on every later sample."""
-        if rebuild is None or not self.guest_lost or self.rebuilt:
+        if self.rebuild is None or not self.guest_lost or self.rebuilt:
             return False
         why, self.rebuilt = self.broken, True
         warn(f"rebuilding the block's fleet: {why}")
         try:
-            meta = rebuild()
+            meta = self.rebuild()
         except Exception as e:   # recorded on the rest of the block, which then fails with it
             self.broken = f"{why}; building the fleet anew failed too ({e})"
             return False
         self.testbed_meta = {**meta, "fleet_rebuilt_after": why}
         self.broken, self.guest_lost = "", False
-        self.failed -= {p.id for p in points}
+        self.failed -= {p.id for p in self.block}
         step("  the block's fleet was built anew; measuring the point again and the rest of the block")
         return True
 
@@ -363,7 +363,7 @@ class Pipeline:
             retry = bool(recovered and p.vms and not retried_after and not elsewhere)
             if retry:
                 warn(f"{p.id}: its guest stopped answering and was restarted; measuring the point again")
-            elif self.guest_lost and not retried_after and self._rebuilt(self.rebuild, self.block):
+            elif self.guest_lost and not retried_after and self._rebuilt():
                 retry = True   # on the new fleet, at once: a run of one repeat keeps the point
             else:
                 self.store.add([Sample(p.headline, None, "", {**meta, "scope": "aggregate", "vm": "", **files,
