@@ -44,19 +44,14 @@ def host_for(cfg) -> Host:
     return up(cfg) if cfg.host.kind == "nested" else LocalHost()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _port_free(port: int) -> bool:
+def _free_port(preferred: int | None = None) -> int:
+    """A port free on 127.0.0.1: `preferred` when it is, else any."""
     with socket.socket() as s:
         try:
-            s.bind(("127.0.0.1", port))
-            return True
+            s.bind(("127.0.0.1", preferred or 0))
         except OSError:
-            return False
+            s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def removed(host: Host) -> bool:
@@ -201,7 +196,7 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
         subprocess.run(["dd", "if=/dev/urandom", f"of={state_dir / 'drives' / f'{name}-drive{i}.raw'}", "bs=1M",
                         f"count={n.drive_mib}", "status=none"], check=True, timeout=write_bound_s(n.drive_mib << 20))
     choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
-    ssh_port = port if port and _port_free(port) else _free_port()
+    ssh_port = _free_port(port)
     shared = shared_address(cfg, index)
     _shared_bridge()
     conn = connect(paths.LIBVIRT_URI)

@@ -106,6 +106,7 @@ def test_a_fleet_rebuilt_after_its_nested_host_was_removed_gets_a_new_host_on_th
     from types import SimpleNamespace
 
     from harness import testbed
+    from harness.hosts.nested import RECORD
     calls = []
 
     class Nested:
@@ -122,6 +123,6 @@ def test_a_fleet_rebuilt_after_its_nested_host_was_removed_gets_a_new_host_on_th
     monkeypatch.setattr(testbed.nested_host, "up", lambda cfg, port=None: calls.append(("host up", cfg, port)))
     assert bed.rebuilt() == "record" and calls == ["down", ("host up", "cfg", 40222), "up"]
     Nested.state_dir.mkdir()
-    (Nested.state_dir / "nested.json").write_text("{}")   # still there: kept, only the fleet is rebuilt
+    (Nested.state_dir / RECORD).write_text("{}")   # still there: kept, only the fleet is rebuilt
     calls.clear()
     assert bed.rebuilt() == "record" and calls == ["down", "up"]

@@ -205,32 +205,32 @@ def test_a_guest_that_cannot_be_restarted_gets_a_new_fleet_once_and_the_block_go
     assert after and all("could not be restarted" in s.metadata["fleet_rebuilt_after"] for s in after)
 
 
+@pytest.mark.parametrize("losses, expected", [(1, {("vm", "ok"), ("host", "ok")}),
+                                               (2, {("vm", "failed"), ("host", "failed")})])
 def test_in_a_run_of_one_repeat_the_lost_point_is_measured_on_the_new_fleet_and_a_second_loss_fails_the_block(
-        tmp_path, fixture_text, monkeypatch):
+        losses, expected, tmp_path, fixture_text, monkeypatch):
     """With one repeat there is no later round: the point whose guest was lost is measured again at
     once on the rebuilt fleet (its samples say why). When it loses its guest there too, no second
     rebuild: the point and the rest of the block are failed with the reason."""
     from harness.agent import AgentError
-    raw = fixture_text("fio/host-randread-qd16.json")
-    for losses, expected in ((1, {("vm", "ok"), ("host", "ok")}),
-                             (2, {("vm", "failed"), ("host", "failed")})):
-        p, rebuilds, left = pipeline(tmp_path / str(losses), count=1), [], [losses]
+    raw, rebuilds, left = fixture_text("fio/host-randread-qd16.json"), [], [losses]
+    p = pipeline(tmp_path, count=1)
 
-        def lose(conns, vms, force=False, p=p):
-            p.broken, p.guest_lost = "test stopped answering and could not be restarted (gone)", True
-            return "\ntest: could not be restarted", False
-        monkeypatch.setattr(p, "_check_guests", lambda conn, vms: ("", False))
-        monkeypatch.setattr(p, "_recover", lose)
+    def lose(conns, vms, force=False):
+        p.broken, p.guest_lost = "test stopped answering and could not be restarted (gone)", True
+        return "\ntest: could not be restarted", False
+    monkeypatch.setattr(p, "_check_guests", lambda conn, vms: ("", False))
+    monkeypatch.setattr(p, "_recover", lose)
 
-        def run(left=left):
-            if left[0]:
-                left[0] -= 1
-                raise AgentError("test: guest agent guest-exec-status failed: not responding")
-            return [Output("test", raw)]
-        vm = Point("vm", VIRTUAL, "virtio-blk", ("test",), run=run, parse=fio.parse, headline="iops", meta={})
-        host = fio_point("host", PHYSICAL, raw, [])
-        monkeypatch.setattr(pipeline_mod, "schedule", lambda todo, rng, last: ["vm", "host"])
-        p.measure([vm, host], {"fleet": "old"}, rebuild=lambda rebuilds=rebuilds: rebuilds.append(1) or {"fleet": "new"})
-        assert rebuilds == [1]
-        got = {(s.metadata["point_id"], s.status) for s in p.store.samples if s.metric == "iops"}
-        assert got == expected, got
+    def run():
+        if left[0]:
+            left[0] -= 1
+            raise AgentError("test: guest agent guest-exec-status failed: not responding")
+        return [Output("test", raw)]
+    vm = Point("vm", VIRTUAL, "virtio-blk", ("test",), run=run, parse=fio.parse, headline="iops", meta={})
+    monkeypatch.setattr(pipeline_mod, "schedule", lambda todo, rng, last: ["vm", "host"])
+    p.measure([vm, fio_point("host", PHYSICAL, raw, [])], {"fleet": "old"},
+              rebuild=lambda: rebuilds.append(1) or {"fleet": "new"})
+    assert rebuilds == [1]
+    got = {(s.metadata["point_id"], s.status) for s in p.store.samples if s.metric == "iops"}
+    assert got == expected, got
