@@ -171,30 +171,34 @@ def test_samples_name_the_engine_fio_ran_not_the_one_the_job_asked_for(tmp_path,
     assert {s.metadata["ioengine"] for s in p.store.samples if s.metric == "iops"} == {"rbd"}
 
 
-def test_a_guest_that_cannot_be_restarted_gets_a_new_fleet_once_and_the_block_goes_on(tmp_path, fixture_text,
-                                                                                       monkeypatch):
-    """The block's fleet is built anew (once), the point that lost its guest is measured again at
-    once on it and the rest of the block after it, each sample saying why; a second loss in the
-    same block fails the rest, as without a rebuild."""
+def losing_guest(p: Pipeline, monkeypatch, raw: str, losses: int, log: list) -> Point:
+    """A VM point whose guest stops answering its first `losses` times and cannot be restarted."""
     from harness.agent import AgentError
-    raw, log, rebuilds = fixture_text("fio/host-randread-qd16.json"), [], []
-    p = pipeline(tmp_path, count=3)
+    left = [losses]
 
     def lose(conns, vms, force=False):
         p.broken, p.guest_lost = "test stopped answering and could not be restarted (gone)", True
         return "\ntest: could not be restarted", False
     monkeypatch.setattr(p, "_check_guests", lambda conn, vms: ("", False))
     monkeypatch.setattr(p, "_recover", lose)
-    losses = [1]
 
     def run():
         log.append("vm")
-        if losses[0]:
-            losses[0] -= 1
+        if left[0]:
+            left[0] -= 1
             raise AgentError("test: guest agent guest-exec-status failed: not responding")
         return [Output("test", raw)]
-    points = [Point("vm", VIRTUAL, "virtio-blk", ("test",), run=run, parse=fio.parse, headline="iops", meta={}),
-              fio_point("host", PHYSICAL, raw, log)]
+    return Point("vm", VIRTUAL, "virtio-blk", ("test",), run=run, parse=fio.parse, headline="iops", meta={})
+
+
+def test_a_guest_that_cannot_be_restarted_gets_a_new_fleet_once_and_the_block_goes_on(tmp_path, fixture_text,
+                                                                                       monkeypatch):
+    """The block's fleet is built anew (once), the point that lost its guest is measured again at
+    once on it and the rest of the block after it, each sample saying why; a second loss in the
+    same block fails the rest, as without a rebuild."""
+    raw, log, rebuilds = fixture_text("fio/host-randread-qd16.json"), [], []
+    p = pipeline(tmp_path, count=3)
+    points = [losing_guest(p, monkeypatch, raw, 1, log), fio_point("host", PHYSICAL, raw, log)]
     p.measure(points, {"fleet": "old"}, rebuild=lambda: rebuilds.append(1) or {"fleet": "new"})
     assert rebuilds == [1]
     vm = {(s.metadata["repeat"], s.status) for s in p.store.samples if s.metadata["point_id"] == "vm"}
@@ -212,22 +216,9 @@ def test_in_a_run_of_one_repeat_the_lost_point_is_measured_on_the_new_fleet_and_
     """With one repeat there is no later round: the point whose guest was lost is measured again at
     once on the rebuilt fleet (its samples say why). When it loses its guest there too, no second
     rebuild: the point and the rest of the block are failed with the reason."""
-    from harness.agent import AgentError
-    raw, rebuilds, left = fixture_text("fio/host-randread-qd16.json"), [], [losses]
+    raw, rebuilds = fixture_text("fio/host-randread-qd16.json"), []
     p = pipeline(tmp_path, count=1)
-
-    def lose(conns, vms, force=False):
-        p.broken, p.guest_lost = "test stopped answering and could not be restarted (gone)", True
-        return "\ntest: could not be restarted", False
-    monkeypatch.setattr(p, "_check_guests", lambda conn, vms: ("", False))
-    monkeypatch.setattr(p, "_recover", lose)
-
-    def run():
-        if left[0]:
-            left[0] -= 1
-            raise AgentError("test: guest agent guest-exec-status failed: not responding")
-        return [Output("test", raw)]
-    vm = Point("vm", VIRTUAL, "virtio-blk", ("test",), run=run, parse=fio.parse, headline="iops", meta={})
+    vm = losing_guest(p, monkeypatch, raw, losses, [])
     monkeypatch.setattr(pipeline_mod, "schedule", lambda todo, rng, last: ["vm", "host"])
     p.measure([vm, fio_point("host", PHYSICAL, raw, [])], {"fleet": "old"},
               rebuild=lambda: rebuilds.append(1) or {"fleet": "new"})
