@@ -1,7 +1,7 @@
-"""Finds and removes what the harness created on a host, by name prefix only: domains, pools,
-stray QEMU processes, storage daemons, database servers and Ceph daemons, loop devices and mounts,
-a Ceph cluster's namespaces and bridge, and the hugepages an SPDK target reserved. Safe after a
-SIGKILL; never touches anything without the prefix. In a cluster of yours (ceph.mode =
+"""Finds and removes what the harness created on a host, by name prefix: domains (only those whose
+metadata records that vtb defined them), pools, stray QEMU processes, storage daemons, database
+servers and Ceph daemons, loop devices and mounts, a Ceph cluster's namespaces and bridge, and the
+hugepages an SPDK target reserved. Safe after a SIGKILL; never touches anything without the prefix. In a cluster of yours (ceph.mode =
 "existing") it removes only the images its fleets recorded and tagged."""
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from harness.hosts import Host, LocalHost, Node, from_descriptor
 from harness.hosts.nested import NestedHostError
 from harness.raid import RaidPlan
 from harness.libvirt_conn import connect, domain_call
+from harness.libvirt_xml import UNRECORDED, owner_of
 
 
 def _kept(name: str, keep: tuple[str, ...]) -> bool:
@@ -45,9 +46,14 @@ def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tupl
 
 
 def _domains(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """The prefixed domains that record vtb defined them (libvirt_xml.owner_metadata); a prefixed
+    name alone is listed, not removed."""
     removed = []
     for dom in conn.listAllDomains():
         if not dom.name().startswith(prefix) or dom.name().startswith(keep):
+            continue
+        if owner_of(dom.XMLDesc(0)) is None:
+            removed.append(f"(domain {dom.name()} not removed: {UNRECORDED})")
             continue
         if dom.isActive():
             domain_call(dom, "destroy")

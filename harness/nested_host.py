@@ -26,7 +26,7 @@ from harness.hosts import Host, LocalHost
 from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, RECORD, SSH_PORT,
                                   NestedHost, NestedHostError, NestedRecord, domain_name, state_subdir)
 from harness.libvirt_conn import connect, unanswered
-from harness.libvirt_xml import attr, qemu_commandline, qemu_opt
+from harness.libvirt_xml import UNRECORDED, attr, owner_metadata, owner_of, qemu_commandline, qemu_opt
 from harness.store import write_atomic
 
 BOOT_TIMEOUT_S = 240
@@ -136,6 +136,7 @@ def domain_xml(cfg, state_dir: Path, choice: accel.AccelChoice, ssh_port: int, n
     storage_arg = f" vtb.storage={shared}" if shared else ""
     return f"""<domain type={attr(choice.domain_type)}>
   <name>{name}</name>
+  {owner_metadata(name)}
   <memory unit='MiB'>{n.memory_mib}</memory>
   <vcpu>{n.vcpus}</vcpu>
   <os><type arch='x86_64' machine='pc'>hvm</type>
@@ -328,10 +329,13 @@ def _remove(name: str, nested_dir: Path) -> list[str]:
     if conn is not None:
         try:
             dom = conn.lookupByName(name)
-            if dom.isActive():
-                dom.destroy()
-            dom.undefine()
-            removed.append(f"domain {name}")
+            if owner_of(dom.XMLDesc(0)) is None and not nested_dir.exists():
+                removed.append(f"(domain {name} not removed: {UNRECORDED})")
+            else:
+                if dom.isActive():
+                    dom.destroy()
+                dom.undefine()
+                removed.append(f"domain {name}")
         except libvirt.libvirtError:
             pass
         finally:

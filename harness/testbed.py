@@ -31,6 +31,7 @@ from harness.hosts.folders import state_dir_problem
 from harness.hosts.local import Stopped
 from harness.bounded import heartbeat
 from harness.libvirt_conn import connect, unanswered
+from harness.libvirt_xml import owner_metadata
 from harness.raid import RaidPlan, plan_from_config
 from harness.store import owner, write_atomic
 
@@ -230,7 +231,7 @@ class Testbed:
             "device_bytes": max(1, len(plan.vms)) * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
             "raid": raid, "ceph": ceph,
             "backend": {"host_up": hook % "up", "host_down": hook % "down",
-                        "vms": [{"name": vm.name, "devices_xml": a.devices_xml, "domain_xml": a.domain_xml}
+                        "vms": [{"name": vm.name, "devices_xml": a.devices_xml, "domain_xml": a.domain_xml + owner_metadata(self.cfg.prefix)}
                                 for vm, a in ((vm, backend.attach(plan, vm)) for vm in plan.vms)]},
         }
 

@@ -58,13 +58,13 @@ class Started:
 
 
 def _strip_vm_identity(xml: str) -> ET.Element:
-    """The domain XML as every VM of one shape has it: without name, UUID, MACs, file and socket
-    paths, a slice's offset, its `vtb.name`, and what libvirt adds when a domain runs. The same
+    """The domain XML as every VM of one shape has it: without name, UUID, owner record, MACs, file
+    and socket paths, a slice's offset, its `vtb.name`, and what libvirt adds when a domain runs. The same
     goes for QEMU arguments a backend adds (a region's offset, a file or socket path)."""
     name = ET.fromstring(xml).findtext("name") or ""
     root = ET.fromstring(xml.replace(name, "{vm}") if name else xml)
     root.attrib.pop("id", None)
-    for tag in ("name", "uuid", "seclabel", "resource"):
+    for tag in ("name", "uuid", "seclabel", "resource", "metadata"):
         for e in root.findall(tag):
             root.remove(e)
     for parent in root.iter():

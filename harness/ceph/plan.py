@@ -48,6 +48,8 @@ class CephConfig(Section):
     subnet: str = Field("10.213.0.0/24", description="local: the cluster's private network (a /24 no interface here uses)")
     pool_nodes: int = Field(0, ge=0, le=MAX_NODES, description="local/hosts: the fleet's disks live on the first N "
                             "storage nodes (their pool's CRUSH rule); 0 = all of them")
+    pool_node_counts: list[int] = Field([], description="local/hosts: the node counts N that get a pool over the first "
+                                        "N nodes; empty = the fleet's only (ceph.pool_nodes)")
     cephx: bool = Field(True, description="local/hosts: the cluster authenticates its clients and daemons, as a "
                         "production cluster does (off: any process that reaches the mon is the cluster's admin)")
     conf: str = Field("", description="existing: your cluster's ceph.conf (its mon_host)")
@@ -76,6 +78,11 @@ class CephConfig(Section):
         if self.pool_nodes > self.nodes:
             raise ValueError(f"ceph.pool_nodes={self.pool_nodes} is more than ceph.nodes={self.nodes}; "
                              "lower it or add nodes")
+        if bad := [n for n in self.pool_node_counts if not 1 <= n <= self.nodes]:
+            raise ValueError(f"ceph.pool_node_counts has {bad}: each is a node count from 1 to ceph.nodes={self.nodes}")
+        if self.pool_node_counts and (self.pool_nodes or self.nodes) not in self.pool_node_counts:
+            raise ValueError(f"ceph.pool_node_counts={self.pool_node_counts} has no pool for the fleet's "
+                             f"{self.pool_nodes or self.nodes} node(s) (ceph.pool_nodes): add it, or leave the list empty")
         if self.replicas > self.nodes:
             raise ValueError(f"ceph.replicas={self.replicas}: each replica goes to another node, and "
                              f"ceph.nodes={self.nodes}; lower replicas or add nodes")
@@ -98,6 +105,7 @@ class CephPlan:
     hosts: tuple = ()          # hosts mode: node k is host k-1 (their descriptors), the mon and mgr on the
                                # first; the same dir on each. Empty: local mode (namespaces on one host)
     addresses: tuple = ()      # hosts mode: each node's address on the network the hosts share
+    pools: tuple = ()          # the node counts that get a pool (and its CRUSH rule); empty: 1..nodes
 
     @property
     def short(self) -> str:
@@ -138,6 +146,11 @@ class CephPlan:
     @property
     def osd_count(self) -> int:
         return self.nodes * self.osds_per_node
+
+    @property
+    def pool_counts(self) -> tuple[int, ...]:
+        """The node counts whose pools the cluster has: each pool's peering costs time on a slow host."""
+        return self.pools or tuple(range(1, self.nodes + 1))
 
     def pool(self, node_count: int) -> str:
         """The pool whose placement spans exactly the first node_count nodes."""
@@ -193,7 +206,8 @@ def plan_from_config(cfg, fleet_dir: Path, hosts: list | None = None) -> CephPla
         fleet_dir = nodes[0].fleet_dir(fleet_dir, cfg.fleet.name)
     return CephPlan(name=name, dir=str(fleet_dir / name), nodes=c.nodes, osds_per_node=c.osds_per_node,
                     osd_size_mib=osd_size_for(c, fleet_images(cfg)), replicas=c.replicas, pg_num=c.pg_num, link_mbit=c.link_mbit,
-                    subnet=c.subnet, cephx=c.cephx, **spread)
+                    subnet=c.subnet, cephx=c.cephx, pools=tuple(sorted(set(c.pool_node_counts or fleet_images(cfg)))),
+                    **spread)
 
 
 def fleet_images(cfg) -> dict[int, int]:
@@ -252,6 +266,8 @@ def refusals(plan: CephPlan) -> list[str]:
     if not 1 <= plan.replicas <= plan.nodes:
         problems.append(f"ceph.replicas={plan.replicas}: use 1 to ceph.nodes ({plan.nodes}); each replica "
                         "goes to another node")
+    if bad := [n for n in plan.pool_counts if not 1 <= n <= plan.nodes]:
+        problems.append(f"ceph.pool_node_counts has {bad}: each is a node count from 1 to ceph.nodes ({plan.nodes})")
     if plan.pg_num < 1 or plan.pg_num & (plan.pg_num - 1):
         problems.append(f"ceph.pg_num={plan.pg_num}: use a power of two")
     if plan.link_mbit < 0:

@@ -79,7 +79,8 @@ class CephScaling:
     def _cluster(cfg: Config) -> tuple[CephConfig, dict[int, int]]:
         """The one cluster the sweep makes ([ceph] with the most nodes swept), and every block's image in it."""
         c = cfg.ceph_scaling
-        return (cfg.ceph.model_copy(update={"nodes": max(c.node_counts), "link_mbit": 0}),   # links set per block
+        return (cfg.ceph.model_copy(update={"nodes": max(c.node_counts), "link_mbit": 0,   # links set per block
+                                            "pool_node_counts": sorted(set(c.node_counts))}),
                 {k: c.vms * c.size_mib for k in set(c.node_counts)})
 
     def refusal(self, cfg: Config) -> str | None:

@@ -62,6 +62,28 @@ def test_up_provisions_the_fleet(fleet):
         assert f.read(1 << 20).count(0) < 1 << 16  # random data, not zeros
 
 
+def test_gc_removes_a_vtb_named_domain_only_when_it_records_that_vtb_defined_it(fleet):
+    """The fleet's domains carry vtb's owner record; a user's domain that merely has a vtb- name is
+    listed by gc, not removed (#28: a name prefix alone never makes something vtb's)."""
+    from harness.libvirt_xml import owner_metadata, owner_of
+    conn = libvirt.open("qemu:///system")
+    shape = ("<domain type='qemu'><name>{}</name>{}<memory unit='MiB'>32</memory><os><type arch='x86_64'>hvm</type>"
+             "</os></domain>")
+    try:
+        assert {owner_of(conn.lookupByName(v["name"]).XMLDesc(0)) for v in fleet["vms"]} == {"vtb-ci"}
+        conn.defineXML(shape.format("vtb-gcx-users", ""))
+        conn.defineXML(shape.format("vtb-gcx-ours", owner_metadata("vtb-gcx")))
+        said = gc.collect("vtb-gcx-")
+        assert "domain vtb-gcx-ours" in said
+        assert any(s.startswith("(domain vtb-gcx-users not removed: it has a vtb- name but no record") for s in said)
+        assert [d.name() for d in conn.listAllDomains() if d.name().startswith("vtb-gcx-")] == ["vtb-gcx-users"]
+    finally:
+        for dom in conn.listAllDomains():
+            if dom.name().startswith("vtb-gcx-"):
+                dom.undefine()
+        conn.close()
+
+
 def test_a_state_whose_pool_its_host_lost_is_set_aside(fleet, tmp_path):
     """A fleet state that outlived its host (a rebuilt nested host) would fail every refresh: the
     next `up` sets it aside; a live fleet's state is kept."""

@@ -154,3 +154,23 @@ def test_a_full_cluster_is_said_in_cephs_own_words(fixture_text):
     assert stalling({"status": "HEALTH_OK", "checks": {}}) is None
     assert stalling({"status": "HEALTH_WARN", "checks": {"POOL_NO_REDUNDANCY": {
         "severity": "HEALTH_WARN", "summary": {"message": "1 pool(s) have no replicas configured"}}}}) is None
+
+
+def test_a_fleets_cluster_makes_only_its_pool_and_a_sweep_names_its_own(tmp_path):
+    """Each pool costs its CRUSH rule, its mon commands and its PGs' peering: a fleet needs one."""
+    cfg = settings.load(None, ["disk.backend=rbd", "ceph.nodes=3"])
+    assert plan_from_config(cfg, tmp_path).pools == (3,)
+    cfg = settings.load(None, ["disk.backend=rbd", "ceph.nodes=3", "ceph.pool_nodes=2", "ceph.pool_node_counts=[3,2]"])
+    p = plan_from_config(cfg, tmp_path)
+    assert p.pools == p.pool_counts == (2, 3) and refusals(p) == []
+    assert plan(pools=()).pool_counts == (1, 2, 3)   # a plan recorded before pools were listed
+    assert any("ceph.pool_node_counts has [4]" in r for r in refusals(plan(pools=(4,))))
+
+
+@pytest.mark.parametrize("sets,says", [
+    (["ceph.pool_node_counts=[0,2]"], r"has \[0\]: each is a node count from 1 to ceph.nodes=2"),
+    (["ceph.pool_node_counts=[1]"], r"no pool for the fleet's 2 node\(s\) \(ceph.pool_nodes\): add it"),
+])
+def test_pool_node_counts_that_cannot_serve_the_fleet_are_refused_by_name(sets, says):
+    with pytest.raises(ConfigError, match=says):
+        settings.load(None, ["disk.backend=rbd", *sets])

@@ -77,3 +77,12 @@ def test_a_file_that_is_not_a_save_image_is_refused(tmp_path):
     f.write_bytes(b"\0" * 200)
     with pytest.raises(SaveImageError, match="not an uncompressed libvirt save image"):
         set_identity(f, "x", "y")
+
+
+def test_the_owner_record_is_not_part_of_a_shape():
+    """Every fleet's domains record their owner (gc's proof): VMs of two fleets still share a template."""
+    from harness.libvirt_xml import owner_metadata, owner_of
+    ours = VM0.replace("</domain>", owner_metadata("vtb-a") + "</domain>")
+    assert owner_of(ours) == "vtb-a" and owner_of(VM0) is None and owner_of("not xml") is None
+    assert template_key(ours, "img", V) == template_key(VM0.replace("</domain>", owner_metadata("vtb-b") + "</domain>"),
+                                                        "img", V) == template_key(VM0, "img", V)
