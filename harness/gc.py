@@ -1,8 +1,9 @@
 """Finds and removes what the harness created on a host, by name prefix: domains (only those whose
-metadata records that vtb defined them), pools, stray QEMU processes, storage daemons, database
-servers and Ceph daemons, loop devices and mounts, a Ceph cluster's namespaces and bridge, and the
-hugepages an SPDK target reserved. Safe after a SIGKILL; never touches anything without the prefix. In a cluster of yours (ceph.mode =
-"existing") it removes only the images its fleets recorded and tagged."""
+metadata records that vtb defined them), pools (only those whose folder is in a state dir vtb
+knows), stray QEMU processes, storage daemons, database servers and Ceph daemons, loop devices and
+mounts (in vtb's folders), a Ceph cluster's namespaces and bridge, and the hugepages an SPDK target
+reserved. Safe after a SIGKILL; never touches anything without the prefix. In a cluster of yours
+(ceph.mode = "existing") it removes only the images its fleets recorded and tagged."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import libvirt
@@ -69,10 +71,17 @@ def _pool_of(name: str, prefix: str) -> bool:
     return name.startswith(prefix) or name == prefix.removesuffix("-")
 
 
-def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = (), roots: tuple[str, ...] = ()) -> list[str]:
+    """The prefixed pools whose folder is in a state dir vtb knows (`roots`, as _state_roots gives
+    them); a prefixed pool elsewhere is listed, not removed."""
     removed = []
     for pool in conn.listAllStoragePools():
         if not _pool_of(pool.name(), prefix) or any(_pool_of(pool.name(), k) for k in keep):
+            continue
+        folder = ET.fromstring(pool.XMLDesc(0)).findtext("target/path") or ""
+        if not any(Path(folder).is_relative_to(root) for root in roots):
+            removed.append(f"(pool {pool.name()} not removed: its folder {folder or '(none)'} is in no state dir vtb "
+                           "knows; if it is yours to remove, `virsh pool-destroy` and `virsh pool-undefine` it)")
             continue
         try:
             if not pool.isActive():
@@ -93,35 +102,41 @@ def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) ->
 
 
 SCRATCH_MOUNT_DIRS = ("/run", "/tmp")   # where vtb mounts a point's filesystems (a database's, fio's), by prefix
+SCRATCH_FILE_DIRS = ("/dev/shm",)       # where vtb keeps a scratch file outside its state dirs (device-profile's tmpfs)
 
 
-def _our_mount(target: str, prefix: str, state_roots: tuple[str, ...]) -> bool:
-    """Whether a mount point is one vtb makes: named by the prefix directly in /run or /tmp, or
-    with a prefixed folder in a state dir (an array's filesystem, a fleet's hugetlbfs). A prefixed
-    name anywhere else (a user's /mnt/vtb-backup) is not vtb's."""
-    path = Path(target)
-    if str(path.parent) in SCRATCH_MOUNT_DIRS:
-        return path.name.startswith(prefix)
-    for root in state_roots:
-        if path.is_relative_to(root) and any(part.startswith(prefix) for part in path.relative_to(root).parts):
-            return True
-    return False
+def _made_by_vtb(path: str, prefix: str, state_roots: tuple[str, ...], scratch_dirs: tuple[str, ...]) -> bool:
+    """Whether a path (a mount point, a loop's backing file) is one vtb makes: named by the prefix
+    directly in one of its scratch dirs, or with a prefixed folder or file in a state dir (an array's
+    filesystem, a fleet's hugetlbfs, a scratch file). A prefixed name anywhere else (a user's
+    /mnt/vtb-backup, /home/u/vtb-disk.img) is not vtb's."""
+    p = Path(path)
+    if str(p.parent) in scratch_dirs:
+        return p.name.startswith(prefix)
+    return any(p.is_relative_to(root) and any(part.startswith(prefix) for part in p.relative_to(root).parts)
+               for root in state_roots)
+
+
+def _state_roots(host: Host) -> tuple[str, ...]:
+    """The state dirs known here, as they are on the host (the same path, or an ssh host's own)."""
+    return tuple({r for d in state_dirs() for r in (d, str(host.fleet_dir(Path(d), "")))})
 
 
 def _loops_and_mounts(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     removed = []
-    # state dirs known here, as they are on this host too (the same path, or an ssh host's own)
-    roots = tuple({r for d in state_dirs() for r in (d, str(host.fleet_dir(Path(d), "")))})
+    roots = _state_roots(host)
     mounts = host.run(["cat", "/proc/mounts"], timeout=30, check=False).stdout.decode(errors="replace")
     for line in reversed(mounts.splitlines()):
         target = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[1])   # \040: a space
-        if _our_mount(target, prefix, roots) and not any(part.startswith(keep) for part in Path(target).parts):
+        if _made_by_vtb(target, prefix, roots, SCRATCH_MOUNT_DIRS) and not any(
+                part.startswith(keep) for part in Path(target).parts):
             host.run(["umount", "-l", target], timeout=60, check=False)
             removed.append(f"mount {target}")
     out = host.run(["losetup", "--json", "--list"], timeout=30, check=False).stdout.decode(errors="replace")
     for loop in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
-        name = Path(loop.get("back-file") or "").name
-        if name.startswith(prefix) and not name.startswith(keep):
+        back = loop.get("back-file") or ""
+        if _made_by_vtb(back, prefix, roots, SCRATCH_FILE_DIRS) and not any(
+                part.startswith(keep) for part in Path(back).parts):
             host.run(["losetup", "-d", loop["name"]], timeout=60, check=False)
             removed.append(f"loop device {loop['name']}")
     return removed
@@ -204,7 +219,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     if conn is not None:
         try:
             removed += _domains(conn, prefix, keep)
-            removed += _pools(conn, prefix, keep)
+            removed += _pools(conn, prefix, keep, _state_roots(host))
         finally:
             conn.close()
     if host.stopped():

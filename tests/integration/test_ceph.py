@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import gc
+from harness.ceph.bootstrap import CephError, ceph_session
 from harness.ceph.plan import CephPlan, link_utilisation
 from harness.hosts import LocalHost
 from run_harness import HARNESS, harness
@@ -54,6 +55,10 @@ def test_a_two_node_cluster_serves_rbd_then_goes_without_a_trace(tmp_path):
                                          text=True, check=True).stdout)
         hosts = {n["name"] for n in tree["nodes"] if n["type"] == "host"}
         assert hosts == {plan.node_name(1), plan.node_name(2)}
+        pools = subprocess.run(["ceph", "-c", conf, "osd", "pool", "ls"], capture_output=True, text=True, check=True)
+        assert [p for p in pools.stdout.split() if p.startswith(NAME)] == [plan.pool(1), plan.pool(2)]   # one session
+        with pytest.raises(CephError, match="Error ENOENT"):   # a command that fails fails the session
+            ceph_session(LocalHost(), plan, [["osd", "pool", "set", "vtb-no-such-pool", "size", "2"]], "a missing pool")
         pool = plan.pool(2)
         subprocess.run(["rbd", "-c", conf, "create", f"{pool}/img", "--size", "64"], check=True)
         before, t0 = {k: counters(plan.veth(k)) for k in (1, 2)}, time.monotonic()
@@ -83,6 +88,7 @@ def test_vm_scaling_on_an_rbd_fleet_then_down_leaves_nothing(tmp_path):
         assert "all PGs active+clean" in (STATE / "logs" / "vtb-rbd-terraform.log").read_text()   # its hook said
         record = json.loads((STATE / "rbd" / "testbed.json").read_text())
         assert record["device_kind"] == "rbd" and record["ceph"]["nodes"] == 2
+        assert record["ceph"]["pools"] == [2]   # the fleet's pool only: no other to make and peer
         ceph_dir = Path(record["ceph"]["dir"])   # cephx by default, its keys readable by root only
         assert "auth_client_required = cephx" in (ceph_dir / "ceph.conf").read_text()
         modes = {p: (ceph_dir / p).stat().st_mode & 0o777 for p in (".", "keyring", "ceph.conf", "mon", "osd")}

@@ -58,11 +58,14 @@ def test_a_killed_runs_scratch_file_is_removed_and_a_live_ones_kept(tmp_path, mo
 
 
 class FakePool:
-    def __init__(self, name):
-        self._name, self.gone = name, False
+    def __init__(self, name, folder="/var/tmp/vtb-ci/ci/pool"):
+        self._name, self.folder, self.gone = name, folder, False
 
     def name(self):
         return self._name
+
+    def XMLDesc(self, flags=0):
+        return f"<pool type='dir'><name>{self._name}</name><target><path>{self.folder}</path></target></pool>"
 
     def isActive(self):
         return True
@@ -84,13 +87,24 @@ class FakePool:
 
 
 def test_a_fleets_pool_goes_with_its_prefix_and_a_live_fleets_pool_stays():
+    roots = ("/var/tmp/vtb-ci",)
     pools = {n: FakePool(n) for n in ("vtb-default", "vtb-sw-ci", "vtb-sw-cix", "other")}
     conn = type("Conn", (), {"listAllStoragePools": lambda self: list(pools.values())})()
-    gc._pools(conn, "vtb-", keep=("vtb-default-",))
+    gc._pools(conn, "vtb-", keep=("vtb-default-",), roots=roots)
     assert [n for n, p in pools.items() if p.gone] == ["vtb-sw-ci", "vtb-sw-cix"]   # the live fleet's stays
     pools = {n: FakePool(n) for n in ("vtb-sw-ci", "vtb-sw-cix")}
-    gc._pools(conn, "vtb-sw-ci-")            # a fleet's own teardown: its pool, not a longer name's
+    gc._pools(conn, "vtb-sw-ci-", roots=roots)            # a fleet's own teardown: its pool, not a longer name's
     assert [n for n, p in pools.items() if p.gone] == ["vtb-sw-ci"]
+
+
+def test_a_vtb_named_pool_whose_folder_is_in_no_state_dir_is_listed_not_removed():
+    """A user's pool `vtb-backups` over /srv/backups is not vtb's, whatever its name (#28)."""
+    pools = {"vtb-backups": FakePool("vtb-backups", "/srv/backups"), "vtb-ci": FakePool("vtb-ci")}
+    conn = type("Conn", (), {"listAllStoragePools": lambda self: list(pools.values())})()
+    said = gc._pools(conn, "vtb-", roots=("/var/tmp/vtb-ci",))
+    assert [n for n, p in pools.items() if p.gone] == ["vtb-ci"]
+    assert said[0] == ("(pool vtb-backups not removed: its folder /srv/backups is in no state dir vtb knows; if it "
+                       "is yours to remove, `virsh pool-destroy` and `virsh pool-undefine` it)")
 
 
 def _named_process(name: str, arg: str, as_user: str | None = None) -> subprocess.Popen:
@@ -128,6 +142,28 @@ def test_a_state_dir_with_a_space_is_removed_whole_and_nothing_beside_it(tmp_pat
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounts tmpfs")
+def test_only_loops_over_vtbs_files_are_detached_not_a_users_with_a_vtb_name(tmp_path, monkeypatch):
+    """A user's loop over /home/u/vtb-disk.img (here: a folder outside the state dirs) stays; a loop
+    over a scratch file in a known state dir goes (#28: by where vtb makes its files, not by name)."""
+    state = tmp_path / "state"
+    monkeypatch.setattr(gc.paths, "STATE_REGISTRY", tmp_path / "registry")
+    gc.register_state_dir(state)
+    users, ours = tmp_path / "home" / "vtb-gct-disk.img", state / "vtb-gct-x.scratch.raw"
+    loops = []
+    try:
+        for f in (users, ours):
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(b"\0" * (1 << 20))
+            loops.append(subprocess.run(["losetup", "--find", "--show", str(f)], capture_output=True, text=True,
+                                        check=True).stdout.strip())
+        assert gc._loops_and_mounts(LocalHost(), "vtb-gct-") == [f"loop device {loops[1]}"]
+        listed = subprocess.run(["losetup", "--list", "--noheadings", "-O", "NAME"], capture_output=True, text=True).stdout
+        assert loops[0] in listed.split() and loops[1] not in listed.split()
+    finally:
+        for dev in loops:
+            subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
 def test_only_mounts_vtb_makes_are_unmounted_not_a_users_with_a_vtb_name(tmp_path, monkeypatch):
     """A user's mount named vtb-... outside vtb's folders stays; a database's in /run and an array's
     filesystem in a known state dir go."""
