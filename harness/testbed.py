@@ -190,10 +190,13 @@ class Testbed:
                         host=self.host.descriptor(), guest_memory_mib=f.memory_mib)
 
     def rbd_image(self) -> RbdImage:
-        """The fleet's image: in the local cluster's pool over ceph.pool_nodes nodes, or in your pool."""
+        """The fleet's image: in the local cluster's pool over ceph.pool_nodes nodes, or in your pool
+        (named for this installation too: a pool may serve several)."""
         c = self.cfg.ceph
-        name = f"{self.cfg.prefix}-{self.host.name}-device" if self.part else f"{self.cfg.prefix}-device"
-        return fleet_image(self.ceph, name, c.pool_nodes) if self.ceph else ceph_existing.image(c, self.host_dir, name)
+        base = f"{self.cfg.prefix}-{self.host.name}" if self.part else self.cfg.prefix
+        if self.ceph:
+            return fleet_image(self.ceph, f"{base}-device", c.pool_nodes)
+        return ceph_existing.image(c, self.host_dir, f"{base}-{ceph_existing.installation(self.cfg.state_dir)}-device")
 
     def _hook_file(self, kind: str, text: str) -> Path:
         """A Terraform hook's input, in a file named by its content: a changed plan is a new file,

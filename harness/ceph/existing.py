@@ -7,8 +7,10 @@ of its image in its folder: `testbed down` and `gc` remove the image from that r
 the run that made it was killed."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import socket
 import tempfile
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from harness.store import write_atomic
 
 CLIENT_CONF = "ceph-client.conf"
 RECORD = "rbd-image.json"
+MACHINE_ID = "/etc/machine-id"
 
 
 def client_conf(c) -> str:
@@ -27,6 +30,17 @@ def client_conf(c) -> str:
     if c.keyring:
         text += f"\n[client.{c.client}]\nkeyring = {Path(c.keyring).resolve()}\n"
     return text
+
+
+def installation(state_dir: Path) -> str:
+    """A short id of this installation: this machine's id and the state dir. It goes into the
+    image's name, so that two machines (or state dirs) that use the same fleet name and the same
+    pool never share an image, nor remove each other's."""
+    try:
+        machine = Path(MACHINE_ID).read_text().strip()
+    except OSError:
+        machine = socket.gethostname()
+    return hashlib.sha256(f"{machine}\n{Path(state_dir).resolve()}".encode()).hexdigest()[:8]
 
 
 def image(c, fleet_dir: Path, name: str) -> RbdImage:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import gc
+from harness.ceph import existing
 from harness.ceph.bootstrap import CephError, ceph_session
 from harness.ceph.plan import CephPlan, link_utilisation
 from harness.hosts import LocalHost
@@ -200,12 +201,13 @@ def test_an_existing_cluster_with_cephx_where_vtb_touches_only_its_own_image(tmp
         keyring.write_text(subprocess.run(["ceph", "-c", conf, "auth", "get-or-create", "client.tenant", "mon",
                                            "profile rbd", "osd", f"profile rbd pool={pool}"], capture_output=True,
                                           text=True, check=True).stdout)
-        for image in ("theirs", "vtb-cexi-device"):   # the second has the fleet's image name, but not its tag
+        ours = f"vtb-cexi-{existing.installation(STATE)}-device"   # the fleet's name, and this installation's
+        for image in ("theirs", ours):   # the second has the fleet's image name, but not its tag
             subprocess.run(["rbd", "-c", conf, "create", f"{pool}/{image}", "--size", "16"], check=True)
         refused = harness("testbed", "up", *fleet, check=False)
         assert refused.returncode != 0 and "that this fleet did not make" in refused.stdout + refused.stderr
-        assert images() == {"theirs", "vtb-cexi-device"}   # both left as they were
-        subprocess.run(["rbd", "-c", conf, "rm", "--no-progress", f"{pool}/vtb-cexi-device"], check=True)
+        assert images() == {"theirs", ours}   # both left as they were
+        subprocess.run(["rbd", "-c", conf, "rm", "--no-progress", f"{pool}/{ours}"], check=True)
 
         harness("testbed", "up", *fleet)
         assert json.loads((STATE / "cexi" / "testbed.json").read_text())["ceph"]["client"] == "tenant"

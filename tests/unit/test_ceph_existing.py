@@ -120,3 +120,16 @@ def test_missing_files_are_refused_at_bring_up_not_when_the_config_loads():
     assert "ceph.conf=/nope/ceph.conf: no readable file" in existing.access_problem(RecordedCluster(), gone)
     no_key = CephConfig(mode="existing", conf="/etc/hostname", pool="rbd", keyring="/nope")
     assert "ceph.keyring=/nope" in existing.access_problem(RecordedCluster(), no_key)
+
+
+def test_two_installations_with_the_same_fleet_name_name_their_images_apart(tmp_path, monkeypatch):
+    """Two machines (or two state dirs) whose fleets are both `default` and share your pool: each
+    has its own image, so neither reuses nor removes the other's (#28)."""
+    machine = tmp_path / "machine-id"
+    machine.write_text("a" * 32 + "\n")
+    monkeypatch.setattr(existing, "MACHINE_ID", str(machine))
+    here = existing.installation(tmp_path / "state")
+    assert here == existing.installation(tmp_path / "state") and len(here) == 8
+    assert existing.installation(tmp_path / "other-state") != here
+    machine.write_text("b" * 32 + "\n")
+    assert existing.installation(tmp_path / "state") != here
