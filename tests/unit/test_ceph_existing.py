@@ -133,3 +133,31 @@ def test_two_installations_with_the_same_fleet_name_name_their_images_apart(tmp_
     assert existing.installation(tmp_path / "other-state") != here
     machine.write_text("b" * 32 + "\n")
     assert existing.installation(tmp_path / "state") != here
+
+
+class SlowMonHost:
+    """`ceph health` on a mon host whose CPU a point saturates: each call times out or answers."""
+    label = "nested0"
+
+    def __init__(self, *outcomes):
+        self.outcomes, self.calls = list(outcomes), 0
+
+    def run(self, argv, check=False, timeout=None, **_):
+        self.calls += 1
+        outcome = self.outcomes.pop(0)
+        if outcome == "timeout":
+            raise subprocess.TimeoutExpired(argv, timeout)
+        return subprocess.CompletedProcess(argv, 0, outcome, b"")
+
+
+def test_one_slow_answer_to_ceph_health_is_not_a_fault_and_two_are(fixture_text):
+    """A TCG L1 under a point's load missed one 30 s bound in a real run (the point was stopped for
+    nothing); a cluster that misses two in a row is not answering."""
+    healthy, full = b'{"status": "HEALTH_OK", "checks": {}}', fixture_text("ceph/health-full.json").encode()
+    assert images.health_fault(SlowMonHost("timeout", healthy), IMG) is None
+    assert images.health_fault(SlowMonHost("timeout", full), IMG) == "HEALTH_ERR: 2 full osd(s); 3 pool(s) full"
+    host = SlowMonHost("timeout", "timeout")
+    said = images.health_fault(host, IMG)
+    assert host.calls == images.HEALTH_TRIES == 2
+    assert said == ("the Ceph cluster (/s/f/ceph-client.conf) did not answer `ceph health` within 30 s, "
+                    "2 times in a row")
