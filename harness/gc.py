@@ -71,6 +71,12 @@ def _pool_of(name: str, prefix: str) -> bool:
     return name.startswith(prefix) or name == prefix.removesuffix("-")
 
 
+def _pool_in(pool: libvirt.virStoragePool, roots: tuple[str, ...]) -> bool:
+    """Whether the pool's folder is inside one of the state dirs (vtb makes its pools there)."""
+    folder = ET.fromstring(pool.XMLDesc(0)).findtext("target/path") or ""
+    return bool(folder) and any(Path(folder).is_relative_to(root) for root in roots)
+
+
 def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = (), roots: tuple[str, ...] = ()) -> list[str]:
     """The prefixed pools whose folder is in a state dir vtb knows (`roots`, as _state_roots gives
     them); a prefixed pool elsewhere is listed, not removed."""
@@ -78,9 +84,9 @@ def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = (), ro
     for pool in conn.listAllStoragePools():
         if not _pool_of(pool.name(), prefix) or any(_pool_of(pool.name(), k) for k in keep):
             continue
-        folder = ET.fromstring(pool.XMLDesc(0)).findtext("target/path") or ""
-        if not any(Path(folder).is_relative_to(root) for root in roots):
-            removed.append(f"(pool {pool.name()} not removed: its folder {folder or '(none)'} is in no state dir vtb "
+        if not _pool_in(pool, roots):
+            folder = ET.fromstring(pool.XMLDesc(0)).findtext("target/path") or "(none)"
+            removed.append(f"(pool {pool.name()} not removed: its folder {folder} is in no state dir vtb "
                            "knows; if it is yours to remove, `virsh pool-destroy` and `virsh pool-undefine` it)")
             continue
         try:
@@ -105,16 +111,19 @@ SCRATCH_MOUNT_DIRS = ("/run", "/tmp")   # where vtb mounts a point's filesystems
 SCRATCH_FILE_DIRS = ("/dev/shm",)       # where vtb keeps a scratch file outside its state dirs (device-profile's tmpfs)
 
 
-def _made_by_vtb(path: str, prefix: str, state_roots: tuple[str, ...], scratch_dirs: tuple[str, ...]) -> bool:
-    """Whether a path (a mount point, a loop's backing file) is one vtb makes: named by the prefix
-    directly in one of its scratch dirs, or with a prefixed folder or file in a state dir (an array's
-    filesystem, a fleet's hugetlbfs, a scratch file). A prefixed name anywhere else (a user's
+def _made_by_vtb(path: str, prefix: str, keep: tuple[str, ...], state_roots: tuple[str, ...],
+                 scratch_dirs: tuple[str, ...]) -> bool:
+    """Whether a path (a mount point, a loop's backing file) is one vtb makes for the prefix and no
+    `keep` prefix owns: named by the prefix directly in one of its scratch dirs, or with a prefixed
+    folder or file in a state dir (an array's filesystem, a fleet's hugetlbfs, a scratch file); only
+    the names vtb gives count, not the state dir's own. A prefixed name anywhere else (a user's
     /mnt/vtb-backup, /home/u/vtb-disk.img) is not vtb's."""
     p = Path(path)
     if str(p.parent) in scratch_dirs:
-        return p.name.startswith(prefix)
-    return any(p.is_relative_to(root) and any(part.startswith(prefix) for part in p.relative_to(root).parts)
-               for root in state_roots)
+        named = (p.name,)
+    else:
+        named = next((p.relative_to(root).parts for root in state_roots if p.is_relative_to(root)), ())
+    return any(n.startswith(prefix) for n in named) and not any(n.startswith(keep) for n in named)
 
 
 def _state_roots(host: Host) -> tuple[str, ...]:
@@ -128,15 +137,13 @@ def _loops_and_mounts(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> li
     mounts = host.run(["cat", "/proc/mounts"], timeout=30, check=False).stdout.decode(errors="replace")
     for line in reversed(mounts.splitlines()):
         target = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[1])   # \040: a space
-        if _made_by_vtb(target, prefix, roots, SCRATCH_MOUNT_DIRS) and not any(
-                part.startswith(keep) for part in Path(target).parts):
+        if _made_by_vtb(target, prefix, keep, roots, SCRATCH_MOUNT_DIRS):
             host.run(["umount", "-l", target], timeout=60, check=False)
             removed.append(f"mount {target}")
     out = host.run(["losetup", "--json", "--list"], timeout=30, check=False).stdout.decode(errors="replace")
     for loop in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
         back = loop.get("back-file") or ""
-        if _made_by_vtb(back, prefix, roots, SCRATCH_FILE_DIRS) and not any(
-                part.startswith(keep) for part in Path(back).parts):
+        if _made_by_vtb(back, prefix, keep, roots, SCRATCH_FILE_DIRS):
             host.run(["losetup", "-d", loop["name"]], timeout=60, check=False)
             removed.append(f"loop device {loop['name']}")
     return removed
@@ -172,12 +179,12 @@ def leftovers(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ())
     found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix, keep)]
     found += [f"namespace {ns}" for ns in _namespaces(host, prefix) if not _kept(ns, keep)]
     found += [f"link {b}" for b, _ in _links(host, prefix, keep)]
-    conn = connect(host.uri)
-    try:
+    conn, roots = connect(host.uri), _state_roots(host)
+    try:   # by the rules collect removes them by: a vtb- name alone is not vtb's
         found += [f"domain {d.name()}" for d in conn.listAllDomains()
-                  if d.name().startswith(prefix) and not _kept(d.name(), keep)]
+                  if d.name().startswith(prefix) and not _kept(d.name(), keep) and owner_of(d.XMLDesc(0)) is not None]
         found += [f"pool {p.name()}" for p in conn.listAllStoragePools()
-                  if _pool_of(p.name(), prefix) and not _kept(p.name(), keep)]
+                  if _pool_of(p.name(), prefix) and not _kept(p.name(), keep) and _pool_in(p, roots)]
     finally:
         conn.close()
     return found

@@ -234,7 +234,8 @@ class Testbed:
             "device_bytes": max(1, len(plan.vms)) * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
             "raid": raid, "ceph": ceph,
             "backend": {"host_up": hook % "up", "host_down": hook % "down",
-                        "vms": [{"name": vm.name, "devices_xml": a.devices_xml, "domain_xml": a.domain_xml + owner_metadata(self.cfg.prefix)}
+                        "vms": [{"name": vm.name, "devices_xml": a.devices_xml,
+                                 "domain_xml": a.domain_xml + owner_metadata(self.cfg.prefix)}
                                 for vm, a in ((vm, backend.attach(plan, vm)) for vm in plan.vms)]},
         }
 
@@ -335,7 +336,9 @@ class Testbed:
         if self.run_scoped:
             write_atomic(self.dir / "owner.json", json.dumps(owner()))
         if self.on_ceph and self.ceph is None:
-            ceph_existing.prepare(self.cfg.ceph, self.dir, self.rbd_image(), self.cfg.prefix)
+            for said in ceph_existing.prepare(self.cfg.ceph, self.dir, self.rbd_image(), self.cfg.prefix,
+                                              self.cfg.state_dir):
+                step(f"ceph (existing): the fleet's earlier image: {said}")
         write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
         if host_images.kept_on(self.host):
             host_images.ensure(self.host, paths.IMAGE_DIR)

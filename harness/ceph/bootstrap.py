@@ -50,14 +50,14 @@ def ceph_session(host, plan: CephPlan, commands: list[list[str]], what: str) -> 
     from stdin): one client start instead of one each, which is most of their cost on a slow host.
     That mode exits 0 whatever a command said, so its "Error ..." lines are what fail it."""
     argv = ["ceph", "-c", f"{plan.dir}/ceph.conf", "--connect-timeout", "20"]
-    timeout = 60 + 10 * len(commands)
+    timeout = 60 + 30 * len(commands)
     script = "".join(shlex.join(args) + "\n" for args in commands).encode()
     try:
         out = host.run(argv, input=script, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise CephError(f"{what}: {len(commands)} ceph commands did not finish within {timeout} s") from None
     said = out.stderr.decode(errors="replace")
-    errors = [line for line in said.splitlines() if line.startswith("Error ")]
+    errors = [line for line in said.splitlines() if line.lower().startswith("error")]   # also "error handling ..."
     if out.returncode != 0 or errors:
         raise CephError(f"{what}: `ceph` exited {out.returncode} on {len(commands)} commands: "
                         f"{'; '.join(errors) or said.strip()[-400:]}")

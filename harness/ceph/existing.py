@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.ceph import images
 from harness.ceph.images import RbdImage
+from harness.hosts import LocalHost
 from harness.store import write_atomic
 
 CLIENT_CONF = "ceph-client.conf"
@@ -62,10 +63,16 @@ def access_problem(host, c) -> str | None:
     return problem.replace(f.name, c.conf) if problem else None
 
 
-def prepare(c, fleet_dir: Path, img: RbdImage, owner: str) -> None:
-    """The client conf, and the record that lets teardown find the image whatever happens next."""
+def prepare(c, fleet_dir: Path, img: RbdImage, owner: str, set_aside_in: Path) -> list[str]:
+    """The client conf, and the record that lets teardown find the image whatever happens next.
+    An image the fleet recorded under another name (before names carried the installation) is
+    removed first, or its record set aside for gc: never forgotten in your pool."""
     write_atomic(fleet_dir / CLIENT_CONF, client_conf(c))
-    write_atomic(fleet_dir / RECORD, json.dumps({"locator": img.locator, "owner": owner}))
+    record, said = fleet_dir / RECORD, []
+    if record.exists() and json.loads(record.read_text()).get("locator") != img.locator:
+        said = remove_recorded(LocalHost(), record, set_aside_in)
+    write_atomic(record, json.dumps({"locator": img.locator, "owner": owner}))
+    return said
 
 
 def records(state_dir: Path) -> list[Path]:

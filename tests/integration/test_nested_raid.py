@@ -134,11 +134,12 @@ def test_gc_reaches_into_the_nested_host(host):
     """A leftover inside the L1 (here a pool a killed run left behind) is found by `harness gc`
     through the L1's libvirt and commands, like one on this machine; the L1 itself is kept."""
     from harness import gc
-    host.run(["mkdir", "-p", "/var/tmp/vtb-gctest"])
+    gc.register_state_dir(STATE)   # as the killed run did: gc takes only pools whose folder is in a known state dir
+    host.run(["mkdir", "-p", f"{STATE}/vtb-gctest"])
     conn = connect(host.uri)
     try:
         conn.storagePoolDefineXML("<pool type='dir'><name>vtb-gctest</name>"
-                                  "<target><path>/var/tmp/vtb-gctest</path></target></pool>")
+                                  f"<target><path>{STATE}/vtb-gctest</path></target></pool>")
     finally:
         conn.close()
     assert gc.leftovers("vtb-gctest", host) == ["pool vtb-gctest"]

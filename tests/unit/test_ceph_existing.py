@@ -161,3 +161,19 @@ def test_one_slow_answer_to_ceph_health_is_not_a_fault_and_two_are(fixture_text)
     assert host.calls == images.HEALTH_TRIES == 2
     assert said == ("the Ceph cluster (/s/f/ceph-client.conf) did not answer `ceph health` within 30 s, "
                     "2 times in a row")
+
+
+def test_an_image_recorded_under_an_older_name_is_removed_before_the_new_record(tmp_path, monkeypatch):
+    """A fleet made before image names carried the installation: its first `up` after that removes
+    the old tagged image (from its record), so nothing is forgotten in your pool."""
+    fleet = tmp_path / "f"
+    fleet.mkdir()
+    (fleet / existing.RECORD).write_text(json.dumps({"locator": IMG.locator, "owner": "vtb-f"}))
+    cluster = RecordedCluster({"vtb-f-device": "vtb-f"})
+    monkeypatch.setattr(existing, "LocalHost", lambda: cluster)
+    (tmp_path / "ceph.conf").write_text("[global]\nmon_host = 10.0.0.1\n")
+    c = CephConfig(mode="existing", conf=str(tmp_path / "ceph.conf"), pool="rbd", client="tenant")
+    new = existing.image(c, fleet, "vtb-f-0123abcd-device")
+    assert existing.prepare(c, fleet, new, "vtb-f", tmp_path) == ["rbd image rbd/vtb-f-device"]
+    assert not cluster.images and json.loads((fleet / existing.RECORD).read_text())["locator"] == new.locator
+    assert existing.prepare(c, fleet, new, "vtb-f", tmp_path) == []   # the same name: nothing to undo

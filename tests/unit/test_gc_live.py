@@ -141,7 +141,7 @@ def test_a_state_dir_with_a_space_is_removed_whole_and_nothing_beside_it(tmp_pat
     assert not cluster.exists() and (tmp_path / "my" / "keep").read_text() == "not vtb's"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="mounts tmpfs")
+@pytest.mark.skipif(os.geteuid() != 0, reason="attaches loop devices")
 def test_only_loops_over_vtbs_files_are_detached_not_a_users_with_a_vtb_name(tmp_path, monkeypatch):
     """A user's loop over /home/u/vtb-disk.img (here: a folder outside the state dirs) stays; a loop
     over a scratch file in a known state dir goes (#28: by where vtb makes its files, not by name)."""
@@ -164,6 +164,7 @@ def test_only_loops_over_vtbs_files_are_detached_not_a_users_with_a_vtb_name(tmp
             subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts tmpfs")
 def test_only_mounts_vtb_makes_are_unmounted_not_a_users_with_a_vtb_name(tmp_path, monkeypatch):
     """A user's mount named vtb-... outside vtb's folders stays; a database's in /run and an array's
     filesystem in a known state dir go."""
