@@ -71,9 +71,12 @@ def _pool_of(name: str, prefix: str) -> bool:
     return name.startswith(prefix) or name == prefix.removesuffix("-")
 
 
-def _pool_in(pool: libvirt.virStoragePool, roots: tuple[str, ...]) -> bool:
-    """Whether the pool's folder is inside one of the state dirs (vtb makes its pools there)."""
-    folder = ET.fromstring(pool.XMLDesc(0)).findtext("target/path") or ""
+def _pool_folder(pool: libvirt.virStoragePool) -> str:
+    return ET.fromstring(pool.XMLDesc(0)).findtext("target/path") or ""
+
+
+def _pool_in(folder: str, roots: tuple[str, ...]) -> bool:
+    """Whether a pool's folder is inside one of the state dirs (vtb makes its pools there)."""
     return bool(folder) and any(Path(folder).is_relative_to(root) for root in roots)
 
 
@@ -84,9 +87,8 @@ def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = (), ro
     for pool in conn.listAllStoragePools():
         if not _pool_of(pool.name(), prefix) or any(_pool_of(pool.name(), k) for k in keep):
             continue
-        if not _pool_in(pool, roots):
-            folder = ET.fromstring(pool.XMLDesc(0)).findtext("target/path") or "(none)"
-            removed.append(f"(pool {pool.name()} not removed: its folder {folder} is in no state dir vtb "
+        if not _pool_in(folder := _pool_folder(pool), roots):
+            removed.append(f"(pool {pool.name()} not removed: its folder {folder or '(none)'} is in no state dir vtb "
                            "knows; if it is yours to remove, `virsh pool-destroy` and `virsh pool-undefine` it)")
             continue
         try:
@@ -184,7 +186,7 @@ def leftovers(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ())
         found += [f"domain {d.name()}" for d in conn.listAllDomains()
                   if d.name().startswith(prefix) and not _kept(d.name(), keep) and owner_of(d.XMLDesc(0)) is not None]
         found += [f"pool {p.name()}" for p in conn.listAllStoragePools()
-                  if _pool_of(p.name(), prefix) and not _kept(p.name(), keep) and _pool_in(p, roots)]
+                  if _pool_of(p.name(), prefix) and not _kept(p.name(), keep) and _pool_in(_pool_folder(p), roots)]
     finally:
         conn.close()
     return found
