@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import time
 from dataclasses import asdict, dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 from harness import paths
 from harness.hosts import Host, LocalHost
 
-PROBE_NAME = f"{paths.PREFIX}accel-probe"  # so `harness gc` can find a probe left running
+PROBE_NAME = f"{paths.PREFIX}accel-probe"
 PROBE_TIMEOUT_S = 20
 NESTED_PROBE_TIMEOUT_S = 90      # a nested KVM boots about 6x slower than an L0 TCG guest
 HOST_KERNEL = "/vmlinuz"         # on a nested host: its own kernel, the same Debian cloud kernel
@@ -39,8 +40,10 @@ def probe_kvm(kernel: str, timeout: float = PROBE_TIMEOUT_S, host: Host = LocalH
     if host.run(["test", "-r", "/dev/kvm", "-a", "-w", "/dev/kvm"], check=False, timeout=60).returncode != 0:
         return False, "/dev/kvm is missing or not accessible"
     argv = ["qemu-system-x86_64", "-name", PROBE_NAME, "-accel", "kvm", "-m", "256",  # the CPU model the fleet domains get
+            "-pidfile", f"/run/{PROBE_NAME}.{os.getpid()}.pid",   # gc's record of a probe left running
             "-nodefaults", "-nographic", "-no-reboot", "-serial", "stdio", "-kernel", str(kernel),
-            "-append", "console=ttyS0 panic=-1 root=/dev/vtb-no-root"]
+            # quiet: each console byte is an exit (in a nested host the full log cost about 10 s)
+            "-append", "console=ttyS0 panic=-1 root=/dev/vtb-no-root quiet"]
     start = time.monotonic()
     try:
         out = host.run(argv, timeout=timeout, check=False)
@@ -48,9 +51,10 @@ def probe_kvm(kernel: str, timeout: float = PROBE_TIMEOUT_S, host: Host = LocalH
     except subprocess.TimeoutExpired as e:
         text = (e.stdout or b"").decode(errors="replace")
         booted = any(m in text for m in BOOTED_MARKERS)
+        last = text.strip().splitlines()[-1][:200] if text.strip() else ""
         return booted, ("reached root mount" if booted else
-                        f"no kernel boot under KVM within {timeout:.0f} s (kernel printed nothing)"
-                        if "Linux version" not in text else f"kernel started but did not finish booting in {timeout:.0f} s")
+                        f"no kernel boot under KVM within {timeout:.0f} s (the kernel, booted quiet, printed no error)"
+                        if not last else f"the kernel did not reach its root-mount panic in {timeout:.0f} s: {last}")
     elapsed = time.monotonic() - start
     if any(m in text for m in BOOTED_MARKERS):
         return True, f"a guest kernel booted under KVM in {elapsed:.1f} s"

@@ -1,9 +1,10 @@
-"""Finds and removes what the harness created on a host, by name prefix: domains (only those whose
-metadata records that vtb defined them), pools (only those whose folder is in a state dir vtb
-knows), stray QEMU processes, storage daemons, database servers and Ceph daemons, loop devices and
-mounts (in vtb's folders), a Ceph cluster's namespaces and bridge, and the hugepages an SPDK target
-reserved. Safe after a SIGKILL; never touches anything without the prefix. In a cluster of yours
-(ceph.mode = "existing") it removes only the images its fleets recorded and tagged."""
+"""Finds and removes what the harness created on a host, by name prefix and record: domains (only
+those whose metadata records that vtb defined them), pools (only those whose folder is in a state
+dir vtb knows), stray QEMU processes, storage daemons, database servers and Ceph daemons (only
+those a pid file of vtb's holds), loop devices and mounts (in vtb's folders), a Ceph cluster's
+namespaces and bridge, and the hugepages an SPDK target reserved. Safe after a SIGKILL; never
+touches anything without the prefix. In a cluster of yours (ceph.mode = "existing") it removes
+only the images its fleets recorded and tagged."""
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ from harness.hosts import Host, LocalHost, Node, from_descriptor
 from harness.hosts.nested import NestedHostError
 from harness.raid import RaidPlan
 from harness.libvirt_conn import connect, domain_call
-from harness.libvirt_xml import UNRECORDED, owner_of
+from harness.libvirt_xml import OWNER_NS, UNRECORDED, owner_of
 
 
 def _kept(name: str, keep: tuple[str, ...]) -> bool:
@@ -30,21 +31,60 @@ def _kept(name: str, keep: tuple[str, ...]) -> bool:
 
 
 DAEMONS = ("qemu-system", "qemu-storage-daemon", "vhost", "mariadbd", "ceph-mon", "ceph-mgr", "ceph-osd")
+LIBVIRT_QEMU_RUN = "/run/libvirt/qemu"   # libvirt's pid file and live XML (with vtb's owner record) per domain
+
+# Reads "pid<TAB>folder" lines; prints "pid<TAB>file" for each pid file (*.pid in the folder or its
+# run/) that holds that pid. A pid file of libvirt's counts only when its domain's live XML has
+# vtb's owner record.
+_PID_FILES = r'''while IFS="$(printf '\t')" read -r pid dir; do
+  for f in "$dir"/*.pid "$dir"/run/*.pid; do
+    [ -f "$f" ] || continue
+    v=; read -r v < "$f" || true
+    [ "$v" = "$pid" ] || continue
+    case "$f" in "$1"/*) grep -qs "$2" "${f%.pid}.xml" || continue;; esac
+    printf '%s\t%s\n' "$pid" "$f"
+  done
+done'''
 
 
-def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[int, str]]:
-    """QEMUs, storage daemons (SPDK's `vhost` names its fleet's run dir), database servers (a host
-    slot's, see mysql) and Ceph daemons (their conf is in a folder named for the cluster) on the
-    host whose command line carries the prefix, run by root (as vtb runs them: another user's
-    process is never vtb's, whatever its name)."""
-    found = []
+def _pid_file_folders(args: str) -> list[str]:
+    """The folders where a daemon's pid file may be, from the paths in its own arguments (a
+    `--pidfile X`, a `-c dir/ceph.conf`, `--defaults-file=dir/server.cnf`, SPDK's `-S run_dir`)."""
+    paths_ = {v for token in args.split() for part in token.split(",")
+              for v in [part.split("=", 1)[-1]] if v.startswith("/")}
+    return sorted({f for v in paths_ for f in (v, os.path.dirname(v))} - {"/", ""})
+
+
+def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[list[tuple[int, str]], list[str]]:
+    """QEMUs, storage daemons, database servers (a host slot's, see mysql) and Ceph daemons on the
+    host that are vtb's by record, and notes on those with the prefix in their command line that
+    are not. Only root's count (as vtb runs them); the record is a pid file holding the process's
+    pid, in a folder vtb made for the prefix (its state dirs, its scratch mounts) that the
+    process's own arguments name, or libvirt's pid file of a domain whose XML has vtb's owner
+    record. A prefix in the arguments alone (root's own `qemu ... /srv/vtb-test.img`) is listed."""
     out = host.run(["ps", "-ww", "-eo", "pid=,uid=,args="], timeout=30, check=False).stdout.decode(errors="replace")
+    candidates: dict[int, tuple[str, str]] = {}
     for line in out.splitlines():
         pid, uid, args = (line.split(None, 2) + ["", ""])[:3]
         exe = os.path.basename(args.split(" ", 1)[0])
         if uid == "0" and exe.startswith(DAEMONS) and prefix in args and not _kept(args, keep):
-            found.append((int(pid), exe))
-    return found
+            candidates[int(pid)] = (exe, args)
+    if not candidates:
+        return [], []
+    lines = "".join(f"{pid}\t{folder}\n" for pid, (exe, args) in candidates.items()
+                    for folder in [*_pid_file_folders(args), *([LIBVIRT_QEMU_RUN] if exe.startswith("qemu-system") else [])])
+    found = host.run(["sh", "-c", _PID_FILES, "-", LIBVIRT_QEMU_RUN, OWNER_NS], input=lines.encode(), timeout=60,
+                     check=False).stdout.decode(errors="replace")
+    roots, recorded = _state_roots(host), set()
+    for line in found.splitlines():
+        pid, _, f = line.partition("\t")
+        if f.startswith(LIBVIRT_QEMU_RUN + "/") or any(_made_by_vtb(p, prefix, keep, roots, SCRATCH_MOUNT_DIRS)
+                                                      for p in (f, os.path.dirname(f))):
+            recorded.add(int(pid))
+    ours = [(pid, exe) for pid, (exe, _) in candidates.items() if pid in recorded]
+    notes = [f"(process {pid} ({exe}) not stopped: its command line names {prefix} but no pid file of vtb's holds "
+             f"it; if it is yours to stop, `kill {pid}`)" for pid, (exe, _) in candidates.items() if pid not in recorded]
+    return ours, notes
 
 
 def _domains(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
@@ -178,7 +218,7 @@ def _networks(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
 
 def leftovers(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -> list[str]:
     """What exists with this prefix on the host (but for `keep`), without removing it."""
-    found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix, keep)]
+    found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix, keep)[0]]
     found += [f"namespace {ns}" for ns in _namespaces(host, prefix) if not _kept(ns, keep)]
     found += [f"link {b}" for b, _ in _links(host, prefix, keep)]
     conn, roots = connect(host.uri), _state_roots(host)
@@ -233,9 +273,11 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
             conn.close()
     if host.stopped():
         return removed  # nothing runs on a host that stopped
-    for pid, exe in _processes(host, prefix, keep):  # QEMUs libvirt no longer knows, probes, storage daemons
+    ours, notes = _processes(host, prefix, keep)   # QEMUs libvirt no longer knows, probes, daemons
+    for pid, exe in ours:
         if host.run(["kill", "-9", str(pid)], timeout=30, check=False).returncode == 0:
             removed.append(f"process {pid} ({exe})")
+    removed += notes
     removed += _loops_and_mounts(host, prefix, keep)
     removed += _networks(host, prefix, keep)
     if host.name == "local":  # the state dirs gc knows are this machine's

@@ -114,19 +114,38 @@ def _named_process(name: str, arg: str, as_user: str | None = None) -> subproces
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs a process as another user")
-def test_another_users_process_named_like_a_qemu_with_vtb_in_its_arguments_survives_gc():
-    """Another user's `qemu-system-x86_64 ... /home/u/vtb-gct-disk.img` is not vtb's, whatever its
-    name; root's (as vtb runs its QEMUs) is."""
+def test_a_process_is_vtbs_only_by_a_pid_file_of_vtbs_that_holds_its_pid(tmp_path, monkeypatch):
+    """#28: a `vtb-` in a command line alone never makes a process vtb's. Root's daemon whose own
+    arguments name a folder vtb made (in a state dir), holding a pid file with its pid, is; root's
+    `qemu-system-x86_64 ... /srv/vtb-gct-disk.img`, or one whose pid file is in a user's folder, is
+    listed with the fix; another user's is not even looked at."""
+    monkeypatch.setattr(gc, "state_dirs", lambda: [str(tmp_path / "state")])
+    run_dir = tmp_path / "state" / "f" / "vtb-gct-run"
+    users = tmp_path / "srv" / "vtb-gct-db"
+    for d in (run_dir, users):
+        d.mkdir(parents=True)
     theirs = _named_process("qemu-system-x86_64", "/home/u/vtb-gct-disk.img", as_user="nobody:nogroup")
-    ours = _named_process("qemu-system-x86_64", "/var/tmp/vtb-gct-disk.img")
+    ours = _named_process("qemu-storage-daemon", f"--pidfile {run_dir}/qsd.pid")
+    named_only = _named_process("qemu-system-x86_64", "/srv/vtb-gct-disk.img")
+    users_pid_file = _named_process("mariadbd", f"--defaults-file={users}/server.cnf")
+    (run_dir / "qsd.pid").write_text(f"{ours.pid}\n")
+    (users / "mysqld.pid").write_text(f"{users_pid_file.pid}\n")
     try:
-        time.sleep(0.5)   # both exec'd
-        found = [pid for pid, _ in gc._processes(LocalHost(), "vtb-gct-")]
-        assert ours.pid in found and theirs.pid not in found
+        time.sleep(0.5)   # all exec'd
+        found, notes = gc._processes(LocalHost(), "vtb-gct-")
+        assert [pid for pid, _ in found] == [ours.pid]
+        for listed in (named_only, users_pid_file):
+            assert any(n.startswith(f"(process {listed.pid} (") and f"`kill {listed.pid}`" in n for n in notes), notes
+        assert not any(str(theirs.pid) in n for n in notes)
     finally:
-        for p in (theirs, ours):
+        for p in (theirs, ours, named_only, users_pid_file):
             p.kill()
             p.wait()
+
+
+def test_pid_files_are_looked_for_beside_the_paths_a_daemon_is_given():
+    assert gc._pid_file_folders("ceph-osd -c /s/f/vtb-x-ceph/ceph.conf -i 0") == ["/s/f/vtb-x-ceph", "/s/f/vtb-x-ceph/ceph.conf"]
+    assert gc._pid_file_folders("qemu-system-x86_64 -drive file=/p/a.qcow2,format=qcow2 -S") == ["/p", "/p/a.qcow2"]
 
 
 def test_a_state_dir_with_a_space_is_removed_whole_and_nothing_beside_it(tmp_path):
