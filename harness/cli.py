@@ -122,7 +122,9 @@ def testbed_down(config_path, overrides, everything) -> None:
         removed += gc.collect(paths.PREFIX)
     if everything:
         removed += gc.collect_recorded(paths.PREFIX)
-    step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed))
+    removed, notes = gc.removals_and_notes(removed)
+    step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed)
+         + "".join(f"\n    {n}" for n in notes))
     if failed:
         raise TestbedError("\n".join(failed))
 
@@ -174,9 +176,12 @@ def gc(config_path, overrides, everything) -> None:
     for h in reached:
         for said in gc_mod.resume_left_paused(h, keep, cfg.results_dir):
             console.print(f"gc: {said}", markup=False)
+    removed, notes = gc_mod.removals_and_notes(removed)
     for r in removed:
         console.print(f"removed {r}", markup=False)
-    console.print(f"gc: {len(removed)} removed")
+    for n in notes:
+        console.print(f"gc: {n}", markup=False)
+    console.print(f"gc: {len(removed)} removed" + (f", {len(notes)} left (see above)" if notes else ""))
     if unanswered:
         raise HostsNotAnswering(f"gc left the [[hosts]] untouched: {unanswered}")
 

@@ -19,6 +19,7 @@ import libvirt
 
 from harness import conditions, hugepages, paths, raid
 from harness.ceph import existing as ceph_existing
+from harness.ceph.plan import CephPlan
 from harness.hosts import Host, LocalHost, Node, from_descriptor
 from harness.hosts.nested import NestedHostError
 from harness.raid import RaidPlan
@@ -204,14 +205,39 @@ def _links(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[st
             if link.get("ifalias", "").startswith(prefix) and not link["ifalias"].startswith(keep)]
 
 
+def _recorded_networks(prefix: str, keep: tuple[str, ...] = ()) -> set[str]:
+    """The namespaces and links (bridge, veths) that local Ceph clusters' plans name: a fleet's
+    `ceph-*.json` (kept before its cluster is made) and each cluster's own `plan.json`."""
+    files = _recorded_plans("ceph", "name", prefix, keep) + [c / "plan.json" for c in _local_ceph_dirs(prefix, keep)]
+    names = set()
+    for f in files:
+        try:
+            plan = CephPlan.from_json(f.read_text())
+        except (OSError, ValueError, TypeError):   # a plan cut short, or of another version: it proves nothing
+            continue
+        if not plan.hosts:
+            names |= {plan.bridge, *(n for k in range(1, plan.nodes + 1) for n in (plan.node_name(k), plan.veth(k)))}
+    return names
+
+
 def _networks(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
-    """A Ceph cluster's storage-node namespaces, its bridge and its veths."""
+    """A Ceph cluster's storage-node namespaces, its bridge and its veths, where a plan of vtb's names
+    them (only on this machine: nowhere else does vtb make any); a vtb- name alone is listed."""
+    recorded = _recorded_networks(prefix, keep) if host.name == "local" else set()
     removed = []
     for ns in _namespaces(host, prefix):
-        if not ns.startswith(keep) and host.run(["ip", "netns", "del", ns], timeout=30, check=False).returncode == 0:
+        if ns.startswith(keep):
+            continue
+        if ns not in recorded:
+            removed.append(f"(namespace {ns} not removed: it has a {prefix} name but no Ceph plan of vtb's names "
+                           f"it; if it is yours to remove, `ip netns del {ns}`)")
+        elif host.run(["ip", "netns", "del", ns], timeout=30, check=False).returncode == 0:
             removed.append(f"namespace {ns}")
     for name, alias in _links(host, prefix, keep):
-        if host.run(["ip", "link", "del", name], timeout=30, check=False).returncode == 0:
+        if name not in recorded:
+            removed.append(f"(link {name} ({alias}) not removed: no Ceph plan of vtb's names it; if it is yours "
+                           f"to remove, `ip link del {name}`)")
+        elif host.run(["ip", "link", "del", name], timeout=30, check=False).returncode == 0:
             removed.append(f"link {name} ({alias})")
     return removed
 
@@ -320,14 +346,19 @@ def _scratch_files(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     return removed
 
 
+def _local_ceph_dirs(prefix: str, keep: tuple[str, ...] = ()) -> list[Path]:
+    """Local Ceph clusters' folders (`<prefix>...-ceph`) in known state dirs or their fleets' folders."""
+    return [c for d in map(Path, state_dirs()) if d.is_dir() for c in [*d.glob(f"{prefix}*"), *d.glob(f"*/{prefix}*")]
+            if c.name.endswith("-ceph") and c.is_dir() and not c.name.startswith(keep)]
+
+
 def _ceph_dirs(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     """A local Ceph cluster's folder (its daemons are gone by now) in a known state dir or a fleet's."""
     removed = []
-    for d in map(Path, state_dirs()):
-        for conf in [*d.glob(f"{prefix}*-ceph/ceph.conf"), *d.glob(f"*/{prefix}*-ceph/ceph.conf")] if d.is_dir() else []:
-            if not conf.parent.name.startswith(keep):
-                shutil.rmtree(conf.parent, ignore_errors=True)
-                removed.append(f"ceph files {conf.parent}")
+    for folder in _local_ceph_dirs(prefix, keep):
+        if (folder / "ceph.conf").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(f"ceph files {folder}")
     return removed
 
 
@@ -432,6 +463,11 @@ def _recorded_backends(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
         plan_file.unlink(missing_ok=True)
         done.append(f"{plan.disk['backend']} host side of {plan.prefix}")
     return done
+
+
+def removals_and_notes(said: list[str]) -> tuple[list[str], list[str]]:
+    """What gc and teardown removed, apart from their notes on what they did not (each in parentheses)."""
+    return [s for s in said if not s.startswith("(")], [s for s in said if s.startswith("(")]
 
 
 def register_state_dir(state_dir: Path) -> None:

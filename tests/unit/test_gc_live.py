@@ -143,6 +143,29 @@ def test_a_process_is_vtbs_only_by_a_pid_file_of_vtbs_that_holds_its_pid(tmp_pat
             p.wait()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes network namespaces")
+def test_a_namespace_goes_only_when_a_ceph_plan_of_vtbs_names_it(tmp_path, monkeypatch):
+    """#28: a local cluster's storage-node namespace is removed by its plan (the cluster folder's
+    plan.json); a namespace that merely has a vtb- name is listed with the fix."""
+    from harness.ceph.plan import CephPlan
+    monkeypatch.setattr(gc, "state_dirs", lambda: [str(tmp_path)])
+    plan = CephPlan(name="vtb-gct-ceph", dir=str(tmp_path / "f" / "vtb-gct-ceph"), nodes=1)
+    Path(plan.dir).mkdir(parents=True)
+    (Path(plan.dir) / "plan.json").write_text(plan.to_json())
+    ours, users = plan.node_name(1), "vtb-gct-users"
+    for ns in (ours, users):
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        said = gc._networks(LocalHost(), "vtb-gct-")
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert f"namespace {ours}" in said and ours not in names
+        assert users in names and any(s.startswith(f"(namespace {users} not removed") and f"`ip netns del {users}`" in s
+                                      for s in said), said
+    finally:
+        for ns in (ours, users):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
 def test_pid_files_are_looked_for_beside_the_paths_a_daemon_is_given():
     assert gc._pid_file_folders("ceph-osd -c /s/f/vtb-x-ceph/ceph.conf -i 0") == ["/s/f/vtb-x-ceph", "/s/f/vtb-x-ceph/ceph.conf"]
     assert gc._pid_file_folders("qemu-system-x86_64 -drive file=/p/a.qcow2,format=qcow2 -S") == ["/p", "/p/a.qcow2"]
