@@ -8,12 +8,13 @@ before the parts and removed after them, its plan kept in the fleet's folder unt
 from __future__ import annotations
 
 import contextlib
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from harness.ceph import clusters as ceph_clusters
 from harness.ceph.plan import CephPlan
 from harness.config import Config
-from harness.console import step
+from harness.console import step, warn
 from harness.hosts import Host
 from harness.placement import place
 from harness.store import write_atomic
@@ -73,8 +74,14 @@ class Cluster:
         try:
             return [r for removed in self._each("testbed down", lambda p: p.down()) for r in removed]
         finally:   # the cluster outlives no part: removed even when a host's teardown failed
-            for removed in ceph_clusters.destroy_recorded(self.dir):
-                step(removed)
+            failing = sys.exc_info()[1] is not None
+            try:
+                for removed in ceph_clusters.destroy_recorded(self.dir):
+                    step(removed)
+            except Exception as e:
+                if not failing:
+                    raise
+                warn(f"removing the fleet's Ceph cluster failed too: {e}")   # the hosts' error stays the one said
             for folder in (self.dir / "hosts", self.dir):   # the fleet's folders, once nothing is left in them
                 with contextlib.suppress(OSError):
                     folder.rmdir()

@@ -35,11 +35,11 @@ DAEMONS = ("qemu-system", "qemu-storage-daemon", "vhost", "mariadbd", "ceph-mon"
 LIBVIRT_QEMU_RUN = "/run/libvirt/qemu"   # libvirt's pid file and live XML (with vtb's owner record) per domain
 
 # Reads "pid<TAB>folder" lines; prints "pid<TAB>file" for each pid file (*.pid in the folder or its
-# run/) that holds that pid. A pid file of libvirt's counts only when its domain's live XML has
-# vtb's owner record.
+# run/) that holds that pid: root's own file, not a link (anyone can write a `vtb-` file in /tmp).
+# A pid file of libvirt's counts only when its domain's live XML has vtb's owner record.
 _PID_FILES = r'''while IFS="$(printf '\t')" read -r pid dir; do
   for f in "$dir"/*.pid "$dir"/run/*.pid; do
-    [ -f "$f" ] || continue
+    [ -f "$f" ] && [ ! -L "$f" ] && [ -O "$f" ] || continue
     v=; read -r v < "$f" || true
     [ "$v" = "$pid" ] || continue
     case "$f" in "$1"/*) grep -qs "$2" "${f%.pid}.xml" || continue;; esac
@@ -447,9 +447,17 @@ def _recorded_arrays(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
 def _recorded_backends(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     """The host sides a killed run left (a controller bound to vfio-pci, storage daemons, their
     sockets), undone by each backend's own host_down from its plan, wherever it ran."""
+    done, stuck = undo_backends(_recorded_plans("backend", "prefix", prefix, keep))
+    return done + stuck
+
+
+def undo_backends(plan_files: list[Path]) -> tuple[list[str], list[str]]:
+    """The backend host sides these plans describe (each plan is written before its side is set
+    up), undone by the backend's own host_down, each plan removed once done: what went, and (in
+    parentheses) what could not, its plan kept for the next try."""
     from harness import backends   # its plug-ins import much that gc's other work does not need
-    done = []
-    for plan_file in _recorded_plans("backend", "prefix", prefix, keep):
+    done, stuck = [], []
+    for plan_file in plan_files:
         plan = backends.HostPlan.from_json(plan_file.read_text())
         try:
             backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
@@ -458,11 +466,11 @@ def _recorded_backends(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
             done.append(f"{plan.disk['backend']} host side of {plan.prefix}: gone with its nested host")
             continue
         except Exception as e:   # the host does not answer: the plan stays for the next gc
-            done.append(f"({plan.disk['backend']} host side of {plan.prefix} not undone: {e})")
+            stuck.append(f"({plan.disk['backend']} host side of {plan.prefix} not undone: {e})")
             continue
         plan_file.unlink(missing_ok=True)
         done.append(f"{plan.disk['backend']} host side of {plan.prefix}")
-    return done
+    return done, stuck
 
 
 def removals_and_notes(said: list[str]) -> tuple[list[str], list[str]]:

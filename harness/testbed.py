@@ -1,6 +1,7 @@
 """The testbed: guest image + Terraform-provisioned fleet on a host. Brings it up, describes it, tears it down."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -12,6 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator
 
 import libvirt
 
@@ -97,6 +99,26 @@ class TestbedRecord:
 def plan_path(folder: Path, kind: str, text: str) -> Path:
     """Where a plan of `kind` (backend, raid, ceph) is kept in a fleet's folder: named by its content."""
     return folder / f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+
+
+@contextlib.contextmanager
+def torn_down_after(fleet: Callable[[], "Testbed"], what: str = "") -> Iterator[None]:
+    """Runs the body, then tears down the fleet `fleet()` names then (a sweep's changes block by
+    block). When the body failed (or was stopped), a teardown that fails too is a warning: the
+    body's error, or the Ctrl-C, stays the one the run reports and exits by."""
+    try:
+        yield
+    except BaseException:
+        if what:
+            step(f"tearing down {what}")
+        try:
+            fleet().down(quiet=True)
+        except Exception as e:
+            warn(f"tearing down {what or 'the fleet'} failed too: {e}")
+        raise
+    if what:
+        step(f"tearing down {what}")
+    fleet().down(quiet=True)
 
 
 class Testbed:
@@ -554,7 +576,10 @@ class Testbed:
             # guests are gone: stopped again, directly (one check each for those already gone)
             gone, left = gc.destroy_arrays(sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else [])
             removed += gone
-            if destroy_failed:
+            if destroy_failed:   # Terraform's teardown hook may not have run: the backend's host side by its plan
+                undone, stuck = gc.undo_backends(sorted(self.dir.glob("backend-*.json")) if self.dir.exists() else [])
+                removed += undone
+                left += stuck
                 try:
                     left += gc.leftovers(self.cfg.prefix + "-", self.host, keep)
                 except libvirt.libvirtError as e:   # libvirtd gone: what remains cannot be known

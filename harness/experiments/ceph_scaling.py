@@ -34,7 +34,7 @@ from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.schema import BlockSize, Section, bs_bytes, each
 from harness.store import write_atomic
-from harness.testbed import Testbed, TestbedRecord
+from harness.testbed import Testbed, TestbedRecord, torn_down_after
 from harness.workloads import fio
 
 METRICS = {"aggregate_bw": "bandwidth (KiB/s)", "aggregate_iops": "IOPS", "lat_mean": "completion latency (us)"}
@@ -105,7 +105,7 @@ class CephScaling:
         tb = Testbed(sweep, ctx.host, run_scoped=True)
         tb.down(quiet=True)   # a sweep fleet left by a killed run
         pipeline = ctx.pipeline(ctx.host.uri, (sweep.prefix + "-",))
-        try:
+        with torn_down_after(lambda: tb, "the sweep fleet and its cluster"):
             for i, (k, rate) in enumerate(blocks):
                 step(f"[{i + 1}/{len(blocks)}] {k} storage node(s), links {f'{rate} Mbit/s' if rate else 'uncapped'}: "
                      "provisioning")
@@ -116,9 +116,6 @@ class CephScaling:
                 block = [self._point(ctx, tb, record, k, rate, label, job, env) for label, job in jobs
                          for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
                 pipeline.measure(block, record.metadata(), rebuild=partial(self._rebuilt, ctx, tb, rate))
-        finally:
-            step("tearing down the sweep fleet and its cluster")
-            tb.down(quiet=True)
 
     @staticmethod
     def _rebuilt(ctx: RunContext, tb: Testbed, rate: int) -> dict:

@@ -40,7 +40,7 @@ from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.schema import BlockSize, Section, each
 from harness.store import write_atomic
-from harness.testbed import Testbed, TestbedRecord
+from harness.testbed import Testbed, TestbedRecord, torn_down_after
 from harness.workloads import fio
 
 DEVICES = ("default", "tmpfs", "brd", "drive", "md")
@@ -145,13 +145,11 @@ class DeviceProfile:
                 if where is None:
                     continue
                 tb = Testbed(sweep, ctx.host, run_scoped=True, **where)
-                try:
+                with torn_down_after(lambda: tb):
                     record = tb.up()
                     points = [self._point(ctx, record, name, label, meta, job, env) for label, meta, job in jobs
                               for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
                     pipeline.measure(points, record.metadata())
-                finally:
-                    tb.down(quiet=True)
 
     @contextlib.contextmanager
     def _device(self, ctx: RunContext, sweep: Config, name: str):

@@ -28,7 +28,7 @@ from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.backends import BackendNames
 from harness.schema import ConfigError, Section
 from harness.store import write_atomic
-from harness.testbed import Testbed, TestbedRecord
+from harness.testbed import Testbed, TestbedRecord, torn_down_after
 from harness.workloads import fio
 
 
@@ -115,10 +115,8 @@ def provisioned(ctx: RunContext, tb: Testbed, backend: str):
                                   tb.cfg.fleet.disk_size_mib << 20) as dev:
         step(f"backend {backend}: no block device named (fleet.device), so a loop device over a prefilled file: {dev}")
         loop_tb = Testbed(tb.for_backend(backend).cfg, ctx.host, device=dev, run_scoped=True)
-        try:
+        with torn_down_after(lambda: loop_tb):
             yield loop_tb.up(), None   # no rebuild: its teardown would take the loop device with it
-        finally:
-            loop_tb.down(quiet=True)
 
 
 class FioMatrix:
@@ -174,15 +172,12 @@ class FioMatrix:
             return
         ctx.plan(len(runnable) * self.runs_per_block(ctx.cfg))
         tb.down(quiet=True)  # a sweep fleet left by a killed run
-        try:
+        with torn_down_after(lambda: tb, "the sweep fleet"):
             pipeline = ctx.pipeline(ctx.host.uri, (tb.cfg.prefix + "-",))
             for b in runnable:
                 with provisioned(ctx, tb, b) as (record, block_tb):
                     self.block(ctx, pipeline, record,
                                rebuild=(lambda t=block_tb: t.rebuilt().metadata()) if block_tb else None)
-        finally:
-            step("tearing down the sweep fleet")
-            tb.down(quiet=True)
 
     def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord,
               rebuild: Callable[[], dict] | None = None) -> None:

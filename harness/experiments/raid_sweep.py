@@ -29,7 +29,7 @@ from harness.report.plots import plt
 from harness.samples import Sample
 from harness.schema import BlockSize, Section
 from harness.store import write_atomic
-from harness.testbed import Testbed, TestbedError, TestbedRecord
+from harness.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
 from harness.workloads import fio
 
 SINGLE = "single"
@@ -165,7 +165,7 @@ class RaidSweep:
                 name=f"{sweep_cfg.prefix}-raid", level=s.level, members=members[:s.members],
                 chunk_kib=s.chunk_kib, allow=allow, wipe=cfg.raid.wipe, wait_resync=cfg.raid.wait_resync,
                 host=ctx.host.descriptor()))
-        try:
+        with torn_down_after(lambda: tb, "the sweep fleet and its array"):
             for i, s in enumerate(runnable):
                 step(f"[{i + 1}/{len(runnable)}] {s.label}: provisioning")
                 tb = testbed_for(s)
@@ -180,9 +180,6 @@ class RaidSweep:
                          for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
                 pipeline.measure(block, record.metadata(), rebuild=lambda tb=tb: tb.rebuilt().metadata())
                 self.expectations(ctx, pipeline, s, block)
-        finally:
-            step("tearing down the sweep fleet and its array")
-            tb.down(quiet=True)
 
     @staticmethod
     def too_small(member_mib: list[int], setups: list[Setup], size_mib: int) -> str | None:

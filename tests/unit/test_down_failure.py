@@ -36,3 +36,42 @@ def test_a_failed_destroy_whose_leftovers_were_removed_says_so_and_finishes(tmp_
     removed = bed.down(quiet=True)
     assert any("terraform destroy failed" in r and "nothing of the fleet remains" in r for r in removed)
     assert not bed.dir.exists()
+
+
+def test_a_failed_destroy_undoes_the_backends_host_side_by_its_plan(tmp_path, monkeypatch):
+    """#28: when Terraform's teardown hook may not have run, the backend's host side (a controller
+    on vfio-pci, storage daemons) is undone from the plan the fleet kept, before its folder goes."""
+    from harness import backends
+    from harness.backends import HostDevice, HostPlan
+    bed = _bed(tmp_path, monkeypatch, [])
+    plan = HostPlan(prefix=bed.cfg.prefix, fleet_dir=str(bed.dir), disk={"backend": "vfio"},
+                    device=HostDevice(path="/dev/null", kind="block"))
+    (bed.dir / "backend-0.json").write_text(plan.to_json())
+    undone = []
+    monkeypatch.setattr(backends, "get", lambda name: type("B", (), {"host_down": lambda s, h, p: undone.append(p.prefix)})())
+    removed = bed.down(quiet=True)
+    assert undone == [bed.cfg.prefix] and f"vfio host side of {bed.cfg.prefix}" in removed
+    assert not bed.dir.exists()
+
+
+class _FailingDown:
+    def __init__(self):
+        self.calls = 0
+
+    def down(self, quiet=False):
+        self.calls += 1
+        raise testbed.TestbedError("terraform destroy failed and vtb-x-vm0 remains")
+
+
+def test_a_failed_teardown_after_a_failed_body_does_not_replace_its_error(capsys):
+    """#28: Ctrl-C in a sweep stays Ctrl-C (exit 130) when its fleet's teardown fails too: the
+    teardown's error is a warning. Without a failure first, the teardown's error is the error."""
+    fleet = _FailingDown()
+    with pytest.raises(KeyboardInterrupt):
+        with testbed.torn_down_after(lambda: fleet, "the sweep fleet"):
+            raise KeyboardInterrupt
+    assert fleet.calls == 1 and "tearing down the sweep fleet failed too" in capsys.readouterr().out
+    with pytest.raises(testbed.TestbedError, match="vtb-x-vm0 remains"):
+        with testbed.torn_down_after(lambda: fleet):
+            pass
+    assert fleet.calls == 2

@@ -128,17 +128,21 @@ def test_a_process_is_vtbs_only_by_a_pid_file_of_vtbs_that_holds_its_pid(tmp_pat
     ours = _named_process("qemu-storage-daemon", f"--pidfile {run_dir}/qsd.pid")
     named_only = _named_process("qemu-system-x86_64", "/srv/vtb-gct-disk.img")
     users_pid_file = _named_process("mariadbd", f"--defaults-file={users}/server.cnf")
+    planted = _named_process("qemu-system-x86_64", f"-drive file={run_dir}/planted/disk.img")   # a pid file not root's
     (run_dir / "qsd.pid").write_text(f"{ours.pid}\n")
     (users / "mysqld.pid").write_text(f"{users_pid_file.pid}\n")
+    (run_dir / "planted").mkdir()
+    (run_dir / "planted" / "x.pid").write_text(f"{planted.pid}\n")
+    os.chown(run_dir / "planted" / "x.pid", 65534, 65534)
     try:
         time.sleep(0.5)   # all exec'd
         found, notes = gc._processes(LocalHost(), "vtb-gct-")
         assert [pid for pid, _ in found] == [ours.pid]
-        for listed in (named_only, users_pid_file):
+        for listed in (named_only, users_pid_file, planted):
             assert any(n.startswith(f"(process {listed.pid} (") and f"`kill {listed.pid}`" in n for n in notes), notes
         assert not any(str(theirs.pid) in n for n in notes)
     finally:
-        for p in (theirs, ours, named_only, users_pid_file):
+        for p in (theirs, ours, named_only, users_pid_file, planted):
             p.kill()
             p.wait()
 
