@@ -106,9 +106,10 @@ class SshHost:
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
-        tag = f"/tmp/vtb-run-{uuid.uuid4().hex[:16]}.pid"
+        tag = f"/tmp/vtb-run-{uuid.uuid4().hex[:16]}.pid"   # unguessable; root's, in sticky /tmp
         command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv] if env is not None else argv)
-        inner = f"echo $$ > {tag}; exec {command}"
+        # the session's pid and start time (field 22 of its stat): stop_session acts on that process only
+        inner = f"echo $$ $(cut -d' ' -f22 /proc/$$/stat) > {tag}; exec {command}"
         remote = f"setsid -w sh -c {shlex.quote(inner)}; rc=$?; rm -f {tag}; exit $rc"
         try:
             with sessions.recorded(ssh=self.descriptor(), tag=tag, command=argv[0]):   # for gc, after a SIGKILL here
@@ -128,10 +129,7 @@ class SshHost:
     def stop_session(self, tag: str) -> bool:
         """SIGTERM to a command's session there, SIGKILL after the grace (what LocalHost does here);
         True when it was still running."""
-        script = (f"p=$(cat {tag} 2>/dev/null) || exit 0; kill -0 -- -$p 2>/dev/null && echo running; "
-                  f"kill -TERM -- -$p 2>/dev/null; i=0; "
-                  f"while [ $i -lt {STOP_GRACE_S} ] && kill -0 -- -$p 2>/dev/null; do sleep 1; i=$((i+1)); done; "
-                  f"kill -KILL -- -$p 2>/dev/null; rm -f {tag}")
+        script = f"sh -c {shlex.quote(STOP_SESSION)} - {shlex.quote(tag)} {STOP_GRACE_S}"
         try:
             done = subprocess.run(self._ssh(script), capture_output=True, timeout=STOP_GRACE_S + 30)
         except subprocess.TimeoutExpired:
@@ -195,6 +193,22 @@ class SshHost:
             return None
         except (SshError, subprocess.SubprocessError) as e:
             return f"{self.label} does not answer over SSH ({e})"
+
+
+# $1: a session's tag file ("pid start-time"), $2: the grace in seconds. Prints "running" when the
+# session was still there. A pid whose start time is not the recorded one is another process now
+# (pids are reused): the tag is dropped and nothing is signalled. (A tag of an older vtb has no
+# start time: its pid alone, as before.)
+STOP_SESSION = r'''[ -f "$1" ] || exit 0
+read -r p st < "$1" || true
+case "$p" in ''|*[!0-9]*) rm -f "$1"; exit 0;; esac
+if [ -n "$st" ] && [ "$(cut -d' ' -f22 "/proc/$p/stat" 2>/dev/null)" != "$st" ]; then rm -f "$1"; exit 0; fi
+kill -s 0 -- "-$p" 2>/dev/null && echo running
+kill -s TERM -- "-$p" 2>/dev/null
+i=0
+while [ $i -lt "$2" ] && kill -s 0 -- "-$p" 2>/dev/null; do sleep 1; i=$((i+1)); done
+kill -s KILL -- "-$p" 2>/dev/null
+rm -f "$1"'''
 
 
 class SshError(ConnectionError):

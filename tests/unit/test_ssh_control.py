@@ -3,9 +3,13 @@ shared path first receives every command vtb sends and its input, and can forge 
 from __future__ import annotations
 
 import os
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
+from harness.hosts import ssh
 from harness.hosts.ssh import SshError, SshHost, control_dir
 
 
@@ -37,3 +41,32 @@ def test_a_control_folder_of_another_user_is_refused(tmp_path, monkeypatch):
     with pytest.raises(SshError, match="owner uid 65534"):
         control_dir()
 
+
+
+def _session(tag: Path) -> subprocess.Popen:
+    """A session as SshHost.run starts one there: its tag holds its pid and start time."""
+    inner = f"echo $$ $(cut -d' ' -f22 /proc/$$/stat) > {tag}; exec sleep 60"
+    proc = subprocess.Popen(["setsid", "-w", "sh", "-c", inner])
+    for _ in range(100):
+        if tag.exists() and len(tag.read_text().split()) == 2:
+            break
+        time.sleep(0.05)
+    return proc
+
+
+def test_a_remote_session_is_stopped_by_its_tag_only_while_its_start_time_matches(tmp_path):
+    """#28: a tag left by a session that ended abnormally names a pid the host may have given to
+    another process since: gc's stop then signals nothing (the start time differs)."""
+    stop = ["sh", "-c", ssh.STOP_SESSION, "-"]
+    live, tag = _session(tmp_path / "a.pid"), tmp_path / "a.pid"
+    done = subprocess.run([*stop, str(tag), "2"], capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip() == "running" and live.wait(timeout=10) is not None and not tag.exists()
+    other, tag = _session(tmp_path / "b.pid"), tmp_path / "b.pid"
+    pid, start = tag.read_text().split()
+    tag.write_text(f"{pid} {int(start) + 1}\n")   # the same pid, another process
+    try:
+        done = subprocess.run([*stop, str(tag), "2"], capture_output=True, text=True, timeout=30)
+        assert done.stdout.strip() == "" and other.poll() is None and not tag.exists()
+    finally:
+        other.kill()
+        other.wait()
