@@ -174,21 +174,42 @@ def _state_roots(host: Host) -> tuple[str, ...]:
     return tuple({r for d in state_dirs() for r in (d, str(host.fleet_dir(Path(d), "")))})
 
 
+def _owners(host: Node, paths_: list[str]) -> dict[str, int]:
+    """The owner (uid) of each path that exists and can be read there, not following links."""
+    if not paths_:
+        return {}
+    out = host.run(["stat", "-c", "%u %n", "--", *paths_], timeout=30, check=False).stdout.decode(errors="replace")
+    return {name: int(uid) for uid, _, name in (line.partition(" ") for line in out.splitlines()) if uid.isdigit()}
+
+
 def _loops_and_mounts(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """Mounts and loops over files that vtb makes (see _made_by_vtb); in the shared scratch dirs,
+    where anyone may use a vtb- name, only root's (a user's FUSE mount at /tmp/vtb-x is theirs)."""
     removed = []
     roots = _state_roots(host)
     mounts = host.run(["cat", "/proc/mounts"], timeout=30, check=False).stdout.decode(errors="replace")
-    for line in reversed(mounts.splitlines()):
-        target = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[1])   # \040: a space
-        if _made_by_vtb(target, prefix, keep, roots, SCRATCH_MOUNT_DIRS):
-            host.run(["umount", "-l", target], timeout=60, check=False)
-            removed.append(f"mount {target}")
+    targets = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[1])   # \040: a space
+               for line in reversed(mounts.splitlines())]
+    targets = [t for t in targets if _made_by_vtb(t, prefix, keep, roots, SCRATCH_MOUNT_DIRS)]
+    owners = _owners(host, [t for t in targets if os.path.dirname(t) in SCRATCH_MOUNT_DIRS])
+    for target in targets:
+        if os.path.dirname(target) in SCRATCH_MOUNT_DIRS and owners.get(target) != 0:
+            removed.append(f"(mount {target} not removed: it is not root's; if it is yours to remove, `umount {target}`)")
+            continue
+        host.run(["umount", "-l", target], timeout=60, check=False)
+        removed.append(f"mount {target}")
     out = host.run(["losetup", "--json", "--list"], timeout=30, check=False).stdout.decode(errors="replace")
-    for loop in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
-        back = loop.get("back-file") or ""
-        if _made_by_vtb(back, prefix, keep, roots, SCRATCH_FILE_DIRS):
-            host.run(["losetup", "-d", loop["name"]], timeout=60, check=False)
-            removed.append(f"loop device {loop['name']}")
+    loops = [(loop["name"], loop.get("back-file") or "") for loop in json.loads(out or '{"loopdevices": []}').get("loopdevices", [])]
+    loops = [(name, back) for name, back in loops if _made_by_vtb(back, prefix, keep, roots, SCRATCH_FILE_DIRS)]
+    owners = _owners(host, [back for _, back in loops if os.path.dirname(back) in SCRATCH_FILE_DIRS])
+    for name, back in loops:
+        # a backing file already deleted (" (deleted)") cannot be asked; its vtb- name in a scratch dir decides
+        if os.path.dirname(back) in SCRATCH_FILE_DIRS and owners.get(back, 0) != 0:
+            removed.append(f"(loop device {name} not removed: its file {back} is not root's; if it is yours to "
+                           f"remove, `losetup -d {name}`)")
+            continue
+        host.run(["losetup", "-d", name], timeout=60, check=False)
+        removed.append(f"loop device {name}")
     return removed
 
 
@@ -340,7 +361,7 @@ def _scratch_files(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     removed = []
     for d in [*map(Path, state_dirs()), Path("/dev/shm")]:
         for f in d.glob(f"{prefix}*{SCRATCH_SUFFIX}") if d.is_dir() else []:
-            if not f.name.startswith(keep):
+            if not f.name.startswith(keep) and f.lstat().st_uid == 0:   # /dev/shm is anyone's to name files in
                 f.unlink(missing_ok=True)
                 removed.append(f"scratch file {f}")
     return removed

@@ -195,43 +195,54 @@ def test_only_loops_over_vtbs_files_are_detached_not_a_users_with_a_vtb_name(tmp
     monkeypatch.setattr(gc.paths, "STATE_REGISTRY", tmp_path / "registry")
     gc.register_state_dir(state)
     users, ours = tmp_path / "home" / "vtb-gct-disk.img", state / "vtb-gct-x.scratch.raw"
+    users_shm = Path("/dev/shm/vtb-gct-users.scratch.raw")   # a vtb- name in RAM that is not root's
     loops = []
     try:
-        for f in (users, ours):
+        for f in (users, ours, users_shm):
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_bytes(b"\0" * (1 << 20))
             loops.append(subprocess.run(["losetup", "--find", "--show", str(f)], capture_output=True, text=True,
                                         check=True).stdout.strip())
-        assert gc._loops_and_mounts(LocalHost(), "vtb-gct-") == [f"loop device {loops[1]}"]
+        os.chown(users_shm, 65534, 65534)
+        said = gc._loops_and_mounts(LocalHost(), "vtb-gct-")
+        assert said == [f"loop device {loops[1]}", f"(loop device {loops[2]} not removed: its file {users_shm} is not "
+                        f"root's; if it is yours to remove, `losetup -d {loops[2]}`)"]
         listed = subprocess.run(["losetup", "--list", "--noheadings", "-O", "NAME"], capture_output=True, text=True).stdout
-        assert loops[0] in listed.split() and loops[1] not in listed.split()
+        assert loops[0] in listed.split() and loops[1] not in listed.split() and loops[2] in listed.split()
     finally:
         for dev in loops:
             subprocess.run(["losetup", "-d", dev], capture_output=True)
+        users_shm.unlink(missing_ok=True)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounts tmpfs")
 def test_only_mounts_vtb_makes_are_unmounted_not_a_users_with_a_vtb_name(tmp_path, monkeypatch):
-    """A user's mount named vtb-... outside vtb's folders stays; a database's in /run and an array's
-    filesystem in a known state dir go."""
+    """A user's mount named vtb-... outside vtb's folders stays, and so does one in /tmp that is not
+    root's (anyone may name a folder there); a database's in /run and an array's filesystem in a
+    known state dir go."""
     state = tmp_path / "state dir"
     monkeypatch.setattr(gc.paths, "STATE_REGISTRY", tmp_path / "registry")
     gc.register_state_dir(state)
     users = tmp_path / "mnt" / "vtb-gct-backup"
+    users_tmp = Path("/tmp/vtb-gct-users")
     array = state / "gct" / "vtb-gct-raid-mnt"
     database = Path("/run/vtb-gct-db0")
-    for target in (users, array, database):
+    for target, owner in ((users, "0"), (users_tmp, "65534"), (array, "0"), (database, "0")):
         target.mkdir(parents=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "vtb-test", str(target)], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size=1m,uid={owner}", "vtb-test", str(target)], check=True)
     try:
         removed = gc._loops_and_mounts(LocalHost(), "vtb-gct-")
-        assert sorted(removed) == sorted([f"mount {array}", f"mount {database}"])
+        assert sorted(r for r in removed if not r.startswith("(")) == sorted([f"mount {array}", f"mount {database}"])
+        assert [r for r in removed if r.startswith("(")] == [
+            f"(mount {users_tmp} not removed: it is not root's; if it is yours to remove, `umount {users_tmp}`)"]
         mounted = Path("/proc/mounts").read_text()
-        assert str(users) in mounted and "vtb-gct-raid-mnt" not in mounted and str(database) not in mounted
+        assert str(users) in mounted and str(users_tmp) in mounted
+        assert "vtb-gct-raid-mnt" not in mounted and str(database) not in mounted
     finally:
-        for target in (users, array, database):
+        for target in (users, users_tmp, array, database):
             subprocess.run(["umount", "-l", str(target)], capture_output=True)
         database.rmdir()
+        users_tmp.rmdir()
 
 
 def test_a_killed_runs_backend_host_side_is_undone_by_its_plan(tmp_path, monkeypatch):
