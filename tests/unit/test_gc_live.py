@@ -227,9 +227,9 @@ def test_only_mounts_vtb_makes_are_unmounted_not_a_users_with_a_vtb_name(tmp_pat
     users_tmp = Path("/tmp/vtb-gct-users")
     array = state / "gct" / "vtb-gct-raid-mnt"
     database = Path("/run/vtb-gct-db0")
-    for target, owner in ((users, "0"), (users_tmp, "65534"), (array, "0"), (database, "0")):
+    for target, uid in ((users, "0"), (users_tmp, "65534"), (array, "0"), (database, "0")):
         target.mkdir(parents=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size=1m,uid={owner}", "vtb-test", str(target)], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size=1m,uid={uid}", "vtb-test", str(target)], check=True)
     try:
         removed = gc._loops_and_mounts(LocalHost(), "vtb-gct-")
         assert sorted(r for r in removed if not r.startswith("(")) == sorted([f"mount {array}", f"mount {database}"])
