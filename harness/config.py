@@ -216,6 +216,15 @@ class NestedConfig(Section):
         return v
 
 
+def _allowed(device: str, allow: list[str]) -> bool:
+    """On the allowlist: the same disk where both names resolve here (a by-id entry and its sdX
+    name), else the same string (a remote host's names mean nothing here; its testbed checks there)."""
+    from harness.devices import on_allowlist
+    if device in allow:
+        return True
+    return Path(device).is_block_device() and on_allowlist(Path(device), allow)
+
+
 class RaidConfig(Section):
     """The host array under the fleet (`testbed up`), and the member devices the RAID experiments use."""
     level: RaidLevel | None = Field(None, description="RAID level of the array `testbed up` builds under the "
@@ -236,7 +245,7 @@ class RaidConfig(Section):
         from harness.analysis.raid_model import member_count_problem
         if self.level is not None and self.members and (p := member_count_problem(self.level, len(self.members))):
             raise ValueError(f"raid.members: {p}; list more devices in raid.members or choose another raid.level")
-        outside = [m for m in self.members if self.allow and m not in self.allow]
+        outside = [m for m in self.members if self.allow and not _allowed(m, self.allow)]
         if outside:
             raise ValueError(f"raid.members: {', '.join(outside)} not in raid.allow; add "
                              f"{'it' if len(outside) == 1 else 'them'} there only if the harness may destroy "
@@ -258,6 +267,17 @@ class Config(Section):
     disk: DiskConfig = DiskConfig()
     repeat: RepeatConfig = RepeatConfig()
     settle: SettleConfig = SettleConfig()
+
+    @model_validator(mode="after")
+    def _device_allowed(self, info: ValidationInfo) -> "Config":
+        """fleet.device on this machine is on its allowlist (raid.allow) too: a disk named once by
+        mistake is refused, however blank it looks."""
+        device = self.fleet.device
+        if device is not None and checked_here(info) and not _allowed(str(device), self.raid.allow):
+            raise ValueError(f"fleet.device: {device} is not on raid.allow, this machine's allowlist of the devices "
+                             f"vtb may write to; add it there (by its /dev/disk/by-id name, which survives a renumbering) "
+                             "only if the harness may destroy its data")
+        return self
 
     @model_validator(mode="after")
     def _fleet_fits_host(self) -> "Config":

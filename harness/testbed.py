@@ -304,7 +304,7 @@ class Testbed:
         if self.on_ceph and self.ceph is None and (reason := ceph_existing.access_problem(self.host, self.cfg.ceph)):
             raise TestbedError(f"ceph (existing): {reason}")
         kind = self.host.descriptor()["kind"]
-        gated = self.cfg.fleet.device is not None and kind != "local"   # here, loading the config checked it
+        gated = self.cfg.fleet.device is not None   # checked again now: a disk can be mounted after the config loaded
         if gated:
             self._user_device_gate(str(self.cfg.fleet.device))
         if plan.device.kind == "block" and self.host.name != "local" and self.raid is None:
@@ -320,11 +320,13 @@ class Testbed:
         return backend, plan
 
     def _user_device_gate(self, device: str) -> None:
-        """fleet.device on a nested or [[hosts]] host, checked there just before use: on that host's
-        allowlist (its devices, or a nested host's drives) and free there."""
-        allow = list(self.host.drives) or None
+        """fleet.device, checked on its host just before use: on that host's allowlist (its devices,
+        a nested host's drives, or raid.allow on this machine) and free there."""
+        here = self.host.descriptor()["kind"] == "local"
+        allow = list(self.cfg.raid.allow) if here else list(self.host.drives) or None
+        field = "raid.allow" if here else f"that host's allowlist ({', '.join(allow or [])})"
         if reason := refuse_reason_on(self.host, device, allow_signature=self.cfg.fleet.wipe, wipe_field="fleet.wipe",
-                                      allow=allow, allow_field=f"that host's allowlist ({', '.join(allow or [])})"):
+                                      allow=allow, allow_field=field):
             raise TestbedError(f"{self.host.label}: fleet.device {device} refused: {reason}")
 
     def _fit_to_drive(self) -> None:

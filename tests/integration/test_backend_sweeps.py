@@ -105,7 +105,7 @@ def test_passthrough_block_without_a_block_device_uses_a_loop_over_a_file(tmp_pa
 def test_passthrough_block_on_a_loop_device(tmp_path, loop_device):
     results = tmp_path / "results"
     harness("run", "latency", "--backend", "passthrough-block", "--set", f"fleet.device={loop_device}",
-            "--set", "fleet.vms=1",
+            "--set", f'raid.allow=["{loop_device}"]', "--set", "fleet.vms=1",
             "--set", f"results_dir={results}", "--set", 'latency.patterns=["randread","write"]',
             "--runtime", "1", "--ramp", "0", *ONCE)
     (run,) = [p for p in results.iterdir() if p.is_dir()]
