@@ -122,6 +122,9 @@ class Vfio(Backend):
         addr, s = plan.disk["pci_address"], self.sysfs
         if s.driver(addr) == "vfio-pci":
             return
+        # the gate again at the moment of use: a namespace may have been mounted since preflight
+        if reason := refuse_reason(addr, s, len(plan.vms), bool(plan.disk.get("pci_wipe"))):
+            raise RuntimeError(f"vfio: not unbinding {addr}: {reason}")
         subprocess.run(["modprobe", "vfio-pci"], check=False, timeout=60)
         plan.run_dir.mkdir(parents=True, exist_ok=True)
         self._saved_driver(plan).write_text(s.driver(addr) or "")

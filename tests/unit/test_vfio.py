@@ -109,3 +109,14 @@ def test_on_this_machine_each_namespace_passes_the_device_gate(tmp_path, monkeyp
     live.live = True   # the recorded tree, checked as this machine's
     reason = vfio.refuse_reason(ADDR, live, wipe=True)
     assert asked == [("/dev/nvme0n1", True, "disk.pci_wipe")] and "zfs_member" in reason
+
+
+def test_host_up_checks_again_before_it_unbinds_the_driver(tmp_path):
+    """#28: the gate runs again at the moment of use (Terraform's hook, after preflight): a namespace
+    mounted in between keeps its controller on its driver."""
+    s = materialize(tmp_path / "sys", edit=lambda t: t["files"].update({"proc/mounts": "/dev/nvme0n1 /data xfs rw 0 0\n"}))
+    plan = HostPlan(prefix="vtb-t", fleet_dir=str(tmp_path), disk={"pci_address": ADDR},
+                    device=HostDevice(path="/dev/null", kind="block"), vms=[VmSlot(0, "vtb-t-vm0", 0, 1)])
+    with pytest.raises(RuntimeError, match=f"vfio: not unbinding {ADDR}: .*mounted on /data"):
+        Vfio(s).host_up(None, plan)
+    assert not (s.device(ADDR) / "driver_override").exists() or (s.device(ADDR) / "driver_override").read_text() != "vfio-pci"
