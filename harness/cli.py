@@ -536,6 +536,16 @@ def bench(config_path, overrides, runtime) -> None:
     bench_mod.run(load(config_path, overrides), runtime)
 
 
+def failed_command(e: subprocess.CalledProcessError) -> str:
+    """One line for a command that failed: the command, its exit status, its last words, the fix."""
+    cmd = e.cmd if isinstance(e.cmd, str) else " ".join(map(str, e.cmd))
+    said = e.stderr or e.stdout or b""
+    said = (said.decode(errors="replace") if isinstance(said, bytes) else said).strip().splitlines()
+    return (f"`{cmd[:200]}` failed with exit status {e.returncode}" + (f": {said[-1][:300]}" if said else "")
+            + ". Fix: correct what it names; run it by hand to see all it says (`harness --debug ...` shows "
+            "where vtb ran it)")
+
+
 def main() -> None:
     import libvirt
     from harness.agent import AgentError
@@ -553,6 +563,9 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
+    except subprocess.CalledProcessError as e:   # a command run with check=True: its own words, and how to see more
+        console.print(f"[red]error:[/red] {escape(failed_command(e))}", markup=True, highlight=False, soft_wrap=True)
+        sys.exit(2)
     except (ConfigError, TestbedError, AgentError, AccelError, RuntimeError, Unanswered, SshError,
             subprocess.SubprocessError) as e:   # a command that failed or passed its bound says which
 
