@@ -11,6 +11,7 @@ import libvirt
 
 from harness import bounded, hoststat
 from harness.libvirt_conn import DOMAIN_CALL_S, Unanswered, domain_call
+from harness.libvirt_xml import owner_of
 
 @dataclass(frozen=True)
 class Load:
@@ -100,10 +101,11 @@ def suspended(conn: libvirt.virConnect, prefixes: tuple[str, ...], keep: set[str
 
 
 def resume_paused(conn: libvirt.virConnect, prefixes: tuple[str, ...]) -> list[str]:
-    """Resumes domains a killed run left suspended (a SIGKILL skips `suspended`'s resume)."""
+    """Resumes domains a killed run left suspended (a SIGKILL skips `suspended`'s resume): those of
+    the prefixes that record vtb defined them (a user's paused `vtb-` domain stays as it is)."""
     resumed = []
     for dom in _listed(conn, libvirt.VIR_CONNECT_LIST_DOMAINS_PAUSED):
-        if dom.name().startswith(prefixes):
+        if dom.name().startswith(prefixes) and owner_of(dom.XMLDesc(0)) is not None:
             domain_call(dom, "resume")
             resumed.append(dom.name())
     return resumed
