@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import time
 from dataclasses import asdict, dataclass
@@ -51,15 +52,21 @@ def probe_kvm(kernel: str, timeout: float = PROBE_TIMEOUT_S, host: Host = LocalH
     except subprocess.TimeoutExpired as e:
         text = (e.stdout or b"").decode(errors="replace")
         booted = any(m in text for m in BOOTED_MARKERS)
-        last = text.strip().splitlines()[-1][:200] if text.strip() else ""
+        last = _last_words(text)
         return booted, ("reached root mount" if booted else
                         f"no kernel boot under KVM within {timeout:.0f} s (the kernel, booted quiet, printed no error)"
                         if not last else f"the kernel did not reach its root-mount panic in {timeout:.0f} s: {last}")
     elapsed = time.monotonic() - start
     if any(m in text for m in BOOTED_MARKERS):
         return True, f"a guest kernel booted under KVM in {elapsed:.1f} s"
-    last = text.strip().splitlines()[-1] if text.strip() else f"exit code {out.returncode}"
-    return False, f"QEMU with KVM failed: {last[:200]}"
+    return False, f"QEMU with KVM failed: {_last_words(text) or f'exit code {out.returncode}'}"
+
+
+def _last_words(text: str) -> str:
+    """The last line of the probe's output that says something: its terminal control sequences
+    (QEMU's and the firmware's, which a quiet kernel leaves alone on the console) removed."""
+    lines = [re.sub(r"\x1b(\[[0-9;?]*[A-Za-z]|.)", "", line).strip() for line in text.splitlines()]
+    return next((line[:200] for line in reversed(lines) if re.search(r"[A-Za-z]{2}", line)), "")
 
 
 def decide(setting: str, probe: tuple[bool, str] | None) -> AccelChoice:

@@ -258,8 +258,9 @@ def host_nested() -> None:
                    "of a config that drives them all as ssh hosts.")
 def host_nested_up(config_path, overrides, count) -> None:
     """Boot the nested host (kept when already up and answering), or --count N of them."""
-    from harness import nested_host, paths
+    from harness import gc, nested_host, paths
     cfg = load(config_path, overrides)
+    gc.register_state_dir(cfg.state_dir)   # its records (and the shared bridge's) are found by gc there
     if count is None:
         nested_host.up(cfg)
         return

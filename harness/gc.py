@@ -17,7 +17,7 @@ from pathlib import Path
 
 import libvirt
 
-from harness import conditions, hugepages, paths, raid
+from harness import conditions, hugepages, nested_host, paths, raid
 from harness.ceph import existing as ceph_existing
 from harness.ceph.plan import CephPlan
 from harness.hosts import Host, LocalHost, Node, from_descriptor
@@ -227,8 +227,9 @@ def _links(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[st
 
 
 def _recorded_networks(prefix: str, keep: tuple[str, ...] = ()) -> set[str]:
-    """The namespaces and links (bridge, veths) that local Ceph clusters' plans name: a fleet's
-    `ceph-*.json` (kept before its cluster is made) and each cluster's own `plan.json`."""
+    """The namespaces and links (bridge, veths) that local Ceph clusters' plans name (a fleet's
+    `ceph-*.json`, kept before its cluster is made, and each cluster's own `plan.json`), and the
+    nested hosts' shared bridge while a nested host's record says it is on it."""
     files = _recorded_plans("ceph", "name", prefix, keep) + [c / "plan.json" for c in _local_ceph_dirs(prefix, keep)]
     names = set()
     for f in files:
@@ -238,6 +239,8 @@ def _recorded_networks(prefix: str, keep: tuple[str, ...] = ()) -> set[str]:
             continue
         if not plan.hosts:
             names |= {plan.bridge, *(n for k in range(1, plan.nodes + 1) for n in (plan.node_name(k), plan.veth(k)))}
+    if any(nested_host.uses_shared_bridge(Path(d)) for d in state_dirs()):
+        names.add(nested_host.SHARED_BRIDGE)
     return names
 
 

@@ -291,6 +291,18 @@ def _find_drives(host: NestedHost, count: int) -> list[str]:
         time.sleep(1)
 
 
+def uses_shared_bridge(state_dir: Path) -> bool:
+    """Whether a nested host recorded in the state dir is on the shared bridge (its record has the
+    shared network's address): the bridge's record, for teardown and gc."""
+    for record in state_dir.glob(f"nested*/{RECORD}") if state_dir.is_dir() else []:
+        try:
+            if "shared_address" in json.loads(record.read_text()):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
 def down(state_dir: Path) -> list[str]:
     """Destroys every nested host and removes their files (everything in them goes with them), and
     the config that drove them as ssh hosts."""
@@ -304,8 +316,9 @@ def down(state_dir: Path) -> list[str]:
     except libvirt.libvirtError:
         pass
     indices = {0} | {int(m.group(1) or 0) for n in names if (m := re.fullmatch(f"{DOMAIN}(\\d*)", n))}
+    shared = uses_shared_bridge(state_dir)   # read before the records go with their hosts
     removed = [r for i in sorted(indices) for r in _down_one(state_dir, i)]
-    if subprocess.run(["ip", "link", "del", SHARED_BRIDGE], capture_output=True, timeout=60).returncode == 0:
+    if shared and subprocess.run(["ip", "link", "del", SHARED_BRIDGE], capture_output=True, timeout=60).returncode == 0:
         removed.append(f"bridge {SHARED_BRIDGE}")
     for path in (state_dir / SSH_HOSTS_CONFIG, state_dir / SSH_FLEET_DIR, state_dir / SSH_KEY_DIR):
         if path.exists():

@@ -319,3 +319,12 @@ def test_a_scratch_file_name_someone_linked_first_is_not_followed(tmp_path):
         with loop_over_prefilled_file(link, 1 << 20):
             pass
     assert target.read_text() == "data" and link.is_symlink()
+
+
+def test_the_nested_hosts_bridge_is_recorded_only_by_a_nested_hosts_record(tmp_path, monkeypatch):
+    from harness import nested_host
+    monkeypatch.setattr(gc, "state_dirs", lambda: [str(tmp_path)])
+    assert nested_host.SHARED_BRIDGE not in gc._recorded_networks("vtb-")
+    (tmp_path / "nested1").mkdir()
+    (tmp_path / "nested1" / "nested.json").write_text(json.dumps({"shared_address": "10.214.0.12/24"}))
+    assert nested_host.SHARED_BRIDGE in gc._recorded_networks("vtb-")
