@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -41,7 +41,8 @@ def probe_kvm(kernel: str, timeout: float = PROBE_TIMEOUT_S, host: Host = LocalH
     if host.run(["test", "-r", "/dev/kvm", "-a", "-w", "/dev/kvm"], check=False, timeout=60).returncode != 0:
         return False, "/dev/kvm is missing or not accessible"
     argv = ["qemu-system-x86_64", "-name", PROBE_NAME, "-accel", "kvm", "-m", "256",  # the CPU model the fleet domains get
-            "-pidfile", f"/run/{PROBE_NAME}.{os.getpid()}.pid",   # gc's record of a probe left running
+            # gc's record of a probe left running: unguessable (probes run side by side), where any user may write
+            "-pidfile", f"/tmp/{PROBE_NAME}.{uuid.uuid4().hex}.pid",
             "-nodefaults", "-nographic", "-no-reboot", "-serial", "stdio", "-kernel", str(kernel),
             # quiet: each console byte is an exit (in a nested host the full log cost about 10 s)
             "-append", "console=ttyS0 panic=-1 root=/dev/vtb-no-root quiet"]

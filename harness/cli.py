@@ -565,6 +565,8 @@ def main() -> None:
         e.show()
         sys.exit(e.exit_code)
     except subprocess.CalledProcessError as e:   # a command run with check=True: its own words, and how to see more
+        if any(DEBUG):
+            raise
         console.print(f"[red]error:[/red] {escape(failed_command(e))}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(2)
     except (ConfigError, TestbedError, AgentError, AccelError, RuntimeError, Unanswered, SshError,

@@ -269,17 +269,6 @@ class Config(Section):
     settle: SettleConfig = SettleConfig()
 
     @model_validator(mode="after")
-    def _device_allowed(self, info: ValidationInfo) -> "Config":
-        """fleet.device on this machine is on its allowlist (raid.allow) too: a disk named once by
-        mistake is refused, however blank it looks."""
-        device = self.fleet.device
-        if device is not None and checked_here(info) and not _allowed(str(device), self.raid.allow):
-            raise ValueError(f"fleet.device: {device} is not on raid.allow, this machine's allowlist of the devices "
-                             f"vtb may write to; add it there (by its /dev/disk/by-id name, which survives a renumbering) "
-                             "only if the harness may destroy its data")
-        return self
-
-    @model_validator(mode="after")
     def _fleet_fits_host(self) -> "Config":
         need = self.fleet.vms * self.fleet.memory_mib
         avail = paths.mem_available_mib()

@@ -48,12 +48,19 @@ _PID_FILES = r'''while IFS="$(printf '\t')" read -r pid dir; do
 done'''
 
 
-def _pid_file_folders(args: str) -> list[str]:
+def _pid_file_folders(args: list[str]) -> list[str]:
     """The folders where a daemon's pid file may be, from the paths in its own arguments (a
     `--pidfile X`, a `-c dir/ceph.conf`, `--defaults-file=dir/server.cnf`, SPDK's `-S run_dir`)."""
-    paths_ = {v for token in args.split() for part in token.split(",")
-              for v in [part.split("=", 1)[-1]] if v.startswith("/")}
+    paths_ = {v for arg in args for part in arg.split(",") for v in [part.split("=", 1)[-1]] if v.startswith("/")}
     return sorted({f for v in paths_ for f in (v, os.path.dirname(v))} - {"/", ""})
+
+
+def _arguments(host: Node, pids: list[int]) -> dict[int, list[str]]:
+    """Each process's arguments as it got them (/proc/<pid>/cmdline: a path may hold spaces)."""
+    script = r'''for p; do printf '%s\t' "$p"; tr '\0' '\t' < "/proc/$p/cmdline" 2>/dev/null; echo; done'''
+    out = host.run(["sh", "-c", script, "-", *map(str, pids)], timeout=30, check=False).stdout.decode(errors="replace")
+    return {int(pid): rest.rstrip("\t").split("\t") for pid, _, rest in (line.partition("\t") for line in out.splitlines())
+            if pid.isdigit()}
 
 
 def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[list[tuple[int, str]], list[str]]:
@@ -72,8 +79,10 @@ def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[lis
             candidates[int(pid)] = (exe, args)
     if not candidates:
         return [], []
-    lines = "".join(f"{pid}\t{folder}\n" for pid, (exe, args) in candidates.items()
-                    for folder in [*_pid_file_folders(args), *([LIBVIRT_QEMU_RUN] if exe.startswith("qemu-system") else [])])
+    argv = _arguments(host, list(candidates))
+    lines = "".join(f"{pid}\t{folder}\n" for pid, (exe, _) in candidates.items()
+                    for folder in [*_pid_file_folders(argv.get(pid, [])),
+                                   *([LIBVIRT_QEMU_RUN] if exe.startswith("qemu-system") else [])])
     found = host.run(["sh", "-c", _PID_FILES, "-", LIBVIRT_QEMU_RUN, OWNER_NS], input=lines.encode(), timeout=60,
                      check=False).stdout.decode(errors="replace")
     roots, recorded = _state_roots(host), set()

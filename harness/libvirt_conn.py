@@ -67,7 +67,7 @@ def connect(uri: str) -> libvirt.virConnect:
 
 # Domain calls take no timeout of their own. Their bounds: a QEMU whose guest has I/O that does not
 # drain (a full Ceph cluster under librbd) does not pause until it drains, and holds a destroy.
-DOMAIN_CALL_S = {"suspend": 30, "resume": 30, "destroy": 60, "shutdown": 30, "create": 120, "save": 300}
+DOMAIN_CALL_S = {"suspend": 30, "resume": 30, "destroy": 60, "shutdown": 30, "create": 120, "save": 300, "XMLDesc": 30}
 NOT_ANSWERING = "its QEMU is not answering its monitor (I/O that does not drain blocks it), or libvirtd is not answering"
 
 

@@ -32,6 +32,7 @@ from harness.store import write_atomic
 BOOT_TIMEOUT_S = 240
 IMAGE_BUILD_S = 3600   # the nested host's image from nothing: packages fetched and installed (minutes)
 SHARED_BRIDGE = f"{DOMAIN}-br"           # the network the nested hosts share: a bridge here, no address on it
+BRIDGE_RECORD = "nested-bridge.json"     # in the state dir, written before the bridge is made
 SHARED_ALIAS = f"{DOMAIN}-shared"        # gc keeps it while a nested host's record is live (prefix vtb-nested)
 SHARED_PCI_SLOT = 0x1e                   # vtb-host-init finds the NIC by it
 _bridge_lock = threading.Lock()          # hosts boot in parallel; one of them makes the bridge
@@ -91,11 +92,14 @@ def shared_address(cfg, index: int) -> str:
     return f"{net[11 + index]}/{net.prefixlen}"
 
 
-def _shared_bridge() -> None:
-    """The bridge the nested hosts' second NICs join (made once; `down` removes it)."""
+def _shared_bridge(state_dir: Path) -> None:
+    """The bridge the nested hosts' second NICs join (made once, recorded in the state dir first;
+    `down` removes it by that record)."""
     with _bridge_lock:
         if subprocess.run(["ip", "link", "show", SHARED_BRIDGE], capture_output=True, timeout=60).returncode == 0:
             return
+        state_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(state_dir / BRIDGE_RECORD, json.dumps({"bridge": SHARED_BRIDGE}))
         for argv in (["ip", "link", "add", SHARED_BRIDGE, "type", "bridge"],
                      ["ip", "link", "set", SHARED_BRIDGE, "alias", SHARED_ALIAS],
                      ["ip", "link", "set", SHARED_BRIDGE, "up"]):
@@ -199,7 +203,7 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
     choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
     ssh_port = _free_port(port)
     shared = shared_address(cfg, index)
-    _shared_bridge()
+    _shared_bridge(cfg.state_dir)
     conn = connect(paths.LIBVIRT_URI)
     try:
         dom = conn.defineXML(domain_xml(cfg, state_dir, choice, ssh_port, name, shared))
@@ -292,8 +296,10 @@ def _find_drives(host: NestedHost, count: int) -> list[str]:
 
 
 def uses_shared_bridge(state_dir: Path) -> bool:
-    """Whether a nested host recorded in the state dir is on the shared bridge (its record has the
-    shared network's address): the bridge's record, for teardown and gc."""
+    """Whether the state dir records the shared bridge: made from it (its record, written before the
+    bridge), or a nested host there on it (its record has the shared network's address)."""
+    if (state_dir / BRIDGE_RECORD).exists():
+        return True
     for record in state_dir.glob(f"nested*/{RECORD}") if state_dir.is_dir() else []:
         try:
             if "shared_address" in json.loads(record.read_text()):
@@ -320,6 +326,7 @@ def down(state_dir: Path) -> list[str]:
     removed = [r for i in sorted(indices) for r in _down_one(state_dir, i)]
     if shared and subprocess.run(["ip", "link", "del", SHARED_BRIDGE], capture_output=True, timeout=60).returncode == 0:
         removed.append(f"bridge {SHARED_BRIDGE}")
+    (state_dir / BRIDGE_RECORD).unlink(missing_ok=True)
     for path in (state_dir / SSH_HOSTS_CONFIG, state_dir / SSH_FLEET_DIR, state_dir / SSH_KEY_DIR):
         if path.exists():
             subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=True, timeout=300)

@@ -304,7 +304,9 @@ class Testbed:
         if self.on_ceph and self.ceph is None and (reason := ceph_existing.access_problem(self.host, self.cfg.ceph)):
             raise TestbedError(f"ceph (existing): {reason}")
         kind = self.host.descriptor()["kind"]
-        gated = self.cfg.fleet.device is not None   # checked again now: a disk can be mounted after the config loaded
+        # the fleet's disks on fleet.device (not an array's, nor a device a sweep hands over): checked
+        # now, on its host, however long ago the config loaded
+        gated = self.cfg.fleet.device is not None and self.raid is None and self.device is None
         if gated:
             self._user_device_gate(str(self.cfg.fleet.device))
         if plan.device.kind == "block" and self.host.name != "local" and self.raid is None:

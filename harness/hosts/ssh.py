@@ -108,8 +108,7 @@ class SshHost:
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
         tag = f"/tmp/vtb-run-{uuid.uuid4().hex[:16]}.pid"   # unguessable; root's, in sticky /tmp
         command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv] if env is not None else argv)
-        # the session's pid and start time (field 22 of its stat): stop_session acts on that process only
-        inner = f"echo $$ $(cut -d' ' -f22 /proc/$$/stat) > {tag}; exec {command}"
+        inner = tagged(tag, command)
         remote = f"setsid -w sh -c {shlex.quote(inner)}; rc=$?; rm -f {tag}; exit $rc"
         try:
             with sessions.recorded(ssh=self.descriptor(), tag=tag, command=argv[0]):   # for gc, after a SIGKILL here
@@ -195,14 +194,22 @@ class SshHost:
             return f"{self.label} does not answer over SSH ({e})"
 
 
+def tagged(tag: str, command: str) -> str:
+    """A shell command that records its session in `tag` (its pid and start time: field 22 of its
+    stat, counted after the name in parentheses), then runs `command` in its place."""
+    return f"echo $$ $(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f20) > {tag}; exec {command}"
+
+
 # $1: a session's tag file ("pid start-time"), $2: the grace in seconds. Prints "running" when the
-# session was still there. A pid whose start time is not the recorded one is another process now
-# (pids are reused): the tag is dropped and nothing is signalled. (A tag of an older vtb has no
-# start time: its pid alone, as before.)
+# session was still there. A live pid whose start time is not the recorded one is another process
+# now (pids are reused): the tag is dropped and nothing is signalled. A session whose first process
+# is gone may still have members (a server it started): its group is signalled (a group id is not
+# reused while the group has members). A tag of an older vtb has no start time: its pid alone.
 STOP_SESSION = r'''[ -f "$1" ] || exit 0
 read -r p st < "$1" || true
 case "$p" in ''|*[!0-9]*) rm -f "$1"; exit 0;; esac
-if [ -n "$st" ] && [ "$(cut -d' ' -f22 "/proc/$p/stat" 2>/dev/null)" != "$st" ]; then rm -f "$1"; exit 0; fi
+now=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f20)
+if [ -n "$st" ] && [ -n "$now" ] && [ "$now" != "$st" ]; then rm -f "$1"; exit 0; fi
 kill -s 0 -- "-$p" 2>/dev/null && echo running
 kill -s TERM -- "-$p" 2>/dev/null
 i=0

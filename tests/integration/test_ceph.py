@@ -47,6 +47,7 @@ def test_a_two_node_cluster_serves_rbd_then_goes_without_a_trace(tmp_path):
     plan = CephPlan(name=NAME, dir=str(STATE / NAME), nodes=2, pg_num=16, link_mbit=200)
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(plan.to_json())
+    gc.register_state_dir(STATE)   # as a fleet's bring-up does: gc finds the cluster's records there
     try:
         out = harness("host", "ceph", "create", str(plan_file))
         assert "all PGs active+clean" in out.stdout

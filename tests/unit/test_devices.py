@@ -26,22 +26,28 @@ def loop(tmp_path):
 
 
 def test_a_blank_device_on_the_allowlist_is_accepted_and_off_it_refused(loop, tmp_path):
-    """#28: on this machine fleet.device is on raid.allow too (compared as disks: a link to it is
-    the same disk), so a mistyped disk that is blank and unmounted is still refused."""
+    """#28: on this machine fleet.device must be on raid.allow too (compared as disks: a link to it
+    is the same disk), checked just before use: a mistyped disk that is blank and unmounted is
+    refused. (Not as the config loads: a fleet made before must still be torn down.)"""
+    from harness.hosts import LocalHost
+    from harness.testbed import Testbed, TestbedError
     dev, _ = loop
     assert refuse_reason(dev) is None
     alias = tmp_path / "by-id-name"
     alias.symlink_to(dev)
-    cfg = settings.load(None, [f"fleet.device={dev}", f"raid.allow=[\"{alias}\"]", "fleet.disk_size_mib=16", "fleet.vms=2"])
+    cfg = settings.load(None, [f"fleet.device={dev}", f"raid.allow=[\"{alias}\"]", "fleet.disk_size_mib=16", "fleet.vms=2",
+                               f"state_dir={tmp_path / 'state'}"])
     assert cfg.fleet.device == dev
-    with pytest.raises(ConfigError, match=rf"fleet.device: {dev} is not on raid.allow, this machine's allowlist"):
-        settings.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=16", "fleet.vms=2"])
+    Testbed(cfg, LocalHost())._user_device_gate(str(dev))
+    cfg = settings.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=16", "fleet.vms=2", f"state_dir={tmp_path / 'state'}"])
+    with pytest.raises(TestbedError, match=rf"fleet.device {dev} refused: not on raid.allow; add it there"):
+        Testbed(cfg, LocalHost())._user_device_gate(str(dev))
 
 
 def test_device_too_small_for_the_fleet_is_refused(loop):
     dev, _ = loop
     with pytest.raises(ConfigError, match=r"\(40 MiB\) is smaller than fleet.vms x fleet.disk_size_mib \(2 x 32 MiB\)"):
-        settings.load(None, [f"fleet.device={dev}", f"raid.allow=[\"{dev}\"]", "fleet.disk_size_mib=32"])
+        settings.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=32"])
 
 
 def test_filesystem_signature_is_refused_unless_wipe(loop):

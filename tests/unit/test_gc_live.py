@@ -171,8 +171,9 @@ def test_a_namespace_goes_only_when_a_ceph_plan_of_vtbs_names_it(tmp_path, monke
 
 
 def test_pid_files_are_looked_for_beside_the_paths_a_daemon_is_given():
-    assert gc._pid_file_folders("ceph-osd -c /s/f/vtb-x-ceph/ceph.conf -i 0") == ["/s/f/vtb-x-ceph", "/s/f/vtb-x-ceph/ceph.conf"]
-    assert gc._pid_file_folders("qemu-system-x86_64 -drive file=/p/a.qcow2,format=qcow2 -S") == ["/p", "/p/a.qcow2"]
+    assert gc._pid_file_folders(["ceph-osd", "-c", "/s/my data/vtb-x-ceph/ceph.conf", "-i", "0"]) == [
+        "/s/my data/vtb-x-ceph", "/s/my data/vtb-x-ceph/ceph.conf"]   # a state dir may hold spaces
+    assert gc._pid_file_folders(["qemu-system-x86_64", "-drive", "file=/p/a.qcow2,format=qcow2", "-S"]) == ["/p", "/p/a.qcow2"]
 
 
 def test_a_state_dir_with_a_space_is_removed_whole_and_nothing_beside_it(tmp_path):
@@ -327,4 +328,7 @@ def test_the_nested_hosts_bridge_is_recorded_only_by_a_nested_hosts_record(tmp_p
     assert nested_host.SHARED_BRIDGE not in gc._recorded_networks("vtb-")
     (tmp_path / "nested1").mkdir()
     (tmp_path / "nested1" / "nested.json").write_text(json.dumps({"shared_address": "10.214.0.12/24"}))
+    assert nested_host.SHARED_BRIDGE in gc._recorded_networks("vtb-")
+    (tmp_path / "nested1" / "nested.json").unlink()   # a boot that failed before its host's record
+    (tmp_path / nested_host.BRIDGE_RECORD).write_text("{}")
     assert nested_host.SHARED_BRIDGE in gc._recorded_networks("vtb-")

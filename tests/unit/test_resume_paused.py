@@ -1,4 +1,5 @@
-"""gc resumes the paused VMs a killed run left, by record: a user's paused `vtb-` domain stays paused."""
+"""A point suspends the idle VMs of vtb's fleets, and gc resumes those a killed run left paused, by
+record: a user's `vtb-` domain is neither suspended nor resumed."""
 from __future__ import annotations
 
 from harness import conditions
@@ -7,7 +8,8 @@ from harness.libvirt_xml import owner_metadata
 
 class FakeDomain:
     def __init__(self, name: str, metadata: str):
-        self._name, self._xml, self.resumed = name, f"<domain><name>{name}</name>{metadata}</domain>", False
+        self._name, self._xml = name, f"<domain><name>{name}</name>{metadata}</domain>"
+        self.resumed = self.suspended = False
 
     def name(self) -> str:
         return self._name
@@ -17,6 +19,10 @@ class FakeDomain:
 
     def resume(self) -> int:
         self.resumed = True
+        return 0
+
+    def suspend(self) -> int:
+        self.suspended = True
         return 0
 
 
@@ -34,3 +40,10 @@ def test_only_paused_domains_that_record_vtb_defined_them_are_resumed():
     other = FakeDomain("web0", owner_metadata("vtb-web"))
     assert conditions.resume_paused(FakeConn([ours, users, other]), ("vtb-ci-",)) == ["vtb-ci-vm0"]
     assert ours.resumed and not users.resumed and not other.resumed
+
+
+def test_a_point_suspends_only_the_idle_domains_that_record_vtb_defined_them():
+    ours, users = FakeDomain("vtb-ci-vm1", owner_metadata("vtb-ci")), FakeDomain("vtb-ci-mine", "")
+    with conditions.suspended(FakeConn([ours, users]), ("vtb-ci-",), keep=set()) as paused:
+        assert paused == ["vtb-ci-vm1"]
+    assert ours.suspended and ours.resumed and not users.suspended

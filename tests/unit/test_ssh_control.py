@@ -45,8 +45,7 @@ def test_a_control_folder_of_another_user_is_refused(tmp_path, monkeypatch):
 
 def _session(tag: Path) -> subprocess.Popen:
     """A session as SshHost.run starts one there: its tag holds its pid and start time."""
-    inner = f"echo $$ $(cut -d' ' -f22 /proc/$$/stat) > {tag}; exec sleep 60"
-    proc = subprocess.Popen(["setsid", "-w", "sh", "-c", inner])
+    proc = subprocess.Popen(["setsid", "-w", "sh", "-c", ssh.tagged(str(tag), "sleep 60")])
     for _ in range(100):
         if tag.exists() and len(tag.read_text().split()) == 2:
             break
