@@ -209,7 +209,7 @@ class Testbed:
         # slices are numbered on each host's device; names across the fleet
         return HostPlan(prefix=prefix, fleet_dir=str(self.host_dir), disk=self.cfg.disk.model_dump(), device=device,
                         vms=[VmSlot(i, f"{prefix}-vm{i}", j * size, size) for j, i in enumerate(self.indices)],
-                        host=self.host.descriptor(), guest_memory_mib=f.memory_mib)
+                        host=self.host.descriptor(), guest_memory_mib=f.memory_mib, allow=list(self.cfg.raid.allow))
 
     def rbd_image(self) -> RbdImage:
         """The fleet's image: in the local cluster's pool over ceph.pool_nodes nodes, or in your pool

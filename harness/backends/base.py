@@ -41,6 +41,7 @@ class HostPlan:
     vms: list[VmSlot] = field(default_factory=list)
     host: dict = field(default_factory=lambda: LocalHost().descriptor())  # where the host side runs
     guest_memory_mib: int = 0  # each VM's RAM (a vhost-user target maps all of it)
+    allow: list[str] = field(default_factory=list)  # the host's allowlist of devices (raid.allow here), for vfio
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -50,7 +51,8 @@ class HostPlan:
         d = json.loads(text)
         return cls(prefix=d["prefix"], fleet_dir=d["fleet_dir"], disk=d["disk"],
                    device=HostDevice(**d["device"]), vms=[VmSlot(**v) for v in d["vms"]],
-                   host=d.get("host") or LocalHost().descriptor(), guest_memory_mib=d.get("guest_memory_mib", 0))
+                   host=d.get("host") or LocalHost().descriptor(), guest_memory_mib=d.get("guest_memory_mib", 0),
+                   allow=d.get("allow", []))
 
     @property
     def run_dir(self) -> Path:

@@ -40,12 +40,13 @@ class Sysfs:
         link = self.device(addr) / "driver"
         return os.path.basename(os.readlink(link)) if link.is_symlink() else None
 
-    def disk_refusal(self, name: str, wipe: bool) -> str | None:
+    def disk_refusal(self, name: str, wipe: bool, allow: list[str] | None = None) -> str | None:
         """Why a namespace on the controller must not be handed over: on this machine, the one
-        device gate (holders, swap, exclusive open, signatures; a failed probe refuses); in a
-        recorded tree, its holders (LVM/dm, md)."""
+        device gate (on `allow`, raid.allow, when given; holders, swap, exclusive open, signatures;
+        a failed probe refuses); in a recorded tree, its holders (LVM/dm, md)."""
         if self.live:
-            return devices.refuse_reason(Path("/dev") / name, allow_signature=wipe, wipe_field="disk.pci_wipe")
+            return devices.refuse_reason(Path("/dev") / name, allow_signature=wipe, wipe_field="disk.pci_wipe",
+                                         allow=allow, allow_field="raid.allow")
         holders = self.p(f"/sys/class/block/{name}/holders")
         users = sorted(h.name for h in holders.iterdir()) if holders.is_dir() else []
         return f"it is held by {', '.join(users)} (LVM/dm or an md array); release it first" if users else None
@@ -59,7 +60,11 @@ class Sysfs:
         return found
 
 
-def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = False) -> str | None:
+def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = False,
+                  allow: list[str] | None = None) -> str | None:
+    """Why the controller at `addr` must not be passed through, or None. `allow`: this machine's
+    allowlist (raid.allow), on which each of its namespaces must be (a mistyped address that names
+    another, blank controller is refused); None in a recorded tree."""
     groups = sysfs.p("/sys/kernel/iommu_groups")
     if not groups.is_dir() or not any(groups.iterdir()):
         return ("the IOMMU is off (no IOMMU groups in /sys/kernel/iommu_groups): enable VT-d/AMD-Vi in "
@@ -89,7 +94,7 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = Fal
     for name in blocks:   # whole namespaces; a native-multipath path (hidden, no /dev node) is its head's
         node = sysfs.p(f"/sys/class/block/{name}")
         hidden = (node / "hidden").exists() and (node / "hidden").read_text().strip() == "1"
-        if not hidden and not (node / "partition").exists() and (why := sysfs.disk_refusal(name, wipe)):
+        if not hidden and not (node / "partition").exists() and (why := sysfs.disk_refusal(name, wipe, allow)):
             return f"{addr} holds /dev/{name}, refused: {why}"
     if vms != 1:
         return "vfio gives one controller to one VM: set fleet.vms=1"
@@ -113,7 +118,8 @@ class Vfio(Backend):
         self.sysfs = sysfs or Sysfs()
 
     def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
-        return refuse_reason(plan.disk["pci_address"], self.sysfs, len(plan.vms), bool(plan.disk.get("pci_wipe")))
+        return refuse_reason(plan.disk["pci_address"], self.sysfs, len(plan.vms), bool(plan.disk.get("pci_wipe")),
+                             plan.allow)
 
     def _saved_driver(self, plan: HostPlan) -> Path:
         return plan.run_dir / f"{plan.disk['pci_address']}.driver"
@@ -123,7 +129,7 @@ class Vfio(Backend):
         if s.driver(addr) == "vfio-pci":
             return
         # the gate again at the moment of use: a namespace may have been mounted since preflight
-        if reason := refuse_reason(addr, s, len(plan.vms), bool(plan.disk.get("pci_wipe"))):
+        if reason := refuse_reason(addr, s, len(plan.vms), bool(plan.disk.get("pci_wipe")), plan.allow):
             raise RuntimeError(f"vfio: not unbinding {addr}: {reason}")
         subprocess.run(["modprobe", "vfio-pci"], check=False, timeout=60)
         plan.run_dir.mkdir(parents=True, exist_ok=True)

@@ -103,12 +103,15 @@ def test_on_this_machine_each_namespace_passes_the_device_gate(tmp_path, monkeyp
     from harness.backends import vfio
     asked = []
     monkeypatch.setattr(devices, "refuse_reason",
-                        lambda dev, allow_signature, wipe_field: asked.append((str(dev), allow_signature, wipe_field))
+                        lambda dev, allow_signature, wipe_field, allow, allow_field:
+                        asked.append((str(dev), allow_signature, wipe_field, allow, allow_field))
                         or "it carries a zfs_member signature")
     live = materialize(tmp_path)
     live.live = True   # the recorded tree, checked as this machine's
-    reason = vfio.refuse_reason(ADDR, live, wipe=True)
-    assert asked == [("/dev/nvme0n1", True, "disk.pci_wipe")] and "zfs_member" in reason
+    reason = vfio.refuse_reason(ADDR, live, wipe=True, allow=["/dev/disk/by-id/nvme-x"])
+    # on this machine's allowlist too (#28): a mistyped address that names another, blank controller is refused
+    assert asked == [("/dev/nvme0n1", True, "disk.pci_wipe", ["/dev/disk/by-id/nvme-x"], "raid.allow")]
+    assert "zfs_member" in reason
 
 
 def test_host_up_checks_again_before_it_unbinds_the_driver(tmp_path):
