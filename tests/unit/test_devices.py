@@ -112,3 +112,13 @@ def test_a_signature_probe_that_cannot_run_is_a_refusal_not_a_blank_device(loop,
     monkeypatch.setenv("PATH", "/nonexistent")   # no wipefs: nothing was checked
     assert refuse_reason(dev) == "wipefs is not installed here, so its signatures cannot be checked; install util-linux"
     assert refuse_reason(dev, allow_signature=True) is None   # wiping allowed: no probe needed
+
+
+def test_a_signature_probe_that_fails_is_a_refusal_not_a_blank_device(loop, monkeypatch, tmp_path):
+    """#28: wipefs's own exit status counts: a probe error with empty output is not "no signature"."""
+    dev, _ = loop
+    (tmp_path / "wipefs").write_text("#!/bin/sh\necho 'wipefs: error: probing initialization failed' >&2\nexit 1\n")
+    (tmp_path / "wipefs").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert refuse_reason(dev) == ("wipefs could not read its signatures (wipefs: error: probing initialization failed); "
+                                  "a device that cannot be checked is not used")
