@@ -77,16 +77,16 @@ resource "libvirt_domain" "vm" {
   # start_vms = false: defined stopped, and the harness restores each domain from a booted template
   # (harness/vm_start.py; the provider still starts and destroys it once on create).
   running = var.start_vms
-  # quiet: every console byte is an exit to QEMU, about 0.7 ms in a nested host (a full boot log
-  # cost an L2 about 15 s); errors still reach the console, the rest stays in the guest's dmesg.
-  # "_" is the provider's key for a bare word (an empty value drops the entry). vtb-init mounts
-  # the root read-write.
+  # loglevel=4 (quiet's console level): every console byte is an exit to QEMU, about 0.7 ms in a
+  # nested host; errors still reach the console, the rest stays in the guest's dmesg. Not the bare
+  # word `quiet`: the provider drops an entry whose value is empty, and reads a "_" entry back as a
+  # map of its own, so every apply would replace the domains. vtb-init mounts the root read-write.
   cmdline = [{
     "root"     = "LABEL=vtbroot"
     "console"  = "ttyS0"
     "init"     = "/sbin/vtb-init"
     "vtb.name" = var.backend.vms[count.index].name
-    "_"        = "quiet"
+    "loglevel" = "4"
   }]
 
   disk {
