@@ -175,33 +175,37 @@ MAX_START_MARGIN_S = 30.0
 class SharedStart:
     """When a point's participants start: far enough ahead that the last command reaches its node
     in time. How late participants turned up (seen from fio's own timestamps) is learned per
-    participant, so that a loaded host (4 TCG guests on 2 cores start seconds apart) gets a wider
-    margin from then on instead of measuring its participants one after another."""
+    participant and per kind of node, so that a loaded host (4 TCG guests on 2 cores start seconds
+    apart) gets a wider margin from then on instead of measuring its participants one after
+    another, while the host's own fio processes, which start at once, do not wait for the guests' lag."""
 
     def __init__(self) -> None:
-        self.lag_per_participant_s = 0.0
+        self.lag_per_participant_s: dict[str, float] = {}   # by kind of node (its class)
 
-    def margin_s(self, participants: int) -> float:
-        return min(MAX_START_MARGIN_S, START_MARGIN_S + 1.5 * participants * self.lag_per_participant_s)
+    def margin_s(self, kinds: list[str]) -> float:
+        lag = max((self.lag_per_participant_s.get(k, 0.0) for k in kinds), default=0.0)
+        return min(MAX_START_MARGIN_S, START_MARGIN_S + 1.5 * len(kinds) * lag)
 
-    def envs(self, offsets: list[float], extra_env: dict | None) -> tuple[list[dict], float | None]:
+    def envs(self, offsets: list[float], kinds: list[str], extra_env: dict | None) -> tuple[list[dict], float | None]:
         """Each participant's environment, with the start on its own clock when there are several;
         and that start on this machine's clock (None for one participant)."""
         if len(offsets) < 2:
             return [dict(extra_env or {}) for _ in offsets], None
-        margin = self.margin_s(len(offsets))
+        margin = self.margin_s(kinds)
         start = time.time() + margin
         return [{**(extra_env or {}), "FIO_START_AT": f"{start + off:.3f}", "FIO_START_MAX_WAIT": f"{2 * margin:g}"}
                 for off in offsets], start
 
-    def learn(self, planned_s: float, windows: list[tuple[float, float] | None], offsets: list[float]) -> None:
+    def learn(self, planned_s: float, windows: list[tuple[float, float] | None], offsets: list[float],
+              kinds: list[str]) -> None:
         """planned_s: when the measured runs should have begun (the start plus the ramp), here."""
-        starts = [w[0] - off for w, off in zip(windows, offsets) if w]
-        late = max(starts, default=planned_s) - planned_s
-        if late > 0.25 * START_MARGIN_S and late / len(windows) > self.lag_per_participant_s:
-            self.lag_per_participant_s = late / len(windows)
-            step(f"  participants began up to {late:.1f} s after their shared start (by fio's report times): "
-                 f"shared starts of {len(windows)} now allow {self.margin_s(len(windows)):.1f} s")
+        for kind in dict.fromkeys(kinds):
+            starts = [w[0] - off for w, off, k in zip(windows, offsets, kinds) if w and k == kind]
+            late = max(starts, default=planned_s) - planned_s
+            if late > 0.25 * START_MARGIN_S and late / len(windows) > self.lag_per_participant_s.get(kind, 0.0):
+                self.lag_per_participant_s[kind] = late / len(windows)
+                step(f"  participants ({kind}) began up to {late:.1f} s after their shared start (by fio's report "
+                     f"times): shared starts of {len(windows)} now allow {self.margin_s([kind] * len(windows)):.1f} s")
 
 
 SHARED_START = SharedStart()   # one per run (a process): what it learned holds for the run's later points
@@ -228,11 +232,12 @@ def together(job: FioJob, targets: list[Target], extra_env: dict | None = None) 
         if id(t.node) not in offsets:
             offsets[id(t.node)] = t.node.clock_offset_s()
     offs = [offsets.get(id(t.node), 0.0) for t in targets]
-    envs, start = SHARED_START.envs(offs, extra_env)
+    kinds = [type(t.node).__name__ for t in targets]
+    envs, start = SHARED_START.envs(offs, kinds, extra_env)
     raws = in_parallel(lambda i: run(targets[i].node, job, locator=targets[i].locator, offset=targets[i].offset,
                                      size=targets[i].size, extra_env=envs[i]), range(len(targets)))
     if start is not None:
-        SHARED_START.learn(start + job.ramp_s, [_window_of(raw) for raw in raws], offs)
+        SHARED_START.learn(start + job.ramp_s, [_window_of(raw) for raw in raws], offs, kinds)
     return [Output(t.who, raw, clock_offset_s=off, host=t.host) for t, raw, off in zip(targets, raws, offs)]
 
 
