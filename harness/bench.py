@@ -25,7 +25,7 @@ from harness.ceph.bootstrap import missing_tools
 from harness.ceph.plan import CephPlan
 from harness.config import Config
 from harness.console import console, step, warn
-from harness.libvirt_conn import connect
+from harness.libvirt_conn import connect, domain_call
 from harness.store import write_atomic
 from harness.hosts import LocalHost
 from harness.testbed import Testbed
@@ -42,9 +42,9 @@ def _qemu_start_to_ping(uri: str, name: str) -> float:
     conn = connect(uri)
     try:
         dom = conn.lookupByName(name)
-        dom.destroy()
+        domain_call(dom, "destroy")
         t0 = time.monotonic()
-        dom.create()
+        domain_call(dom, "create")
         GuestAgent(dom).wait_ready(120)
         return time.monotonic() - t0
     finally:

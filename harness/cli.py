@@ -91,9 +91,11 @@ def testbed_down(config_path, overrides, everything) -> None:
     from harness import gc, paths
     from harness.testbed import TestbedError
     cfg = load(config_path, overrides)
+    from harness import hosts
+    asked = hosts.answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
     if everything:   # first: a killed run's terraform apply would hold the state lock, its fio act
         from harness.hosts import sessions
-        for said in sessions.stop_orphans():
+        for said in sessions.stop_orphans(asked):
             step(f"stopped {said}")
     failed = []   # with --all, a fleet whose teardown fails is said at the end; the others still go
 
@@ -106,9 +108,8 @@ def testbed_down(config_path, overrides, everything) -> None:
             failed.append(str(e))
             return []
     if cfg.hosts:
-        from harness import hosts
         from harness.cluster import Cluster
-        hosts.check_answering(cfg)   # a host that does not answer keeps its fleet: say so before touching any
+        hosts.check_answering(cfg, asked)   # a host that does not answer keeps its fleet: say so before touching any
         removed = Cluster(cfg, hosts.all_for_config(cfg)).down()
         if everything:
             removed += [f"{r} (on {h.label})" for h in hosts.all_for_config(cfg) for r in gc.collect(paths.PREFIX, h)]
@@ -150,18 +151,18 @@ def gc(config_path, overrides, everything) -> None:
     from harness import gc as gc_mod, paths
     from harness.hosts import LocalHost
     cfg = load(config_path, overrides)
-    from harness.hosts import sessions
-    for said in sessions.stop_orphans():   # first: a killed run's terraform or host fio still acts
+    from harness.hosts import HostsNotAnswering, all_for_config, answers, check_answering, sessions
+    asked = answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
+    for said in sessions.stop_orphans(asked):   # first: a killed run's terraform or host fio still acts
         console.print(f"gc: stopped {said}", markup=False)
     keep = () if everything else gc_mod.live_prefixes((cfg.state_dir,))
     if keep:
         console.print(f"gc: keeping what live state owns: {', '.join(keep)} (--all removes it too)", markup=False)
     # inside out: the remote hosts of the config and the nested host first (they may be nested
     # hosts this machine runs, which the last step removes with --all)
-    from harness.hosts import HostsNotAnswering, all_for_config, check_answering
     removed, unanswered = [], ""
     try:
-        check_answering(cfg)
+        check_answering(cfg, asked)
     except HostsNotAnswering as e:   # this machine is collected all the same; the [[hosts]] once they answer
         unanswered = str(e)
     reached = [LocalHost()]

@@ -12,7 +12,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from harness.ceph import clusters as ceph_clusters
-from harness.ceph.plan import CephPlan
+from harness.ceph.plan import CephPlan, fleet_images, osd_size_problem
 from harness.config import Config
 from harness.console import step, warn
 from harness.hosts import Host
@@ -51,6 +51,8 @@ class Cluster:
         short is still found and removed by `down`."""
         if self.ceph is None:
             return
+        if reason := osd_size_problem(self.cfg.ceph, fleet_images(self.cfg)):   # before anything is made on a host
+            raise TestbedError(reason)
         text = self.ceph.to_json()
         path = plan_path(self.dir, "ceph", text)
         if not path.exists():   # another plan's cluster (the config changed) goes first

@@ -117,9 +117,13 @@ def resume_paused(conn: libvirt.virConnect, prefixes: tuple[str, ...]) -> list[s
     return resumed
 
 
+FLUSH_S = 600   # writing back the dirty pages of a prefill, at the slowest disk vtb expects
+
+
 def flush(host) -> None:
     """Writes dirty pages back now (after a prefill), so the first point does not pay for it."""
     try:
-        host.run(["sync"], timeout=600, check=False)
+        with bounded.heartbeat(f"the page cache of {host.label} to be written back (sync)", FLUSH_S):
+            host.run(["sync"], timeout=FLUSH_S, check=False)
     except subprocess.TimeoutExpired:
         pass

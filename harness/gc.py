@@ -104,14 +104,14 @@ def _domains(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) 
     for dom in conn.listAllDomains():
         if not dom.name().startswith(prefix) or dom.name().startswith(keep):
             continue
-        if owner_of(dom.XMLDesc(0)) is None:
+        if owner_of(domain_call(dom, "XMLDesc", 0)) is None:
             removed.append(f"(domain {dom.name()} not removed: {UNRECORDED})")
             continue
         if dom.isActive():
             domain_call(dom, "destroy")
         if dom.isPersistent():
-            dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_NVRAM | libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
-                              | libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA)
+            domain_call(dom, "undefineFlags", libvirt.VIR_DOMAIN_UNDEFINE_NVRAM | libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
+                        | libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA)
         removed.append(f"domain {dom.name()}")
     return removed
 

@@ -5,6 +5,7 @@ in the client. Without one, a call to a nested host whose kernel locked up (seen
 stalls in a TCG L1) blocks forever; with it, the call raises within about 20 s."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shlex
 import threading
@@ -51,23 +52,26 @@ class Unanswered(libvirt.libvirtError, bounded.Unanswered):
 
 
 def connect(uri: str) -> libvirt.virConnect:
-    """connect(uri), with keepalive on connections that cross a network (qemu+tcp, qemu+ssh);
-    a local socket breaks by itself when libvirtd goes. Bounded: a libvirtd that accepts but does
-    not answer (stopped with SIGSTOP, its host wedged) raises bounded.Unanswered."""
+    """connect(uri), with keepalive: a libvirtd that stops answering (stopped with SIGSTOP, its host
+    wedged) keeps its socket open, a local one too, and only keepalive turns a call that waits on
+    it (a guest-agent command mid-point) into an error. Bounded: a libvirtd that accepts but does
+    not answer raises bounded.Unanswered."""
     _ensure_event_loop()
     target = _for_openssh(uri) if uri.startswith("qemu+ssh:") else uri
     conn = bounded.call(lambda: libvirt.open(target), f"a connection to libvirtd at {uri}", CONNECT_S,
                         f"libvirtd is not answering (stopped, or its host is gone). Fix: check that it runs and "
                         f"answers there (`virsh -c {uri} version`); `make testbed up` (re)starts this machine's",
                         error=Unanswered)
-    if "+" in uri.split(":", 1)[0]:
+    with contextlib.suppress(libvirt.libvirtError):   # a driver in this process (test:///) has no peer to lose
         conn.setKeepAlive(KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT)
     return conn
 
 
 # Domain calls take no timeout of their own. Their bounds: a QEMU whose guest has I/O that does not
 # drain (a full Ceph cluster under librbd) does not pause until it drains, and holds a destroy.
-DOMAIN_CALL_S = {"suspend": 30, "resume": 30, "destroy": 60, "shutdown": 30, "create": 120, "save": 300, "XMLDesc": 30}
+DOMAIN_CALL_S = {"suspend": 30, "resume": 30, "destroy": 60, "shutdown": 30, "create": 120, "save": 300, "XMLDesc": 30,
+                 "undefine": 30, "undefineFlags": 30}
+DEFINE_S, RESTORE_S = 30, 300
 NOT_ANSWERING = "its QEMU is not answering its monitor (I/O that does not drain blocks it), or libvirtd is not answering"
 
 
@@ -76,6 +80,18 @@ def domain_call(dom: libvirt.virDomain, action: str, *args):
     name = dom.name()   # kept by the client: no call to libvirtd
     return bounded.call(lambda: getattr(dom, action)(*args), f"{action} of {name}", DOMAIN_CALL_S[action],
                         NOT_ANSWERING, guest=name, error=Unanswered)
+
+
+def define(conn: libvirt.virConnect, name: str, xml: str) -> libvirt.virDomain:
+    """Defines a domain within DEFINE_S (libvirtd alone is asked)."""
+    return bounded.call(lambda: conn.defineXML(xml), f"defining {name}", DEFINE_S, "libvirtd is not answering",
+                        error=Unanswered)
+
+
+def restore(conn: libvirt.virConnect, name: str, save_file: str, xml: str) -> None:
+    """Restores a saved guest, running, within RESTORE_S; bounded.Unanswered names the guest."""
+    bounded.call(lambda: conn.restoreFlags(save_file, xml, libvirt.VIR_DOMAIN_SAVE_RUNNING), f"restore of {name}",
+                 RESTORE_S, NOT_ANSWERING, guest=name, error=Unanswered)
 
 
 def unanswered(uri: str, within_s: float) -> str | None:

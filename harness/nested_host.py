@@ -25,7 +25,7 @@ from harness.console import step, warn
 from harness.hosts import Host, LocalHost
 from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, RECORD, SSH_PORT,
                                   NestedHost, NestedHostError, NestedRecord, domain_name, state_subdir)
-from harness.libvirt_conn import connect, unanswered
+from harness.libvirt_conn import connect, define, domain_call, unanswered
 from harness.libvirt_xml import UNRECORDED, attr, owner_metadata, owner_of, qemu_commandline, qemu_opt
 from harness.store import write_atomic
 
@@ -206,11 +206,12 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
     _shared_bridge(cfg.state_dir)
     conn = connect(paths.LIBVIRT_URI)
     try:
-        dom = conn.defineXML(domain_xml(cfg, state_dir, choice, ssh_port, name, shared))
-        dom.create()
+        dom = define(conn, name, domain_xml(cfg, state_dir, choice, ssh_port, name, shared))
+        domain_call(dom, "create")
         step(f"nested host: booting {name} (accel={choice.accel}), its sshd on 127.0.0.1:{ssh_port}")
         try:
-            GuestAgent(dom).wait_ready(BOOT_TIMEOUT_S)
+            with heartbeat(f"{name} to boot and its agent to answer", BOOT_TIMEOUT_S):
+                GuestAgent(dom).wait_ready(BOOT_TIMEOUT_S)
         except AgentError as e:
             raise NestedHostError(f"{e}; its console is {state_dir / 'console.log'}. Fix: read it, then "
                                   "`harness host nested down` and `up` again") from None
@@ -225,15 +226,16 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
     record.drives = _find_drives(host, n.drives)
     write_atomic(state_dir / "known_hosts", _let_key_in(host, key) + "\n")
     deadline = time.monotonic() + 60
-    while True:
-        try:
-            connect(host.uri).close()
-            break
-        except libvirt.libvirtError as e:
-            if time.monotonic() > deadline:
-                raise NestedHostError(f"libvirtd in {name} is not reachable at {host.uri}: "
-                                      f"{e.get_error_message()} (console: {state_dir / 'console.log'})") from None
-            time.sleep(1)
+    with heartbeat(f"libvirtd in {name} to answer at {host.uri}", 60):
+        while True:
+            try:
+                connect(host.uri).close()
+                break
+            except libvirt.libvirtError as e:
+                if time.monotonic() > deadline:
+                    raise NestedHostError(f"libvirtd in {name} is not reachable at {host.uri}: "
+                                          f"{e.get_error_message()} (console: {state_dir / 'console.log'})") from None
+                time.sleep(1)
     record.ready_s = round(time.monotonic() - t0, 1)
     write_atomic(state_dir / RECORD, json.dumps(asdict(record), indent=2))
     step(f"nested host: {name} up in {record.ready_s:.0f} s, drives {' '.join(record.drives)}")
@@ -349,12 +351,12 @@ def _remove(name: str, nested_dir: Path) -> list[str]:
     if conn is not None:
         try:
             dom = conn.lookupByName(name)
-            if owner_of(dom.XMLDesc(0)) is None and not nested_dir.exists():
+            if owner_of(domain_call(dom, "XMLDesc", 0)) is None and not nested_dir.exists():
                 removed.append(f"(domain {name} not removed: {UNRECORDED})")
             else:
                 if dom.isActive():
-                    dom.destroy()
-                dom.undefine()
+                    domain_call(dom, "destroy")
+                domain_call(dom, "undefine")
                 removed.append(f"domain {name}")
         except libvirt.libvirtError:
             pass

@@ -482,7 +482,7 @@ class Pipeline:
     # --- around a point -------------------------------------------------------------------
     def _drop_caches(self, conns: list[libvirt.virConnect], vms: tuple[str, ...]) -> None:
         for site in self.sites:
-            site.host.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"])
+            site.host.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], timeout=conditions.FLUSH_S)
         for name in vms:
             res = GuestAgent(self._domain(conns, name)[1]).exec("/bin/sh", ["-c", "sync; echo 3 > /proc/sys/vm/drop_caches"],
                                                             timeout=30)

@@ -100,7 +100,7 @@ def _md_node(host, plan: RaidPlan) -> str | None:
     """The kernel node (/dev/mdN) of our array when it is assembled, found by its name."""
     script = ("for m in $(awk '/^md/ {print $1}' /proc/mdstat); do "
               "echo \"$m $(mdadm --detail --export /dev/$m | sed -n 's/^MD_NAME=//p')\"; done")
-    for line in host.run(["sh", "-c", script], check=False).stdout.decode().splitlines():
+    for line in host.run(["sh", "-c", script], check=False, timeout=60).stdout.decode().splitlines():
         node, _, name = line.partition(" ")
         if name == f"vtb:{plan.name}":
             return f"/dev/{node}"
@@ -114,7 +114,7 @@ def _detail(host, plan: RaidPlan) -> str | None:
     if node is None:
         return None
     _run(host, ["sh", "-c", 'mkdir -p /dev/md && ln -sfn "$1" "$2"', "sh", node, plan.device], f"link {plan.device}")
-    return host.run(["mdadm", "--detail", node]).stdout.decode()
+    return host.run(["mdadm", "--detail", node], timeout=60).stdout.decode()
 
 
 def _run(host, argv: list[str], what: str, timeout: float = 600) -> None:
@@ -162,20 +162,20 @@ def destroy(host, plan: RaidPlan) -> str:
     """Unmounts and stops the array, then zeroes the superblocks it wrote (members that carry
     this array's name only). Safe to repeat, and after a crash."""
     done = []
-    if plan.data_file_bytes and host.run(["test", "-L", plan.data_device], check=False).returncode == 0:
+    if plan.data_file_bytes and host.run(["test", "-L", plan.data_device], check=False, timeout=60).returncode == 0:
         _run(host, ["sh", "-c", 'losetup -d "$(readlink -f "$1")" && rm -f "$1"', "sh", plan.data_device],
              f"detach {plan.data_device}")
         done.append("detached the data file")
-    if plan.mountpoint and host.run(["mountpoint", "-q", plan.mountpoint], check=False).returncode == 0:
+    if plan.mountpoint and host.run(["mountpoint", "-q", plan.mountpoint], check=False, timeout=60).returncode == 0:
         _run(host, ["umount", plan.mountpoint], f"umount {plan.mountpoint}")
         done.append("unmounted")
     if (node := _md_node(host, plan)) is not None:
         _run(host, ["mdadm", "--stop", node], f"mdadm --stop {node} ({plan.device})")
         done.append("stopped")
-    host.run(["rm", "-f", plan.device], check=False)
+    host.run(["rm", "-f", plan.device], check=False, timeout=60)
     zeroed = []
     for dev in plan.members:
-        examine = host.run(["mdadm", "--examine", dev], check=False).stdout.decode()
+        examine = host.run(["mdadm", "--examine", dev], check=False, timeout=60).stdout.decode()
         if f"Name : vtb:{plan.name}" in examine:
             _run(host, ["mdadm", "--zero-superblock", dev], f"mdadm --zero-superblock {dev}")
             zeroed.append(dev)
@@ -186,7 +186,7 @@ def destroy(host, plan: RaidPlan) -> str:
 
 def md_support(host) -> str | None:
     """None when the host kernel can build md arrays, else why not."""
-    out = host.run(["cat", "/proc/mdstat"], check=False)
+    out = host.run(["cat", "/proc/mdstat"], check=False, timeout=60)
     if out.returncode != 0:
         return ("this host's kernel has no md (software RAID) support (/proc/mdstat is missing). "
                 "Fix: set host.kind=nested to use a nested host (an L1 VM with emulated NVMe drives whose "

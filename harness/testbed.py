@@ -355,7 +355,7 @@ class Testbed:
     def up(self) -> TestbedRecord:
         backend, plan = self.preflight()
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.host.run(["mkdir", "-p", str(self.host_dir / "consoles")])  # QEMU creates the logs, not their directory
+        self.host.run(["mkdir", "-p", str(self.host_dir / "consoles")], timeout=60)  # QEMU creates the logs, not their directory
         choice = self.accel()
         step(f"accelerator: {choice.accel} ({choice.reason})")
         gc.register_state_dir(self.cfg.state_dir)

@@ -28,7 +28,8 @@ import libvirt
 
 from harness import paths
 from harness.agent import AgentError, GuestAgent
-from harness.libvirt_conn import domain_call
+from harness.bounded import heartbeat
+from harness.libvirt_conn import domain_call, restore
 from harness.console import step, warn
 from harness.hosts import Host
 from harness.save_image import SaveImageError, set_identity_on
@@ -115,7 +116,8 @@ def _capture(host: Host, conn: libvirt.virConnect, dom: libvirt.virDomain, key: 
     t0 = time.monotonic()
     domain_call(dom, "create")
     agent = GuestAgent(dom)
-    agent.wait_ready(CAPTURE_TIMEOUT_S)
+    with heartbeat(f"{dom.name()} to boot (its template is saved from it)", CAPTURE_TIMEOUT_S):
+        agent.wait_ready(CAPTURE_TIMEOUT_S)
     booted_s = time.monotonic() - t0
     agent.run(["sync"], timeout=60)
     final, work = f"{SAVES}/{key}", f"{SAVES}/.{key}-{time.time_ns()}"
@@ -164,7 +166,7 @@ def _restore(host: Host, conn: libvirt.virConnect, dom: libvirt.virDomain, templ
     _sh(host, 'cp "$1/root.qcow2" "$2.restore" && qemu-img rebase -u -F qcow2 -b "$3" "$2.restore" && '
               'mv "$2.restore" "$2" && touch "$1"', template, root, backing)
     set_identity_on(host, work_save, dom.name(), dom.UUIDString())
-    conn.restoreFlags(work_save, dom.XMLDesc(libvirt.VIR_DOMAIN_XML_SECURE), libvirt.VIR_DOMAIN_SAVE_RUNNING)
+    restore(conn, dom.name(), work_save, domain_call(dom, "XMLDesc", libvirt.VIR_DOMAIN_XML_SECURE))
 
 
 def start(host: Host, conn: libvirt.virConnect, names: list[str], *, image: str, work_dir: str,

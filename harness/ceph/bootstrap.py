@@ -14,6 +14,7 @@ import time
 import uuid
 from typing import Callable
 
+from harness.bounded import heartbeat
 from harness.ceph.plan import CephPlan, conf, crush_commands, daemon_keys, pool_commands
 from harness.console import step
 
@@ -107,17 +108,20 @@ def build(plan: CephPlan, mon, node: NodeRunner, hosts: list) -> None:
         run(h, ["chmod", "0711", plan.dir], f"the cluster's folder on {h.label}")
         write(h, f"{plan.dir}/ceph.conf", conf(plan, fsid))
         run(h, ["chmod", "0644", f"{plan.dir}/ceph.conf"], f"the cluster's conf on {h.label}")
-    _monitor(mon, plan, fsid)
+    with heartbeat(f"ceph {plan.name}: the mon and the mgr on {mon.label}"):
+        _monitor(mon, plan, fsid)
     keyring = read(mon, f"{plan.dir}/keyring") or ""
     for h in hosts:   # every daemon's and the admin's key (cephx), for the OSDs and the clients there
         if h is not mon:
             write(h, f"{plan.dir}/keyring", keyring)
     for i in range(plan.osd_count):
-        _osd(mon, node, plan, i)
+        with heartbeat(f"ceph {plan.name}: osd.{i}"):
+            _osd(mon, node, plan, i)
     counts = plan.pool_counts
     step(f"  ceph {plan.name}: a CRUSH rule and a pool over the first {', '.join(map(str, counts))} node(s)")
-    ceph_session(mon, plan, [args for n in counts for args in crush_commands(plan, n) + pool_commands(plan, n)],
-                 "the pools")
+    with heartbeat(f"ceph {plan.name}: the pools"):
+        ceph_session(mon, plan, [args for n in counts for args in crush_commands(plan, n) + pool_commands(plan, n)],
+                     "the pools")
     wait_healthy(mon, plan)
     write(mon, f"{plan.dir}/plan.json", plan.to_json())
 
@@ -171,16 +175,25 @@ def unhealthy(st: dict) -> str | None:
 
 
 def wait_healthy(host, plan: CephPlan, within_s: float = HEALTHY_WITHIN_S) -> None:
-    deadline, why = time.monotonic() + within_s, "no status yet"
+    deadline = time.monotonic() + within_s
+    with heartbeat(f"ceph {plan.name} to be healthy, all PGs active+clean", within_s):
+        why = _wait_healthy(host, plan, deadline)
+    if why is not None:
+        raise CephError(f"ceph {plan.name} not ready within {within_s:.0f} s: {why} (logs: {plan.dir}/log)")
+
+
+def _wait_healthy(host, plan: CephPlan, deadline: float) -> str | None:
+    """None once the cluster is healthy, else (at the deadline) why it is not."""
+    why = "no status yet"
     while time.monotonic() < deadline:
         try:
             why = unhealthy(status(host, plan))
         except (CephError, json.JSONDecodeError) as e:
             why = str(e)
         if why is None:
-            return
+            return None
         time.sleep(2)
-    raise CephError(f"ceph {plan.name} not ready within {within_s:.0f} s: {why} (logs: {plan.dir}/log)")
+    return why
 
 
 def log_tails(host, plan: CephPlan, lines: int = 5) -> str:

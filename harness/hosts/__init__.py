@@ -75,15 +75,21 @@ class HostsNotAnswering(RuntimeError):
     """[[hosts]] that do not answer, or whose state dir is not safe: nothing was done on any host."""
 
 
-def check_answering(cfg) -> None:
-    """Raises HostsNotAnswering naming every [[hosts]] entry that does not answer a first SSH
-    command (all asked at once, each within ssh's own bound): before any libvirt or Terraform work."""
+def answers(cfg) -> dict[str, str | None]:
+    """Each [[hosts]] entry's answer to a first SSH command, by its label: why it does not answer
+    (or why its state dir is not safe), or None. All asked at once, each within ssh's own bound."""
     if not cfg.hosts:
-        return
+        return {}
     entries = [remote(h) for h in cfg.hosts]
     with ThreadPoolExecutor(len(entries)) as pool:
-        reasons = [r for r in pool.map(lambda h: h.unanswered() or h.unsafe_state_dir(), entries) if r]
-    if reasons:
+        reasons = list(pool.map(lambda h: h.unanswered() or h.unsafe_state_dir(), entries))
+    return {h.label: r for h, r in zip(entries, reasons)}
+
+
+def check_answering(cfg, asked: dict[str, str | None] | None = None) -> None:
+    """Raises HostsNotAnswering naming every [[hosts]] entry that does not answer (`asked`: their
+    answers, when already asked): before any libvirt or Terraform work."""
+    if reasons := [r for r in (answers(cfg) if asked is None else asked).values() if r]:
         raise HostsNotAnswering("\n".join(reasons))
 
 

@@ -36,13 +36,14 @@ def recorded(**what):
             path.unlink(missing_ok=True)
 
 
-def stop_orphans() -> list[str]:
+def stop_orphans(asked: dict[str, str | None] | None = None) -> list[str]:
     """Stops the recorded sessions whose harness is gone (SIGKILL to a local session's group, the
     ssh host's own stop for a remote one); says what it stopped. Records of live harnesses are
     kept, and so is one of a remote session its host did not answer for (the next gc tries again).
+    `asked`: hosts' answers already known, by label (a dead host costs its timeout once in all).
     Passes until a pass stops nothing: a hook's harness outlives its terraform by a moment."""
     stopped: list[str] = []
-    silent: dict[str, str | None] = {}   # each ssh host asked once: a dead one costs its timeout once
+    silent: dict[str, str | None] = dict(asked or {})   # each ssh host asked once
     for _ in range(3):
         done = [said for path in _records() if (said := _stop(path, silent))]
         stopped += [s for s in done if s != "-"]

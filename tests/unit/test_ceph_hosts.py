@@ -41,3 +41,18 @@ def test_a_host_without_the_tools_or_without_its_address_is_refused_and_nothing_
     assert "ceph-osd missing on host h1" in said
     ran = [argv[0] for h in made.values() for argv in h.calls]
     assert set(ran) <= {"sh", "ip"}, ran   # only the checks: no mkdir, no daemon, no rm
+
+
+def test_osds_too_small_for_the_fleet_are_refused_before_the_cluster_is_made_on_any_host(monkeypatch, tmp_path):
+    from harness import cluster
+    from harness.config import Config
+    from harness.hosts import remote
+    from harness.testbed import TestbedError
+    cfg = Config.model_validate({
+        "state_dir": str(tmp_path), "disk": {"backend": "rbd"}, "fleet": {"vms": 2, "disk_size_mib": 512},
+        "ceph": {"mode": "hosts", "nodes": 2, "osd_size_mib": 1024},
+        "hosts": [{"name": f"h{i}", "ssh": f"root@10.214.0.1{i}", "devices": ["/dev/vdb"]} for i in range(2)]})
+    monkeypatch.setattr(cluster.ceph_clusters, "create", lambda plan: pytest.fail("the cluster was made"))
+    fleet = cluster.Cluster(cfg, [remote(h) for h in cfg.hosts])
+    with pytest.raises(TestbedError, match=r"ceph.osd_size_mib=1024 is too small.*Fix: set ceph.osd_size_mib >= \d+"):
+        fleet.up()

@@ -5,6 +5,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from harness.hosts import LocalHost, sessions
 from harness.store import _start_ticks, owner
 
@@ -43,3 +45,22 @@ def test_a_session_whose_harness_was_killed_is_stopped_and_no_other(tmp_path, mo
     finally:
         reused.kill()
         orphan.kill()
+
+
+def test_a_remote_session_on_a_host_already_found_silent_costs_no_second_timeout(tmp_path, monkeypatch):
+    """gc and `down --all` ask each [[hosts]] entry once (hosts.answers) and hand the answers on:
+    a dead host's record is kept for the next gc without another ssh bound spent on it."""
+    from harness.hosts.ssh import SshHost
+    monkeypatch.setattr(sessions, "RECORDS", tmp_path / "sessions")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = SshHost(name="gone", target="root@192.0.2.1", port=22, identity=None, known_hosts=None,
+                   remote_dir="/var/tmp/vtb", devices=())
+    (tmp_path / "sessions").mkdir(mode=0o700)
+    record = tmp_path / "sessions" / "r.json"
+    record.write_text(json.dumps({"owner": {**owner(), "pid": dead.pid, "start": 1}, "ssh": host.descriptor(),
+                                  "tag": "/tmp/vtb-run-0123456789abcdef.pid", "command": "fio"}))
+    monkeypatch.setattr(SshHost, "unanswered", lambda self: pytest.fail("asked again"))
+    t0 = time.monotonic()
+    assert sessions.stop_orphans({host.label: f"{host.label} does not answer over SSH (timed out)"}) == []
+    assert time.monotonic() - t0 < 2 and record.exists()   # kept for the next gc
