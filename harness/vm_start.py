@@ -29,7 +29,7 @@ import libvirt
 from harness import paths
 from harness.agent import AgentError, GuestAgent
 from harness.bounded import heartbeat
-from harness.libvirt_conn import domain_call, restore
+from harness.libvirt_conn import Unanswered, domain_call, restore
 from harness.console import step, warn
 from harness.hosts import Host
 from harness.save_image import SaveImageError, set_identity_on
@@ -238,7 +238,7 @@ def _start_group(host: Host, conn: libvirt.virConnect, key: str, group: list, im
                 reason = f"restoring {d.name()} failed: {message(e)}"
                 warn(f"{reason}; it boots")
                 if not started:          # the first one already failed: the others would too
-                    if isinstance(e, libvirt.libvirtError):
+                    if isinstance(e, libvirt.libvirtError) and not isinstance(e, Unanswered):   # a verdict, not a wait
                         _refuse(host, key, reason)
                     return boot_all(reason)
                 domain_call(d, "create")

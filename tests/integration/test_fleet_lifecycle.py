@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -318,6 +319,29 @@ def test_a_stopped_qemu_fails_its_point_then_the_guest_is_restarted_and_the_run_
     assert sum(r["status"] == "ok" for r in heads if r["point_id"] == "physical-n1") == 2
     assert domain_state("vtb-ci-vm0") == libvirt.VIR_DOMAIN_RUNNING
 
+
+
+LIBVIRTD_STOP_S = 40   # how long libvirtd stays stopped: longer than keepalive's 20 s and a connection's 30 s bound
+
+
+def test_libvirtd_stopped_mid_point_fails_the_point_within_keepalive_and_the_run_goes_on(fleet, tmp_path):
+    """libvirtd stopped with SIGSTOP while fio runs in a guest: it keeps its socket open, so only
+    keepalive (on every connection, a local one too) turns the guest-agent call that waits on it
+    into an error. Before, that call waited forever. The point fails or is measured again once
+    libvirtd answers, and the run completes."""
+    pid = int(subprocess.run(["pidof", "libvirtd"], capture_output=True, text=True, check=True).stdout.split()[0])
+    resume = threading.Timer(LIBVIRTD_STOP_S, lambda: os.kill(pid, signal.SIGCONT))
+    try:
+        said, noticed, heads = vm_scaling_hit_mid_point(
+            tmp_path, lambda: (os.kill(pid, signal.SIGSTOP), resume.start()), noticed_by="keepalive")
+    finally:
+        resume.cancel()
+        os.kill(pid, signal.SIGCONT)
+    assert noticed is not None and noticed < STOP_NOTICED_S, said
+    hit = [r for r in heads if r["point_id"] == "virtual-n1" and r["repeat"] == 0]
+    assert hit and all("keepalive" in (r.get("retried_after") or r.get("error") or "") for r in hit), hit
+    assert sum(r["status"] == "ok" for r in heads if r["point_id"] == "physical-n1") == 2
+    assert "Traceback" not in said and domain_state("vtb-ci-vm0") == libvirt.VIR_DOMAIN_RUNNING
 
 def remove_domain(name: str) -> None:
     conn = libvirt.open("qemu:///system")
