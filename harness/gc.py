@@ -23,7 +23,7 @@ from harness.ceph.plan import CephPlan
 from harness.hosts import Host, LocalHost, Node, from_descriptor
 from harness.hosts.nested import NestedHostError
 from harness.raid import RaidPlan
-from harness.libvirt_conn import connect, domain_call
+from harness.libvirt_conn import Unanswered, connect, domain_call
 from harness.libvirt_xml import OWNER_NS, UNRECORDED, owner_of
 
 
@@ -104,14 +104,18 @@ def _domains(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) 
     for dom in conn.listAllDomains():
         if not dom.name().startswith(prefix) or dom.name().startswith(keep):
             continue
-        if owner_of(domain_call(dom, "XMLDesc", 0)) is None:
-            removed.append(f"(domain {dom.name()} not removed: {UNRECORDED})")
+        try:
+            if owner_of(domain_call(dom, "XMLDesc", 0)) is None:
+                removed.append(f"(domain {dom.name()} not removed: {UNRECORDED})")
+                continue
+            if dom.isActive():
+                domain_call(dom, "destroy")
+            if dom.isPersistent():
+                domain_call(dom, "undefineFlags", libvirt.VIR_DOMAIN_UNDEFINE_NVRAM
+                            | libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE | libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA)
+        except Unanswered as e:   # one stuck domain is said; the rest of gc goes on
+            removed.append(f"(domain {dom.name()} not removed: {e})")
             continue
-        if dom.isActive():
-            domain_call(dom, "destroy")
-        if dom.isPersistent():
-            domain_call(dom, "undefineFlags", libvirt.VIR_DOMAIN_UNDEFINE_NVRAM | libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
-                        | libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA)
         removed.append(f"domain {dom.name()}")
     return removed
 

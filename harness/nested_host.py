@@ -25,7 +25,7 @@ from harness.console import step, warn
 from harness.hosts import Host, LocalHost
 from harness.hosts.nested import (DOMAIN, DRIVE_PCI_SLOT, DRIVE_SERIAL, HOST_IMAGE_DIR, RECORD, SSH_PORT,
                                   NestedHost, NestedHostError, NestedRecord, domain_name, state_subdir)
-from harness.libvirt_conn import connect, define, domain_call, unanswered
+from harness.libvirt_conn import Unanswered, connect, define, domain_call, unanswered
 from harness.libvirt_xml import UNRECORDED, attr, owner_metadata, owner_of, qemu_commandline, qemu_opt
 from harness.store import write_atomic
 
@@ -226,7 +226,7 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
     record.drives = _find_drives(host, n.drives)
     write_atomic(state_dir / "known_hosts", _let_key_in(host, key) + "\n")
     deadline = time.monotonic() + 60
-    with heartbeat(f"libvirtd in {name} to answer at {host.uri}", 60):
+    with heartbeat(f"libvirtd in {name} to answer at {host.uri}"):
         while True:
             try:
                 connect(host.uri).close()
@@ -358,6 +358,9 @@ def _remove(name: str, nested_dir: Path) -> list[str]:
                     domain_call(dom, "destroy")
                 domain_call(dom, "undefine")
                 removed.append(f"domain {name}")
+        except Unanswered as e:   # still there, perhaps running: its folder stays with it
+            removed.append(f"(domain {name} not removed: {e})")
+            return removed
         except libvirt.libvirtError:
             pass
         finally:

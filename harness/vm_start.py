@@ -125,6 +125,8 @@ def _capture(host: Host, conn: libvirt.virConnect, dom: libvirt.virDomain, key: 
     try:
         try:
             domain_call(dom, "save", f"{work}/state.save")
+        except Unanswered:
+            raise   # a wait, not libvirt's verdict on the shape
         except libvirt.libvirtError as e:
             raise SaveRefused(e.get_error_message()) from None
         about = json.dumps({"key": key, "image": image, "from_vm": dom.name(), "booted_s": round(booted_s, 2),

@@ -76,20 +76,25 @@ class HostsNotAnswering(RuntimeError):
 
 
 def answers(cfg) -> dict[str, str | None]:
-    """Each [[hosts]] entry's answer to a first SSH command, by its label: why it does not answer
-    (or why its state dir is not safe), or None. All asked at once, each within ssh's own bound."""
+    """Each [[hosts]] entry's answer to a first SSH command, by its label: why it does not answer,
+    or None. All asked at once, each within ssh's own bound."""
     if not cfg.hosts:
         return {}
     entries = [remote(h) for h in cfg.hosts]
     with ThreadPoolExecutor(len(entries)) as pool:
-        reasons = list(pool.map(lambda h: h.unanswered() or h.unsafe_state_dir(), entries))
-    return {h.label: r for h, r in zip(entries, reasons)}
+        return dict(zip((h.label for h in entries), pool.map(lambda h: h.unanswered(), entries)))
 
 
 def check_answering(cfg, asked: dict[str, str | None] | None = None) -> None:
-    """Raises HostsNotAnswering naming every [[hosts]] entry that does not answer (`asked`: their
-    answers, when already asked): before any libvirt or Terraform work."""
-    if reasons := [r for r in (answers(cfg) if asked is None else asked).values() if r]:
+    """Raises HostsNotAnswering naming every [[hosts]] entry that does not answer, or whose state
+    dir is not safe (`asked`: their answers, when already asked): before any libvirt or Terraform work."""
+    if not cfg.hosts:
+        return
+    asked = answers(cfg) if asked is None else asked
+    entries = [remote(h) for h in cfg.hosts]
+    with ThreadPoolExecutor(len(entries)) as pool:
+        reasons = [r for r in pool.map(lambda h: asked.get(h.label) or h.unsafe_state_dir(), entries) if r]
+    if reasons:
         raise HostsNotAnswering("\n".join(reasons))
 
 

@@ -183,8 +183,8 @@ class SharedStart:
         self.lag_per_participant_s: dict[str, float] = {}   # by kind of node (its class)
 
     def margin_s(self, kinds: list[str]) -> float:
-        lag = max((self.lag_per_participant_s.get(k, 0.0) for k in kinds), default=0.0)
-        return min(MAX_START_MARGIN_S, START_MARGIN_S + 1.5 * len(kinds) * lag)
+        late = max((kinds.count(k) * self.lag_per_participant_s.get(k, 0.0) for k in set(kinds)), default=0.0)
+        return min(MAX_START_MARGIN_S, START_MARGIN_S + 1.5 * late)
 
     def envs(self, offsets: list[float], kinds: list[str], extra_env: dict | None) -> tuple[list[dict], float | None]:
         """Each participant's environment, with the start on its own clock when there are several;
@@ -201,11 +201,11 @@ class SharedStart:
         """planned_s: when the measured runs should have begun (the start plus the ramp), here."""
         for kind in dict.fromkeys(kinds):
             starts = [w[0] - off for w, off, k in zip(windows, offsets, kinds) if w and k == kind]
-            late = max(starts, default=planned_s) - planned_s
-            if late > 0.25 * START_MARGIN_S and late / len(windows) > self.lag_per_participant_s.get(kind, 0.0):
-                self.lag_per_participant_s[kind] = late / len(windows)
+            late, count = max(starts, default=planned_s) - planned_s, kinds.count(kind)
+            if late > 0.25 * START_MARGIN_S and late / count > self.lag_per_participant_s.get(kind, 0.0):
+                self.lag_per_participant_s[kind] = late / count
                 step(f"  participants ({kind}) began up to {late:.1f} s after their shared start (by fio's report "
-                     f"times): shared starts of {len(windows)} now allow {self.margin_s([kind] * len(windows)):.1f} s")
+                     f"times): shared starts of {count} now allow {self.margin_s([kind] * count):.1f} s")
 
 
 SHARED_START = SharedStart()   # one per run (a process): what it learned holds for the run's later points

@@ -68,4 +68,6 @@ def test_the_hosts_own_fio_does_not_wait_for_the_lag_of_guests():
     assert shared.margin_s(["LocalHost"] * 4) == fio.START_MARGIN_S
     assert shared.margin_s(["GuestAgent"] * 4) == pytest.approx(fio.START_MARGIN_S + 1.5 * 4 * 1.4)
     shared.learn(200.0, [(203.1, 205.1), (200.2, 202.2)], [0.0, 0.0], ["SshHost", "GuestAgent"])   # by kind
-    assert shared.lag_per_participant_s == {"GuestAgent": pytest.approx(1.4), "SshHost": pytest.approx(1.55)}
+    assert shared.lag_per_participant_s == {"GuestAgent": pytest.approx(1.4), "SshHost": pytest.approx(3.1)}
+    # a mixed point: each kind's own count times its own lag, the largest of them
+    assert shared.margin_s(["SshHost", "GuestAgent", "GuestAgent"]) == pytest.approx(fio.START_MARGIN_S + 1.5 * 3.1)
