@@ -69,7 +69,7 @@ def connect(uri: str) -> libvirt.virConnect:
 # Domain calls take no timeout of their own. Their bounds: a QEMU whose guest has I/O that does not
 # drain (a full Ceph cluster under librbd) does not pause until it drains, and holds a destroy.
 DOMAIN_CALL_S = {"suspend": 30, "resume": 30, "destroy": 60, "shutdown": 30, "create": 120, "save": 300, "XMLDesc": 30,
-                 "undefine": 30, "undefineFlags": 30}
+                 "undefineFlags": 30}
 DEFINE_S, RESTORE_S = 30, 300
 NOT_ANSWERING = "its QEMU is not answering its monitor (I/O that does not drain blocks it), or libvirtd is not answering"
 
@@ -87,7 +87,7 @@ def define(conn: libvirt.virConnect, name: str, xml: str) -> libvirt.virDomain:
                         error=Unanswered)
 
 
-def restore(conn: libvirt.virConnect, name: str, save_file: str, xml: str) -> None:
+def restore_saved(conn: libvirt.virConnect, name: str, save_file: str, xml: str) -> None:
     """Restores a saved guest, running, within RESTORE_S; bounded.Unanswered names the guest."""
     bounded.call(lambda: conn.restoreFlags(save_file, xml, libvirt.VIR_DOMAIN_SAVE_RUNNING), f"restore of {name}",
                  RESTORE_S, NOT_ANSWERING, guest=name, error=Unanswered)

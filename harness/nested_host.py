@@ -356,7 +356,7 @@ def _remove(name: str, nested_dir: Path) -> list[str]:
             else:
                 if dom.isActive():
                     domain_call(dom, "destroy")
-                domain_call(dom, "undefine")
+                domain_call(dom, "undefineFlags", 0)
                 removed.append(f"domain {name}")
         except Unanswered as e:   # still there, perhaps running: its folder stays with it
             removed.append(f"(domain {name} not removed: {e})")

@@ -29,7 +29,7 @@ import libvirt
 from harness import paths
 from harness.agent import AgentError, GuestAgent
 from harness.bounded import heartbeat
-from harness.libvirt_conn import Unanswered, domain_call, restore
+from harness.libvirt_conn import Unanswered, domain_call, restore_saved
 from harness.console import step, warn
 from harness.hosts import Host
 from harness.save_image import SaveImageError, set_identity_on
@@ -168,7 +168,7 @@ def _restore(host: Host, conn: libvirt.virConnect, dom: libvirt.virDomain, templ
     _sh(host, 'cp "$1/root.qcow2" "$2.restore" && qemu-img rebase -u -F qcow2 -b "$3" "$2.restore" && '
               'mv "$2.restore" "$2" && touch "$1"', template, root, backing)
     set_identity_on(host, work_save, dom.name(), dom.UUIDString())
-    restore(conn, dom.name(), work_save, domain_call(dom, "XMLDesc", libvirt.VIR_DOMAIN_XML_SECURE))
+    restore_saved(conn, dom.name(), work_save, domain_call(dom, "XMLDesc", libvirt.VIR_DOMAIN_XML_SECURE))
 
 
 def start(host: Host, conn: libvirt.virConnect, names: list[str], *, image: str, work_dir: str,

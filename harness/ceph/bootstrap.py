@@ -175,25 +175,17 @@ def unhealthy(st: dict) -> str | None:
 
 
 def wait_healthy(host, plan: CephPlan, within_s: float = HEALTHY_WITHIN_S) -> None:
-    deadline = time.monotonic() + within_s
+    deadline, why = time.monotonic() + within_s, "no status yet"
     with heartbeat(f"ceph {plan.name} to be healthy, all PGs active+clean", within_s):
-        why = _wait_healthy(host, plan, deadline)
-    if why is not None:
-        raise CephError(f"ceph {plan.name} not ready within {within_s:.0f} s: {why} (logs: {plan.dir}/log)")
-
-
-def _wait_healthy(host, plan: CephPlan, deadline: float) -> str | None:
-    """None once the cluster is healthy, else (at the deadline) why it is not."""
-    why = "no status yet"
-    while time.monotonic() < deadline:
-        try:
-            why = unhealthy(status(host, plan))
-        except (CephError, json.JSONDecodeError) as e:
-            why = str(e)
-        if why is None:
-            return None
-        time.sleep(2)
-    return why
+        while time.monotonic() < deadline:
+            try:
+                why = unhealthy(status(host, plan))
+            except (CephError, json.JSONDecodeError) as e:
+                why = str(e)
+            if why is None:
+                return
+            time.sleep(2)
+    raise CephError(f"ceph {plan.name} not ready within {within_s:.0f} s: {why} (logs: {plan.dir}/log)")
 
 
 def log_tails(host, plan: CephPlan, lines: int = 5) -> str:

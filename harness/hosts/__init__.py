@@ -90,10 +90,12 @@ def check_answering(cfg, asked: dict[str, str | None] | None = None) -> None:
     dir is not safe (`asked`: their answers, when already asked): before any libvirt or Terraform work."""
     if not cfg.hosts:
         return
-    asked = answers(cfg) if asked is None else asked
     entries = [remote(h) for h in cfg.hosts]
+
+    def answer(h) -> str | None:
+        return (h.unanswered() if asked is None else asked.get(h.label)) or h.unsafe_state_dir()
     with ThreadPoolExecutor(len(entries)) as pool:
-        reasons = [r for r in pool.map(lambda h: asked.get(h.label) or h.unsafe_state_dir(), entries) if r]
+        reasons = [r for r in pool.map(answer, entries) if r]
     if reasons:
         raise HostsNotAnswering("\n".join(reasons))
 

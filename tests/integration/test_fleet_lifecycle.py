@@ -320,7 +320,6 @@ def test_a_stopped_qemu_fails_its_point_then_the_guest_is_restarted_and_the_run_
     assert domain_state("vtb-ci-vm0") == libvirt.VIR_DOMAIN_RUNNING
 
 
-
 LIBVIRTD_STOP_S = 40   # how long libvirtd stays stopped: longer than keepalive's 20 s and a connection's 30 s bound
 
 
@@ -342,6 +341,7 @@ def test_libvirtd_stopped_mid_point_fails_the_point_within_keepalive_and_the_run
     assert hit and all("keepalive" in (r.get("retried_after") or r.get("error") or "") for r in hit), hit
     assert sum(r["status"] == "ok" for r in heads if r["point_id"] == "physical-n1") == 2
     assert "Traceback" not in said and domain_state("vtb-ci-vm0") == libvirt.VIR_DOMAIN_RUNNING
+
 
 def remove_domain(name: str) -> None:
     conn = libvirt.open("qemu:///system")
