@@ -6,7 +6,7 @@ PYTHON ?= python3
 LAUNCHER := /usr/local/bin/harness
 PYTEST_ARGS ?=
 
-.PHONY: testbed up down test bench bootstrap host-packages venv libvirtd provider image host-image spdk launcher
+.PHONY: testbed up down test lint bench bootstrap host-packages venv libvirtd provider image host-image spdk launcher
 
 # `make testbed up` / `make testbed down` read as one phrase: `testbed` itself does nothing.
 testbed:
@@ -22,10 +22,14 @@ down:
 	  scripts/libvirtd.sh start && $(HARNESS) testbed down --all; fi
 	scripts/libvirtd.sh stop
 
+# The lint gate first (seconds), so that a style or import error fails before any guest boots.
 # The tests also boot a nested host (RAID on emulated NVMe): build its image up front.
-test: bootstrap host-image
+test: venv lint bootstrap host-image
 	scripts/host-packages.sh --test
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check harness tests
 
 bench: bootstrap
 	$(HARNESS) bench

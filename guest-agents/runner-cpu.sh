@@ -1,7 +1,7 @@
 # Sourced (prepended) by the runners: `report_cpu [SECONDS]` prints "vtb-runner-cpu-s: S", the CPU
 # seconds (user + system) of the runner's waited-for children (the tool, mkfs) plus SECONDS (a
 # server it started). On a host, the harness counts that as the point's own work, not as other
-# work on the host (harness/pipeline.py).
+# work on the host (harness/measure/pipeline.py).
 report_cpu() {
   times_file=$(mktemp)
   times > "$times_file"

@@ -28,7 +28,7 @@ guest)
 host)
   # libvirtd (no systemd: qemu.conf as scripts/libvirtd.sh sets it; no TCP listener: reached as
   # qemu+ssh through sshd, forwarded on loopback only), QEMU and qemu-storage-daemon for the L2 fleet, python3 for
-  # the device safety checks (harness/devices.py runs there as it runs here), sshd for hosts
+  # the device safety checks (harness/resources/devices.py runs there as it runs here), sshd for hosts
   # driven as `ssh` hosts (its host key is made at boot, so every nested host has its own), and
   # Ceph for ceph.mode = "hosts" (its daemons, and QEMU's and fio's librbd for the L2s and the
   # physical baseline).

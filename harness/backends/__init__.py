@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import AfterValidator
 
 from harness.backends.base import Attachment, Backend, HostDevice, HostPlan, VmSlot
-from harness.plugins import discover
+from harness.common.plugins import discover
 
 __all__ = ["Attachment", "Backend", "BackendNames", "HostDevice", "HostPlan", "VmSlot", "all_backends", "get",
            "option_fields"]

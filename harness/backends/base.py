@@ -6,9 +6,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from harness.config.schema import Section
 from harness.hosts import LocalHost
-from harness.libvirt_xml import attr, qemu_commandline, qemu_opt
-from harness.schema import Section
+from harness.libvirt.libvirt_xml import attr, qemu_commandline, qemu_opt
 
 DATA_SERIAL = "vtb-data"     # the guest runner finds a disk by this serial ...
 DATA_PCI_SLOT = 0x10         # ... or, for devices with no serial, by this guest PCI slot

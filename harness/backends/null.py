@@ -4,7 +4,7 @@ comparisons of real backends leave it out unless it is named."""
 from __future__ import annotations
 
 from harness.backends.base import DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot
-from harness.libvirt_xml import qemu_commandline
+from harness.libvirt.libvirt_xml import qemu_commandline
 
 
 class Null(Backend):

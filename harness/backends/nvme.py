@@ -2,9 +2,8 @@
 on the QEMU command line with an explicit PCI address (which the guest finds it by)."""
 from __future__ import annotations
 
-from harness.backends.base import (DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot,
-                                   file_blockdev, pci_address)
-from harness.libvirt_xml import qemu_commandline
+from harness.backends.base import DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot, file_blockdev, pci_address
+from harness.libvirt.libvirt_xml import qemu_commandline
 
 
 class Nvme(Backend):

@@ -8,10 +8,10 @@ The host-kernel krbd path is not here: this machine's kernel has no rbd module."
 from __future__ import annotations
 
 from harness.backends.base import DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot
-from harness.ceph import images
-from harness.ceph.images import RbdImage
 from harness.hosts import Host
-from harness.libvirt_xml import qemu_commandline, qemu_opt
+from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
+from harness.resources.ceph import images
+from harness.resources.ceph.images import RbdImage
 
 QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/qemu/block-rbd.so"
 

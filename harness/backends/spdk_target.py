@@ -1,5 +1,5 @@
 """SPDK's vhost target as the harness runs it: which build, the command that starts it on the
-fleet's host (hugepages from harness/hugepages.py, its own hugetlbfs), its JSON-RPC client (the
+fleet's host (hugepages from harness/resources/hugepages.py, its own hugetlbfs), its JSON-RPC client (the
 PyPI `spdk` package), and its stop. The backend (vhost_user_spdk.py) decides what to ask of it.
 
 The build is `make spdk`'s (scripts/spdk.sh, cached under the cache dir) or one the user names
@@ -11,8 +11,8 @@ from pathlib import Path
 from spdk.rpc.client import JSONRPCClient, JSONRPCException
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from harness import paths
 from harness.backends.base import daemon_alive, stop_daemon
+from harness.common import paths
 
 CACHED_BUILD = paths.CACHE / "spdk" / "current"
 VENDOR_GLOB = "spdk-*.tar.gz"

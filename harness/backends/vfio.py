@@ -2,7 +2,7 @@
 
 Preflight refuses unless the IOMMU is on, the device is an NVMe controller alone in its IOMMU
 group, no host filesystem (least of all the root) lives on it, and each of its namespaces passes
-the device gate (harness/devices.py: not held by LVM/dm/md, not swap, no signature unless
+the device gate (harness/resources/devices.py: not held by LVM/dm/md, not swap, no signature unless
 disk.pci_wipe). host_up binds it to vfio-pci
 and remembers the driver it had; host_down gives it back. Every sysfs path is relative to a root
 so the checks run against recorded sysfs trees in tests.
@@ -15,11 +15,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from harness import devices
 from harness.backends.base import DATA_PCI_SLOT, Attachment, Backend, HostPlan, VmSlot, pci_address
+from harness.config.schema import Section
 from harness.hosts import LocalHost
-from harness.libvirt_xml import attr
-from harness.schema import Section
+from harness.libvirt.libvirt_xml import attr
+from harness.resources import devices
 
 NVME_CLASS = 0x010802
 

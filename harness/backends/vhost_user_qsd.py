@@ -11,11 +11,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.backends.base import (Attachment, Backend, HostPlan, VmSlot, daemon_alive, file_blockdev, stop_daemon,
-                                   vhost_user_blk)
+from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, daemon_alive, file_blockdev, stop_daemon, vhost_user_blk
+from harness.config.schema import Section
 from harness.hosts import Host
-from harness.libvirt_xml import qemu_opt
-from harness.schema import Section
+from harness.libvirt.libvirt_xml import qemu_opt
 
 BINARY = "qemu-storage-daemon"
 

@@ -23,12 +23,12 @@ from typing import Callable
 
 from pydantic import Field
 
-from harness import hugepages
 from harness.backends import spdk_target
 from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, vhost_user_blk
 from harness.backends.spdk_target import SpdkError, call
+from harness.config.schema import Section
 from harness.hosts import Host
-from harness.schema import Section
+from harness.resources import hugepages
 
 
 def names(plan: HostPlan) -> tuple[str, list[str]]:

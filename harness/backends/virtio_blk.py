@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, data_disk, iothreads
-from harness.libvirt_xml import attr
+from harness.libvirt.libvirt_xml import attr
 
 
 class VirtioBlk(Backend):

@@ -1,20 +1,20 @@
 """One module per `harness run X`, found automatically: a module here that defines EXPERIMENT is
 an experiment. It declares its settings (a config section), its command-line flags, its headline
-metric and that metric's direction, and its points; harness.pipeline measures them."""
+metric and that metric's direction, and its points; harness.measure.pipeline measures them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, ClassVar, Protocol
 
-from harness.config import Config
+from harness.common.plugins import discover
+from harness.common.progress import RunProgress
+from harness.config.core import Config
+from harness.config.schema import Section
+from harness.fleet.testbed import TestbedRecord
 from harness.hosts import Host
-from harness.pipeline import Pipeline, Site, new_seed
-from harness.plugins import discover
-from harness.progress import RunProgress
-from harness.schema import Section
-from harness.store import RunStore
-from harness.testbed import TestbedRecord
+from harness.measure.pipeline import Pipeline, Site, new_seed
+from harness.results.store import RunStore
 
 
 @dataclass
@@ -41,7 +41,7 @@ class RunContext:
     def rebuilt_fleet(self) -> dict:
         """The user's fleet (on one host) built anew, for a pipeline whose guest could not be
         restarted; its metadata."""
-        from harness.testbed import Testbed   # the testbed imports the experiments' settings
+        from harness.fleet.testbed import Testbed  # the testbed imports the experiments' settings
         self.testbed = Testbed(self.cfg, self.host).rebuilt()
         self.testbeds = [self.testbed]
         return self.testbed.metadata()

@@ -4,10 +4,10 @@ from pydantic import Field
 
 from harness import backends
 from harness.backends import BackendNames
-from harness.config import Config
+from harness.config.core import Config
+from harness.config.schema import Section
 from harness.experiments import sweep_flags
 from harness.experiments.fio_matrix import FioMatrix
-from harness.schema import Section
 
 GROUPS = ("latency", "iops", "bandwidth")
 

@@ -11,18 +11,18 @@ from rich.table import Table
 
 from harness.analysis import breakdown
 from harness.analysis.stats import summarize
-from harness.config import Config
-from harness.console import step
-from harness.environment import accel_label
+from harness.common.console import step
+from harness.config.core import Config
+from harness.config.schema import BlockSize
 from harness.experiments import RunContext, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
-from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline
+from harness.fleet.testbed import TestbedRecord
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.samples import Sample
-from harness.schema import BlockSize
-from harness.store import write_atomic
-from harness.testbed import TestbedRecord
+from harness.results.environment import accel_label
+from harness.results.samples import Sample
+from harness.results.store import write_atomic
 
 GROUP = "breakdown"
 

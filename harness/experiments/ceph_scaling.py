@@ -21,20 +21,20 @@ from pydantic import Field
 from rich.table import Table
 from scipy import stats
 
-from harness import aggregate
 from harness.analysis import model
-from harness.ceph import local as ceph_local
-from harness.ceph.plan import CephConfig, osd_size_for, osd_size_problem
-from harness.config import Config
-from harness.console import step
-from harness.environment import accel_label
+from harness.common.console import step
+from harness.config.core import Config
+from harness.config.schema import BlockSize, Section, bs_bytes, each
 from harness.experiments import Flag, RunContext
-from harness.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
+from harness.measure import aggregate
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.schema import BlockSize, Section, bs_bytes, each
-from harness.store import write_atomic
-from harness.testbed import Testbed, TestbedRecord, torn_down_after
+from harness.resources.ceph import local as ceph_local
+from harness.resources.ceph.plan import CephConfig, osd_size_for, osd_size_problem
+from harness.results.environment import accel_label
+from harness.results.store import write_atomic
 from harness.workloads import fio
 
 METRICS = {"aggregate_bw": "bandwidth (KiB/s)", "aggregate_iops": "IOPS", "lat_mean": "completion latency (us)"}

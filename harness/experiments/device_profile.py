@@ -29,18 +29,19 @@ from typing import Annotated
 from pydantic import Field, model_validator
 from rich.table import Table
 
-from harness import gc, raid
-from harness.config import Config
-from harness.console import step, warn
-from harness.environment import accel_label
+from harness.common.console import step, warn
+from harness.config.core import Config
+from harness.config.schema import BlockSize, Section, each
 from harness.experiments import Flag, RunContext
 from harness.experiments.fio_matrix import loop_over_prefilled_file
-from harness.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.fleet import gc
+from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.schema import BlockSize, Section, each
-from harness.store import write_atomic
-from harness.testbed import Testbed, TestbedRecord, torn_down_after
+from harness.resources import raid
+from harness.results.environment import accel_label
+from harness.results.store import write_atomic
 from harness.workloads import fio
 
 DEVICES = ("default", "tmpfs", "brd", "drive", "md")
@@ -145,7 +146,7 @@ class DeviceProfile:
                 if where is None:
                     continue
                 tb = Testbed(sweep, ctx.host, run_scoped=True, **where)
-                with torn_down_after(lambda: tb):
+                with torn_down_after(lambda tb=tb: tb):
                     record = tb.up()
                     points = [self._point(ctx, record, name, label, meta, job, env) for label, meta, job in jobs
                               for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
@@ -281,7 +282,7 @@ def asymmetry(zones: list[dict], randoms: list[dict]) -> list[dict]:
     """Read over write, per device and env: random IOPS and the mean sequential bandwidth."""
     out = []
     for dev, env in dict.fromkeys((r["profiled_device"], r["env"]) for r in [*zones, *randoms]):
-        def mean_of(rows, direction, metric):
+        def mean_of(rows, direction, metric, dev=dev, env=env):
             vals = [r[metric] for r in rows if r["profiled_device"] == dev and r["env"] == env
                     and r["direction"] == direction and r.get(metric) is not None]
             return sum(vals) / len(vals) if vals else None

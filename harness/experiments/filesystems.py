@@ -1,18 +1,19 @@
-"""`harness run filesystems`: fio on a file in ext4/xfs/btrfs/f2fs/nilfs2, on RAID 0 and RAID 5 against a single device, buffered and direct, PE and VE.
+"""`harness run filesystems`: fio on a file in ext4/xfs/btrfs/f2fs/nilfs2, on RAID 0 and RAID 5 against a
+single device, buffered and direct, PE and VE.
 Config section [filesystems]; member devices from [raid]. Each point makes its filesystem afresh (the
 VM on its own disk, which sits on the array); a filesystem the host cannot make is skipped with the
 reason. The summary adds the study's headline: F2FS against EXT4 for buffered random writes."""
 from pydantic import Field, model_validator
 
 from harness.analysis.stats import change_p_value, smallest_p_value
-from harness.config import Config
-from harness.console import console
+from harness.common.console import console
+from harness.config.core import Config
+from harness.config.schema import Filesystem, RaidLevel
 from harness.experiments import RunContext
 from harness.experiments.raid_sweep import SINGLE, RaidSweep, RaidSweepSettings, Setup, raid_flags, raid_rows
-from harness.raid import mkfs_size_problem
 from harness.report import tables
-from harness.schema import Filesystem, RaidLevel
-from harness.store import write_atomic
+from harness.resources.raid import mkfs_size_problem
+from harness.results.store import write_atomic
 
 ALPHA = 0.05
 STUDY = {0: "about 5x", 5: "about 50x"}   # F2FS over EXT4, buffered random writes, 8 SSDs (study 002)

@@ -19,16 +19,17 @@ from typing import Callable, Literal
 
 from pydantic import Field
 
-from harness import bounded, gc
-from harness.config import Config
-from harness.console import step, warn
-from harness.environment import accel_label
-from harness.experiments import RunContext, matrix_summary, registry
-from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.backends import BackendNames
-from harness.schema import ConfigError, Section
-from harness.store import write_atomic
-from harness.testbed import Testbed, TestbedRecord, torn_down_after
+from harness.common import bounded
+from harness.common.console import step, warn
+from harness.config.core import Config
+from harness.config.schema import ConfigError, Section
+from harness.experiments import RunContext, matrix_summary, registry
+from harness.fleet import gc
+from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
+from harness.results.environment import accel_label
+from harness.results.store import write_atomic
 from harness.workloads import fio
 
 
@@ -97,7 +98,8 @@ def loop_over_prefilled_file(path: Path, size: int):
     try:
         yield dev
     finally:
-        subprocess.run(["losetup", "-d", dev], capture_output=True, check=False, timeout=60)   # gc in the fleet's teardown may have done it
+        # gc in the fleet's teardown may have done it
+        subprocess.run(["losetup", "-d", dev], capture_output=True, check=False, timeout=60)
         path.unlink(missing_ok=True)
 
 

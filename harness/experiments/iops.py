@@ -4,9 +4,9 @@ from typing import Literal
 
 from pydantic import Field
 
+from harness.config.schema import BlockSize, PositiveInts
 from harness.experiments import sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings
-from harness.schema import BlockSize, PositiveInts
 
 
 class Settings(SweepSettings):

@@ -6,25 +6,25 @@ that environment's own bound, so point names pair up across environments."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Annotated, Literal
+from typing import Annotated, Callable, Literal
 
 from pydantic import AfterValidator, Field
 from rich.table import Table
 
 from harness.analysis.curve import facts
 from harness.analysis.stats import summarize
-from harness.config import Config
-from harness.console import step
-from harness.environment import accel_label
+from harness.common.console import step
+from harness.config.core import Config
+from harness.config.schema import BlockSize, each
 from harness.experiments import RunContext, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
-from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline
+from harness.fleet.testbed import TestbedRecord
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.samples import Sample
-from harness.schema import BlockSize, each
-from harness.store import write_atomic
-from harness.testbed import TestbedRecord
+from harness.results.environment import accel_label
+from harness.results.samples import Sample
+from harness.results.store import write_atomic
 
 GROUP = "latency-curve"
 

@@ -9,7 +9,7 @@ from rich.table import Table
 from harness.analysis.stats import change_p_value, smallest_p_value
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.samples import Sample
+from harness.results.samples import Sample
 
 
 def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
@@ -110,13 +110,14 @@ def print_matrix(rows: list[dict], group: str, metric: str, lower_is_better: boo
     for r in rows:
         res = r["results"]
 
-        def cell(b):
+        def cell(b, res=res):
             v = res.get(b, {})
             if v.get(metric) is None:
                 return "failed" if v.get("failed") else "-"
             ratio = f" ({v['ve_pe_ratio']:.2f}x)" if v.get("ve_pe_ratio") is not None else ""
             eff = f", {v['ios_per_cpu_s']:,.0f} IO/CPU-s" if v.get("ios_per_cpu_s") is not None else ""
-            return f"{tables.with_ci(v[metric], v.get(metric + tables.STATS), 1)}{ratio}{eff}{tables.NOISY_MARK if v.get(metric + tables.NOISY) else ''}"
+            noisy = tables.NOISY_MARK if v.get(metric + tables.NOISY) else ''
+            return f"{tables.with_ci(v[metric], v.get(metric + tables.STATS), 1)}{ratio}{eff}{noisy}"
         table.add_row(r["label"], cell("host"), *[cell(b) for b in backends], best_backend(r, metric, lower_is_better))
     shown = [table]
     if metric.startswith("lat"):

@@ -10,16 +10,16 @@ from typing import Annotated, Literal
 from pydantic import Field
 from rich.table import Table
 
-from harness.config import Config
-from harness.console import step, warn
-from harness.environment import accel_label
+from harness.common.console import step, warn
+from harness.config.core import Config
+from harness.config.schema import Section, VmCounts, each
 from harness.experiments import Flag, RunContext
-from harness.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.samples import Sample
-from harness.schema import Section, VmCounts, each
-from harness.store import write_atomic
+from harness.results.environment import accel_label
+from harness.results.samples import Sample
+from harness.results.store import write_atomic
 from harness.workloads import sysbench
 from harness.workloads.sysbench import DbPoint
 

@@ -12,18 +12,25 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from harness.config import Config
-from harness.console import step
-from harness.environment import accel_label
+from harness.common.console import step
+from harness.config.core import Config
+from harness.config.schema import RaidLevel, Section
 from harness.experiments import Flag, RunContext
 from harness.experiments.mysql import HOST_MOUNT_DIR
-from harness.experiments.raid_sweep import (SINGLE, Setup, WorkloadSweep, workload_bars, workload_rows,
-                                            workload_settings_problem, workload_table)
-from harness.pipeline import PHYSICAL, Point as MeasuredPoint
-from harness.samples import Sample
-from harness.schema import RaidLevel, Section
-from harness.store import write_atomic
-from harness.testbed import TestbedRecord
+from harness.experiments.raid_sweep import (
+    SINGLE,
+    Setup,
+    WorkloadSweep,
+    workload_bars,
+    workload_rows,
+    workload_settings_problem,
+    workload_table,
+)
+from harness.fleet.testbed import TestbedRecord
+from harness.measure.pipeline import PHYSICAL, Point
+from harness.results.environment import accel_label
+from harness.results.samples import Sample
+from harness.results.store import write_atomic
 from harness.workloads import sysbench
 from harness.workloads.sysbench import DbPoint
 
@@ -67,7 +74,7 @@ class Settings(Section):
 
 
 @dataclass(frozen=True)
-class Point:
+class SweepPoint:
     label: str          # the sysbench test
     db: DbPoint
 
@@ -81,11 +88,11 @@ class MysqlRaid(WorkloadSweep):
              Flag("--threads", ("mysql_raid.threads",)), Flag("--runtime", ("mysql_raid.runtime_s",)),
              Flag("--pe-only", ("mysql_raid.ve",), "Measure on the host only (no VM counterpart).", switch=False))
 
-    def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[Point]:
+    def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[SweepPoint]:
         c = cfg.mysql_raid
-        return [Point(t, c.point(t)) for t in c.tests] if fs_ok(c.filesystem) else []
+        return [SweepPoint(t, c.point(t)) for t in c.tests] if fs_ok(c.filesystem) else []
 
-    def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
+    def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: SweepPoint, env: str) -> Point:
         meta = {"group": self.section, "point": p.label, "setup": s.label, "raid_level": SINGLE if s.level is None else s.level,
                 "members": s.members, "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a",
                 "vm_count": 1, "stands_in_for": "TPC-C", **p.db.metadata()}
@@ -94,10 +101,10 @@ class MysqlRaid(WorkloadSweep):
         if env == PHYSICAL:   # the region the VM's disk is (offset 0, size_mib), so PE and VE use the same blocks
             slot = {"device": record.device_path, "offset": 0, "size": ctx.cfg.mysql_raid.size_mib << 20,
                     "mount": f"{HOST_MOUNT_DIR}/{record.prefix}-db0"}
-            return MeasuredPoint(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common,
+            return Point(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common,
                                  run=partial(sysbench.on_host, ctx.host, p.db, [slot]))
         vm = record.vms[0]
-        return MeasuredPoint(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
+        return Point(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
                              baseline=f"{s.label}/{p.label}/physical",
                              run=partial(sysbench.in_guests, record.uri, p.db, [vm]))
 

@@ -3,9 +3,9 @@ Config section [raid_levels]; member devices from [raid]."""
 from pydantic import Field, model_validator
 
 from harness.analysis.raid_model import member_count_problem
-from harness.config import Config
+from harness.config.core import Config
+from harness.config.schema import PositiveInts, RaidLevel
 from harness.experiments.raid_sweep import RaidSweep, RaidSweepSettings, Setup, raid_flags
-from harness.schema import PositiveInts, RaidLevel
 
 
 class Settings(RaidSweepSettings):

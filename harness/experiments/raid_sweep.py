@@ -16,20 +16,20 @@ from typing import Literal
 from pydantic import Field
 from rich.table import Table
 
-from harness import nested_host, raid
-from harness.agent import AgentError
 from harness.analysis import raid_model
-from harness.config import Config
-from harness.console import step, warn
-from harness.environment import accel_label
+from harness.common.console import step, warn
+from harness.config.core import Config
+from harness.config.schema import BlockSize, Section
 from harness.experiments import Flag, RunContext
-from harness.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point as MeasuredPoint, Site
+from harness.fleet.agent import AgentError
+from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point, Site
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.samples import Sample
-from harness.schema import BlockSize, Section
-from harness.store import write_atomic
-from harness.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
+from harness.resources import nested_l1, raid
+from harness.results.environment import accel_label
+from harness.results.samples import Sample
+from harness.results.store import write_atomic
 from harness.workloads import fio
 
 SINGLE = "single"
@@ -70,7 +70,7 @@ class Setup:
 
 
 @dataclass(frozen=True)
-class Point:
+class SweepPoint:
     label: str                 # e.g. randread-direct, xfs-write-buffered
     job: fio.FioJob
     filesystem: str | None = None   # made on the disk before the job, which then runs on a file
@@ -110,9 +110,9 @@ class RaidSweep:
         """The VM's kernel: the generic one where a filesystem needs it (GENERIC_ONLY), else the config's."""
         return "generic" if set(self.filesystems(cfg)) & GENERIC_ONLY else cfg.fleet.kernel
 
-    def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[Point]:
+    def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[SweepPoint]:
         c = getattr(cfg, self.section)
-        return [Point(f"{fs + '-' if fs else ''}{rw}-{'direct' if d else 'buffered'}",
+        return [SweepPoint(f"{fs + '-' if fs else ''}{rw}-{'direct' if d else 'buffered'}",
                       fio.FioJob(rw=rw, bs=c.bs, iodepth=c.iodepth, numjobs=c.numjobs, direct=d,
                                    runtime_s=c.runtime_s, ramp_s=c.ramp_s), fs)
                 for fs in self.filesystems(cfg) if fs_ok(fs) for rw in c.patterns for d in c.direct]
@@ -196,14 +196,14 @@ class RaidSweep:
     def _rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
         """After a failed bring-up: a nested host that stopped answering (its L1 hung as an L2 started)
         is rebuilt, and the run goes on on the new one (True). Any other failure stands (False)."""
-        rebuilt = nested_host.rebuilt_after_loss(ctx.cfg, ctx.host, tb.host_not_answering)
+        rebuilt = nested_l1.rebuilt_after_loss(ctx.cfg, ctx.host, tb.host_not_answering)
         if rebuilt is None:
             return False
         ctx.host = rebuilt
         pipeline.sites = [Site(ctx.host, ctx.host.uri)]
         return True
 
-    def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
+    def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: SweepPoint, env: str) -> Point:
         c = getattr(ctx.cfg, self.section)
         extra = fio.fs_env(raid.MKFS[p.filesystem] if p.filesystem else None)
         meta = {"group": self.section, "point": p.label, "setup": s.label,
@@ -212,16 +212,16 @@ class RaidSweep:
                 **fio.job_meta(p.job), "data_size_bytes": p.size(c.size_mib << 20)}
         common = dict(parse=fio.parse, headline=self.headline, lower_is_better=self.lower_is_better, meta=meta)
         if env == PHYSICAL:
-            return MeasuredPoint(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
+            return Point(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
                 fio.on_host, ctx.host, p.job, device=record.device_path, slots=[(0, p.size(c.size_mib << 20))],
                 extra_env=extra))
         vm = record.vms[0]
-        return MeasuredPoint(f"{s.label}/{p.label}/virtual", VIRTUAL, record.disk["backend"], (vm.name,), **common,
+        return Point(f"{s.label}/{p.label}/virtual", VIRTUAL, record.disk["backend"], (vm.name,), **common,
                              baseline=f"{s.label}/{p.label}/physical",
                              run=partial(fio.in_guests, record.uri, p.job, [vm], size=p.size(vm.slice_bytes),
                                          extra_env=extra))
 
-    def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[MeasuredPoint]) -> None:
+    def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[Point]) -> None:
         """The RAID model against the single member measured at the same point (and filesystem) in
         the same environment: expected bandwidth, measured/expected and the stack overhead."""
         if s.level is None:
@@ -275,7 +275,7 @@ class WorkloadSweep(RaidSweep):
     def filesystems(self, cfg: Config) -> list[str | None]:
         return [getattr(cfg, self.section).filesystem]
 
-    def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[MeasuredPoint]) -> None:
+    def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[Point]) -> None:
         """None (see the class)."""
 
 

@@ -10,18 +10,25 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from harness.config import Config
-from harness.console import step
-from harness.environment import accel_label
+from harness.common.console import step
+from harness.config.core import Config
+from harness.config.schema import Filesystem, RaidLevel
 from harness.experiments import Flag, RunContext
-from harness.experiments.raid_sweep import (SINGLE, Setup, WorkloadSweep, workload_bars, workload_rows,
-                                            workload_settings_problem, workload_table)
-from harness.pipeline import PHYSICAL, Point as MeasuredPoint
-from harness.raid import MKFS
-from harness.samples import Sample
-from harness.schema import Filesystem, RaidLevel
-from harness.store import write_atomic
-from harness.testbed import TestbedRecord
+from harness.experiments.raid_sweep import (
+    SINGLE,
+    Setup,
+    WorkloadSweep,
+    workload_bars,
+    workload_rows,
+    workload_settings_problem,
+    workload_table,
+)
+from harness.fleet.testbed import TestbedRecord
+from harness.measure.pipeline import PHYSICAL, Point
+from harness.resources.raid import MKFS
+from harness.results.environment import accel_label
+from harness.results.samples import Sample
+from harness.results.store import write_atomic
 from harness.workloads import db_bench
 from harness.workloads.db_bench import Benchmark, DbBenchJob
 
@@ -49,7 +56,7 @@ class Settings(DbBenchJob):
 
 
 @dataclass(frozen=True)
-class Point:
+class SweepPoint:
     label: str          # the benchmark
     benchmark: str
 
@@ -62,11 +69,11 @@ class RocksDb(WorkloadSweep):
     flags = (Flag("--num", ("rocksdb.num",)),
              Flag("--pe-only", ("rocksdb.ve",), "Measure on the host only (no VM counterpart).", switch=False))
 
-    def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[Point]:
+    def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[SweepPoint]:
         c = cfg.rocksdb
-        return [Point(b, b) for b in c.benchmarks] if fs_ok(c.filesystem) else []
+        return [SweepPoint(b, b) for b in c.benchmarks] if fs_ok(c.filesystem) else []
 
-    def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: Point, env: str) -> MeasuredPoint:
+    def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: SweepPoint, env: str) -> Point:
         c = ctx.cfg.rocksdb
         job = DbBenchJob(**c.model_dump(include=set(DbBenchJob.model_fields)))
         mkfs = MKFS[c.filesystem]
@@ -77,10 +84,10 @@ class RocksDb(WorkloadSweep):
         common = dict(parse=db_bench.parse, headline=self.headline, lower_is_better=self.lower_is_better, meta=meta,
                       raw_suffix=".txt")
         if env == PHYSICAL:
-            return MeasuredPoint(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
+            return Point(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
                 db_bench.on_host, ctx.host, job, p.benchmark, device=record.device_path, mkfs=mkfs))
         vm = record.vms[0]
-        return MeasuredPoint(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
+        return Point(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
                              baseline=f"{s.label}/{p.label}/physical",
                              run=partial(db_bench.in_guest, record.uri, job, p.benchmark, vm, mkfs=mkfs))
 

@@ -3,9 +3,9 @@ Config section [stripe_size]; member devices from [raid]."""
 from pydantic import Field, model_validator
 
 from harness.analysis.raid_model import no_level_buildable
-from harness.config import Config
+from harness.config.core import Config
+from harness.config.schema import ChunkKib, RaidLevel
 from harness.experiments.raid_sweep import RaidSweep, RaidSweepSettings, Setup, raid_flags
-from harness.schema import ChunkKib, RaidLevel
 
 
 class Settings(RaidSweepSettings):

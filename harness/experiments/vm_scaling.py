@@ -14,17 +14,17 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 from rich.table import Table
 
-from harness import aggregate
-from harness.config import Config
-from harness.console import step
-from harness.environment import accel_label
+from harness.common.console import step
+from harness.config.core import Config
+from harness.config.schema import Section, VmCounts
 from harness.experiments import Flag, RunContext
-from harness.pipeline import PHYSICAL, VIRTUAL, Point, Site
+from harness.measure import aggregate
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point, Site
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.samples import Sample
-from harness.schema import Section, VmCounts
-from harness.store import write_atomic
+from harness.results.environment import accel_label
+from harness.results.samples import Sample
+from harness.results.store import write_atomic
 from harness.workloads import fio
 
 
@@ -60,7 +60,8 @@ class VmScaling:
         points = []
         for n in ctx.cfg.vm_scaling.vm_counts:
             vms = tb.vms[:n]
-            common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline, lower_is_better=self.lower_is_better)
+            common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline,
+                          lower_is_better=self.lower_is_better)
             points.append(Point(f"physical-n{n}", PHYSICAL, "host", (), **common,
                                 meta={"point": f"physical-n{n}", "vm_count": n, **job_meta},
                                 run=partial(fio.on_host, ctx.host, job, device=tb.device_path,
@@ -105,7 +106,7 @@ class VmScaling:
         if sites:  # the whole fleet, and each host's device
             meta.update(fleet_vms=sum(len(tb.vms) for tb in ctx.testbeds),
                         device=",".join(f"{h.name}:{tb.device_path}" for h, tb in zip(ctx.hosts, ctx.testbeds)))
-        # a fleet over [[hosts]] is a Cluster's parts: not rebuilt as one testbed
+        # a fleet over [[hosts]] is a MultiHostFleet's parts: not rebuilt as one testbed
         pipeline.measure(points, meta, rebuild=None if ctx.cfg.hosts else ctx.rebuilt_fleet)
 
     def summarize(self, ctx: RunContext) -> None:

@@ -14,7 +14,7 @@ from harness.hosts.local import LocalHost
 
 class Node(Protocol):
     """Anything that runs commands: this machine, a nested host, a guest through its agent
-    (harness.agent.GuestAgent). Workloads run on a node, whichever it is."""
+    (harness.fleet.agent.GuestAgent). Workloads run on a node, whichever it is."""
     label: str                  # how messages name it ("this machine", "the nested host"; a guest: its name)
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
@@ -106,7 +106,7 @@ def all_for_config(cfg) -> list[Host]:
 
 
 def for_config(cfg) -> Host:
-    """The host the config names (the first of [[hosts]]), which must be up (harness/nested_host.py
+    """The host the config names (the first of [[hosts]]), which must be up (harness/resources/nested_l1.py
     boots a nested one)."""
     if cfg.hosts:
         return remote(cfg.hosts[0])

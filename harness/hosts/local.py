@@ -6,11 +6,11 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Callable
 from pathlib import Path
+from typing import Callable
 
-from harness import paths
-from harness.cancel import CANCEL, Cancelled
+from harness.common import paths
+from harness.common.cancel import CANCEL, Cancelled
 from harness.hosts import sessions
 
 POLL_S = 0.25

@@ -2,7 +2,7 @@
 (like this CI machine) and for nested-virt CI. Its libvirtd listens on its unix socket only,
 reached as qemu+ssh through its sshd (forwarded on 127.0.0.1, the testbed's key, its host key
 checked); host commands run through its guest agent. Building and tearing it down is
-harness/nested_host.py's work.
+harness/resources/nested_l1.py's work.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import libvirt
 
-from harness import paths
-from harness.agent import AgentError, guests
+from harness.common import paths
+from harness.fleet.agent import AgentError, guests
 from harness.hosts.ssh import libvirt_uri
-from harness.libvirt_conn import connect
+from harness.libvirt.libvirt_conn import connect
 
 DOMAIN = f"{paths.PREFIX}nested"          # the first nested host; the others are vtb-nested<i>
 SSH_PORT = 22

@@ -12,7 +12,7 @@ import stat
 import uuid
 from pathlib import Path
 
-from harness.store import _start_ticks, owner, owner_alive
+from harness.results.store import _start_ticks, owner, owner_alive
 
 RECORDS = Path(os.environ.get("VTB_RUN_DIR", "/run/vtb")) / "sessions"
 
@@ -67,7 +67,7 @@ def _records() -> list[Path]:
 def _stop(path: Path, silent: dict[str, str | None]) -> str:
     """One record: "" when its owner lives (kept), "-" when nothing was left to stop, else what
     was stopped."""
-    from harness.hosts.ssh import SshError, SshHost   # ssh imports this module
+    from harness.hosts.ssh import SshError, SshHost  # ssh imports this module
     try:
         rec = json.loads(path.read_text())
         if owner_alive(rec["owner"]):

@@ -13,11 +13,11 @@ import stat
 import subprocess
 import time
 import uuid
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import quote
 
-from harness.cancel import Cancelled
+from harness.common.cancel import Cancelled
 from harness.hosts import sessions
 from harness.hosts.folders import state_dir_problem
 from harness.hosts.local import STOP_GRACE_S, LocalHost

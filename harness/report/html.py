@@ -15,8 +15,10 @@ from harness.report import tables
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}
-pre{background:#f8f8f8;padding:1em;overflow-x:auto;font-size:.8em}img{max-width:100%;border:1px solid #eee;margin:.5em 0}
-.noisy{color:#b00;font-weight:bold;font-size:.8em}.warn{background:#fff4e5;border-left:4px solid #f90;padding:.5em 1em}.fail{color:#b00}"""
+pre{background:#f8f8f8;padding:1em;overflow-x:auto;font-size:.8em}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}
+.noisy{color:#b00;font-weight:bold;font-size:.8em}.fail{color:#b00}
+.warn{background:#fff4e5;border-left:4px solid #f90;padding:.5em 1em}"""
 
 # Marks the page once every plot has decoded, and reports a broken one on the console.
 CHECK = """window.addEventListener('load',function(){var imgs=document.images,ok=true;

@@ -6,10 +6,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness import overlap
 from harness.analysis.stats import noisy_reason, summarize
-from harness.console import console as shared
-from harness.samples import Sample
+from harness.common.console import console as shared
+from harness.measure import overlap
+from harness.results.samples import Sample
 
 STATS = "#stats"  # row[key + STATS]: the Summary behind row[key] (a mean over repeats)
 

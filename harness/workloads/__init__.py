@@ -5,7 +5,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from harness import paths
+from harness.common import paths
 
 
 def guest_script(runner: Path) -> str:

@@ -10,11 +10,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness import paths
-from harness.agent import PATH, guests
+from harness.common import paths
+from harness.config.schema import Section
+from harness.fleet.agent import PATH, guests
 from harness.hosts import Node
-from harness.pipeline import Output
-from harness.schema import Section
+from harness.measure.pipeline import Output
 from harness.workloads import run_runner, runner_cpu_s
 
 RUNNER = paths.GUEST_AGENTS / "run-db-bench.sh"

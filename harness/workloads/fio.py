@@ -10,12 +10,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness import paths
-from harness.agent import PATH, guests, in_parallel
-from harness.console import step
+from harness.common import paths
+from harness.common.console import step
+from harness.config.schema import BlockSize, Section, bs_bytes
+from harness.fleet.agent import PATH, guests, in_parallel
 from harness.hosts import Node
-from harness.pipeline import Output
-from harness.schema import BlockSize, Section, bs_bytes
+from harness.measure.pipeline import Output
 from harness.workloads import run_runner
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"

@@ -7,10 +7,10 @@ import re
 import subprocess
 from dataclasses import asdict, dataclass
 
-from harness import paths
-from harness.agent import PATH, GuestAgent, guests, in_parallel
+from harness.common import paths
+from harness.fleet.agent import PATH, GuestAgent, guests, in_parallel
 from harness.hosts import Node
-from harness.pipeline import Output
+from harness.measure.pipeline import Output
 from harness.workloads import guest_script, runner_cpu_s
 
 RUNNER = paths.GUEST_AGENTS / "run-mysql.sh"

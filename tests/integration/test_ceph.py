@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-
-from harness import gc
-from harness.ceph import existing
-from harness.ceph.bootstrap import CephError, ceph_session
-from harness.ceph.plan import CephPlan, link_utilisation
-from harness.hosts import LocalHost
 from run_harness import HARNESS, harness
+
+from harness.fleet import gc
+from harness.hosts import LocalHost
+from harness.resources.ceph import existing
+from harness.resources.ceph.bootstrap import CephError, ceph_session
+from harness.resources.ceph.plan import CephPlan, link_utilisation
 from harness.workloads import fio
 
 pytestmark = pytest.mark.integration
@@ -105,7 +105,8 @@ def test_vm_scaling_on_an_rbd_fleet_then_down_leaves_nothing(tmp_path):
         assert rows and all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows]
         iops = {r["env"]: r["value"] for r in rows if r["metric"] == "aggregate_iops"}
         assert set(iops) == {"physical", "virtual"} and all(v > 0 for v in iops.values())
-        assert {r["backend"] for r in rows if r["env"] == "virtual"} == {"rbd"} and all(r["device"].startswith("rbd:") for r in rows)
+        assert {r["backend"] for r in rows if r["env"] == "virtual"} == {"rbd"}
+        assert all(r["device"].startswith("rbd:") for r in rows)
         host_job = json.loads((run / "raw" / "physical-n1" / "host-slot0.json").read_text())["jobs"][0]
         assert host_job["job options"]["ioengine"] == "rbd"   # the baseline went through librbd
         assert not list(Path.cwd().glob("vtb-rbd-*")), "fio made a directory named for the pool"

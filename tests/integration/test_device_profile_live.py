@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import gc
+from harness.fleet import gc
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"

@@ -17,8 +17,8 @@ from pathlib import Path
 import libvirt
 import pytest
 
-from harness import gc
-from harness.agent import AgentError, GuestAgent
+from harness.fleet import gc
+from harness.fleet.agent import AgentError, GuestAgent
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"
@@ -67,7 +67,7 @@ def test_up_provisions_the_fleet(fleet):
 def test_gc_removes_a_vtb_named_domain_only_when_it_records_that_vtb_defined_it(fleet):
     """The fleet's domains carry vtb's owner record; a user's domain that merely has a vtb- name is
     listed by gc, not removed (#28: a name prefix alone never makes something vtb's)."""
-    from harness.libvirt_xml import owner_metadata, owner_of
+    from harness.libvirt.libvirt_xml import owner_metadata, owner_of
     conn = libvirt.open("qemu:///system")
     shape = ("<domain type='qemu'><name>{}</name>{}<memory unit='MiB'>32</memory><os><type arch='x86_64'>hvm</type>"
              "</os></domain>")
@@ -97,8 +97,8 @@ def test_gc_removes_a_vtb_named_domain_only_when_it_records_that_vtb_defined_it(
 def test_a_state_whose_pool_its_host_lost_is_set_aside(fleet, tmp_path):
     """A fleet state that outlived its host (a rebuilt nested host) would fail every refresh: the
     next `up` sets it aside; a live fleet's state is kept."""
-    from harness import settings
-    from harness.testbed import Testbed
+    from harness.config import settings
+    from harness.fleet.testbed import Testbed
     stale = Testbed(settings.load(CONFIG, [f"state_dir={tmp_path}", "fleet.name=gone"]))
     stale.dir.mkdir(parents=True)
     (stale.dir / "terraform.tfstate").write_text(json.dumps({"resources": [{"type": "libvirt_pool"}]}))
@@ -182,7 +182,8 @@ def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
     assert "R²" in out.stdout and "predicted aggregate_iops at vm_count=3, env=virtual" in out.stdout
 
 
-MYSQL_SMALL = ["--set", "repeat.count=1", "--set", "mysql.tables=2", "--set", "mysql.table_size=2000", "--threads", "4", "--runtime", "3"]
+MYSQL_SMALL = ["--set", "repeat.count=1", "--set", "mysql.tables=2", "--set", "mysql.table_size=2000",
+               "--threads", "4", "--runtime", "3"]
 
 
 def test_mysql_physical_and_virtual(fleet, tmp_path):

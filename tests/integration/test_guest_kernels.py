@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-
-from harness import gc
-from harness.agent import guests
-from harness.raid import MKFS
-from harness.testbed import TestbedRecord
-from harness.workloads import fio
 from run_harness import harness
+
+from harness.fleet import gc
+from harness.fleet.agent import guests
+from harness.fleet.testbed import TestbedRecord
+from harness.resources.raid import MKFS
+from harness.workloads import fio
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"

@@ -14,9 +14,10 @@ from pathlib import Path
 import libvirt
 import pytest
 
-from harness import raid, settings
+from harness.config import settings
 from harness.hosts.nested import DOMAIN, NestedHost
-from harness.libvirt_conn import connect
+from harness.libvirt.libvirt_conn import connect
+from harness.resources import raid
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "nested.toml"
@@ -76,7 +77,7 @@ def test_nested_host_has_md_kvm_and_its_drives(host):
                               "UserKnownHostsFile=/dev/null", "-o", "IdentitiesOnly=yes", "-i", "/dev/null", "-p",
                               str(host.record.ssh_port), "root@127.0.0.1", "true"], capture_output=True, timeout=60)
     assert keyless.returncode != 0   # without the testbed's key, no way in
-    from harness import doctor
+    from harness.cli import doctor
     results = doctor.checks(settings.load(CONFIG))  # the nested host is checked from inside too
     assert ("the nested host: md (software RAID)", True, "available") in results
     assert ("the nested host: /dev/kvm", True, "present") in results
@@ -133,7 +134,7 @@ def test_every_refusal_names_the_device_and_the_reason(host):
 def test_gc_reaches_into_the_nested_host(host):
     """A leftover inside the L1 (here a pool a killed run left behind) is found by `harness gc`
     through the L1's libvirt and commands, like one on this machine; the L1 itself is kept."""
-    from harness import gc
+    from harness.fleet import gc
     gc.register_state_dir(STATE)   # as the killed run did: gc takes only pools whose folder is in a known state dir
     host.run(["mkdir", "-p", f"{STATE}/vtb-gctest"])
     conn = connect(host.uri)
@@ -152,7 +153,7 @@ def test_gc_reaches_into_the_nested_host(host):
 def test_gc_stops_an_array_a_killed_run_left_by_its_plan(host):
     """A run killed after its array was made leaves the array in the L1 and its plan here (written
     before the array): `harness gc` finds it by the plan, stops it and zeroes only its members."""
-    from harness import gc
+    from harness.fleet import gc
     array = plan(host, name="vtb-gcarray-raid")
     fleet = STATE / "gcarray"   # a dead sweep fleet's folder: a plan, no Terraform state
     fleet.mkdir(parents=True, exist_ok=True)
@@ -171,9 +172,9 @@ def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_p
     """testbed up puts the fleet on an md array with ext4 in the L1; a guest is a node like a host;
     vm-scaling's physical baseline is host fio in the L1 on the array's data file, the VMs are L2
     guests whose disks are slices of it; down leaves no array, mount or loop."""
-    from harness.agent import guests
-    from harness.workloads.fio import FioJob
+    from harness.fleet.agent import guests
     from harness.workloads import fio
+    from harness.workloads.fio import FioJob
     extra = ["--set", "raid.level=10", "--set", "raid.filesystem=ext4", "--set", "fleet.vms=2",
              "--set", "fleet.disk_size_mib=64"]
     try:
@@ -340,7 +341,7 @@ def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(hos
     """A nested host whose kernel locks up keeps its forwarded port open but answers nothing (seen
     as RCU stalls in a TCG L1): keepalive (libvirt's, and ssh's under qemu+ssh) must turn a call on
     it into an error. Pausing the L1 is the same from outside."""
-    from harness.libvirt_conn import KEEPALIVE_COUNT, KEEPALIVE_INTERVAL_S
+    from harness.libvirt.libvirt_conn import KEEPALIVE_COUNT, KEEPALIVE_INTERVAL_S
     conn = connect(host.uri)
     l0 = libvirt.open("qemu:///system")
     l1 = l0.lookupByName(DOMAIN)
@@ -363,16 +364,16 @@ def test_a_nested_host_that_died_is_booted_anew_where_the_run_reaches_it(host):
     port, so that the host object the run holds reaches the new L1. The rest of a rebuild (the
     fleet anew, the lost point measured again) is test_fleet_lifecycle's; with a dead L1 it took
     3 min 32 s from the death to the point measured again (README)."""
-    from harness import nested_host
+    from harness.resources import nested_l1
     l0 = libvirt.open("qemu:///system")
     try:
         l0.lookupByName(DOMAIN).destroy()
     finally:
         l0.close()
     assert "not running" in host.stopped()
-    assert nested_host.removed_after_loss(host, host.stopped) and nested_host.removed(host)
-    nested_host.up(settings.load(CONFIG), port=host.record.ssh_port)
-    assert not nested_host.removed(host) and NestedHost.load(STATE / "nested").record.ssh_port == host.record.ssh_port
+    assert nested_l1.removed_after_loss(host, host.stopped) and nested_l1.removed(host)
+    nested_l1.up(settings.load(CONFIG), port=host.record.ssh_port)
+    assert not nested_l1.removed(host) and NestedHost.load(STATE / "nested").record.ssh_port == host.record.ssh_port
     assert host.run(["cat", "/proc/sys/kernel/random/boot_id"]).returncode == 0   # the old object, the new L1
     connect(host.uri).close()
 
@@ -393,7 +394,8 @@ def test_vm_scaling_on_ceph_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_pat
     ssh_config = out.stdout.strip().splitlines()[-1]
     assert ssh_config.endswith("nested-hosts.toml") and 'ssh = "root@127.0.0.1"' in Path(ssh_config).read_text()
     rbd = ["run", "vm-scaling", "--vm-counts", "2", "--ramp", "0", "--backend", "rbd", "--set", "ceph.mode=hosts",
-           "--set", "ceph.pg_num=8", "--set", "repeat.count=1", "--set", "settle.max_wait_s=5", "--set", "fleet.vms=2", "--config", ssh_config]
+           "--set", "ceph.pg_num=8", "--set", "repeat.count=1", "--set", "settle.max_wait_s=5", "--set", "fleet.vms=2",
+           "--config", ssh_config]
     done = subprocess.run([HARNESS, *rbd, "--runtime", "2", "--set", f"results_dir={tmp_path / 'rbd'}"],
                           capture_output=True, text=True, timeout=1800)
     print(done.stdout, done.stderr)

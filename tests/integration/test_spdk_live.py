@@ -9,11 +9,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from harness import gc, hugepages, paths
-from harness.backends import spdk_target
-from harness.hosts import LocalHost
 from run_harness import harness
+
+from harness.backends import spdk_target
+from harness.common import paths
+from harness.fleet import gc
+from harness.hosts import LocalHost
+from harness.resources import hugepages
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"

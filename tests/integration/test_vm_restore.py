@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from harness import gc
-from harness.agent import guests
 from run_harness import harness
+
+from harness.fleet import gc
+from harness.fleet.agent import guests
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"

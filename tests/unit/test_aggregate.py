@@ -1,6 +1,6 @@
 import pytest
 
-from harness.aggregate import aggregate, ratio
+from harness.measure.aggregate import aggregate, ratio
 from harness.workloads.fio import FioResult
 
 

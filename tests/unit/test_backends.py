@@ -6,10 +6,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness import backends, config
+from harness import backends
 from harness.backends import HostDevice, HostPlan, VmSlot
+from harness.config import core as config
 from harness.hosts import LocalHost
-from harness.libvirt_xml import QEMU_NS
+from harness.libvirt.libvirt_xml import QEMU_NS
 
 MIB = 1 << 20
 FILE = HostDevice(path="/var/lib/vtb/x/pool/vtb-x-device.raw", kind="file", pool="vtb-x", volume="vtb-x-device.raw")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import settings, testbed
-from harness.agent import AgentTimeout
+from harness.config import settings
+from harness.fleet import testbed
+from harness.fleet.agent import AgentTimeout
 from harness.hosts import LocalHost
 
 
@@ -86,7 +87,7 @@ def test_a_nested_host_that_stopped_answering_is_rebuilt_and_the_sweep_goes_on(m
             return {"kind": "nested", "state_dir": "/x/nested"}
 
     fresh = Nested("qemu+tcp://127.0.0.1:2/system")
-    monkeypatch.setattr(raid_sweep.nested_host, "rebuild", lambda cfg: fresh)
+    monkeypatch.setattr(raid_sweep.nested_l1, "rebuild", lambda cfg: fresh)
     ctx, pipeline = SimpleNamespace(host=Nested("qemu+tcp://127.0.0.1:1/system"), cfg=None), SimpleNamespace(sites=[])
     assert raid_sweep.RaidSweep._rebuilt_lost_host(ctx, pipeline, HungNestedTestbed())
     assert ctx.host is fresh and [s.uri for s in pipeline.sites] == [fresh.uri]
@@ -105,7 +106,7 @@ def test_a_fleet_rebuilt_after_its_nested_host_was_removed_gets_a_new_host_on_th
     rebuild boots a new one first, on the port the run's host object knows, then the fleet."""
     from types import SimpleNamespace
 
-    from harness import testbed
+    from harness.fleet import testbed
     from harness.hosts.nested import RECORD
     calls = []
 
@@ -120,7 +121,7 @@ def test_a_fleet_rebuilt_after_its_nested_host_was_removed_gets_a_new_host_on_th
     bed.cfg, bed.host = "cfg", Nested()
     monkeypatch.setattr(bed, "down", lambda quiet=False: calls.append("down"))
     monkeypatch.setattr(bed, "up", lambda: calls.append("up") or "record")
-    monkeypatch.setattr(testbed.nested_host, "up", lambda cfg, port=None: calls.append(("host up", cfg, port)))
+    monkeypatch.setattr(testbed.nested_l1, "up", lambda cfg, port=None: calls.append(("host up", cfg, port)))
     assert bed.rebuilt() == "record" and calls == ["down", ("host up", "cfg", 40222), "up"]
     Nested.state_dir.mkdir()
     (Nested.state_dir / RECORD).write_text("{}")   # still there: kept, only the fleet is rebuilt

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from harness import bounded
+from harness.common import bounded
 
 
 def test_a_call_that_returns_gives_its_value_and_its_errors():
@@ -37,7 +37,7 @@ def test_a_libvirt_call_past_its_bound_is_handled_as_libvirts_own_failure():
     """Every place that handles a libvirtd gone (a libvirtError) handles one that stopped answering."""
     import libvirt
 
-    from harness import libvirt_conn
+    from harness.libvirt import libvirt_conn
     never = threading.Event()
     with pytest.raises(libvirt.libvirtError) as e:
         bounded.call(never.wait, "create of vtb-x-vm0", 0.1, "why", guest="vtb-x-vm0", error=libvirt_conn.Unanswered)

@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-from harness.ceph import existing, images
-from harness.ceph.images import RbdImage
-from harness.ceph.plan import CephConfig, CephPlan, conf, daemon_keys
+from harness.resources.ceph import existing, images
+from harness.resources.ceph.images import RbdImage
+from harness.resources.ceph.plan import CephConfig, CephPlan, conf, daemon_keys
 
 NO_IMAGE = b"rbd: error opening image vtb-f-device: (2) No such file or directory\n"
 TIMED_OUT = b"rbd: couldn't connect to the cluster!\n"
@@ -31,7 +31,8 @@ class RecordedCluster:
         if not self.answers:
             return subprocess.CompletedProcess(argv, 110, b"", TIMED_OUT)
         if verb == "info":
-            return subprocess.CompletedProcess(argv, 0 if name in self.images else 2, b"", b"" if name in self.images else NO_IMAGE)
+            known = name in self.images
+            return subprocess.CompletedProcess(argv, 0 if known else 2, b"", b"" if known else NO_IMAGE)
         if verb == "image-meta" and rest[0] == "get":
             tag = self.images.get(rest[1].split("/")[-1], "")
             return subprocess.CompletedProcess(argv, 0 if tag else 2, tag.encode(), b"")

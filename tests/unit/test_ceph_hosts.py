@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from harness.ceph import hosts
-from harness.ceph.bootstrap import CephError
-from harness.ceph.plan import CephPlan
+from harness.resources.ceph import hosts
+from harness.resources.ceph.bootstrap import CephError
+from harness.resources.ceph.plan import CephPlan
 
 # `ip -4 -o addr show` on nested host 0 (its shared-network NIC, then the user-mode one)
 IP_ADDR = b"""1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever
@@ -44,15 +44,15 @@ def test_a_host_without_the_tools_or_without_its_address_is_refused_and_nothing_
 
 
 def test_osds_too_small_for_the_fleet_are_refused_before_the_cluster_is_made_on_any_host(monkeypatch, tmp_path):
-    from harness import cluster
-    from harness.config import Config
+    from harness.config.core import Config
+    from harness.fleet import multi_host
+    from harness.fleet.testbed import TestbedError
     from harness.hosts import remote
-    from harness.testbed import TestbedError
     cfg = Config.model_validate({
         "state_dir": str(tmp_path), "disk": {"backend": "rbd"}, "fleet": {"vms": 2, "disk_size_mib": 512},
         "ceph": {"mode": "hosts", "nodes": 2, "osd_size_mib": 1024},
         "hosts": [{"name": f"h{i}", "ssh": f"root@10.214.0.1{i}", "devices": ["/dev/vdb"]} for i in range(2)]})
-    monkeypatch.setattr(cluster.ceph_clusters, "create", lambda plan: pytest.fail("the cluster was made"))
-    fleet = cluster.Cluster(cfg, [remote(h) for h in cfg.hosts])
+    monkeypatch.setattr(multi_host.ceph_clusters, "create", lambda plan: pytest.fail("the cluster was made"))
+    fleet = multi_host.MultiHostFleet(cfg, [remote(h) for h in cfg.hosts])
     with pytest.raises(TestbedError, match=r"ceph.osd_size_mib=1024 is too small.*Fix: set ceph.osd_size_mib >= \d+"):
         fleet.up()

@@ -7,11 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from harness import settings
-from harness.ceph.plan import (IFNAME_MAX, CephPlan, conf, counters_at, crush_commands, link_utilisation, plan_from_config,
-                               pool_commands, refusals)
-from harness.config import ConfigError
+from harness.config import settings
+from harness.config.core import ConfigError
 from harness.hosts import all_for_config
+from harness.resources.ceph.plan import (
+    IFNAME_MAX,
+    CephPlan,
+    conf,
+    counters_at,
+    crush_commands,
+    link_utilisation,
+    plan_from_config,
+    pool_commands,
+    refusals,
+)
 
 
 def plan(**kw) -> CephPlan:
@@ -125,7 +134,7 @@ def test_hosts_mode_asks_for_enough_hosts_and_addresses_the_others_reach(tmp_pat
 
 # --- OSDs sized for what the sweep writes ---------------------------------------------------
 def test_osds_are_sized_from_the_images_with_bluestore_overhead():
-    from harness.ceph.plan import BLUESTORE_META_MIB, CephConfig, osd_size_needed
+    from harness.resources.ceph.plan import BLUESTORE_META_MIB, CephConfig, osd_size_needed
     c = CephConfig(nodes=3, replicas=2)
     need = osd_size_needed(c, {2: 128, 3: 128})   # ceph-scaling's defaults: a 128 MiB image per block
     assert need % 256 == 0 and need * 0.85 >= BLUESTORE_META_MIB + 1.5 * (128 + 128 * 2 / 3)
@@ -133,7 +142,7 @@ def test_osds_are_sized_from_the_images_with_bluestore_overhead():
 
 
 def test_an_osd_set_too_small_for_the_sweep_is_refused_with_the_numbers():
-    from harness.ceph.plan import CephConfig, osd_size_needed, osd_size_problem
+    from harness.resources.ceph.plan import CephConfig, osd_size_needed, osd_size_problem
     c = CephConfig(nodes=3, replicas=2, osd_size_mib=1024)
     said = osd_size_problem(c, {2: 128, 3: 128})
     assert said.startswith("ceph.osd_size_mib=1024 is too small") and f">= {osd_size_needed(c, {2: 128, 3: 128})}" in said
@@ -141,7 +150,7 @@ def test_an_osd_set_too_small_for_the_sweep_is_refused_with_the_numbers():
 
 
 def test_an_osd_size_below_bluestores_minimum_is_refused_by_name():
-    from harness.ceph.plan import CephConfig
+    from harness.resources.ceph.plan import CephConfig
     with pytest.raises(ValueError, match="ceph.osd_size_mib=512"):
         CephConfig(osd_size_mib=512)
 
@@ -149,7 +158,8 @@ def test_an_osd_size_below_bluestores_minimum_is_refused_by_name():
 def test_a_full_cluster_is_said_in_cephs_own_words(fixture_text):
     """Recorded from a real cluster whose OSDs were made full (tests/integration/test_ceph.py)."""
     import json
-    from harness.ceph.images import stalling
+
+    from harness.resources.ceph.images import stalling
     assert stalling(json.loads(fixture_text("ceph/health-full.json"))) == "HEALTH_ERR: 2 full osd(s); 3 pool(s) full"
     assert stalling({"status": "HEALTH_OK", "checks": {}}) is None
     assert stalling({"status": "HEALTH_WARN", "checks": {"POOL_NO_REDUNDANCY": {

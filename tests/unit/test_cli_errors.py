@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.store import RunIndex, owner, status_of
+from harness.results.store import RunIndex, owner, status_of
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from harness.analysis.compare import compare, load_rows
-from harness.store import RunIndex, RunStore
-from harness.samples import Sample
+from harness.results.samples import Sample
+from harness.results.store import RunIndex, RunStore
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 

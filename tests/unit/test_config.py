@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import settings
-from harness.config import ConfigError
+from harness.config import settings
+from harness.config.core import ConfigError
 
 
 def load(*overrides, path=None):

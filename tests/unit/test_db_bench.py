@@ -3,7 +3,7 @@ rocksdb experiment's settings, rows and plot."""
 import pytest
 
 from harness.experiments import rocksdb
-from harness.samples import Sample
+from harness.results.samples import Sample
 from harness.workloads import db_bench
 
 
@@ -33,7 +33,7 @@ def test_output_without_a_result_is_refused():
 
 
 def test_the_setups_are_one_member_alone_then_each_level_and_the_points_each_benchmark():
-    from harness import settings
+    from harness.config import settings
     cfg = settings.load(None)
     assert [s.label for s in rocksdb.EXPERIMENT.setups(cfg)] == ["single"] + [
         f"raid{lv}-n4-c{cfg.raid.chunk_kib}k" for lv in (0, 1, 10)]

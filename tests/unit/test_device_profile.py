@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness import settings
+from harness.config import settings
 from harness.experiments import device_profile as dp
 from harness.workloads import fio
 
@@ -63,7 +63,8 @@ def test_the_summary_shows_ci_the_zones_and_the_asymmetry(tmp_path):
     zones, randoms = dp.zone_rows(rows()), dp.random_rows(rows())
     assert len(zones) == 2 * 2 * 2 * 2 and len(randoms) == 2 * 2 * 2
     asym = {(a["device"], a["env"]): a for a in dp.asymmetry(zones, randoms)}
-    assert asym[("tmpfs", "physical")]["random"] == pytest.approx(2.0) and asym[("default", "virtual")]["seq"] == pytest.approx(1.2)
+    assert asym[("tmpfs", "physical")]["random"] == pytest.approx(2.0)
+    assert asym[("default", "virtual")]["seq"] == pytest.approx(1.2)
     text = dp.print_summary(zones, randoms, dp.asymmetry(zones, randoms), "tcg", dp.Settings())
     assert "±" in text and "read/write asymmetry" in text and "2.00x" in text and "@64 MiB" in text
     for png in (dp.zones_plot(zones, tmp_path / "z.png"), dp.random_plot(randoms, tmp_path / "r.png")):

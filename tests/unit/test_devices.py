@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import settings
-from harness.config import ConfigError
-from harness.devices import refuse_reason
+from harness.config import settings
+from harness.config.core import ConfigError
+from harness.resources.devices import refuse_reason
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for loop devices")
 
@@ -29,8 +29,8 @@ def test_a_blank_device_on_the_allowlist_is_accepted_and_off_it_refused(loop, tm
     """#28: on this machine fleet.device must be on raid.allow too (compared as disks: a link to it
     is the same disk), checked just before use: a mistyped disk that is blank and unmounted is
     refused. (Not as the config loads: a fleet made before must still be torn down.)"""
+    from harness.fleet.testbed import Testbed, TestbedError
     from harness.hosts import LocalHost
-    from harness.testbed import Testbed, TestbedError
     dev, _ = loop
     assert refuse_reason(dev) is None
     alias = tmp_path / "by-id-name"
@@ -99,8 +99,8 @@ def test_missing_and_non_block_devices_are_refused(tmp_path):
 
 def test_checks_run_on_the_host_that_holds_the_device(loop):
     """The same rules, evaluated by the host's own python3 (as on a nested host)."""
-    from harness.devices import refuse_reason_on
     from harness.hosts import LocalHost
+    from harness.resources.devices import refuse_reason_on
     dev, _ = loop
     assert refuse_reason_on(LocalHost(), str(dev)) is None
     subprocess.run(["mkfs.ext4", "-q", str(dev)], check=True)

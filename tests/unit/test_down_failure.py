@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from harness import gc, settings, testbed
+from harness.config import settings
+from harness.fleet import gc, testbed
 from harness.hosts import LocalHost
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import gc
+from harness.fleet import gc
 from harness.hosts import LocalHost
-from harness.store import owner
+from harness.results.store import owner
 
 
 def fleet(state, name, who=None):
@@ -109,7 +109,8 @@ def test_a_vtb_named_pool_whose_folder_is_in_no_state_dir_is_listed_not_removed(
 
 def _named_process(name: str, arg: str, as_user: str | None = None) -> subprocess.Popen:
     """A real process whose command line reads `name ... arg` (a shell waiting, under another argv[0])."""
-    drop = ["setpriv", f"--reuid={as_user.split(':')[0]}", f"--regid={as_user.split(':')[1]}", "--clear-groups"] if as_user else []
+    uid, gid = as_user.split(":") if as_user else ("", "")
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"] if as_user else []
     return subprocess.Popen([*drop, "bash", "-c", f"exec -a {name} /bin/sh -c 'sleep 60; :' {arg}"])
 
 
@@ -151,7 +152,7 @@ def test_a_process_is_vtbs_only_by_a_pid_file_of_vtbs_that_holds_its_pid(tmp_pat
 def test_a_namespace_goes_only_when_a_ceph_plan_of_vtbs_names_it(tmp_path, monkeypatch):
     """#28: a local cluster's storage-node namespace is removed by its plan (the cluster folder's
     plan.json); a namespace that merely has a vtb- name is listed with the fix."""
-    from harness.ceph.plan import CephPlan
+    from harness.resources.ceph.plan import CephPlan
     monkeypatch.setattr(gc, "state_dirs", lambda: [str(tmp_path)])
     plan = CephPlan(name="vtb-gct-ceph", dir=str(tmp_path / "f" / "vtb-gct-ceph"), nodes=1)
     Path(plan.dir).mkdir(parents=True)
@@ -323,12 +324,12 @@ def test_a_scratch_file_name_someone_linked_first_is_not_followed(tmp_path):
 
 
 def test_the_nested_hosts_bridge_is_recorded_only_by_a_nested_hosts_record(tmp_path, monkeypatch):
-    from harness import nested_host
+    from harness.resources import nested_l1
     monkeypatch.setattr(gc, "state_dirs", lambda: [str(tmp_path)])
-    assert nested_host.SHARED_BRIDGE not in gc._recorded_networks("vtb-")
+    assert nested_l1.SHARED_BRIDGE not in gc._recorded_networks("vtb-")
     (tmp_path / "nested1").mkdir()
     (tmp_path / "nested1" / "nested.json").write_text(json.dumps({"shared_address": "10.214.0.12/24"}))
-    assert nested_host.SHARED_BRIDGE in gc._recorded_networks("vtb-")
+    assert nested_l1.SHARED_BRIDGE in gc._recorded_networks("vtb-")
     (tmp_path / "nested1" / "nested.json").unlink()   # a boot that failed before its host's record
-    (tmp_path / nested_host.BRIDGE_RECORD).write_text("{}")
-    assert nested_host.SHARED_BRIDGE in gc._recorded_networks("vtb-")
+    (tmp_path / nested_l1.BRIDGE_RECORD).write_text("{}")
+    assert nested_l1.SHARED_BRIDGE in gc._recorded_networks("vtb-")

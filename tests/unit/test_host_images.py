@@ -1,6 +1,6 @@
 """Where a nested host keeps the guest image: named by the image's recipe, so a fleet's Terraform
 variables stay the same while the image does, and a new image is uploaded beside the old one."""
-from harness import host_images
+from harness.fleet import host_images
 
 
 def test_paths_are_named_by_the_recipe(tmp_path):

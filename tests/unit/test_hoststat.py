@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness import hoststat
 from harness.hosts import LocalHost
+from harness.measure import hoststat
 
 
 @dataclass

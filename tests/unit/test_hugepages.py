@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import hugepages
-from harness.hugepages import HugepagePlan
+from harness.resources import hugepages
+from harness.resources.hugepages import HugepagePlan
 
 MEMINFO = (Path(__file__).parents[1] / "fixtures" / "proc" / "meminfo-24g").read_text()
 

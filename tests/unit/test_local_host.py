@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from harness.cancel import CANCEL, Cancelled
+from harness.common.cancel import CANCEL, Cancelled
 from harness.hosts import LocalHost
 
 # A runner with a cleanup trap and a child of its own, as run-mysql.sh has (server, mount).

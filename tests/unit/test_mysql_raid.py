@@ -2,9 +2,9 @@
 (rows over repeats, the table that says what stands in for TPC-C, the plot)."""
 import pytest
 
-from harness import settings
+from harness.config import settings
 from harness.experiments import mysql_raid
-from harness.samples import Sample
+from harness.results.samples import Sample
 
 
 def test_defaults_follow_the_study_levels_and_one_member_alone_first(tmp_path):

@@ -1,7 +1,7 @@
 """The overlap check: run windows from fio's own timestamps, put on one time line by clock offsets."""
 import pytest
 
-from harness import overlap
+from harness.measure import overlap
 from harness.report import tables
 from harness.workloads import fio
 

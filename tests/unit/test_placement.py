@@ -1,13 +1,13 @@
 """Placement of a fleet over several hosts, and the [[hosts]] config that drives it."""
 import pytest
 
-from harness import settings
+from harness.config import settings
+from harness.config.schema import ConfigError
+from harness.fleet.placement import PlacementError, place
 from harness.hosts import from_descriptor
 from harness.hosts.ssh import SshHost
-from harness.libvirt_conn import _for_openssh
-from harness.pipeline import combine_conditions
-from harness.placement import PlacementError, place
-from harness.schema import ConfigError
+from harness.libvirt.libvirt_conn import _for_openssh
+from harness.measure.pipeline import combine_conditions
 
 
 def test_round_robin_spreads_the_first_vms():
@@ -61,7 +61,7 @@ def test_ssh_host_uri_and_descriptor(tmp_path):
 
 
 def test_libvirt_gets_the_known_hosts_through_an_ssh_wrapper(monkeypatch, tmp_path):
-    monkeypatch.setattr("harness.paths.CACHE", tmp_path)
+    monkeypatch.setattr("harness.common.paths.CACHE", tmp_path)
     uri = _for_openssh("qemu+ssh://root@127.0.0.1:2222/system?keyfile=/k/id&knownhosts=/k/known&sshauth=privkey")
     assert "knownhosts" not in uri and "sshauth" not in uri and "keyfile=/k/id" in uri
     wrapper = uri.split("command=")[1]
@@ -70,7 +70,7 @@ def test_libvirt_gets_the_known_hosts_through_an_ssh_wrapper(monkeypatch, tmp_pa
 
 def test_libvirt_ssh_is_bounded_without_known_hosts_too(monkeypatch, tmp_path):
     """A qemu+ssh host that does not answer must fail the connection, not hang it."""
-    monkeypatch.setattr("harness.paths.CACHE", tmp_path)
+    monkeypatch.setattr("harness.common.paths.CACHE", tmp_path)
     script = open(_for_openssh("qemu+ssh://root@127.0.0.1:2222/system?keyfile=/k/id").split("command=")[1]).read()
     assert "ConnectTimeout=" in script and "ServerAliveInterval=" in script and "BatchMode=yes" in script
 
@@ -88,11 +88,12 @@ def test_conditions_over_hosts_add_cpu_and_keep_the_worst():
 
 def test_nested_hosts_get_vcpus_that_fit_the_machine_unless_set(monkeypatch):
     """Under TCG a host whose vCPU waits for a core stalls its other vCPUs: N hosts share the cores."""
-    from harness import nested_host, settings
-    monkeypatch.setattr(nested_host.os, "cpu_count", lambda: 2)
-    assert nested_host._vcpus_that_fit(settings.load(None, []), 2).nested.vcpus == 1
-    assert nested_host._vcpus_that_fit(settings.load(None, []), 1).nested.vcpus == 2
-    assert nested_host._vcpus_that_fit(settings.load(None, ["nested.vcpus=2"]), 2).nested.vcpus == 2   # the user's choice
+    from harness.config import settings
+    from harness.resources import nested_l1
+    monkeypatch.setattr(nested_l1.os, "cpu_count", lambda: 2)
+    assert nested_l1._vcpus_that_fit(settings.load(None, []), 2).nested.vcpus == 1
+    assert nested_l1._vcpus_that_fit(settings.load(None, []), 1).nested.vcpus == 2
+    assert nested_l1._vcpus_that_fit(settings.load(None, ["nested.vcpus=2"]), 2).nested.vcpus == 2   # the user's choice
 
 
 def test_default_disks_follow_a_small_host_drive_and_a_set_size_is_kept(tmp_path, monkeypatch):
@@ -100,7 +101,8 @@ def test_default_disks_follow_a_small_host_drive_and_a_set_size_is_kept(tmp_path
     import dataclasses
     import subprocess
 
-    from harness import settings, testbed
+    from harness.config import settings
+    from harness.fleet import testbed
     from harness.hosts import LocalHost
 
     @dataclasses.dataclass(frozen=True)

@@ -3,9 +3,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.experiments.raid_sweep import RaidSweep, Setup
 from harness.experiments import raid_sweep
-from harness.samples import Sample
+from harness.experiments.raid_sweep import RaidSweep, Setup
+from harness.results.samples import Sample
 
 
 class FakePipeline:

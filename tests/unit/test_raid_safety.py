@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import raid, settings
-from harness.config import ConfigError
+from harness.config import settings
+from harness.config.core import ConfigError
 from harness.hosts import LocalHost
+from harness.resources import raid
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for loop devices")
 

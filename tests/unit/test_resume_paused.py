@@ -2,8 +2,8 @@
 record: a user's `vtb-` domain is neither suspended nor resumed."""
 from __future__ import annotations
 
-from harness import conditions
-from harness.libvirt_xml import owner_metadata
+from harness.libvirt.libvirt_xml import owner_metadata
+from harness.measure import conditions
 
 
 class FakeDomain:

@@ -2,7 +2,7 @@
 a host counts its tool's CPU as the point's own work."""
 import subprocess
 
-from harness import paths
+from harness.common import paths
 from harness.workloads import runner_cpu_s
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from harness.hosts import LocalHost, sessions
-from harness.store import _start_ticks, owner
+from harness.results.store import _start_ticks, owner
 
 
 def test_a_local_command_is_recorded_while_it_runs(tmp_path, monkeypatch):

@@ -6,10 +6,12 @@ import pytest
 from click.testing import CliRunner
 from pydantic import Field
 
-from harness import backends, cli, runner, settings
+from harness import backends, cli
 from harness.backends.base import Backend
+from harness.config import settings
+from harness.config.schema import ConfigError, Section
 from harness.experiments import Flag, registry
-from harness.schema import ConfigError, Section
+from harness.measure import runner
 
 
 def test_every_experiment_has_its_own_section_from_its_own_settings_model():

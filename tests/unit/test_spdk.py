@@ -7,12 +7,11 @@ from pathlib import Path
 import pytest
 from spdk.rpc.client import JSONRPCException
 
-from harness import settings
-from harness.backends import HostDevice, HostPlan, VmSlot
-from harness.backends import spdk_target
+from harness.backends import HostDevice, HostPlan, VmSlot, spdk_target
 from harness.backends.spdk_target import SpdkError, call
 from harness.backends.vhost_user_spdk import VhostUserSpdk, hugepage_plan
-from harness.config import ConfigError
+from harness.config import settings
+from harness.config.core import ConfigError
 
 MIB = 1 << 20
 RECORDED = json.loads((Path(__file__).parents[1] / "fixtures" / "spdk" / "v25.09-replies.json").read_text())

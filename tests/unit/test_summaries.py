@@ -1,7 +1,7 @@
 """Each experiment's own summary (rows over repeats, table, plot) renders from samples as the
 pipeline stores them: the matrix family's, with latency percentiles, and vm-scaling's."""
 from harness.experiments import matrix_summary, vm_scaling
-from harness.samples import Sample
+from harness.results.samples import Sample
 
 
 def matrix_samples(group: str, metric: str, unit: str) -> list[Sample]:
@@ -41,7 +41,7 @@ def test_vm_scaling_table_and_plot(tmp_path):
 
 
 def test_every_summary_names_a_nested_host_and_its_accelerator():
-    from harness.environment import accel_label
+    from harness.results.environment import accel_label
     nested = accel_label({"accel": "kvm", "l0_accel": "tcg"})
     assert nested == "kvm in a nested host under tcg" and accel_label({"accel": "tcg", "l0_accel": "n/a"}) == "tcg"
     text = " ".join(vm_scaling.print_vm_scaling([], accel=nested).split())

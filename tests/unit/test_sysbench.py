@@ -1,8 +1,8 @@
 """sysbench output parsing (recorded real 1.0.20 outputs) and the mysql sweep plan."""
 import pytest
 
-from harness import settings
-from harness.config import ConfigError
+from harness.config import settings
+from harness.config.core import ConfigError
 from harness.experiments.mysql import plan
 from harness.workloads import sysbench
 from harness.workloads.sysbench import DbPoint

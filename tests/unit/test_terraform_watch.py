@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import paths, settings, testbed
+from harness.common import paths
+from harness.config import settings
+from harness.fleet import testbed
 
 
 @dataclass(frozen=True)

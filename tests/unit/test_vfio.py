@@ -99,8 +99,8 @@ def test_a_namespace_under_lvm_or_md_is_refused(tmp_path):
 
 def test_on_this_machine_each_namespace_passes_the_device_gate(tmp_path, monkeypatch):
     """On the live machine the namespaces go through devices.refuse_reason, with disk.pci_wipe."""
-    from harness import devices
     from harness.backends import vfio
+    from harness.resources import devices
     asked = []
     monkeypatch.setattr(devices, "refuse_reason",
                         lambda dev, allow_signature, wipe_field, allow, allow_field:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.save_image import SaveImageError, set_identity
-from harness.vm_start import template_key
+from harness.fleet.vm_start import template_key
+from harness.libvirt.save_image import SaveImageError, set_identity
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "libvirt"
 VM0, VM1 = ((FIXTURES / f"fleet-vm{i}-inactive.xml").read_text() for i in (0, 1))
@@ -81,7 +81,7 @@ def test_a_file_that_is_not_a_save_image_is_refused(tmp_path):
 
 def test_the_owner_record_is_not_part_of_a_shape():
     """Every fleet's domains record their owner (gc's proof): VMs of two fleets still share a template."""
-    from harness.libvirt_xml import owner_metadata, owner_of
+    from harness.libvirt.libvirt_xml import owner_metadata, owner_of
     ours = VM0.replace("</domain>", owner_metadata("vtb-a") + "</domain>")
     assert owner_of(ours) == "vtb-a" and owner_of(VM0) is None and owner_of("not xml") is None
     assert template_key(ours, "img", V) == template_key(VM0.replace("</domain>", owner_metadata("vtb-b") + "</domain>"),

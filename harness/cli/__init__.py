@@ -1,0 +1,603 @@
+"""The `harness` command. Thin: parses arguments and calls the rest."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from harness.common.console import console, step
+from harness.config.schema import ConfigError, bs_bytes
+
+CONFIG_OPTIONS = (
+    (("--config", "config_path"), dict(type=click.Path(path_type=Path), default=None,
+                                       help="TOML config file (default: ./harness.toml if present).")),
+    (("--set", "overrides"), dict(multiple=True, metavar="KEY=VALUE",
+                                  help="Override any config field, e.g. --set fleet.vms=2 "
+                                       "--set vm_scaling.job.iodepth=8 --set raid.allow=/dev/a,/dev/b.")),
+)
+
+
+def with_config(f):
+    for decls, kwargs in reversed(CONFIG_OPTIONS):
+        f = click.option(*decls, **kwargs)(f)
+    return f
+
+
+def config_params() -> list[click.Parameter]:
+    """--config and --set, for commands built at run time."""
+    return [click.Option(list(decls), **kwargs) for decls, kwargs in CONFIG_OPTIONS]
+
+
+def load(config_path, overrides):
+    from harness.config import settings
+    return settings.load(config_path, list(overrides))
+
+
+DEBUG: list[bool] = []   # set by --debug: an unexpected error shows its traceback
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error (a vtb bug).")
+def cli(debug: bool) -> None:
+    """QEMU/KVM virtualized-storage testbed: VM disks against bare metal, measured for real."""
+    DEBUG[:] = [debug]
+
+
+@cli.group()
+def testbed() -> None:
+    """Bring the fleet up or down (`make testbed up` runs `harness testbed up`)."""
+
+
+@testbed.command("up")
+@with_config
+def testbed_up(config_path, overrides) -> None:
+    """Probe the accelerator, terraform apply the fleet (and its [raid] array), wait for every guest agent."""
+    from harness.fleet.testbed import Testbed, TestbedError
+    from harness.measure import runner
+    from harness.resources import nested_l1
+    cfg = load(config_path, overrides)
+    deployed = Testbed.deployed_vms(cfg)
+    if "vms" not in cfg.fleet.model_fields_set and deployed > cfg.fleet.vms:
+        step(f"keeping the fleet's {deployed} VMs (an experiment grew it; set fleet.vms to change that)")
+        cfg = runner.grown(cfg, deployed)
+    if cfg.hosts:  # a fleet over the [[hosts]]: one Terraform root per host, applied in parallel
+        from harness import hosts
+        from harness.fleet.multi_host import MultiHostFleet
+        hosts.check_answering(cfg)
+        MultiHostFleet(cfg, hosts.all_for_config(cfg)).up()
+        return
+    host = nested_l1.host_for(cfg)
+    tb = Testbed(cfg, host)
+    try:
+        tb.up()
+    except TestbedError:
+        rebuilt = nested_l1.rebuilt_after_loss(cfg, host, tb.host_not_answering)
+        if rebuilt is None:
+            raise
+        Testbed(cfg, rebuilt).up()
+
+
+@testbed.command("down")
+@with_config
+@click.option("--all", "everything", is_flag=True, help="Also remove every other vtb- resource on this host.")
+def testbed_down(config_path, overrides, everything) -> None:
+    """terraform destroy, then remove anything left with the fleet's prefix."""
+    from harness.common import paths
+    from harness.fleet import gc
+    from harness.fleet.testbed import TestbedError
+    cfg = load(config_path, overrides)
+    from harness import hosts
+    asked = hosts.answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
+    if everything:   # first: a killed run's terraform apply would hold the state lock, its fio act
+        from harness.hosts import sessions
+        for said in sessions.stop_orphans(asked):
+            step(f"stopped {said}")
+    failed = []   # with --all, a fleet whose teardown fails is said at the end; the others still go
+
+    def down(fleet_cfg) -> list[str]:
+        try:
+            return _testbed_for_down(fleet_cfg).down()
+        except TestbedError as e:
+            if not everything:
+                raise
+            failed.append(str(e))
+            return []
+    if cfg.hosts:
+        from harness.fleet.multi_host import MultiHostFleet
+        hosts.check_answering(cfg, asked)   # a host that does not answer keeps its fleet: say so before touching any
+        removed = MultiHostFleet(cfg, hosts.all_for_config(cfg)).down()
+        if everything:
+            removed += [f"{r} (on {h.label})" for h in hosts.all_for_config(cfg) for r in gc.collect(paths.PREFIX, h)]
+    else:
+        removed = down(cfg)
+    if everything and not cfg.hosts:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource
+        for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
+            removed += down(cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})}))
+        from harness.resources import nested_l1
+        removed += nested_l1.down(cfg.state_dir)  # everything built inside it goes with it
+        removed += gc.collect(paths.PREFIX)
+    if everything:
+        removed += gc.collect_recorded(paths.PREFIX)
+    removed, notes = gc.removals_and_notes(removed)
+    step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed)
+         + "".join(f"\n    {n}" for n in notes))
+    if failed:
+        raise TestbedError("\n".join(failed))
+
+
+def _testbed_for_down(cfg):
+    """The fleet to tear down; when its nested host is already gone, the fleet went with it and
+    only this machine's side (state, leftovers) is left to remove."""
+    from harness.fleet.testbed import Testbed
+    from harness.hosts import LocalHost
+    from harness.hosts.nested import NestedHostError
+    try:
+        return Testbed(cfg)
+    except NestedHostError:
+        return Testbed(cfg, LocalHost())
+
+
+@cli.command()
+@with_config
+@click.option("--all", "everything", is_flag=True, help="Every vtb- resource, even what live state owns.")
+def gc(config_path, overrides, everything) -> None:
+    """Remove vtb- leftovers that no live state owns (domains, pools, QEMU processes, loops, mounts).
+    Fleets with state in a state dir, and the nested host, are kept; a SIGKILLed run's sweep fleet is not."""
+    from harness.common import paths
+    from harness.fleet import gc as gc_mod
+    from harness.hosts import LocalHost
+    cfg = load(config_path, overrides)
+    from harness.hosts import HostsNotAnswering, all_for_config, answers, check_answering, sessions
+    asked = answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
+    for said in sessions.stop_orphans(asked):   # first: a killed run's terraform or host fio still acts
+        console.print(f"gc: stopped {said}", markup=False)
+    keep = () if everything else gc_mod.live_prefixes((cfg.state_dir,))
+    if keep:
+        console.print(f"gc: keeping what live state owns: {', '.join(keep)} (--all removes it too)", markup=False)
+    # inside out: the remote hosts of the config and the nested host first (they may be nested
+    # hosts this machine runs, which the last step removes with --all)
+    removed, unanswered = [], ""
+    try:
+        check_answering(cfg, asked)
+    except HostsNotAnswering as e:   # this machine is collected all the same; the [[hosts]] once they answer
+        unanswered = str(e)
+    reached = [LocalHost()]
+    for h in all_for_config(cfg) if cfg.hosts and not unanswered else []:
+        removed += [f"{r} (on {h.label})" for r in gc_mod.collect(paths.PREFIX, h, keep=keep)]
+        reached.append(h)
+    if nested := _nested_host_if_up(cfg):  # what runs inside the nested host, by the same rule
+        removed += [f"{r} (in the nested host)" for r in gc_mod.collect(paths.PREFIX, nested, keep=keep)]
+        reached.append(nested)
+    removed += gc_mod.collect(paths.PREFIX, keep=keep)
+    removed += gc_mod.collect_recorded(paths.PREFIX, keep)   # by the dead fleets' records, once their guests are gone
+    for h in reached:
+        for said in gc_mod.resume_left_paused(h, keep, cfg.results_dir):
+            console.print(f"gc: {said}", markup=False)
+    removed, notes = gc_mod.removals_and_notes(removed)
+    for r in removed:
+        console.print(f"removed {r}", markup=False)
+    for n in notes:
+        console.print(f"gc: {n}", markup=False)
+    console.print(f"gc: {len(removed)} removed" + (f", {len(notes)} left (see above)" if notes else ""))
+    if unanswered:
+        raise HostsNotAnswering(f"gc left the [[hosts]] untouched: {unanswered}")
+
+
+def _nested_host_if_up(cfg):
+    from harness.hosts.nested import NestedHost, NestedHostError
+    try:
+        return NestedHost.load(cfg.state_dir / "nested")
+    except NestedHostError:
+        return None
+
+
+@cli.group()
+def backend() -> None:
+    """Disk backends: what each is and whether this host can run it."""
+
+
+@backend.command("list")
+@with_config
+def backend_list(config_path, overrides) -> None:
+    """Every backend with its preflight verdict on this host."""
+    from rich.table import Table
+
+    from harness import backends
+    from harness.fleet.testbed import Testbed
+    cfg = load(config_path, overrides)
+    table = Table(title="disk backends")
+    for col in ("backend", "what", "runs here"):
+        table.add_column(col)
+    for name, b in backends.all_backends().items():
+        try:
+            reason = Testbed(cfg).for_backend(name).backend_verdict()
+        except ConfigError as e:
+            reason = str(e).replace("invalid configuration:\n  ", "")
+        table.add_row(name, b.summary, "[green]yes[/green]" if not reason else f"[red]no[/red]: {reason}")
+    console.print(table)
+
+
+@backend.command("host-up", hidden=True)
+@click.argument("plan_file", type=click.Path(exists=True, path_type=Path))
+def backend_host_up(plan_file) -> None:
+    """Provision a backend's host side (run by Terraform before the domains)."""
+    from harness import backends
+    from harness.hosts import from_descriptor
+    plan = backends.HostPlan.from_json(plan_file.read_text())
+    backends.get(plan.disk["backend"]).host_up(from_descriptor(plan.host), plan)
+
+
+@backend.command("host-down", hidden=True)
+@click.argument("plan_file", type=click.Path(path_type=Path))
+def backend_host_down(plan_file) -> None:
+    """Tear down a backend's host side (run by Terraform after the domains are gone)."""
+    from harness import backends
+    from harness.hosts import from_descriptor
+    if not plan_file.exists():
+        return  # nothing was provisioned from it, or it is already gone
+    plan = backends.HostPlan.from_json(plan_file.read_text())
+    backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
+
+
+@cli.group()
+def host() -> None:
+    """The testbed host: a nested host for machines without md, and its RAID arrays."""
+
+
+@host.group("nested")
+def host_nested() -> None:
+    """An L1 VM that plays the host (emulated NVMe drives, libvirtd, KVM inside); set host.kind=nested to use it."""
+
+
+@host_nested.command("up")
+@with_config
+@click.option("--count", type=click.IntRange(1, 8), default=None,
+              help="Boot this many nested hosts, each with sshd and the testbed's key, and print (last) the path "
+                   "of a config that drives them all as ssh hosts.")
+def host_nested_up(config_path, overrides, count) -> None:
+    """Boot the nested host (kept when already up and answering), or --count N of them."""
+    from harness.common import paths
+    from harness.fleet import gc
+    from harness.resources import nested_l1
+    cfg = load(config_path, overrides)
+    gc.register_state_dir(cfg.state_dir)   # its records (and the shared bridge's) are found by gc there
+    if count is None:
+        nested_l1.up(cfg)
+        return
+    need = count * cfg.nested.memory_mib
+    if need > paths.mem_available_mib() * 0.8:
+        raise ConfigError(f"--count {count} x nested.memory_mib={cfg.nested.memory_mib} needs {need} MiB, more than "
+                          f"this machine has available ({paths.mem_available_mib()} MiB); lower --count or "
+                          "nested.memory_mib")
+    path = nested_l1.up_many(cfg, count)
+    console.print(str(path), markup=False, soft_wrap=True)
+
+
+@host_nested.command("down")
+@with_config
+def host_nested_down(config_path, overrides) -> None:
+    """Destroy every nested host and its drives, with everything built inside them."""
+    from harness.resources import nested_l1
+    for r in nested_l1.down(load(config_path, overrides).state_dir):
+        step(f"removed {r}")
+
+
+@host.group("raid")
+def host_raid() -> None:
+    """Create or destroy a host RAID array from a plan (Terraform's hooks run these)."""
+
+
+@host_raid.command("create")
+@click.argument("plan_file", type=click.Path(exists=True, path_type=Path))
+def host_raid_create(plan_file) -> None:
+    """Check every member, then mdadm --create (idempotent)."""
+    from harness.hosts import from_descriptor
+    from harness.resources import raid
+    plan = raid.RaidPlan.from_json(plan_file.read_text())
+    step(raid.create(from_descriptor(plan.host), plan))
+
+
+@host_raid.command("destroy")
+@click.argument("plan_file", type=click.Path(path_type=Path))
+def host_raid_destroy(plan_file) -> None:
+    """Stop the array and zero the superblocks it wrote (idempotent)."""
+    from harness.hosts import from_descriptor
+    from harness.resources import raid
+    if not plan_file.exists():
+        return  # nothing was created from it, or it is already gone
+    plan = raid.RaidPlan.from_json(plan_file.read_text())
+    step(raid.destroy(from_descriptor(plan.host), plan))
+
+
+@host.group("ceph")
+def host_ceph() -> None:
+    """Create or destroy a Ceph cluster vtb makes, from its plan (Terraform's hooks and teardowns run these)."""
+
+
+@host_ceph.command("create")
+@click.argument("plan_file", type=click.Path(exists=True, path_type=Path))
+def host_ceph_create(plan_file) -> None:
+    """Check the plan, then a mon, a mgr and N storage nodes with their OSDs (idempotent)."""
+    from harness.resources.ceph import clusters
+    from harness.resources.ceph.plan import CephPlan
+    step(clusters.create(CephPlan.from_json(plan_file.read_text())))
+
+
+@host_ceph.command("destroy")
+@click.argument("plan_file", type=click.Path(path_type=Path))
+def host_ceph_destroy(plan_file) -> None:
+    """Stop the plan's daemons, remove its namespaces, links, bridge and files (idempotent)."""
+    from harness.resources.ceph import clusters
+    from harness.resources.ceph.plan import CephPlan
+    if not plan_file.exists():
+        return  # nothing was created from it, or it is already gone
+    step(clusters.destroy(CephPlan.from_json(plan_file.read_text())))
+
+
+class ExperimentCommands(click.Group):
+    """`harness run NAME`: one command per experiment in the registry, with the flags it declares;
+    experiments are imported only when a run command is asked for."""
+
+    def list_commands(self, ctx) -> list[str]:
+        from harness.experiments import registry
+        return list(registry())
+
+    def get_command(self, ctx, name: str):
+        from harness.experiments import registry
+        experiment = registry().get(name)
+        return experiment_command(experiment) if experiment else None
+
+
+def experiment_command(experiment) -> click.Command:
+    """The command of one experiment: --config, --set and its own flags, typed by the fields they set."""
+    from harness.config import settings
+    options = []
+    for flag in experiment.flags:
+        info = settings.field_at(flag.fields[0].split("."))
+        help_text = flag.help or (f"{info.description}." if info else "")
+        if flag.switch is not None:
+            options.append(click.Option([flag.option], is_flag=True, default=False, help=help_text))
+            continue
+        annotation = info.annotation if info else None
+        click_type = (click.Choice([str(a) for a in typing.get_args(annotation)])
+                      if typing.get_origin(annotation) is typing.Literal else
+                      {int: click.INT, float: click.FLOAT}.get(annotation, click.STRING))
+        options.append(click.Option([flag.option], type=click_type, default=None, help=help_text))
+
+    def callback(config_path, overrides, **given) -> None:
+        from harness.measure import runner
+        typed = []
+        for flag in experiment.flags:
+            value = given[flag.option.lstrip("-").replace("-", "_")]
+            if value is None or value is False:
+                continue
+            for path in flag.fields:
+                keys = path.split(".")
+                typed.append((keys, flag.switch if flag.switch is not None else
+                              settings.typed_value(keys, value) if isinstance(value, str) else value))
+        runner.run(settings.load(config_path, list(overrides), typed), experiment.name)
+
+    doc = (sys.modules[type(experiment).__module__].__doc__ or experiment.name).strip()
+    summary = " ".join(doc.split("\n\n")[0].split())
+    summary = re.sub(rf"^(`harness run {experiment.name}`|{experiment.name}): ", "", summary)
+    return click.Command(experiment.name, callback=callback, params=[*config_params(), *options],
+                         help=summary)
+
+
+@cli.group(cls=ExperimentCommands)
+def run() -> None:
+    """Run an experiment against the deployed testbed (`harness run NAME --help` lists its flags)."""
+
+
+@cli.command()
+@with_config
+@click.option("--rebuild", is_flag=True, help="Recreate the index from the run folders first.")
+def runs(config_path, overrides, rebuild) -> None:
+    """The runs in the results folder, oldest first."""
+    import time as _time
+
+    from rich.table import Table
+
+    from harness.results.store import RunIndex, status_of
+    index = RunIndex(load(config_path, overrides).results_dir)
+    if rebuild:
+        index.rebuild()
+    table = Table(title=f"runs in {index.path.parent}")
+    for col in ("run id", "experiment", "status", "started", "accel", "backend"):
+        table.add_column(col)
+    for r in index.list():
+        started = _time.strftime("%Y-%m-%d %H:%M", _time.localtime(r["started"])) if r["started"] else ""
+        status = r["status"] or ""
+        manifest = Path(r["path"]) / "run.json"
+        if status == "running" and manifest.exists():  # still running, or killed before it could say so
+            status = status_of(json.loads(manifest.read_text()))
+        table.add_row(escape(r["run_id"]), escape(r["experiment"] or ""), status, started, r["accel"] or "",
+                      escape(r["backend"] or ""))
+    console.print(table)
+
+
+@cli.command()
+@with_config
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level of the test.")
+@click.option("--min-change", type=float, default=0.05, show_default=True,
+              help="Smallest relative change that counts as a regression.")
+def compare(config_path, overrides, run_a, run_b, alpha, min_change) -> None:
+    """Pair the same points of RUN_A (or a baseline samples.jsonl) and RUN_B; exit 1 on a regression."""
+    from rich.table import Table
+
+    from harness.analysis import compare as cmp
+    cfg = load(config_path, overrides)
+    changes, unpaired = cmp.compare(cmp.load_rows(resolve_run(cfg, run_a)), cmp.load_rows(resolve_run(cfg, run_b)),
+                                    alpha, min_change)
+    table = Table(title=f"{run_b} against {run_a} (alpha={alpha}, min change={min_change:.0%})")
+    for col in ("experiment", "point", "env/backend", "metric", "A", "B", "change", "p", "verdict"):
+        table.add_column(col, justify="right" if col in ("A", "B", "change", "p") else "left")
+    for c in changes:
+        exp, group, point, backend, env, metric = c.key
+        verdict = "[red]regression[/red]" if c.regression else "[green]improvement[/green]" if c.improvement else ""
+        table.add_row(exp, f"{group}/{point}" if group else point, backend if env == "virtual" and backend else env,
+                      metric, f"{sum(c.a) / len(c.a):,.1f} (n={len(c.a)})", f"{sum(c.b) / len(c.b):,.1f} (n={len(c.b)})",
+                      f"{c.rel_change:+.1%}", "-" if c.p_value is None else f"{c.p_value:.3f}", verdict)
+    console.print(table)
+    if unpaired:
+        console.print(f"{unpaired} point(s) are in only one of the two runs and were not compared")
+    if not changes:
+        raise click.ClickException("no point is in both runs")
+    regressions = [c for c in changes if c.regression]
+    console.print(f"{len(regressions)} regression(s) among {len(changes)} compared metric(s)"
+                  + ("" if any(c.p_value is not None for c in changes) else
+                     "; single measurements cannot be tested: set repeat.count >= 2"))
+    if regressions:
+        sys.exit(1)
+
+
+@cli.command()
+@with_config
+@click.argument("run_ids", nargs=-1, required=True)
+@click.option("--out", type=click.Path(path_type=Path), help="Where to write (default: report.html in the first run).")
+def report(config_path, overrides, run_ids, out) -> None:
+    """One self-contained HTML report of one or more runs."""
+    from harness.report import html as html_report
+    from harness.results.store import write_atomic
+    cfg = load(config_path, overrides)
+    runs = [resolve_run(cfg, r) for r in run_ids]
+    path = out or runs[0] / "report.html"
+    from harness.experiments import registry
+    write_atomic(path, html_report.render(runs, {name: e.headline for name, e in registry().items()}))
+    console.print(f"report: {path}", markup=False)
+
+
+@cli.command()
+@with_config
+@click.argument("run_id")
+@click.option("--metric", required=True, help="The metric to model, e.g. iops, aggregate_iops, lat_mean, aggregate_tps.")
+@click.option("--at", "at", multiple=True, metavar="FACTOR=VALUE",
+              help="The point to predict, e.g. --at iodepth=64 --at bs=8k --at backend=nvme.")
+def predict(config_path, overrides, run_id, metric, at) -> None:
+    """Fit a model of METRIC over the run's swept factors; predict a point; flag anomalies."""
+    from rich.table import Table
+
+    from harness.analysis import compare as cmp
+    from harness.analysis import model as mdl
+    cfg = load(config_path, overrides)
+    rows = cmp.load_rows(resolve_run(cfg, run_id))
+    try:
+        m = mdl.fit(rows, metric)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    held_out = "n/a (too few points)" if m.loo_mape is None else f"{m.loo_mape:.1%}"
+    console.print(f"model of log({metric}) over log({', '.join(m.numeric) or '-'}) and "
+                  f"{', '.join(m.levels) or 'no categorical factor'}: R² {m.r2:.3f}, leave-one-out error {held_out}")
+    names = ["intercept", *(f"log {n}" for n in m.numeric),
+             *(f"{c}={lv}" for c, levels in m.levels.items() for lv in levels[1:])]
+    console.print("coefficients: " + ", ".join(f"{n} {c:+.3f}" for n, c in zip(names, m.coef)))
+    flagged = mdl.anomalies(m, rows)
+    if flagged:
+        table = Table(title="anomalies: measured points far from the model")
+        for col in ("point", "measured", "predicted"):
+            table.add_column(col)
+        for o, pred in flagged:
+            table.add_row(", ".join(f"{k}={v}" for k, v in o.items() if k != "y"), f"{o['y']:,.1f}", f"{pred:,.1f}")
+        console.print(table)
+    if at:
+        point = {}
+        for item in at:
+            k, _, v = item.partition("=")
+            point["bs_bytes" if k == "bs" else k] = bs_bytes(v) if k == "bs" else v
+        try:
+            console.print(f"predicted {metric} at {', '.join(at)}: {m.predict(point):,.1f}")
+        except ValueError as e:
+            raise click.ClickException(str(e)) from None
+
+
+def resolve_run(cfg, arg: str) -> Path:
+    """A run folder, a samples.jsonl file, or a run id in the results folder."""
+    from harness.results.store import RunIndex
+    path = Path(arg)
+    found = path if path.exists() else (cfg.results_dir / arg if (cfg.results_dir / arg).exists()
+                                         else RunIndex(cfg.results_dir).find(arg))
+    if found is None:
+        raise click.ClickException(f"{arg}: not a run folder, a samples.jsonl file or a run id in "
+                                   f"{cfg.results_dir} (see `harness runs`)")
+    return found
+
+
+@cli.command()
+@with_config
+def doctor(config_path, overrides) -> None:
+    """What this host has and lacks for the testbed."""
+    from harness.cli import doctor as doctor_mod
+    ok = doctor_mod.report(load(config_path, overrides))
+    sys.exit(0 if ok else 1)
+
+
+@cli.command()
+@with_config
+@click.option("--runtime", type=int, default=3, show_default=True, help="fio seconds per measured point.")
+def bench(config_path, overrides, runtime) -> None:
+    """The harness's own cost: bring-up time, agent-ready time, overhead per point, agreement with plain fio."""
+    from harness.cli import bench as bench_mod
+    bench_mod.run(load(config_path, overrides), runtime)
+
+
+def failed_command(e: subprocess.CalledProcessError) -> str:
+    """One line for a command that failed: the command, its exit status, its last words, the fix."""
+    cmd = e.cmd if isinstance(e.cmd, str) else " ".join(map(str, e.cmd))
+    said = e.stderr or e.stdout or b""
+    said = (said.decode(errors="replace") if isinstance(said, bytes) else said).strip().splitlines()
+    return (f"`{cmd[:200]}` failed with exit status {e.returncode}" + (f": {said[-1][:300]}" if said else "")
+            + ". Fix: correct what it names; run it by hand to see all it says (`harness --debug ...` shows "
+            "where vtb ran it)")
+
+
+def main() -> None:
+    import libvirt
+
+    from harness.common.bounded import Unanswered
+    from harness.common.cancel import Terminated
+    from harness.fleet.accel import AccelError
+    from harness.fleet.agent import AgentError
+    from harness.fleet.testbed import TestbedError
+    from harness.hosts.ssh import SshError
+    # Ctrl-C (SIGINT) stops every command, even one started in a script's background, which ignores it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        cli(standalone_mode=False)
+    except click.exceptions.Abort as e:   # click turns Ctrl-C (and the runner's SIGTERM) into Abort
+        sys.exit(143 if isinstance(e.__cause__, Terminated) else 130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except subprocess.CalledProcessError as e:   # a command run with check=True: its own words, and how to see more
+        if any(DEBUG):
+            raise
+        console.print(f"[red]error:[/red] {escape(failed_command(e))}", markup=True, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except (ConfigError, TestbedError, AgentError, AccelError, RuntimeError, Unanswered, SshError,
+            subprocess.SubprocessError) as e:   # a command that failed or passed its bound says which
+
+        console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except libvirt.libvirtError as e:   # a libvirtd that is not running, or that refused a call
+        console.print(f"[red]error:[/red] libvirt: {escape(e.get_error_message())}. Fix: check that libvirtd runs "
+                      "(`scripts/libvirtd.sh start` starts this machine's; `make testbed up` does too)",
+                      markup=True, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as e:   # a bug: one line that says so, the traceback only when asked for
+        if any(DEBUG):
+            raise
+        console.print(f"[red]error:[/red] unexpected {type(e).__name__}: {escape(str(e))}. This is a vtb bug: "
+                      "run the command again with `harness --debug ...` for the traceback, and report it",
+                      markup=True, highlight=False, soft_wrap=True)
+        sys.exit(1)

@@ -1,0 +1,191 @@
+"""`harness bench`: what the harness itself costs, measured on a fleet of its own (vtb-bench-*).
+
+- cold and warm `testbed up`, and seconds until every guest agent answers;
+- guest-ping after QEMU start (the fast-boot target: under 10 s under TCG);
+- agent-ready seconds after `terraform apply` for 1, 2 and 8 VMs, booted and restored;
+- orchestration overhead per point, the settle wait included (and the settle wait alone);
+- fidelity: harness-measured physical IOPS over plain fio typed by hand on the same device and
+  job, interleaved FIDELITY_PAIRS (40) times: the mean ratio with its 95% CI;
+- a local Ceph cluster of 3 storage nodes: seconds from nothing to every PG active+clean.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import time
+
+from rich.table import Table
+
+from harness.analysis.stats import summarize
+from harness.common.console import console, step, warn
+from harness.config.core import Config
+from harness.fleet import vm_start
+from harness.fleet.agent import GuestAgent
+from harness.fleet.testbed import Testbed
+from harness.hosts import LocalHost
+from harness.libvirt.libvirt_conn import connect, domain_call
+from harness.measure import runner
+from harness.resources.ceph import local as ceph_local
+from harness.resources.ceph.bootstrap import missing_tools
+from harness.resources.ceph.plan import CephPlan
+from harness.results.store import write_atomic
+from harness.workloads import fio
+
+
+def _timed(fn):
+    t0 = time.monotonic()
+    out = fn()
+    return time.monotonic() - t0, out
+
+
+def _qemu_start_to_ping(uri: str, name: str) -> float:
+    conn = connect(uri)
+    try:
+        dom = conn.lookupByName(name)
+        domain_call(dom, "destroy")
+        t0 = time.monotonic()
+        domain_call(dom, "create")
+        GuestAgent(dom).wait_ready(120)
+        return time.monotonic() - t0
+    finally:
+        conn.close()
+
+
+def _plain_fio_iops(cfg: Config, device: str, size: int) -> float:
+    """The same job as the harness's n=1 physical point, typed as a plain fio command line."""
+    j = cfg.vm_scaling.job
+    argv = ["fio", "--name=plain", f"--filename={device}", "--offset=0", f"--size={size}", f"--rw={j.rw}",
+            f"--bs={j.bs}", f"--iodepth={j.iodepth}", f"--numjobs={j.numjobs}", f"--ioengine={j.ioengine}",
+            f"--direct={int(j.direct)}", f"--runtime={j.runtime_s}", f"--ramp_time={j.ramp_s}", "--time_based",
+            "--group_reporting", "--randrepeat=0", "--norandommap", "--output-format=json"]
+    return fio.parse(subprocess.run(argv, capture_output=True, text=True, check=True,
+                                    timeout=j.runtime_s + j.ramp_s + 120).stdout).iops
+
+
+def _ceph_up_s(cfg: Config) -> float | str:
+    """Seconds for `harness host ceph create` of 3 nodes (1 OSD each) from nothing; the cluster goes after."""
+    host = LocalHost()
+    if missing := missing_tools(host):
+        return f"n/a ({', '.join(missing)} missing)"
+    name = "vtb-bench-ceph"
+    plan = CephPlan(name=name, dir=str(cfg.state_dir / name), nodes=3, pg_num=32)
+    try:
+        seconds, _ = _timed(lambda: ceph_local.create(host, plan))
+        return seconds
+    except ceph_local.CephError as e:
+        warn(f"bench: the Ceph cluster did not come up: {e}")
+        return "failed"
+    finally:
+        ceph_local.destroy(host, plan)
+
+
+BRING_UP_VMS = (1, 2, 8)
+
+
+def _bring_up(cfg: Config) -> dict:
+    """Seconds from `terraform apply` until every guest agent answers, for 1, 2 and 8 VMs, booted
+    and restored from the saved template (made first when there is none, and timed apart)."""
+    def up(vms: int, restore: bool) -> tuple[float, dict]:
+        tb = Testbed(cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
+            "name": "bench-up", "vms": vms, "restore": restore})}), run_scoped=True)
+        tb.down(quiet=True)
+        try:
+            record = tb.up()
+            return max(record.ready_s.values()), record.started
+        finally:
+            tb.down(quiet=True)
+    figures: dict = {}
+    step("bench: a restore of 1 VM (its template is saved first when there is none)")
+    figures["first_restore_up_1_vm_s"], started = up(1, True)
+    if any(s["reason"] == vm_start.FIRST_SIGHTING for s in started.values()):   # a one-VM shape is saved the second time
+        figures["first_restore_up_1_vm_s"], _ = up(1, True)
+    for vms in BRING_UP_VMS:
+        for restore in (False, True):
+            step(f"bench: {vms} VM(s) agent-ready, {'restored' if restore else 'booted'}")
+            seconds, started = up(vms, restore)
+            hows = sorted({s["how"] for s in started.values()})
+            figures[f"agents_ready_{vms}_vms_{'restored' if restore else 'booted'}_s"] = (
+                seconds if hows == (["restored"] if restore else ["booted"]) else f"{seconds:.1f} ({'/'.join(hows)})")
+    step("bench: QEMU start to guest-ping with the generic kernel (f2fs, nilfs2)")
+    tb = Testbed(cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
+        "name": "bench-up", "vms": 1, "kernel": "generic"})}), run_scoped=True)
+    try:
+        record = tb.up()
+        figures["qemu_start_to_guest_ping_generic_kernel_s"] = _qemu_start_to_ping(record.uri, record.vms[0].name)
+    finally:
+        tb.down(quiet=True)
+    return figures
+
+
+FIDELITY_PAIRS = 40  # pair ratios vary about 14% (CV) on a shared disk: 40 pairs bring the CI within ±5%
+
+
+def _fidelity(ctx, cfg: Config, record) -> dict:
+    """Harness physical IOPS over plain fio, same device region and job, interleaved
+    FIDELITY_PAIRS times (plain first, then the pipeline's point): the mean ratio and its 95% CI."""
+    from harness.experiments.vm_scaling import EXPERIMENT as vm_scaling
+    physical = next(p for p in vm_scaling.points(ctx) if p.id == "physical-n1")
+    pipeline = ctx.pipeline(record.uri, (record.prefix + "-",))
+    pipeline.repeat = cfg.repeat.model_copy(update={"count": 1, "adaptive": False})
+    ratios = []
+    for i in range(FIDELITY_PAIRS):
+        step(f"bench: fidelity pair {i + 1}/{FIDELITY_PAIRS}")
+        plain = _plain_fio_iops(cfg, record.device_path, record.vms[0].slice_bytes)
+        point = dataclasses.replace(physical, id=f"fidelity-{i}")
+        pipeline.measure([point], record.metadata())
+        values = pipeline.values(point.id, "aggregate_iops")
+        if values:
+            ratios.append(values[0] / plain)
+    st = summarize(ratios)
+    return {"harness_to_plain_ratio": st.mean, "harness_to_plain_ci95": st.ci95 or 0.0,
+            "harness_to_plain_pairs": len(ratios)}
+
+
+def run(user_cfg: Config, runtime: int) -> dict:
+    cfg = user_cfg.model_copy(update={
+        "fleet": user_cfg.fleet.model_copy(update={"name": "bench"}),
+        "vm_scaling": user_cfg.vm_scaling.model_copy(update={
+            "vm_counts": list(range(1, user_cfg.fleet.vms + 1)),
+            "job": user_cfg.vm_scaling.job.model_copy(update={"runtime_s": runtime, "ramp_s": 1})})})
+    tb = Testbed(cfg, run_scoped=True)
+    tb.down(quiet=True)
+    figures: dict = {}
+    figures.update(_bring_up(cfg))
+    try:
+        step("bench: cold testbed up (image and provider cached)")
+        figures["cold_up_s"], record = _timed(tb.up)
+        figures["agents_ready_s"] = max(record.ready_s.values())
+        step("bench: warm testbed up (fleet already up)")
+        figures["warm_up_s"], _ = _timed(tb.up)
+        figures["qemu_start_to_guest_ping_s"] = _qemu_start_to_ping(record.uri, record.vms[0].name)
+        step("bench: vm-scaling for orchestration overhead and the physical baseline")
+        ctx = runner.run(cfg, "vm-scaling")
+        budget = runtime + 1
+        walls: dict[str, list[tuple[float, float]]] = {}
+        for s in ctx.store.samples:
+            if s.metric == "aggregate_iops" and s.status == "ok" and s.metadata.get("repeat") != "all":
+                walls.setdefault(s.metadata["point"], []).append(
+                    (s.metadata["point_wall_s"] - budget, s.metadata["settle_wait_s"]))
+        # wall time minus fio's runtime and ramp, the settle wait included; and the settle wait alone
+        figures["overhead_per_point_s"] = {p: sum(w for w, _ in v) / len(v) for p, v in sorted(walls.items())}
+        figures["settle_wait_per_point_s"] = {p: sum(w for _, w in v) / len(v) for p, v in sorted(walls.items())}
+        figures.update(_fidelity(ctx, cfg, record), accel=record.accel["accel"], vms=len(record.vms),
+                       runtime_s=runtime, run_id=ctx.store.run_id)
+        step("bench: a local Ceph cluster of 3 storage nodes, from nothing to all PGs active+clean")
+        figures["ceph_3_nodes_active_clean_s"] = _ceph_up_s(cfg)
+    finally:
+        step("bench: tearing down the bench fleet")
+        tb.down(quiet=True)
+    table = Table(title=f"harness bench (accel={figures.get('accel')})")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for k, v in figures.items():
+        if isinstance(v, dict):
+            for point, s in v.items():
+                table.add_row(f"{k} ({point})", f"{s:.2f}")
+        else:
+            table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
+    console.print(table)
+    write_atomic(cfg.results_dir / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json", json.dumps(figures, indent=2))
+    return figures

@@ -1,0 +1,91 @@
+"""`harness doctor`: what the host has and lacks, each with what to do about it."""
+from __future__ import annotations
+
+import os
+
+import libvirt
+from rich.table import Table
+
+from harness.common import paths
+from harness.common.console import console
+from harness.config.core import Config
+from harness.fleet import accel
+from harness.hosts import Host
+from harness.libvirt.libvirt_conn import connect
+from harness.results.environment import libvirt_version
+
+TOOLS = (("qemu-system-x86_64", "runs the guests", "run `make testbed up`"),
+         ("qemu-storage-daemon", "vhost-user-blk backend", "run `make testbed up`"),
+         ("fio", "the physical baseline", "run `make testbed up`"),
+         ("mdadm", "RAID arrays on this host (a nested host has its own)", "apt install mdadm"))
+
+
+def host_checks(host: Host) -> list[tuple[str, bool, str]]:
+    """What any host needs, checked through the host itself (this machine, or a nested one)."""
+    from harness.resources import raid
+    label = "" if host.name == "local" else f"{host.label}: "
+    out = []
+    try:
+        connect(host.uri).close()
+        out.append((f"{label}libvirtd", True, f"{host.uri}, libvirt {libvirt_version(host.uri)}"))
+    except libvirt.libvirtError as e:
+        out.append((f"{label}libvirtd", False, f"not reachable ({e.get_error_message()}); run `make testbed up`"))
+    md_missing = raid.md_support(host)
+    out.append((f"{label}md (software RAID)", md_missing is None, md_missing or "available"))
+    for tool, why, fix in TOOLS:
+        found = host.run(["sh", "-c", f"command -v {tool}"], timeout=30, check=False)
+        path = found.stdout.decode().strip()
+        out.append((f"{label}{tool}", found.returncode == 0, path or f"missing ({why}); {fix}"))
+    return out
+
+
+def checks(cfg: Config) -> list[tuple[str, bool, str]]:
+    from harness.hosts import LocalHost
+    from harness.hosts.nested import HOST_IMAGE_DIR, NestedHost, NestedHostError
+    out = host_checks(LocalHost())
+    kernel = paths.IMAGE_DIR / "vmlinuz"
+    if kernel.exists():
+        choice = accel.choose("auto", kernel, cfg.state_dir)
+        out.append(("accelerator", True, f"{choice.accel}: {choice.reason}"))
+    else:
+        out.append(("accelerator", False, "not probed: the guest image (its kernel) is not built"))
+    host_image = HOST_IMAGE_DIR / "rootfs.qcow2"
+    out.append(("nested host image", host_image.exists(), str(host_image.resolve()) if host_image.exists() else
+                "not built (`harness host nested up` builds it, or `make host-image`)"))
+    image = paths.IMAGE_DIR / "rootfs.qcow2"
+    out.append(("guest image", image.exists(), str(image.resolve()) if image.exists() else
+                "not built; run `make testbed up`"))
+    tf = paths.TERRAFORM_CACHE / "bin" / "terraform"
+    out.append(("terraform", tf.exists(), str(tf) if tf.exists() else "missing; run `make testbed up`"))
+    mirror = list((paths.TERRAFORM_CACHE / "mirror").rglob("terraform-provider-libvirt_*")) \
+        if paths.TERRAFORM_CACHE.exists() else []
+    out.append(("terraform-provider-libvirt", bool(mirror), str(mirror[0]) if mirror else
+                "not built; run `make testbed up`"))
+    from harness.backends import spdk_target
+    missing_spdk = spdk_target.missing_build(cfg.disk.spdk_build)
+    out.append(("SPDK vhost target", missing_spdk is None,
+                missing_spdk or f"{spdk_target.build_dir(cfg.disk.spdk_build).resolve()} (vhost-user-blk-spdk)"))
+    out.append(("/dev/kvm", os.path.exists("/dev/kvm"), "present (only the probe says whether it works)"
+                if os.path.exists("/dev/kvm") else "absent: guests run under TCG"))
+    try:  # a nested host that is up is checked the same way, from inside
+        nested = NestedHost.load(cfg.state_dir / "nested")
+    except NestedHostError as e:
+        out.append(("nested host", True, f"not up ({e})"))
+        return out
+    out.append(("nested host", True, f"up, {nested.uri}, L1 under {nested.l0_accel}"))
+    out += host_checks(nested)
+    kvm = nested.run(["test", "-c", "/dev/kvm"], timeout=30, check=False).returncode == 0
+    out.append((f"{nested.label}: /dev/kvm", kvm, "present" if kvm else "absent: its guests cannot use KVM"))
+    return out
+
+
+def report(cfg: Config) -> bool:
+    table = Table(title="harness doctor")
+    for col in ("check", "ok", "detail"):
+        table.add_column(col)
+    results = checks(cfg)
+    for name, ok, detail in results:
+        table.add_row(name, "[green]yes[/green]" if ok else "[red]no[/red]", detail)
+    console.print(table)
+    required = {"libvirtd", "qemu-system-x86_64", "fio", "guest image", "terraform", "terraform-provider-libvirt"}
+    return all(ok for name, ok, _ in results if name in required)

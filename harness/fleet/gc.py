@@ -1,0 +1,553 @@
+"""Finds and removes what the harness created on a host, by name prefix and record: domains (only
+those whose metadata records that vtb defined them), pools (only those whose folder is in a state
+dir vtb knows), stray QEMU processes, storage daemons, database servers and Ceph daemons (only
+those a pid file of vtb's holds), loop devices and mounts (in vtb's folders), a Ceph cluster's
+namespaces and bridge, and the hugepages an SPDK target reserved. Safe after a SIGKILL; never
+touches anything without the prefix. In a cluster of yours (ceph.mode = "existing") it removes
+only the images its fleets recorded and tagged."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import libvirt
+
+from harness.common import paths
+from harness.hosts import Host, LocalHost, Node, from_descriptor
+from harness.hosts.nested import NestedHostError
+from harness.libvirt.libvirt_conn import Unanswered, connect, domain_call
+from harness.libvirt.libvirt_xml import OWNER_NS, UNRECORDED, owner_of
+from harness.measure import conditions
+from harness.resources import hugepages, nested_l1, raid
+from harness.resources.ceph import existing as ceph_existing
+from harness.resources.ceph.plan import CephPlan
+from harness.resources.raid import RaidPlan
+
+
+def _kept(name: str, keep: tuple[str, ...]) -> bool:
+    return any(k in name for k in keep)
+
+
+DAEMONS = ("qemu-system", "qemu-storage-daemon", "vhost", "mariadbd", "ceph-mon", "ceph-mgr", "ceph-osd")
+LIBVIRT_QEMU_RUN = "/run/libvirt/qemu"   # libvirt's pid file and live XML (with vtb's owner record) per domain
+
+# Reads "pid<TAB>folder" lines; prints "pid<TAB>file" for each pid file (*.pid in the folder or its
+# run/) that holds that pid: root's own file, not a link (anyone can write a `vtb-` file in /tmp).
+# A pid file of libvirt's counts only when its domain's live XML has vtb's owner record.
+_PID_FILES = r'''while IFS="$(printf '\t')" read -r pid dir; do
+  for f in "$dir"/*.pid "$dir"/run/*.pid; do
+    [ -f "$f" ] && [ ! -L "$f" ] && [ -O "$f" ] || continue
+    v=; read -r v < "$f" || true
+    [ "$v" = "$pid" ] || continue
+    case "$f" in "$1"/*) grep -qs "$2" "${f%.pid}.xml" || continue;; esac
+    printf '%s\t%s\n' "$pid" "$f"
+  done
+done'''
+
+
+def _pid_file_folders(args: list[str]) -> list[str]:
+    """The folders where a daemon's pid file may be, from the paths in its own arguments (a
+    `--pidfile X`, a `-c dir/ceph.conf`, `--defaults-file=dir/server.cnf`, SPDK's `-S run_dir`)."""
+    paths_ = {v for arg in args for part in arg.split(",") for v in [part.split("=", 1)[-1]] if v.startswith("/")}
+    return sorted({f for v in paths_ for f in (v, os.path.dirname(v))} - {"/", ""})
+
+
+def _arguments(host: Node, pids: list[int]) -> dict[int, list[str]]:
+    """Each process's arguments as it got them (/proc/<pid>/cmdline: a path may hold spaces)."""
+    script = r'''for p; do printf '%s\t' "$p"; tr '\0' '\t' < "/proc/$p/cmdline" 2>/dev/null; echo; done'''
+    out = host.run(["sh", "-c", script, "-", *map(str, pids)], timeout=30, check=False).stdout.decode(errors="replace")
+    return {int(pid): rest.rstrip("\t").split("\t") for pid, _, rest in (line.partition("\t") for line in out.splitlines())
+            if pid.isdigit()}
+
+
+def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[list[tuple[int, str]], list[str]]:
+    """QEMUs, storage daemons, database servers (a host slot's, see mysql) and Ceph daemons on the
+    host that are vtb's by record, and notes on those with the prefix in their command line that
+    are not. Only root's count (as vtb runs them); the record is a pid file holding the process's
+    pid, in a folder vtb made for the prefix (its state dirs, its scratch mounts) that the
+    process's own arguments name, or libvirt's pid file of a domain whose XML has vtb's owner
+    record. A prefix in the arguments alone (root's own `qemu ... /srv/vtb-test.img`) is listed."""
+    out = host.run(["ps", "-ww", "-eo", "pid=,uid=,args="], timeout=30, check=False).stdout.decode(errors="replace")
+    candidates: dict[int, tuple[str, str]] = {}
+    for line in out.splitlines():
+        pid, uid, args = (line.split(None, 2) + ["", ""])[:3]
+        exe = os.path.basename(args.split(" ", 1)[0])
+        if uid == "0" and exe.startswith(DAEMONS) and prefix in args and not _kept(args, keep):
+            candidates[int(pid)] = (exe, args)
+    if not candidates:
+        return [], []
+    argv = _arguments(host, list(candidates))
+    lines = "".join(f"{pid}\t{folder}\n" for pid, (exe, _) in candidates.items()
+                    for folder in [*_pid_file_folders(argv.get(pid, [])),
+                                   *([LIBVIRT_QEMU_RUN] if exe.startswith("qemu-system") else [])])
+    found = host.run(["sh", "-c", _PID_FILES, "-", LIBVIRT_QEMU_RUN, OWNER_NS], input=lines.encode(), timeout=60,
+                     check=False).stdout.decode(errors="replace")
+    roots, recorded = _state_roots(host), set()
+    for line in found.splitlines():
+        pid, _, f = line.partition("\t")
+        if f.startswith(LIBVIRT_QEMU_RUN + "/") or any(_made_by_vtb(p, prefix, keep, roots, SCRATCH_MOUNT_DIRS)
+                                                      for p in (f, os.path.dirname(f))):
+            recorded.add(int(pid))
+    ours = [(pid, exe) for pid, (exe, _) in candidates.items() if pid in recorded]
+    notes = [f"(process {pid} ({exe}) not stopped: its command line names {prefix} but no pid file of vtb's holds "
+             f"it; if it is yours to stop, `kill {pid}`)" for pid, (exe, _) in candidates.items() if pid not in recorded]
+    return ours, notes
+
+
+def _domains(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """The prefixed domains that record vtb defined them (libvirt_xml.owner_metadata); a prefixed
+    name alone is listed, not removed."""
+    removed = []
+    for dom in conn.listAllDomains():
+        if not dom.name().startswith(prefix) or dom.name().startswith(keep):
+            continue
+        try:
+            if owner_of(domain_call(dom, "XMLDesc", 0)) is None:
+                removed.append(f"(domain {dom.name()} not removed: {UNRECORDED})")
+                continue
+            if dom.isActive():
+                domain_call(dom, "destroy")
+            if dom.isPersistent():
+                domain_call(dom, "undefineFlags", libvirt.VIR_DOMAIN_UNDEFINE_NVRAM
+                            | libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE | libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA)
+        except Unanswered as e:   # one stuck domain is said; the rest of gc goes on
+            removed.append(f"(domain {dom.name()} not removed: {e})")
+            continue
+        removed.append(f"domain {dom.name()}")
+    return removed
+
+
+def _pool_of(name: str, prefix: str) -> bool:
+    """A fleet's pool carries the fleet's prefix itself (vtb-ci), its domains the prefix and a dash."""
+    return name.startswith(prefix) or name == prefix.removesuffix("-")
+
+
+def _pool_folder(pool: libvirt.virStoragePool) -> str:
+    return ET.fromstring(pool.XMLDesc(0)).findtext("target/path") or ""
+
+
+def _pool_in(folder: str, roots: tuple[str, ...]) -> bool:
+    """Whether a pool's folder is inside one of the state dirs (vtb makes its pools there)."""
+    return bool(folder) and any(Path(folder).is_relative_to(root) for root in roots)
+
+
+def _pools(conn: libvirt.virConnect, prefix: str, keep: tuple[str, ...] = (), roots: tuple[str, ...] = ()) -> list[str]:
+    """The prefixed pools whose folder is in a state dir vtb knows (`roots`, as _state_roots gives
+    them); a prefixed pool elsewhere is listed, not removed."""
+    removed = []
+    for pool in conn.listAllStoragePools():
+        if not _pool_of(pool.name(), prefix) or any(_pool_of(pool.name(), k) for k in keep):
+            continue
+        if not _pool_in(folder := _pool_folder(pool), roots):
+            removed.append(f"(pool {pool.name()} not removed: its folder {folder or '(none)'} is in no state dir vtb "
+                           "knows; if it is yours to remove, `virsh pool-destroy` and `virsh pool-undefine` it)")
+            continue
+        try:
+            if not pool.isActive():
+                pool.create()
+            pool.refresh()
+            for vol in pool.listAllVolumes():
+                vol.delete()
+        except libvirt.libvirtError:
+            pass   # its directory is gone already (the fleet's folder was removed): only the definition is left
+        for undo in (pool.destroy, pool.delete):   # delete removes the pool's (now empty) directory
+            try:
+                undo()
+            except libvirt.libvirtError:
+                pass
+        pool.undefine()
+        removed.append(f"pool {pool.name()} and its volumes")
+    return removed
+
+
+SCRATCH_MOUNT_DIRS = ("/run", "/tmp")   # where vtb mounts a point's filesystems (a database's, fio's), by prefix
+SCRATCH_FILE_DIRS = ("/dev/shm",)       # where vtb keeps a scratch file outside its state dirs (device-profile's tmpfs)
+
+
+def _made_by_vtb(path: str, prefix: str, keep: tuple[str, ...], state_roots: tuple[str, ...],
+                 scratch_dirs: tuple[str, ...]) -> bool:
+    """Whether a path (a mount point, a loop's backing file) is one vtb makes for the prefix and no
+    `keep` prefix owns: named by the prefix directly in one of its scratch dirs, or with a prefixed
+    folder or file in a state dir (an array's filesystem, a fleet's hugetlbfs, a scratch file); only
+    the names vtb gives count, not the state dir's own. A prefixed name anywhere else (a user's
+    /mnt/vtb-backup, /home/u/vtb-disk.img) is not vtb's."""
+    p = Path(path)
+    if str(p.parent) in scratch_dirs:
+        named = (p.name,)
+    else:
+        named = next((p.relative_to(root).parts for root in state_roots if p.is_relative_to(root)), ())
+    return any(n.startswith(prefix) for n in named) and not any(n.startswith(keep) for n in named)
+
+
+def _state_roots(host: Host) -> tuple[str, ...]:
+    """The state dirs known here, as they are on the host (the same path, or an ssh host's own)."""
+    return tuple({r for d in state_dirs() for r in (d, str(host.fleet_dir(Path(d), "")))})
+
+
+def _owners(host: Node, paths_: list[str]) -> dict[str, int]:
+    """The owner (uid) of each path that exists and can be read there, not following links."""
+    if not paths_:
+        return {}
+    out = host.run(["stat", "-c", "%u %n", "--", *paths_], timeout=30, check=False).stdout.decode(errors="replace")
+    return {name: int(uid) for uid, _, name in (line.partition(" ") for line in out.splitlines()) if uid.isdigit()}
+
+
+def _loops_and_mounts(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """Mounts and loops over files that vtb makes (see _made_by_vtb); in the shared scratch dirs,
+    where anyone may use a vtb- name, only root's (a user's FUSE mount at /tmp/vtb-x is theirs)."""
+    removed = []
+    roots = _state_roots(host)
+    mounts = host.run(["cat", "/proc/mounts"], timeout=30, check=False).stdout.decode(errors="replace")
+    targets = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[1])   # \040: a space
+               for line in reversed(mounts.splitlines())]
+    targets = [t for t in targets if _made_by_vtb(t, prefix, keep, roots, SCRATCH_MOUNT_DIRS)]
+    owners = _owners(host, [t for t in targets if os.path.dirname(t) in SCRATCH_MOUNT_DIRS])
+    for target in targets:
+        if os.path.dirname(target) in SCRATCH_MOUNT_DIRS and owners.get(target) != 0:
+            removed.append(f"(mount {target} not removed: it is not root's; if it is yours to remove, `umount {target}`)")
+            continue
+        host.run(["umount", "-l", target], timeout=60, check=False)
+        removed.append(f"mount {target}")
+    out = host.run(["losetup", "--json", "--list"], timeout=30, check=False).stdout.decode(errors="replace")
+    listed = json.loads(out or '{"loopdevices": []}').get("loopdevices", [])
+    loops = [(loop["name"], loop.get("back-file") or "") for loop in listed]
+    loops = [(name, back) for name, back in loops if _made_by_vtb(back, prefix, keep, roots, SCRATCH_FILE_DIRS)]
+    owners = _owners(host, [back for _, back in loops if os.path.dirname(back) in SCRATCH_FILE_DIRS])
+    for name, back in loops:
+        # a backing file already deleted (" (deleted)") cannot be asked; its vtb- name in a scratch dir decides
+        if os.path.dirname(back) in SCRATCH_FILE_DIRS and owners.get(back, 0) != 0:
+            removed.append(f"(loop device {name} not removed: its file {back} is not root's; if it is yours to "
+                           f"remove, `losetup -d {name}`)")
+            continue
+        host.run(["losetup", "-d", name], timeout=60, check=False)
+        removed.append(f"loop device {name}")
+    return removed
+
+
+def _namespaces(host: Node, prefix: str) -> list[str]:
+    out = host.run(["ip", "netns", "list"], timeout=30, check=False).stdout.decode(errors="replace")
+    return [line.split()[0] for line in out.splitlines() if line.startswith(prefix)]
+
+
+def _links(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(name, alias) of links (a Ceph cluster's bridge and veths) whose alias carries the prefix (a
+    name has no room for it: 15 characters)."""
+    out = host.run(["ip", "-j", "link", "show"], timeout=30, check=False).stdout.decode(errors="replace")
+    return [(link["ifname"], link["ifalias"]) for link in json.loads(out or "[]")
+            if link.get("ifalias", "").startswith(prefix) and not link["ifalias"].startswith(keep)]
+
+
+def _recorded_networks(prefix: str, keep: tuple[str, ...] = ()) -> set[str]:
+    """The namespaces and links (bridge, veths) that local Ceph clusters' plans name (a fleet's
+    `ceph-*.json`, kept before its cluster is made, and each cluster's own `plan.json`), and the
+    nested hosts' shared bridge while a nested host's record says it is on it."""
+    files = _recorded_plans("ceph", "name", prefix, keep) + [c / "plan.json" for c in _local_ceph_dirs(prefix, keep)]
+    names = set()
+    for f in files:
+        try:
+            plan = CephPlan.from_json(f.read_text())
+        except (OSError, ValueError, TypeError):   # a plan cut short, or of another version: it proves nothing
+            continue
+        if not plan.hosts:
+            names |= {plan.bridge, *(n for k in range(1, plan.nodes + 1) for n in (plan.node_name(k), plan.veth(k)))}
+    if any(nested_l1.uses_shared_bridge(Path(d)) for d in state_dirs()):
+        names.add(nested_l1.SHARED_BRIDGE)
+    return names
+
+
+def _networks(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """A Ceph cluster's storage-node namespaces, its bridge and its veths, where a plan of vtb's names
+    them (only on this machine: nowhere else does vtb make any); a vtb- name alone is listed."""
+    recorded = _recorded_networks(prefix, keep) if host.name == "local" else set()
+    removed = []
+    for ns in _namespaces(host, prefix):
+        if ns.startswith(keep):
+            continue
+        if ns not in recorded:
+            removed.append(f"(namespace {ns} not removed: it has a {prefix} name but no Ceph plan of vtb's names "
+                           f"it; if it is yours to remove, `ip netns del {ns}`)")
+        elif host.run(["ip", "netns", "del", ns], timeout=30, check=False).returncode == 0:
+            removed.append(f"namespace {ns}")
+    for name, alias in _links(host, prefix, keep):
+        if name not in recorded:
+            removed.append(f"(link {name} ({alias}) not removed: no Ceph plan of vtb's names it; if it is yours "
+                           f"to remove, `ip link del {name}`)")
+        elif host.run(["ip", "link", "del", name], timeout=30, check=False).returncode == 0:
+            removed.append(f"link {name} ({alias})")
+    return removed
+
+
+def leftovers(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -> list[str]:
+    """What exists with this prefix on the host (but for `keep`), without removing it."""
+    found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix, keep)[0]]
+    found += [f"namespace {ns}" for ns in _namespaces(host, prefix) if not _kept(ns, keep)]
+    found += [f"link {b}" for b, _ in _links(host, prefix, keep)]
+    conn, roots = connect(host.uri), _state_roots(host)
+    try:   # by the rules collect removes them by: a vtb- name alone is not vtb's
+        found += [f"domain {d.name()}" for d in conn.listAllDomains()
+                  if d.name().startswith(prefix) and not _kept(d.name(), keep) and owner_of(d.XMLDesc(0)) is not None]
+        found += [f"pool {p.name()}" for p in conn.listAllStoragePools()
+                  if _pool_of(p.name(), prefix) and not _kept(p.name(), keep) and _pool_in(_pool_folder(p), roots)]
+    finally:
+        conn.close()
+    return found
+
+
+def resume_left_paused(host: Host, keep: tuple[str, ...], results_dir: Path) -> list[str]:
+    """Resumes the live fleets' VMs a killed run left suspended, unless a run is measuring now (it
+    suspends them on purpose); says which, or why not."""
+    from harness.results.store import live_runs
+    if not keep:
+        return []
+    if running := live_runs(results_dir):
+        return [f"(paused VMs left as they are: run {', '.join(running)} is measuring)"]
+    try:
+        conn = connect(host.uri)
+    except libvirt.libvirtError:   # a bound passed too (libvirt_conn.Unanswered): collect says so
+        return []
+    try:
+        return [f"resumed {name} (left paused by a run that was killed)"
+                for name in conditions.resume_paused(conn, keep)]
+    except libvirt.libvirtError as e:
+        return [f"(could not resume paused VMs: {e.get_error_message()})"]
+    finally:
+        conn.close()
+
+
+def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -> list[str]:
+    """Removes everything with this prefix on the host (through its libvirt and its own commands:
+    this machine or a nested one), except what starts with a `keep` prefix (owned by live state),
+    and says what it removed."""
+    if not prefix.startswith(paths.PREFIX):
+        raise ValueError(f"refusing to collect {prefix!r}: only names starting with {paths.PREFIX} are ours")
+    removed = []
+    try:
+        conn = connect(host.uri)
+    except libvirt.libvirtError as e:
+        conn = None
+        removed.append(f"(libvirt at {host.uri} not reachable, skipped domains and pools: {e.get_error_message()})")
+    if conn is not None:
+        try:
+            removed += _domains(conn, prefix, keep)
+            removed += _pools(conn, prefix, keep, _state_roots(host))
+        finally:
+            conn.close()
+    if host.stopped():
+        return removed  # nothing runs on a host that stopped
+    ours, notes = _processes(host, prefix, keep)   # QEMUs libvirt no longer knows, probes, daemons
+    for pid, exe in ours:
+        if host.run(["kill", "-9", str(pid)], timeout=30, check=False).returncode == 0:
+            removed.append(f"process {pid} ({exe})")
+    removed += notes
+    removed += _loops_and_mounts(host, prefix, keep)
+    removed += _networks(host, prefix, keep)
+    if host.name == "local":  # the state dirs gc knows are this machine's
+        removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep)
+        removed += _hugepages(prefix, keep)
+    elif (remote_dir := host.descriptor().get("remote_dir")) is not None:
+        removed += _remote_ceph_dirs(host, remote_dir, prefix, keep)
+    return removed
+
+
+SCRATCH_SUFFIX = ".scratch.raw"  # a file the harness made in a state dir for one run (a loop's backing file)
+BRD_RECORD_SUFFIX = ".brd-loaded"  # written before vtb loads the brd module (only when it was not loaded)
+
+
+def _brd(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """The brd module a killed run loaded, unloaded by its record (a brd vtb did not load has none)."""
+    removed = []
+    for d in map(Path, state_dirs()):
+        for record in d.glob(f"{prefix}*{BRD_RECORD_SUFFIX}") if d.is_dir() else []:
+            if record.name.startswith(keep):
+                continue
+            if Path("/sys/module/brd").exists():
+                if subprocess.run(["rmmod", "brd"], capture_output=True, timeout=60).returncode != 0:
+                    removed.append(f"(brd, loaded by {record.name}, is in use: left loaded)")
+                    continue
+                removed.append("module brd")
+            record.unlink(missing_ok=True)
+    return removed
+
+
+def _scratch_files(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """Scratch files left in known state dirs, and in RAM (/dev/shm), by a run that was killed (after
+    their loops are gone)."""
+    removed = []
+    for d in [*map(Path, state_dirs()), Path("/dev/shm")]:
+        for f in d.glob(f"{prefix}*{SCRATCH_SUFFIX}") if d.is_dir() else []:
+            if not f.name.startswith(keep) and f.lstat().st_uid == 0:   # /dev/shm is anyone's to name files in
+                f.unlink(missing_ok=True)
+                removed.append(f"scratch file {f}")
+    return removed
+
+
+def _local_ceph_dirs(prefix: str, keep: tuple[str, ...] = ()) -> list[Path]:
+    """Local Ceph clusters' folders (`<prefix>...-ceph`) in known state dirs or their fleets' folders."""
+    return [c for d in map(Path, state_dirs()) if d.is_dir() for c in [*d.glob(f"{prefix}*"), *d.glob(f"*/{prefix}*")]
+            if c.name.endswith("-ceph") and c.is_dir() and not c.name.startswith(keep)]
+
+
+def _ceph_dirs(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """A local Ceph cluster's folder (its daemons are gone by now) in a known state dir or a fleet's."""
+    removed = []
+    for folder in _local_ceph_dirs(prefix, keep):
+        if (folder / "ceph.conf").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(f"ceph files {folder}")
+    return removed
+
+
+def _remote_ceph_dirs(host: Host, remote_dir: str, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """A Ceph cluster's folder (ceph.mode = "hosts") in a fleet's folder on a remote host, left by a
+    run that was killed (its daemons are gone by now)."""
+    script = 'for c in "$1"/*/"$2"*-ceph/ceph.conf; do [ -f "$c" ] && echo "${c%/ceph.conf}"; done; true'
+    out = host.run(["sh", "-c", script, "-", remote_dir, prefix], timeout=60, check=False).stdout.decode(errors="replace")
+    removed = []
+    for d in out.splitlines():   # one folder a line: a state_dir may hold spaces
+        if d and not Path(d).name.startswith(keep) and \
+                host.run(["rm", "-rf", "--one-file-system", d], timeout=120, check=False).returncode == 0:
+            removed.append(f"ceph files {d}")
+    return removed
+
+
+def _rbd_images(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """Images fleets made in your Ceph cluster (ceph.mode = "existing"), from their records in
+    known state dirs: removed only while they still carry the fleet's tag."""
+    removed = []
+    for record in (r for d in map(Path, state_dirs()) for r in ceph_existing.records(d)):
+        owner = json.loads(record.read_text()).get("owner", "") + "-"
+        if owner.startswith(prefix) and not owner.startswith(keep):
+            removed += ceph_existing.remove_recorded(LocalHost(), record)
+    return removed
+
+
+def _hugepages(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """Hugepages a fleet's SPDK target reserved, given back from the record in its run dir (after
+    the target and its hugetlbfs mount are gone)."""
+    removed = []
+    for d in map(Path, state_dirs()):
+        for record in d.glob(f"*/*-run/{hugepages.RECORD}") if d.is_dir() else []:
+            if record.parent.name.startswith(prefix) and not record.parent.name.startswith(keep):
+                removed.append(hugepages.revert_recorded(LocalHost(), str(record)))
+    return removed
+
+
+def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
+    """The md arrays these plans describe (each plan is written before its array is made), stopped
+    on their hosts, each plan removed once its array is gone: what went, and what could not."""
+    done, stuck = [], []
+    for plan_file in plan_files:
+        plan = RaidPlan.from_json(plan_file.read_text())
+        try:
+            result = raid.destroy(from_descriptor(plan.host), plan)
+        except NestedHostError:   # its nested host was removed, and the array with everything in it
+            plan_file.unlink(missing_ok=True)
+            done.append(f"array {plan.device}: gone with its nested host")
+            continue
+        except Exception as e:  # the host does not answer: the plan stays for the next gc
+            stuck.append(f"array {plan.device}: not destroyed ({e})")
+            continue
+        plan_file.unlink(missing_ok=True)
+        if "nothing to do" not in result:
+            done.append(f"array {result}")
+    return done, stuck
+
+
+def collect_recorded(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """What dead fleets' records say they made, wherever it is (this machine, a nested or an ssh
+    host): backend host sides, md arrays, the brd module. Only for `gc` and `testbed down --all`,
+    after the fleets' guests are gone: a fleet being brought up keeps its plans in the same place."""
+    return _recorded_backends(prefix, keep) + _recorded_arrays(prefix, keep) + _brd(prefix, keep)
+
+
+def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...]) -> list[Path]:
+    """The plans of `kind` (written before what they describe is made) in the fleets' folders of
+    known state dirs whose `owner` field starts with the prefix and is not kept."""
+    found = []
+    for d in map(Path, state_dirs()):
+        for f in [*d.glob(f"*/{kind}-*.json"), *d.glob(f"*/hosts/*/{kind}-*.json")] if d.is_dir() else []:
+            name = f"{json.loads(f.read_text()).get(owner, '')}-"
+            if name.startswith(prefix) and not name.startswith(keep):
+                found.append(f)
+    return found
+
+
+def _recorded_arrays(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """Arrays a killed run left on a host (this machine, a nested or an ssh host), found by their
+    plans, not by their names on the host."""
+    done, stuck = destroy_arrays(_recorded_plans("raid", "name", prefix, keep))
+    return done + stuck
+
+
+def _recorded_backends(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """The host sides a killed run left (a controller bound to vfio-pci, storage daemons, their
+    sockets), undone by each backend's own host_down from its plan, wherever it ran."""
+    done, stuck = undo_backends(_recorded_plans("backend", "prefix", prefix, keep))
+    return done + stuck
+
+
+def undo_backends(plan_files: list[Path]) -> tuple[list[str], list[str]]:
+    """The backend host sides these plans describe (each plan is written before its side is set
+    up), undone by the backend's own host_down, each plan removed once done: what went, and (in
+    parentheses) what could not, its plan kept for the next try."""
+    from harness import backends  # its plug-ins import much that gc's other work does not need
+    done, stuck = [], []
+    for plan_file in plan_files:
+        plan = backends.HostPlan.from_json(plan_file.read_text())
+        try:
+            backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
+        except NestedHostError:   # its nested host was removed, and this side with everything in it
+            plan_file.unlink(missing_ok=True)
+            done.append(f"{plan.disk['backend']} host side of {plan.prefix}: gone with its nested host")
+            continue
+        except Exception as e:   # the host does not answer: the plan stays for the next gc
+            stuck.append(f"({plan.disk['backend']} host side of {plan.prefix} not undone: {e})")
+            continue
+        plan_file.unlink(missing_ok=True)
+        done.append(f"{plan.disk['backend']} host side of {plan.prefix}")
+    return done, stuck
+
+
+def removals_and_notes(said: list[str]) -> tuple[list[str], list[str]]:
+    """What gc and teardown removed, apart from their notes on what they did not (each in parentheses)."""
+    return [s for s in said if not s.startswith("(")], [s for s in said if s.startswith("(")]
+
+
+def register_state_dir(state_dir: Path) -> None:
+    """Remembers, machine-wide, a state dir that has fleets: `gc` asks each which fleets are live."""
+    known = set(state_dirs())
+    if str(state_dir) not in known:
+        paths.STATE_REGISTRY.parent.mkdir(parents=True, exist_ok=True)
+        with open(paths.STATE_REGISTRY, "a") as f:
+            f.write(f"{state_dir}\n")
+
+
+def state_dirs() -> list[str]:
+    try:
+        return [l for l in paths.STATE_REGISTRY.read_text().splitlines() if l.strip()]
+    except OSError:
+        return []
+
+
+def live_prefixes(extra_state_dirs: tuple[Path, ...] = ()) -> tuple[str, ...]:
+    """Name prefixes of what live state owns: every fleet with Terraform state in a known state
+    dir, unless it belongs to a run whose process is gone (a SIGKILLed sweep), and a nested host
+    whose record is there."""
+    from harness.results.store import owner_alive
+    live = []
+    for d in {*map(Path, state_dirs()), *extra_state_dirs}:
+        # a fleet's Terraform root: <fleet>/, or <fleet>/hosts/<host>/ for a fleet that spans hosts
+        for tfvars in [*d.glob("*/fleet.tfvars.json"), *d.glob("*/hosts/*/fleet.tfvars.json")] if d.exists() else []:
+            who = tfvars.parent / "owner.json"
+            if who.exists() and not owner_alive(json.loads(who.read_text())):
+                continue
+            fleet = tfvars.parent if tfvars.parent.parent.name != "hosts" else tfvars.parent.parent.parent
+            live.append(f"{paths.PREFIX}{fleet.name}-")
+        for record in d.glob("nested*/nested.json") if d.exists() else []:
+            live.append(json.loads(record.read_text()).get("domain", f"{paths.PREFIX}nested"))
+    return tuple(sorted(set(live)))

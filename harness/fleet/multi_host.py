@@ -1,0 +1,89 @@
+"""A fleet that spans hosts ([[hosts]] in the config): one Testbed per host, each with its own
+Terraform root and state (the libvirt provider takes one URI per provider block and Terraform
+cannot for_each over providers, so one root per host is the plain way), applied in parallel.
+VMs are numbered across the fleet and placed by harness/fleet/placement.py.
+
+A Ceph cluster over the hosts (ceph.mode = "hosts") is the fleet's, not one host's: it is made
+before the parts and removed after them, its plan kept in the fleet's folder until it is gone."""
+from __future__ import annotations
+
+import contextlib
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from harness.common.console import step, warn
+from harness.config.core import Config
+from harness.fleet.placement import place
+from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, plan_path
+from harness.hosts import Host
+from harness.resources.ceph import clusters as ceph_clusters
+from harness.resources.ceph.plan import CephPlan, fleet_images, osd_size_problem
+from harness.results.store import write_atomic
+
+
+class MultiHostFleet:
+    def __init__(self, cfg: Config, hosts: list[Host]):
+        fixed = {h.name: h.vms for h in cfg.hosts}
+        order = place(cfg.fleet.vms, [(h.name, fixed.get(h.name)) for h in hosts])
+        self.cfg = cfg
+        self.parts = [Testbed(cfg, h, indices=[i for i, name in enumerate(order) if name == h.name])
+                      for h in hosts if h.name in order]
+        self.dir = cfg.state_dir / cfg.fleet.name
+        plan = self.parts[0].ceph if self.parts else None
+        self.ceph: CephPlan | None = plan if plan is not None and plan.hosts else None
+
+    def _each(self, what: str, call) -> list:
+        """call(part) on every host's part at once; every failure named by its host."""
+        with ThreadPoolExecutor(len(self.parts)) as pool:
+            futures = [(part, pool.submit(call, part)) for part in self.parts]
+        results, errors = [], []
+        for part, future in futures:
+            try:
+                results.append(future.result())
+            except Exception as e:  # noqa: BLE001 - every host's error is reported, not only the first
+                errors.append(f"{part.host.label}: {e}")
+        if errors:
+            raise TestbedError(f"{what} failed on {len(errors)} of {len(self.parts)} host(s):\n" + "\n".join(errors))
+        return results
+
+    def _ceph_up(self) -> None:
+        """The fleet's cluster over the hosts (idempotent), its plan recorded first: a create cut
+        short is still found and removed by `down`."""
+        if self.ceph is None:
+            return
+        if reason := osd_size_problem(self.cfg.ceph, fleet_images(self.cfg)):   # before anything is made on a host
+            raise TestbedError(reason)
+        text = self.ceph.to_json()
+        path = plan_path(self.dir, "ceph", text)
+        if not path.exists():   # another plan's cluster (the config changed) goes first
+            for removed in ceph_clusters.destroy_recorded(self.dir):
+                step(removed)
+            self.dir.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, text)
+        step(ceph_clusters.create(self.ceph))
+
+    def up(self) -> list[TestbedRecord]:
+        self._ceph_up()
+        return self._each("testbed up", Testbed.up)
+
+    def ensure(self) -> list[TestbedRecord]:
+        """The deployed fleet, brought to the config: a host without its part yet gets it now."""
+        self._ceph_up()
+        return self._each("bringing the fleet to the config",
+                          lambda part: part.ensure() if part.record_path.exists() else part.up())
+
+    def down(self) -> list[str]:
+        try:
+            return [r for removed in self._each("testbed down", lambda p: p.down()) for r in removed]
+        finally:   # the cluster outlives no part: removed even when a host's teardown failed
+            failing = sys.exc_info()[1] is not None
+            try:
+                for removed in ceph_clusters.destroy_recorded(self.dir):
+                    step(removed)
+            except Exception as e:
+                if not failing:
+                    raise
+                warn(f"removing the fleet's Ceph cluster failed too: {e}")   # the hosts' error stays the one said
+            for folder in (self.dir / "hosts", self.dir):   # the fleet's folders, once nothing is left in them
+                with contextlib.suppress(OSError):
+                    folder.rmdir()

@@ -1,0 +1,655 @@
+"""The testbed: guest image + Terraform-provisioned fleet on a host. Brings it up, describes it, tears it down."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import libvirt
+
+from harness import backends, hosts
+from harness.backends import HostDevice, HostPlan, VmSlot
+from harness.common import paths
+from harness.common.bounded import heartbeat
+from harness.common.console import step, warn
+from harness.config.core import Config
+from harness.fleet import accel, gc, guest_consoles, host_images, vm_start
+from harness.fleet.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
+from harness.hosts import Host, LocalHost
+from harness.hosts.folders import state_dir_problem
+from harness.hosts.local import Stopped
+from harness.libvirt.libvirt_conn import connect, unanswered
+from harness.libvirt.libvirt_xml import owner_metadata
+from harness.measure import conditions
+from harness.resources import nested_l1
+from harness.resources.ceph import clusters as ceph_clusters
+from harness.resources.ceph import existing as ceph_existing
+from harness.resources.ceph.images import RbdImage
+from harness.resources.ceph.plan import fleet_image, fleet_images, osd_size_problem
+from harness.resources.ceph.plan import plan_from_config as ceph_plan_from_config
+from harness.resources.devices import refuse_reason_on
+from harness.resources.raid import RaidPlan, plan_from_config
+from harness.results.store import owner, write_atomic
+
+AGENT_TIMEOUT_S = 180
+# A bound on one terraform apply or destroy: minutes at most, even uploading the image to a nested
+# host under TCG. A host that stops answering stops it much sooner (the checks below).
+TERRAFORM_TIMEOUT_S = 1200
+HOST_CHECK_EVERY_S = 30     # while Terraform runs, the host and its libvirtd are asked this often,
+HOST_SILENT_CHECKS = 2      # and Terraform is stopped after this many unanswered checks in a row (an
+                            # L1 that hung as an L2 started never came back; 4 checks cost 5 min)
+LIBVIRT_ANSWER_S = 30
+
+
+class TestbedError(RuntimeError):
+    pass
+
+
+@dataclass
+class VmInfo:
+    name: str
+    slice_offset: int
+    slice_bytes: int
+    locator: str        # how the guest runner finds the data disk: serial:<s> or pci:<address>
+    console_log: str
+    index: int = 0      # its number in the fleet (vm<index>), across hosts when the fleet spans several
+    host: str = ""      # the host it runs on
+
+
+@dataclass
+class TestbedRecord:
+    """What `up` deployed; `run` measures against this, not against today's config."""
+    prefix: str
+    uri: str
+    vms: list[VmInfo]
+    device_path: str
+    device_kind: str            # "file" (created, prefilled) or "block" (user-named, an array, a drive)
+    accel: dict
+    disk: dict                  # backend metadata
+    fleet: dict
+    image: str
+    ready_s: dict = field(default_factory=dict)  # seconds from apply to agent answer, per VM
+    host: dict = field(default_factory=dict)     # the host's descriptor (see harness.hosts)
+    raid: dict | None = None                     # the RAID array under the fleet, if any
+    ceph: dict | None = None                     # the local Ceph cluster under the fleet, if any
+    boot_restarts: dict = field(default_factory=dict)  # VM -> why it was restarted while booting
+    started: dict = field(default_factory=dict)  # VM -> {"how": "restored" | "booted", "reason": why it booted}
+
+    def metadata(self) -> dict:
+        """What every sample measured on this testbed records about it."""
+        return {**self.disk, "device_kind": self.device_kind, "device": self.device_path, "image": self.image,
+                "fleet_vms": len(self.vms), "vcpus": self.fleet["vcpus"], "memory_mib": self.fleet["memory_mib"],
+                "guest_kernel": self.fleet.get("kernel", "cloud"),
+                "data_size_bytes": self.vms[0].slice_bytes if self.vms else 0,
+                "vm_start": "/".join(sorted({s["how"] for s in self.started.values()})) or "unknown"}
+
+    @classmethod
+    def from_json(cls, text: str) -> "TestbedRecord":
+        d = json.loads(text)
+        d["vms"] = [VmInfo(**v) for v in d["vms"]]
+        return cls(**d)
+
+
+def plan_path(folder: Path, kind: str, text: str) -> Path:
+    """Where a plan of `kind` (backend, raid, ceph) is kept in a fleet's folder: named by its content."""
+    return folder / f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+
+
+@contextlib.contextmanager
+def torn_down_after(fleet: Callable[[], "Testbed"], what: str = "") -> Iterator[None]:
+    """Runs the body, then tears down the fleet `fleet()` names then (a sweep's changes block by
+    block). When the body failed (or was stopped), a teardown that fails too is a warning: the
+    body's error, or the Ctrl-C, stays the one the run reports and exits by."""
+    try:
+        yield
+    except BaseException:
+        if what:
+            step(f"tearing down {what}")
+        try:
+            fleet().down(quiet=True)
+        except Exception as e:
+            warn(f"tearing down {what or 'the fleet'} failed too: {e}")
+        raise
+    if what:
+        step(f"tearing down {what}")
+    fleet().down(quiet=True)
+
+
+class Testbed:
+    def __init__(self, cfg: Config, host: Host | None = None, raid: RaidPlan | None = None,
+                 device: str | None = None, run_scoped: bool = False, indices: list[int] | None = None):
+        """`raid`: an array to build under the fleet; `device`: a host block device to use as is
+        (both are for experiments; the config's fleet.device is the user's). `indices`: this host's
+        share of a fleet that spans hosts (harness/fleet/multi_host.py); unset = the whole fleet."""
+        self.cfg = cfg
+        self.host = host or hosts.for_config(cfg)
+        self.raid = raid or (None if device else plan_from_config(cfg, self.host))
+        self.device = device
+        self.run_scoped = run_scoped   # a sweep's own fleet: `gc` may remove it once its run is gone
+        self.indices = list(range(cfg.fleet.vms)) if indices is None else indices
+        self.part = indices is not None
+        fleet = cfg.state_dir / cfg.fleet.name
+        self.dir = fleet / "hosts" / self.host.name if self.part else fleet   # one Terraform root per host
+        self.host_dir = self.host.fleet_dir(self.dir, cfg.fleet.name)         # the same, on the host
+        self.on_ceph = backends.get(cfg.disk.backend).needs_ceph
+        self.ceph = (ceph_plan_from_config(cfg, self.host_dir, hosts.all_for_config(cfg))
+                     if self.on_ceph and cfg.ceph.mode != "existing" else None)
+        self.record_path = self.dir / "testbed.json"
+        log = f"{cfg.prefix}-{self.host.name}-terraform.log" if self.part else f"{cfg.prefix}-terraform.log"
+        self.log = cfg.state_dir / "logs" / log  # outlives the fleet, for post-mortems
+
+    # --- Terraform -------------------------------------------------------------------------
+    def _terraform(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        tf = paths.TERRAFORM_CACHE / "bin" / "terraform"
+        env = {**os.environ, "TF_CLI_CONFIG_FILE": str(paths.TERRAFORM_CACHE / "cli.tfrc"),
+               "TF_DATA_DIR": str(self.dir / ".terraform"), "TF_IN_AUTOMATION": "1", "TF_INPUT": "0",
+               "CHECKPOINT_DISABLE": "1"}
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        argv = [str(tf), f"-chdir={paths.TERRAFORM_DIR}", *args]
+        silent = 0
+
+        def host_gone() -> str | None:   # the provider waits without end on a host that stopped answering
+            nonlocal silent
+            why = self.host_not_answering()
+            silent = silent + 1 if why else 0
+            return (f"the host did not answer {silent} checks {HOST_CHECK_EVERY_S} s apart ({why})"
+                    if silent >= HOST_SILENT_CHECKS else None)
+        try:
+            with heartbeat(f"terraform {args[0]} on {self.host.label} (log: {self.log})", TERRAFORM_TIMEOUT_S):
+                done = LocalHost().run(argv, env=env, timeout=TERRAFORM_TIMEOUT_S, check=False,
+                                       stop_when=host_gone, check_every_s=HOST_CHECK_EVERY_S)
+        except (subprocess.TimeoutExpired, Stopped) as e:
+            stopped = str(e) if isinstance(e, Stopped) else f"it did not finish within {TERRAFORM_TIMEOUT_S} s"
+            printed = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+            with open(self.log, "a") as log:
+                log.write(f"$ terraform {' '.join(args)}\n{printed}\n(stopped: {stopped})\n")
+            raise TestbedError(f"terraform {args[0]} on {self.host.label} was stopped: {stopped} (log: {self.log}). "
+                               "Fix: check that host (`harness host nested down` removes a nested one), then retry") from None
+        proc = subprocess.CompletedProcess(argv, done.returncode, done.stdout.decode(errors="replace"),
+                                           done.stderr.decode(errors="replace"))
+        with open(self.log, "a") as log:
+            log.write(f"$ terraform {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
+        if check and proc.returncode != 0:
+            err = "\n".join(l for l in proc.stderr.splitlines() if l.strip() and not l.startswith("╵"))
+            raise TestbedError(f"terraform {args[0]} failed (log: {self.log}):\n{err[-1500:]}")
+        return proc
+
+    def host_not_answering(self) -> str | None:
+        """Why the host or its libvirtd does not answer now, or None."""
+        return self.host.stopped() or unanswered(self.host.uri, LIBVIRT_ANSWER_S)
+
+    def _state_args(self) -> list[str]:
+        return [f"-state={self.dir / 'terraform.tfstate'}", f"-var-file={self.dir / 'fleet.tfvars.json'}"]
+
+    def plan(self) -> HostPlan:
+        """The backend's view of this fleet: the host device and each VM's slice of it."""
+        f, prefix = self.cfg.fleet, self.cfg.prefix
+        if self.on_ceph:   # one image in the cluster, carved like the file
+            device = HostDevice(path=self.rbd_image().locator, kind="rbd")
+        elif self.raid is not None and self.raid.filesystem:  # a file on the array's filesystem
+            device = HostDevice(path=self.raid.data_device, kind="block")
+        elif self.raid is not None:
+            device = HostDevice(path=self.raid.device, kind="block")
+        elif self.device is not None:
+            device = HostDevice(path=self.device, kind="block")
+        elif f.device is not None:
+            device = HostDevice(path=str(f.device), kind="block")
+        elif self.host.drives:  # a nested host's first drive, an ssh host's first allowed device
+            device = HostDevice(path=self.host.drives[0], kind="block")
+        else:  # a prefilled file in the pool (prefilled here, so the host must be this machine)
+            volume = f"{prefix}-device.raw"
+            device = HostDevice(path=str(self.dir / "pool" / volume), kind="file", pool=prefix, volume=volume)
+        size = f.disk_size_mib << 20
+        # slices are numbered on each host's device; names across the fleet
+        return HostPlan(prefix=prefix, fleet_dir=str(self.host_dir), disk=self.cfg.disk.model_dump(), device=device,
+                        vms=[VmSlot(i, f"{prefix}-vm{i}", j * size, size) for j, i in enumerate(self.indices)],
+                        host=self.host.descriptor(), guest_memory_mib=f.memory_mib, allow=list(self.cfg.raid.allow))
+
+    def rbd_image(self) -> RbdImage:
+        """The fleet's image: in the local cluster's pool over ceph.pool_nodes nodes, or in your pool
+        (named for this installation too: a pool may serve several)."""
+        c = self.cfg.ceph
+        base = f"{self.cfg.prefix}-{self.host.name}" if self.part else self.cfg.prefix
+        if self.ceph:
+            return fleet_image(self.ceph, f"{base}-device", c.pool_nodes)
+        return ceph_existing.image(c, self.host_dir, f"{base}-{ceph_existing.installation(self.cfg.state_dir)}-device")
+
+    def _hook_file(self, kind: str, text: str) -> Path:
+        """A Terraform hook's input, in a file named by its content: a changed plan is a new file,
+        so Terraform replaces the resource and the old one's teardown reads the old plan."""
+        path = plan_path(self.dir, kind, text)
+        write_atomic(path, text)
+        return path
+
+    def _tfvars(self, choice: accel.AccelChoice, backend: backends.Backend, plan: HostPlan) -> dict:
+        f, img = self.cfg.fleet, paths.IMAGE_DIR
+        files = host_images.paths_on_host(img) if host_images.kept_on(self.host) else \
+            {field: str(img / name) for field, name in host_images.FILES.items()}
+        kernel, initrd = ("kernel", "initrd") if f.kernel == "cloud" else ("kernel_generic", "initrd_generic")
+        image = {"rootfs": files["rootfs"], "kernel": files[kernel], "initrd": files[initrd],
+                 "on_host": host_images.kept_on(self.host)}
+        # The backend's host side runs from Terraform (before the domains, after them on destroy).
+        harness = f"{shlex.quote(sys.executable)} -m harness"
+        hook = f"{harness} backend host-%s {shlex.quote(str(self._hook_file('backend', plan.to_json())))}"
+        raid = {"create": "", "destroy": ""}
+        if self.raid is not None:
+            raid_file = shlex.quote(str(self._hook_file("raid", self.raid.to_json())))
+            raid = {"create": f"{harness} host raid create {raid_file}",
+                    "destroy": f"{harness} host raid destroy {raid_file}"}
+        ceph = {"create": "", "destroy": ""}
+        if self.ceph is not None and not self.ceph.hosts:   # hosts mode: the MultiHostFleet makes it, once
+            ceph_file = shlex.quote(str(self._hook_file("ceph", self.ceph.to_json())))
+            ceph = {"create": f"{harness} host ceph create {ceph_file}",
+                    "destroy": f"{harness} host ceph destroy {ceph_file}"}
+        return {
+            "libvirt_uri": self.host.uri, "prefix": plan.prefix, "pool_dir": str(self.host_dir / "pool"),
+            "image": image,
+            "domain_type": choice.domain_type, "vcpus": f.vcpus, "memory_mib": f.memory_mib,
+            "console_dir": str(self.host_dir / "consoles"), "start_vms": self._why_no_restore() is not None,
+            # a slice per VM; one even with no VM, for a sweep that measures the host only
+            "device_bytes": max(1, len(plan.vms)) * (f.disk_size_mib << 20) if plan.device.kind == "file" else 0,
+            "raid": raid, "ceph": ceph,
+            "backend": {"host_up": hook % "up", "host_down": hook % "down",
+                        "vms": [{"name": vm.name, "devices_xml": a.devices_xml,
+                                 "domain_xml": a.domain_xml + owner_metadata(self.cfg.prefix)}
+                                for vm, a in ((vm, backend.attach(plan, vm)) for vm in plan.vms)]},
+        }
+
+    def for_backend(self, name: str) -> "Testbed":
+        """The same fleet served by another backend (raises ConfigError if the options do not fit)."""
+        return Testbed(self.cfg.model_copy(update={"disk": self.cfg.disk.with_backend(name)}), self.host,
+                       self.raid, self.device, self.run_scoped, self.indices if self.part else None)
+
+    def backend_verdict(self, plan: HostPlan | None = None) -> str | None:
+        """Why this host cannot serve the configured backend, or None."""
+        backend = backends.get(self.cfg.disk.backend)
+        if backend.local_host_only and self.host.name != "local":
+            return f"its host side runs on this machine only for now, not on the {self.host.name} host"
+        return backend.preflight(self.host, plan or self.plan())
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def preflight(self) -> tuple[backends.Backend, HostPlan]:
+        if why := state_dir_problem(LocalHost(), str(self.cfg.state_dir), "state_dir"):
+            raise TestbedError(why)
+        missing = [p for p in (paths.IMAGE_DIR / "rootfs.qcow2", paths.TERRAFORM_CACHE / "cli.tfrc",
+                               paths.TERRAFORM_CACHE / "bin" / "terraform") if not p.exists()]
+        if missing:
+            raise TestbedError(f"missing {', '.join(map(str, missing))}. Fix: run `make testbed up` "
+                               "(it builds the guest image and the Terraform provider)")
+        try:
+            connect(self.host.uri).close()
+        except libvirt.libvirtError as e:
+            raise TestbedError(f"libvirt at {self.host.uri} is not reachable ({e.get_error_message()}). "
+                               "Fix: run `make testbed up` (it starts libvirtd)") from None
+        if self.ceph is not None and (reason := osd_size_problem(self.cfg.ceph, fleet_images(self.cfg))):
+            raise TestbedError(reason)
+        backend = backends.get(self.cfg.disk.backend)
+        self._fit_to_drive()
+        plan = self.plan()
+        if self.on_ceph and (self.raid or self.device or self.cfg.fleet.device):
+            what = "raid.level" if self.raid else "fleet.device" if self.cfg.fleet.device else "the experiment's device"
+            raise TestbedError(f"backend {backend.name} keeps the fleet's disks in Ceph, so {what} would go unused. "
+                               "Fix: remove it, or choose another backend")
+        if plan.device.kind == "file" and self.host.name != "local":
+            raise TestbedError(f"a fleet on the {self.host.name} host needs a block device there (an array, "
+                               "or one of its drives), not a file prefilled on this machine")
+        if reason := self.backend_verdict(plan):
+            raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
+        if self.on_ceph and self.ceph is None and (reason := ceph_existing.access_problem(self.host, self.cfg.ceph)):
+            raise TestbedError(f"ceph (existing): {reason}")
+        kind = self.host.descriptor()["kind"]
+        # the fleet's disks on fleet.device (not an array's, nor a device a sweep hands over): checked
+        # now, on its host, however long ago the config loaded
+        gated = self.cfg.fleet.device is not None and self.raid is None and self.device is None
+        if gated:
+            self._user_device_gate(str(self.cfg.fleet.device))
+        if plan.device.kind == "block" and self.host.name != "local" and self.raid is None:
+            have = int(self.host.run(["blockdev", "--getsize64", plan.device.path], timeout=60).stdout or 0)
+            need = len(plan.vms) * (self.cfg.fleet.disk_size_mib << 20)
+            if have < need:
+                raise TestbedError(f"{self.host.label}: {plan.device.path} has {have >> 20} MiB, and {len(plan.vms)} VM(s) "
+                                   f"x fleet.disk_size_mib={self.cfg.fleet.disk_size_mib} need {need >> 20} MiB. "
+                                   "Fix: lower fleet.disk_size_mib or the VM count")
+        if not gated and kind == "ssh" and plan.device.path in self.host.drives:   # the host's own first drive
+            if reason := refuse_reason_on(self.host, plan.device.path, wipe_field="its own data"):
+                raise TestbedError(f"{self.host.label}: device {plan.device.path} refused: {reason}")
+        return backend, plan
+
+    def _user_device_gate(self, device: str) -> None:
+        """fleet.device, checked on its host just before use: on that host's allowlist (its devices,
+        a nested host's drives, or raid.allow on this machine) and free there."""
+        here = self.host.descriptor()["kind"] == "local"
+        allow = list(self.cfg.raid.allow) if here else list(self.host.drives) or None
+        field = "raid.allow" if here else f"that host's allowlist ({', '.join(allow or [])})"
+        if reason := refuse_reason_on(self.host, device, allow_signature=self.cfg.fleet.wipe, wipe_field="fleet.wipe",
+                                      allow=allow, allow_field=field):
+            raise TestbedError(f"{self.host.label}: fleet.device {device} refused: {reason}")
+
+    def _fit_to_drive(self) -> None:
+        """A fleet on its host's own drive (a nested host's are small) whose disk size the user left
+        unset gets slices that fit that drive, rather than a refusal of the defaults."""
+        f = self.cfg.fleet
+        if ("disk_size_mib" in f.model_fields_set or not self.host.drives or self.on_ceph or self.raid
+                or self.device or f.device):
+            return
+        drive = self.host.drives[0]
+        probed = self.host.run(["blockdev", "--getsize64", drive], timeout=60, check=False)
+        if probed.returncode != 0:
+            return   # preflight's own size check says what is wrong with the drive
+        have = int(probed.stdout or 0) >> 20
+        fit = have // max(1, len(self.indices))
+        if 16 <= fit < f.disk_size_mib:
+            step(f"fleet.disk_size_mib: {fit} MiB a VM, so that {len(self.indices)} VMs fit on {drive} ({have} MiB) of "
+                 f"{self.host.label} (set fleet.disk_size_mib to choose)")
+            self.cfg = self.cfg.model_copy(update={"fleet": f.model_copy(update={"disk_size_mib": fit})})
+
+    def accel(self) -> accel.AccelChoice:
+        return accel.choose(self.cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", self.cfg.state_dir, self.host)
+
+    def up(self) -> TestbedRecord:
+        backend, plan = self.preflight()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.host.run(["mkdir", "-p", str(self.host_dir / "consoles")], timeout=60)  # QEMU creates the logs, not their directory
+        choice = self.accel()
+        step(f"accelerator: {choice.accel} ({choice.reason})")
+        gc.register_state_dir(self.cfg.state_dir)
+        if self.run_scoped:
+            write_atomic(self.dir / "owner.json", json.dumps(owner()))
+        if self.on_ceph and self.ceph is None:
+            for said in ceph_existing.prepare(self.cfg.ceph, self.dir, self.rbd_image(), self.cfg.prefix,
+                                              self.cfg.state_dir):
+                step(f"ceph (existing): the fleet's earlier image: {said}")
+        write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
+        if host_images.kept_on(self.host):
+            host_images.ensure(self.host, paths.IMAGE_DIR)
+        self._drop_stale_state()
+        self._terraform("init", "-input=false", "-no-color")
+        step(f"terraform apply: {len(plan.vms)} VM(s) named {self.cfg.prefix}-vm*" +
+             (f" on {self.host.label}" if self.part else ""))
+        t0 = time.monotonic()
+        try:
+            self._terraform("apply", "-auto-approve", "-input=false", "-no-color", *self._state_args())
+        except TestbedError as e:
+            if lost := self.host_not_answering():   # undoing it there would wait as long again
+                raise TestbedError(f"{e}\nThe fleet was left as it is: its host does not answer ({lost}). "
+                                   "Fix: `harness testbed down` once it answers (a nested host is booted anew "
+                                   "by `harness host nested up`)") from None
+            # A failed create leaves defined domains that block the next apply: undo it all.
+            if undo := self._undo():
+                raise TestbedError(f"{e}{undo}") from None
+            raise
+        conditions.flush(self.host)  # the prefilled device is written back now, not during the first point
+        vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
+                      str(self.host_dir / "consoles" / f"{vm.name}.log"), vm.index, self.host.name) for vm in plan.vms]
+        started, ready, boot_restarts = {}, {}, {}
+        try:
+            if vms:   # none: a sweep measured on the host only wants the disk, not a VM
+                started = self._start([v.name for v in vms])
+                ready, boot_restarts = self._wait_agents([v.name for v in vms], t0)
+                self._personalize([v for v in vms if v.name in started and started[v.name].how == "restored"])
+        except (AgentError, libvirt.libvirtError) as e:
+            raise TestbedError(f"{vm_start.message(e)}; {self._keep_consoles_and_undo()}") from None
+        record = TestbedRecord(
+            prefix=self.cfg.prefix, uri=self.host.uri, vms=vms, device_path=plan.device.path,
+            device_kind=plan.device.kind, accel=accel.as_dict(choice),
+            disk=backend.metadata(self.cfg.disk),
+            fleet={"vms": len(vms), "vcpus": self.cfg.fleet.vcpus, "memory_mib": self.cfg.fleet.memory_mib,
+                   "disk_size_mib": self.cfg.fleet.disk_size_mib, "kernel": self.cfg.fleet.kernel},
+            image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready,
+            host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None,
+            ceph=self._ceph_metadata(),
+            boot_restarts=boot_restarts,
+            started=self._how_started([v.name for v in vms], started))
+        write_atomic(self.record_path, json.dumps(asdict(record), indent=2))
+        step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start" if ready else
+             f"disk ready ({plan.device.path}), with no VM: measured on the host only")
+        return record
+
+    def _ceph_metadata(self) -> dict | None:
+        """The cluster under the fleet: the local plan, or which pool of yours and as whom (no key)."""
+        if self.ceph is not None:
+            return {"mode": "hosts" if self.ceph.hosts else "local", **json.loads(self.ceph.to_json())}
+        c = self.cfg.ceph
+        return {"mode": "existing", "conf": c.conf, "pool": c.pool, "client": c.client} if self.on_ceph else None
+
+    def _drop_stale_state(self) -> None:
+        """A Terraform state whose pool its host no longer has describes resources that went with
+        that host (a nested host rebuilt, a libvirtd reset): refreshing it would fail on every
+        volume, so it is set aside (kept as .stale) and what is left with the prefix is removed."""
+        state = self.dir / "terraform.tfstate"
+        if not state.exists() or not json.loads(state.read_text() or "{}").get("resources"):
+            return
+        conn = connect(self.host.uri)
+        try:
+            conn.storagePoolLookupByName(self.cfg.prefix)
+            return
+        except libvirt.libvirtError:
+            pass
+        finally:
+            conn.close()
+        warn(f"the fleet's Terraform state names pool {self.cfg.prefix}, which {self.host.uri} no longer has "
+             "(its host was rebuilt or reset): starting from a clean state")
+        state.replace(state.with_name("terraform.tfstate.stale"))
+        gc.collect(self.cfg.prefix + "-", self.host)
+
+    def _keep_consoles_and_undo(self) -> str:
+        """After guests that never answered: their consoles kept where the teardown cannot take them,
+        then the fleet undone, so the next `up` starts clean. Says where the consoles are."""
+        dest = self.cfg.state_dir / "logs" / f"{self.cfg.prefix}-consoles-{time.strftime('%Y%m%d-%H%M%S')}"
+        logs = guest_consoles.keep(self.host, self.host.uri, (self.cfg.prefix + "-",), dest)
+        host_stopped = self.host.stopped()
+        if undo := self._undo():
+            return f"the consoles are kept in {dest}.{undo}"
+        if host_stopped:
+            return (f"{host_stopped}. The fleet's state was removed; the consoles are kept in {dest}. "
+                    "Fix: retry (`harness testbed up` boots a new nested host); if it stops again, read its console")
+        guest = next((t for n, t in logs.items() if n.startswith(self.cfg.prefix)), "")
+        tail = guest_consoles.last_lines(guest, 15)
+        return (f"the fleet was torn down. Its consoles are kept in {dest}" + (f"; the last lines:\n{tail}" if tail else "")
+                + "\nFix: retry `harness testbed up`; if it fails again, read those consoles")
+
+    def _why_no_restore(self) -> str | None:
+        if not self.cfg.fleet.restore:
+            return "fleet.restore is false"
+        kind = self.host.descriptor()["kind"]
+        if kind == "nested":
+            # Nested KVM saves and restores L2 guests (checked), but an L1 under TCG hangs now and then
+            # as an L2 starts, and a restore once failed that way: off until restores are shown not
+            # to make it more likely.
+            return ("L2 fleets in a nested host boot for now (an L1 under TCG hangs now and then as an L2 "
+                    "starts, and a restore once hung it)")
+        if kind != "local":
+            return f"restores run on this machine only for now, not on the {self.host.name} host"
+        return None
+
+    def _start(self, names: list[str]) -> dict[str, vm_start.Started]:
+        """Starts the stopped domains: restored where allowed. (Terraform started them when not.)"""
+        why_not = self._why_no_restore()
+        conn = connect(self.host.uri)
+        try:
+            image = f"{(paths.IMAGE_DIR / 'recipe.sha').read_text().strip()} {self.cfg.fleet.kernel}"
+            started = vm_start.start(self.host, conn, names, image=image,
+                                     work_dir=str(self.host_dir), restore=why_not)
+        finally:
+            conn.close()
+        if started:
+            restored = sum(st.how == "restored" for st in started.values())
+            step(f"started {len(started)} VM(s): {restored} restored from a booted template, "
+                 f"{len(started) - restored} booted")
+        return started
+
+    def _how_started(self, names: list[str], now: dict[str, vm_start.Started]) -> dict:
+        """How each VM was started: by this bring-up; else (running already) as the last record says
+        of the same domain; else booted by Terraform."""
+        try:
+            before = TestbedRecord.from_json(self.record_path.read_text()).started
+        except (OSError, ValueError, TypeError):
+            before = {}
+        conn = connect(self.host.uri)
+        try:
+            uuids = {n: conn.lookupByName(n).UUIDString() for n in names}
+        finally:
+            conn.close()
+        booted = asdict(vm_start.Started("booted", self._why_no_restore() or "started before this bring-up"))
+        return {n: asdict(now[n]) if n in now else
+                before[n] if before.get(n, {}).get("uuid") == uuids[n] else {**booted, "uuid": uuids[n]}
+                for n in names}
+
+    def _personalize(self, vms: list[VmInfo]) -> None:
+        if not vms:
+            return
+        with guests(self.host.uri, [v.name for v in vms]) as agents:
+            in_parallel(lambda i: vm_start.personalize(agents[i], vms[i].slice_bytes, vms[i].locator), range(len(vms)))
+
+    def _wait_agents(self, names: list[str], t0: float) -> tuple[dict[str, float], dict[str, str]]:
+        """Seconds from apply until each guest's agent answered, and the guests restarted on the way.
+        A guest still running but silent after AGENT_TIMEOUT_S is restarted once: a KVM guest in a
+        nested host under TCG can hang early in its boot, and boots on a second try. Its first
+        console is kept, since the restart overwrites it."""
+        conn = connect(self.host.uri)
+        restarts: dict[str, str] = {}
+        try:
+            def wait(name: str) -> float:
+                dom = conn.lookupByName(name)
+                try:
+                    GuestAgent(dom).wait_ready(AGENT_TIMEOUT_S)
+                except AgentTimeout as e:
+                    kept = self.cfg.state_dir / "logs" / f"{name}-boot-hang-{time.strftime('%Y%m%d-%H%M%S')}.log"
+                    write_atomic(kept, guest_consoles.text(self.host, dom))
+                    warn(f"{e}; restarting it once (its console is kept in {kept})")
+                    restarts[name] = f"{e}; restarted (first console kept in {kept})"
+                    restart(dom)
+                    GuestAgent(dom).wait_ready(AGENT_TIMEOUT_S)
+                return time.monotonic() - t0
+            with ThreadPoolExecutor(len(names)) as pool, heartbeat(f"the guest agents of {', '.join(names)}"):
+                return dict(zip(names, pool.map(wait, names))), restarts
+        finally:
+            conn.close()
+
+    def _undo(self) -> str:
+        """down() after a failed bring-up: "" when it went, else why not, to be said with the
+        original error (never instead of it)."""
+        try:
+            self.down(quiet=True)
+            return ""
+        except TestbedError as e:
+            return f"\nUndoing it failed too: {e}"
+
+    def rebuilt(self) -> TestbedRecord:
+        """The fleet destroyed and brought up anew: after a guest of it could not be restarted. A
+        nested host that stopped answering goes with the fleet (down() removes it); a new one is
+        booted in its place, on the same port, so that this host object (held by the run) reaches it."""
+        self.down(quiet=True)
+        if nested_l1.removed(self.host):
+            nested_l1.up(self.cfg, port=self.host.record.ssh_port)
+        return self.up()
+
+    def down(self, quiet: bool = False) -> list[str]:
+        """terraform destroy, then remove anything left with this fleet's prefix, then the state.
+        A nested host that stopped answering is removed instead, and its fleet and arrays with it."""
+        removed: list[str] | None = None   # set when the host was removed
+        destroy_failed = ""
+        if (self.dir / "terraform.tfstate").exists() and (self.dir / "fleet.tfvars.json").exists():
+            if not quiet:
+                step(f"terraform destroy: {self.cfg.prefix}")
+            stopped: TestbedError | None = None   # Terraform stopped: its host missed its checks
+            try:
+                done = self._terraform("destroy", "-auto-approve", "-input=false", "-no-color",
+                                       *self._state_args(), check=False)
+                if done.returncode != 0:
+                    destroy_failed = f"terraform destroy failed (exit {done.returncode}; log: {self.log})"
+            except TestbedError as e:
+                stopped = e
+            if stopped or destroy_failed:   # a nested host that hung or died goes, and the fleet in it
+                removed = nested_l1.removed_after_loss(self.host, self.host_not_answering)
+                if removed is None and stopped:
+                    raise stopped
+                if removed is None:   # what it left is removed directly below, then checked
+                    warn(f"{destroy_failed}; removing what it left directly")
+        if removed is None:   # the host is still there: what Terraform left on it, and its arrays
+            # a cluster over the hosts outlives this part: the MultiHostFleet stops it after every part
+            keep = (self.ceph.name,) if self.ceph is not None and self.ceph.hosts else ()
+            removed = gc.collect(self.cfg.prefix + "-", self.host, keep)
+            # arrays whose plans are still here (a destroy that failed, a killed run), once their
+            # guests are gone: stopped again, directly (one check each for those already gone)
+            gone, left = gc.destroy_arrays(sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else [])
+            removed += gone
+            if destroy_failed:   # Terraform's teardown hook may not have run: the backend's host side by its plan
+                undone, stuck = gc.undo_backends(sorted(self.dir.glob("backend-*.json")) if self.dir.exists() else [])
+                removed += undone
+                left += stuck
+                try:
+                    left += gc.leftovers(self.cfg.prefix + "-", self.host, keep)
+                except libvirt.libvirtError as e:   # libvirtd gone: what remains cannot be known
+                    left.append(f"(its libvirtd does not answer: {e.get_error_message()})")
+            if left:   # the state stays, so that `testbed down` can try again
+                raise TestbedError(f"testbed down did not finish on {self.host.label}"
+                                   + (f": {destroy_failed}" if destroy_failed else "")
+                                   + ", and these remain: " + "; ".join(left)
+                                   + ". Fix: see the log, then run `harness testbed down` again")
+            if destroy_failed:
+                removed.append(f"({destroy_failed}; nothing of the fleet remains)")
+        removed += self._destroy_clusters()   # a local cluster lives on this machine, not in the host
+        removed += ceph_existing.remove_recorded(LocalHost(), self.dir / ceph_existing.RECORD, self.cfg.state_dir)
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
+        return removed
+
+    def _destroy_clusters(self) -> list[str]:
+        """Ceph clusters whose plans are still here (a destroy that failed, a killed run): removed
+        again, directly (idempotent)."""
+        return ceph_clusters.destroy_recorded(self.dir)
+
+    def ensure(self) -> TestbedRecord:
+        """The deployed testbed, re-provisioned first when the config asks for a different one
+        (e.g. `--backend nvme` on a virtio-blk fleet)."""
+        record = self.load()
+        backend, plan = self.preflight()
+        choice = self.accel()
+        wanted = json.loads(json.dumps(self._tfvars(choice, backend, plan)))  # as written: lists, not tuples
+        deployed = json.loads((self.dir / "fleet.tfvars.json").read_text())
+        if wanted == deployed:
+            return record
+        changed = sorted(k for k in {*wanted, *deployed} if wanted.get(k) != deployed.get(k))
+        what = (f"backend {record.disk['backend']} -> {backend.name}" if record.disk["backend"] != backend.name
+                else ", ".join(changed))
+        step(f"the deployed fleet differs from the config ({what}): re-provisioning")
+        return self.up()
+
+    @staticmethod
+    def deployed_vms(cfg: Config) -> int:
+        """How many VMs the fleet deployed under this config's name has, on all its hosts (0 when none)."""
+        fleet = cfg.state_dir / cfg.fleet.name
+        return sum(len(json.loads(p.read_text())["vms"])
+                   for p in [fleet / "testbed.json", *fleet.glob("hosts/*/testbed.json")] if p.exists())
+
+    def load(self) -> TestbedRecord:
+        """The deployed testbed, checked to be running; a clear error when it is not."""
+        if not self.record_path.exists():
+            raise TestbedError(f"no testbed for fleet {self.cfg.fleet.name!r} under {self.cfg.state_dir}. "
+                               "Fix: run `make testbed up` (or `harness testbed up` with the same config)")
+        record = TestbedRecord.from_json(self.record_path.read_text())
+        try:
+            conn = connect(record.uri)
+        except libvirt.libvirtError as e:
+            raise TestbedError(f"libvirt is not reachable ({e.get_error_message()}). Fix: `make testbed up`") from None
+        try:
+            for vm in record.vms:
+                try:
+                    if not conn.lookupByName(vm.name).isActive():
+                        raise TestbedError(f"{vm.name} is not running. Fix: `make testbed up`")
+                except libvirt.libvirtError:
+                    raise TestbedError(f"{vm.name} does not exist. Fix: `make testbed up`") from None
+        finally:
+            conn.close()
+        return record

@@ -1,0 +1,621 @@
+"""The one measurement pipeline. An experiment declares its points (where each runs, what it runs,
+what it is compared with); the pipeline measures them and keeps everything:
+
+- repeats run in rounds over all the points of a block, in a seeded shuffled order (recorded),
+  never the same point twice in a row, so slow drift falls on both sides of every comparison;
+- before each point: every fleet VM that takes no part in it is suspended, and the host is given
+  a bounded wait to settle (CPU quiet, dirty pages written back);
+- over each point: the host's CPU busy/steal and the CPU time of the participating QEMUs, storage
+  daemons, libvirtd and the harness itself;
+- each output's raw text is stored, parsed by its workload, and turned into samples that carry the
+  standard metadata (added here and only here) and the conditions; a failure is a failed sample;
+- a guest whose agent stops answering is looked at (domain state, console tail) and restarted
+  before the next point;
+- afterwards: VE/PE ratios against each point's declared baseline.
+
+This follows PerfKit Benchmarker's Run-returns-Samples model with one metadata provider.
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+import resource
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, ContextManager, Protocol
+
+import libvirt
+
+from harness import backends
+from harness.analysis.stats import enough, summarize
+from harness.common import bounded, cancel
+from harness.common.console import step, warn
+from harness.config.core import RepeatConfig, SettleConfig
+from harness.fleet import guest_consoles
+from harness.fleet.agent import AgentError, GuestAgent, restart
+from harness.libvirt.libvirt_conn import connect
+from harness.measure import conditions, hoststat, overlap
+from harness.results.samples import Sample
+
+PHYSICAL, VIRTUAL = "physical", "virtual"
+# (label, command-line text) of the processes whose CPU time every point records, beside its QEMUs
+# Storage daemons that poll a core by design: the settle wait does not count their CPU as other work
+POLLING_DAEMONS = [("spdk", "/bin/vhost ")]
+PROCESS_PATTERNS = [("daemon", "qemu-storage-daemon"), *POLLING_DAEMONS, ("libvirtd", "libvirtd"),
+                    ("ceph", "ceph-osd "), ("ceph", "ceph-mon "), ("ceph", "ceph-mgr ")]   # a local cluster's daemons
+CPU_LABELS = ["qemu", *dict.fromkeys(label for label, _ in PROCESS_PATTERNS)]   # every sample has a figure for each
+
+
+LONG_POINT_S = 60   # a point running longer says so (a heartbeat): shorter ones have their own line
+WATCH_S = 10   # how often the fleet's storage is asked for faults while a point runs (a `ceph health` each)
+
+
+class StorageFault(RuntimeError):
+    """The storage under the fleet's disks cannot complete I/O (its own words)."""
+
+
+class Parsed(Protocol):
+    version: str
+
+    def metrics(self) -> dict[str, tuple[float, str]]: ...
+
+
+def as_run(r: Parsed) -> dict:
+    """What the tool says it ran with, where a result tells (fio's engine): it overrides the job's
+    fields in the sample metadata, which say what was asked."""
+    return r.as_run() if hasattr(r, "as_run") else {}
+
+
+@dataclass
+class Output:
+    """One process's raw output (a VM's or a host slot's), with any files kept beside it."""
+    who: str
+    raw: str
+    extra: dict[str, str] = field(default_factory=dict)   # file suffix -> text (server config, log)
+    clock_offset_s: float = 0.0   # its node's clock minus this machine's (puts tool timestamps on one line)
+    host: str = ""                # the host it ran on (or whose guest it ran in), when the fleet spans hosts
+
+
+@dataclass(frozen=True)
+class Site:
+    """One host a point may involve, and its libvirtd: a fleet that spans hosts has several."""
+    host: Any
+    uri: str
+
+
+@dataclass(frozen=True)
+class Point:
+    id: str                                  # unique in the run; names the raw folder
+    env: str                                 # physical | virtual
+    backend: str                             # "host" when physical
+    vms: tuple[str, ...]                     # the guests it runs in; every other fleet VM is suspended
+    run: Callable[[], list[Output]]          # runs the workload once
+    parse: Callable[[str], Parsed]           # the workload's own parser
+    headline: str                            # the metric repeats, ratios, the noisy flag and reports look at
+    lower_is_better: bool = False            # the headline's direction (latency: lower)
+    meta: dict = field(default_factory=dict)  # the experiment's own fields (group, label, job)
+    aggregate: Callable[[list[Any]], dict] | None = None   # metrics over the outputs (scope aggregate)
+    baseline: str | None = None              # id of the physical point a VE/PE ratio is taken against
+    raw_suffix: str = ".json"
+    on_failure: Callable[[Exception], list[Output]] | None = None   # raw files to keep from a failure
+    # read around the run (a cluster's link counters); what it yields is called with the tools' measured
+    # window on this machine's clock (or None), and the dict it returns joins the metadata
+    observe: Callable[[], ContextManager[Callable[[tuple[float, float] | None], dict]]] | None = None
+
+
+def measured_window(parsed: list, outputs: list[Output]) -> tuple[float, float] | None:
+    """From the first participant's start to the last one's end of their measured runs, on this
+    machine's clock; None when a tool does not say when it ran."""
+    windows = [(w[0] - out.clock_offset_s, w[1] - out.clock_offset_s)
+               for r, out in zip(parsed, outputs) if (w := getattr(r, "window", None))]
+    if not windows or len(windows) < len(parsed):
+        return None
+    return min(w[0] for w in windows), max(w[1] for w in windows)
+
+
+def schedule(ids: list[str], rng: random.Random, last: str | None) -> list[str]:
+    """One round: the ids shuffled, never starting with `last` (the previous round's final point)
+    when there is a choice."""
+    order = list(ids)
+    rng.shuffle(order)
+    if len(order) > 1 and order[0] == last:
+        swap = rng.randrange(1, len(order))
+        order[0], order[swap] = order[swap], order[0]
+    return order
+
+
+def new_seed() -> int:
+    return random.SystemRandom().randrange(1 << 31)
+
+
+class Pipeline:
+    def __init__(self, *, store, repeat: RepeatConfig, settle: SettleConfig, seed: int, host, uri: str,
+                 quiet_prefixes: tuple[str, ...], base_meta: dict, progress=None, sites: list[Site] | None = None):
+        self.store = store
+        self.repeat = repeat
+        self.settle = settle
+        self.seed = seed
+        self.host = host
+        self.uri = uri
+        self.sites = sites or [Site(host, uri)]   # every host whose VMs and load a point involves
+        self.quiet_prefixes = quiet_prefixes   # fleets whose idle VMs are suspended during a point
+        self.base_meta = base_meta             # run id, experiment, environment: on every sample
+        self.progress = progress
+        self.rng = random.Random(seed)
+        self.last: str | None = None
+        self.failed: set[str] = set()
+        self.broken = ""          # why the block's fleet cannot be measured any more (a guest that cannot be restarted)
+        self.guest_lost = False   # broken by a guest that could not be restarted: a new fleet may help
+        self.rebuilt = False      # the block's fleet was built anew once already
+        self.rebuild: Callable[[], dict] | None = None   # how the block's fleet is built anew
+        self.block: list[Point] = []
+        self.testbed_meta: dict = {}
+
+    # --- one block of points, in rounds ---------------------------------------------------
+    def measure(self, points: list[Point], testbed_meta: dict | None = None,
+                rebuild: Callable[[], dict] | None = None) -> None:
+        """Measures every point `count` times (more when adaptive), in shuffled rounds, then takes
+        the VE/PE ratio of each point that declares a baseline among them. `rebuild` builds the
+        block's fleet anew (returning its metadata): asked once, when a guest cannot be restarted."""
+        if not points:
+            return
+        by_id = {p.id: p for p in points}
+        if len(by_id) != len(points):
+            raise ValueError("point ids must be unique")
+        s = self.repeat
+        self.testbed_meta = testbed_meta or {}
+        self.broken, self.guest_lost, self.rebuilt = "", False, False
+        self.rebuild, self.block = rebuild, points
+        rounds = s.max_count if s.adaptive else s.count
+        try:
+            conns = [connect(site.uri) for site in self.sites]
+        except libvirt.libvirtError as e:
+            self.broken = e.get_error_message()
+            self._fail_rest(points)
+            return
+        try:
+            for conn in conns:
+                try:
+                    if left := conditions.resume_paused(conn, self.quiet_prefixes):
+                        warn(f"resumed {', '.join(left)}, left suspended by a run that was killed")
+                except libvirt.libvirtError as e:   # a guest that does not resume (bounded) is restarted
+                    guest = getattr(e, "guest", "")
+                    if not guest or not self._recover(conns, (guest,), force=True)[1]:
+                        self.broken = self.broken or e.get_error_message()
+            if self.broken:
+                self._fail_rest(points)
+                return
+            for r in range(rounds):
+                todo = [p.id for p in points if p.id not in self.failed
+                        and not (s.adaptive and r >= s.count and self._converged(by_id[p.id]))]
+                if not todo:
+                    break
+                if r >= s.count and self.progress:
+                    self.progress.add(len(todo))
+                order = schedule(todo, self.rng, self.last)
+                for i, pid in enumerate(order):
+                    if self.broken and not self._rebuilt():
+                        break
+                    conns = self._reconnected(conns)
+                    self._one(conns, by_id[pid], r, i)
+                    self.last = pid
+                if self.broken and not (r + 1 < rounds and self._rebuilt()):
+                    self._fail_rest(points)
+                    break
+        finally:
+            self.keep_consoles()
+            for conn in conns:
+                with contextlib.suppress(libvirt.libvirtError):
+                    conn.close()
+        self._ratios(points)
+
+    def _rebuilt(self) -> bool:
+        """After a guest that could not be restarted: the block's fleet built anew, once a block,
+        so that the point that lost it is measured again at once and the rest of the block on the
+        new fleet; said, and on every later sample."""
+        if self.rebuild is None or not self.guest_lost or self.rebuilt:
+            return False
+        why, self.rebuilt = self.broken, True
+        warn(f"rebuilding the block's fleet: {why}")
+        try:
+            meta = self.rebuild()
+        except Exception as e:   # recorded on the rest of the block, which then fails with it
+            self.broken = f"{why}; building the fleet anew failed too ({e})"
+            return False
+        self.testbed_meta = {**meta, "fleet_rebuilt_after": why}
+        self.broken, self.guest_lost = "", False
+        self.failed -= {p.id for p in self.block}
+        step("  the block's fleet was built anew; measuring the point again and the rest of the block")
+        return True
+
+    def _fail_rest(self, points: list[Point]) -> None:
+        """Every point of the block not yet failed is recorded failed with the reason the block's
+        fleet cannot be measured; the run goes on with the next block."""
+        rest = [p for p in points if p.id not in self.failed]
+        warn(f"the rest of this block ({len(rest)} points) is not measured: {self.broken}")
+        for p in rest:
+            self.store.add([Sample(p.headline, None, "", {**self._meta(p, 0, -1), "scope": "aggregate", "vm": ""},
+                                   status="failed", error=f"not measured: {self.broken}")])
+            self.failed.add(p.id)
+            if self.progress:
+                self.progress.done()
+
+    def _reconnected(self, conns: list[libvirt.virConnect]) -> list[libvirt.virConnect]:
+        """The connections, each reopened when its host's libvirtd dropped it; one that cannot be
+        reopened makes the points that need it fail (recorded), and the next point tries again."""
+        fresh = []
+        for conn, site in zip(conns, self.sites):
+            try:
+                new = _fresh(conn, site.uri)
+            except libvirt.libvirtError as e:
+                warn(f"libvirtd at {site.uri} is not answering ({e.get_error_message()}); the next point may fail")
+                new = conn
+            if new is not conn:
+                warn(f"the connection to libvirtd at {site.uri} was lost; reconnected")
+            fresh.append(new)
+        return fresh
+
+    def keep_consoles(self) -> None:
+        """The fleet guests' consoles, and a nested or remote host's own logs, kept in the run's consoles/ folder."""
+        for site in self.sites:
+            guest_consoles.keep(site.host, site.uri, self.quiet_prefixes, self.store.dir / "consoles")
+
+    def _converged(self, p: Point) -> bool:
+        return enough(self.values(p.id, p.headline), self.repeat.target_rel_ci, minimum=self.repeat.count)
+
+    def values(self, point_id: str, metric: str) -> list[float]:
+        """The point's values of a metric over its repeats (aggregate scope where it has one)."""
+        rows = [x for x in self.store.samples if x.metadata.get("point_id") == point_id and x.metric == metric
+                and x.status == "ok" and x.metadata.get("repeat") != "all"]
+        agg = [x.value for x in rows if x.metadata.get("scope") == "aggregate"]
+        return agg or [x.value for x in rows]
+
+    # --- one repeat of one point ----------------------------------------------------------
+    def _meta(self, p: Point, rep: int | str, order: int) -> dict:
+        """The standard metadata of every sample: one place."""
+        return {**self.base_meta, **self.testbed_meta, "point_id": p.id, "env": p.env, "backend": p.backend,
+                "vm_count": len(p.vms) if p.env == VIRTUAL else p.meta.get("vm_count", 0), **p.meta,
+                "headline": p.headline, "better": "lower" if p.lower_is_better else "higher",
+                "repeat": rep, "round_order": order, "seed": self.seed,
+                "drop_caches": self.repeat.drop_caches, "noisy_cv_threshold": self.repeat.noisy_cv}
+
+    def _one(self, conns: list[libvirt.virConnect], p: Point, rep: int, order: int, retried_after: str = "") -> None:
+        """One repeat of one point. When its guest stops answering mid-point and a restart brings
+        it back, or else the block's fleet is built anew, the point is measured once more at once
+        (its samples say why in `retried_after`); a second loss is recorded as the point's failure."""
+        meta = {**self._meta(p, rep, order), **({"retried_after": retried_after} if retried_after else {})}
+        what = f"{p.id} (repeat {rep + 1}{', again' if retried_after else ''})"
+        if self.progress and not retried_after:
+            self.progress.start(what)
+        step(f"  {what}")
+        t0 = time.monotonic()
+        retry = interrupted = False
+        try:
+            if why := self._fault():   # before the fleet is touched: a guest with I/O stuck on it would not pause
+                raise StorageFault(why)
+            with contextlib.ExitStack() as stack:
+                paused = [stack.enter_context(conditions.suspended(conn, self.quiet_prefixes, keep=set(p.vms)))
+                          for conn in conns]
+                restarted, _ = self._check_guests(conns, p.vms)
+                if self.repeat.drop_caches:
+                    self._drop_caches(conns, p.vms)
+                patterns = [*(("qemu", conditions.qemu_pattern(vm)) for vm in p.vms), *PROCESS_PATTERNS]
+                # the settle wait ends with the point's starting snapshot (one call on a remote host)
+                with bounded.heartbeat("the host to settle", self.settle.max_wait_s):
+                    settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle, POLLING_DAEMONS,
+                                                                            then=patterns))
+                before, self_before = [s.snapshot for s in settled], _own_cpu_s()
+                t_run = time.monotonic()
+                with (p.observe() if p.observe else contextlib.nullcontext(lambda window: {}) as observed_over,
+                      self._watched(), bounded.heartbeat(f"{p.id} to finish", after_s=LONG_POINT_S)):
+                    outputs = p.run()
+                run_s = time.monotonic() - t_run
+                after = self._on_sites(lambda site: hoststat.snapshot_on(site.host, patterns))
+                self_after = _own_cpu_s()
+            kept = [self._keep(p, rep, out) for out in outputs]   # before parsing: a bad output is kept too
+            meta = {**meta, **kept[0]} if kept else meta
+            parsed = [p.parse(out.raw) for out in outputs]
+            observed = observed_over(measured_window(parsed, outputs))
+            per_site = []
+            for i, site in enumerate(self.sites):
+                usage = conditions.usage_between(before[i], after[i], CPU_LABELS)
+                # ours: the harness (counted once), and on a host other than this machine the host-side
+                # tools' own (a guest's tool is in its QEMU's CPU time already)
+                ours = (self_after - self_before if i == 0 else 0.0) + sum(
+                    getattr(r, "cpu_s", 0.0) for r, out in zip(parsed, outputs)
+                    if p.env == PHYSICAL and site.host.name != "local" and out.host in ("", site.host.name))
+                per_site.append(self._conditions(usage, ours, settled[i], paused[i], after[i]["ncpu"]))
+            cond = per_site[0] if len(per_site) == 1 else combine_conditions(
+                {site.host.name: c for site, c in zip(self.sites, per_site)})
+            meta = {**meta, **cond, **observed, "point_wall_s": round(time.monotonic() - t0, 3), "run_wall_s": round(run_s, 3),
+                    "guests_restarted": restarted}
+            samples = self._samples(p, outputs, kept, parsed, meta)
+            self.store.add(samples)
+            head = next((x for x in samples if x.metric == p.headline and x.metadata.get("scope") == "aggregate"),
+                        next(x for x in samples if x.metric == p.headline))
+            step(f"      {p.headline} {head.value:,.1f} {head.unit}; host busy {cond['host_busy_pct']:.0f}%, "
+                 f"settled in {cond['settle_wait_s']:.1f}s"
+                 f"{'' if cond['host_quiet'] else ' [not quiet: ' + cond['quiet_reason'] + ']'}")
+        except (KeyboardInterrupt, SystemExit):
+            interrupted = True   # the run's stop stays signalled (cancel.CANCEL)
+            raise
+        except Exception as e:  # recorded as failed, never as a number
+            error = str(e)
+            if why := cancel.point_aborted():
+                error = f"{why} (the point was stopped: {error})"
+                cancel.point_done()   # what follows (keeping a failed point's files) runs commands again
+            recovered, elsewhere = False, False
+            if isinstance(e, StorageFault) or why:   # no restart helps a guest whose storage cannot complete I/O
+                self.broken = f"the storage under the fleet says {why or e}"
+            elif isinstance(e, bounded.Unanswered) and e.guest:   # a guest that did not pause (or resume) in time
+                notes, recovered = self._recover(conns, (e.guest,), force=True)
+                error += notes
+                elsewhere = e.guest not in p.vms
+            elif isinstance(e, bounded.Unanswered):   # libvirtd itself: every further call would wait too
+                self.broken = str(e)
+            elif isinstance(e, TimeoutError) and p.vms:  # its agent may answer while a disk queue is stuck
+                notes, recovered = self._check_guests(conns, p.vms)
+                error += "\n" + notes if notes else ""
+            elif isinstance(e, AgentError):
+                notes, recovered = self._recover(conns, p.vms)
+                error += notes
+            files = {}
+            for out in p.on_failure(e) if p.on_failure else []:
+                files.update(self._keep(p, rep, out))
+            retry = bool(recovered and p.vms and not retried_after and not elsewhere)
+            if retry:
+                warn(f"{p.id}: its guest stopped answering and was restarted; measuring the point again")
+            elif self.guest_lost and not retried_after and self._rebuilt():
+                retry = True   # on the new fleet, at once: a run of one repeat keeps the point
+            else:
+                self.store.add([Sample(p.headline, None, "", {**meta, "scope": "aggregate", "vm": "", **files,
+                                                              "point_wall_s": round(time.monotonic() - t0, 3)},
+                                       status="failed", error=error)])
+                self.failed.add(p.id)
+                warn(f"{p.id} failed: {error} (not repeated)")
+        finally:
+            if not interrupted:
+                cancel.point_done()
+            if self.progress and not retry:
+                self.progress.done()
+        if retry:
+            self._one(self._reconnected(conns), p, rep, order, retried_after=error)
+
+    def _fault(self) -> str | None:
+        """What the fleet's storage says stops its I/O now (its backend's own check), or None."""
+        meta = self.testbed_meta
+        try:
+            return backends.get(meta["backend"]).fault(self.host, meta["device"]) if meta.get("device") else None
+        except Exception:   # a probe that cannot run says nothing; the point's own bounds still hold
+            return None
+
+    @contextlib.contextmanager
+    def _watched(self):
+        """The fleet's storage is asked for faults every WATCH_S while the point runs: a fault stops
+        the point's commands (they raise, and the point's error names the fault)."""
+        done, lock = threading.Event(), threading.Lock()
+
+        def watch() -> None:
+            while not done.wait(WATCH_S):
+                why = self._fault()
+                with lock:   # an answer that comes after the point ended must not stop the next one
+                    if done.is_set():
+                        return
+                    if why:
+                        warn(f"stopping the point: {why}")
+                        cancel.abort_point(why)
+                        return
+        threading.Thread(target=watch, name="storage watch", daemon=True).start()
+        try:
+            yield
+        finally:
+            with lock:
+                done.set()
+
+    def _on_sites(self, fn: Callable[[Site], Any]) -> list:
+        """fn on every site at once (a settle wait or a snapshot on each host), in site order."""
+        if len(self.sites) == 1:
+            return [fn(self.sites[0])]
+        with ThreadPoolExecutor(len(self.sites)) as pool:
+            return list(pool.map(fn, self.sites))
+
+    def _conditions(self, usage: conditions.Usage, harness_cpu_s: float, settled, paused, ncpu: int) -> dict:
+        """The point's conditions, and whether the host was quiet: it settled, and work other than
+        the point's own (QEMU, daemons, libvirtd, the harness and its tools) stayed under the bound."""
+        load = usage.load
+        ours = sum(usage.cpu_s.values()) + harness_cpu_s
+        other = max(0.0, load.busy_pct - 100 * ours / (max(load.seconds, 1e-9) * ncpu))
+        reasons = []
+        if settled.timed_out:
+            reasons.append(f"the host did not settle within {self.settle.max_wait_s:g} s "
+                           f"(busy {settled.last.busy_pct + settled.last.iowait_pct:.0f}%, "
+                           f"dirty {settled.last.dirty_mib:.0f} MiB)")
+        if other > self.repeat.noisy_busy_pct:
+            reasons.append(f"other work used {other:.0f}% of the host's CPU during the point")
+        if load.steal_pct > 5:
+            reasons.append(f"{load.steal_pct:.0f}% CPU steal")
+        return {**usage.metadata(),
+                "harness_cpu_s": round(harness_cpu_s, 3), "host_other_busy_pct": round(other, 1),
+                "settle_wait_s": settled.wait_s, "settle_timed_out": settled.timed_out,
+                "settle_exempt_busy_pct": settled.exempt_busy_pct, "suspended_vms": len(paused),
+                "host_quiet": not reasons, "quiet_reason": "; ".join(reasons)}
+
+    def _keep(self, p: Point, rep: int, out: Output) -> dict:
+        """Stores an output's raw text and its extra files; returns the raw path for the metadata."""
+        stem = f"{p.id}/{out.who}{'' if rep == 0 else f'.r{rep}'}"
+        paths = {}
+        if out.raw:
+            paths["raw"] = self.store.save_raw(stem + p.raw_suffix, out.raw)
+        for suffix, text in out.extra.items():
+            kept = self.store.save_raw(f"{stem}.{suffix}", text)
+            paths.setdefault("raw", kept)
+        return paths
+
+    def _samples(self, p: Point, outputs: list[Output], kept: list[dict], parsed: list, meta: dict) -> list[Sample]:
+        samples = []
+        scope = "vm" if p.env == VIRTUAL else "slot"
+        for out, paths, r in zip(outputs, kept, parsed):
+            where = {"host": out.host} if out.host else {}
+            samples += [Sample(m, v, u, {**meta, **as_run(r), "scope": scope, "vm": out.who, **where, **paths,
+                                         "tool_version": r.version})
+                        for m, (v, u) in r.metrics().items()]
+        if p.aggregate is not None:
+            agg_meta = {**meta, **as_run(parsed[0]), "scope": "aggregate", "vm": "", "tool_version": parsed[0].version}
+            windows = [getattr(r, "window", None) for r in parsed]
+            if len(windows) > 1 and all(windows):  # the tool says when each participant ran
+                agg_meta.update(overlap.metadata(windows, [out.clock_offset_s for out in outputs]))
+            samples += [Sample(m, v, u, agg_meta) for m, (v, u) in p.aggregate(parsed).items()]
+        samples += self._efficiency(p, samples, meta)
+        return samples
+
+    @staticmethod
+    def _efficiency(p: Point, samples: list[Sample], meta: dict) -> list[Sample]:
+        """I/Os per CPU-second spent by QEMU and the storage daemons (virtual points)."""
+        if p.env != VIRTUAL:
+            return []
+        metric = "aggregate_iops" if p.aggregate else "iops"  # the point's total IOPS
+        iops = [x for x in samples if x.metric == metric]
+        cpu = sum(meta.get(k, 0.0) for k in ("qemu_cpu_s", "daemon_cpu_s", "spdk_cpu_s"))
+        seconds = meta.get("run_wall_s") or 0
+        if not iops or cpu <= 0 or not seconds:
+            return []
+        return [Sample("ios_per_cpu_s", iops[0].value / (cpu / seconds), "IO/CPU-s",
+                       {**iops[0].metadata})]
+
+    # --- around a point -------------------------------------------------------------------
+    def _drop_caches(self, conns: list[libvirt.virConnect], vms: tuple[str, ...]) -> None:
+        for site in self.sites:
+            site.host.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], timeout=conditions.FLUSH_S)
+        for name in vms:
+            res = GuestAgent(self._domain(conns, name)[1]).exec("/bin/sh", ["-c", "sync; echo 3 > /proc/sys/vm/drop_caches"],
+                                                            timeout=30)
+            if res.exitcode != 0:
+                raise AgentError(f"{name}: dropping the page cache failed")
+
+    def _domain(self, conns: list[libvirt.virConnect], name: str) -> tuple[int, libvirt.virDomain]:
+        """The guest's site (its index) and domain: names are unique across the hosts of a fleet."""
+        for i, conn in enumerate(conns):
+            try:
+                return i, conn.lookupByName(name)
+            except libvirt.libvirtError:
+                continue
+        raise AgentError(f"{name}: no such guest on {', '.join(s.uri for s in self.sites)}")
+
+    def _check_guests(self, conns: list[libvirt.virConnect], vms: tuple[str, ...]) -> tuple[str, bool]:
+        """Before a point, and after one that timed out: each guest answers and every disk it has
+        completes one direct read. A guest that does not (its agent gone, or a disk queue stuck)
+        is restarted. Returns the reasons (recorded in the point's samples), and whether a guest
+        was restarted and every one answers again."""
+        notes, recovered = [], True
+        for name in vms:
+            try:
+                res = GuestAgent(self._domain(conns, name)[1]).exec("/bin/sh", ["-c", DISK_PROBE], timeout=GUEST_PROBE_S)
+                if res.exitcode == 0:
+                    continue
+                why = f"a disk did not complete a read ({res.stderr.decode(errors='replace').strip()[-200:]})"
+            except AgentError as e:
+                why = str(e)
+            warn(f"{name}: {why}; restarting it")
+            restart_notes, restarted = self._recover(conns, (name,), force=True)
+            notes.append(f"{name}: {why}{restart_notes}")
+            recovered = recovered and restarted
+        return "\n".join(notes), bool(notes) and recovered
+
+    def _recover(self, conns: list[libvirt.virConnect], vms: tuple[str, ...], force: bool = False) -> tuple[str, bool]:
+        """After an agent error: what state each guest is in, the tail of its console, and a
+        restart of any guest that no longer answers, so the next point finds it working. Returns
+        those notes, and whether a guest was restarted and every one answers again."""
+        notes, restarted, lost = [], False, False
+        for name in vms:
+            try:
+                conns = [_fresh(conn, site.uri) for conn, site in zip(conns, self.sites)]
+                i, dom = self._domain(conns, name)
+                state = _STATES.get(dom.state()[0], "unknown")
+                agent = GuestAgent(dom)
+                if not force and state == "running" and agent.ping(timeout=5):
+                    continue
+                tail = guest_consoles.tail(self.sites[i].host, dom)
+                notes.append(f"{name} was {state} and its agent did not answer; console tail:\n{tail}")
+                warn(f"{name}: not answering ({state}); restarting the guest")
+                restart(dom)
+                with bounded.heartbeat(f"{name} to boot again", RESTART_READY_S):
+                    agent.wait_ready(RESTART_READY_S)
+                notes.append(f"{name} restarted")
+                restarted = True
+            except (libvirt.libvirtError, AgentError) as e:
+                notes.append(f"{name}: could not be restarted ({e})")
+                self.broken = f"{name} stopped answering and could not be restarted ({e})"
+                self.guest_lost = True
+                lost = True
+        return ("\n" + "\n".join(notes)) if notes else "", restarted and not lost
+
+    # --- after a block ---------------------------------------------------------------------
+    def derived_meta(self, p: Point) -> dict:
+        """Metadata of a value derived over a point's repeats (a ratio, a model's expectation)."""
+        return {**self._meta(p, "all", -1), "scope": "aggregate", "vm": ""}
+
+    def _ratios(self, points: list[Point]) -> None:
+        """VE/PE of each virtual point's headline against its baseline's, as means over repeats."""
+        by_id = {p.id: p for p in points}
+        derived = []
+        for p in points:
+            if not p.baseline or p.baseline not in by_id:
+                continue
+            virt, phys = self.values(p.id, p.headline), self.values(p.baseline, p.headline)
+            if not virt or not phys or summarize(phys).mean == 0:
+                continue
+            meta = {**self.derived_meta(p), "ratio_of": p.headline, "baseline_point": p.baseline,
+                    "n_virtual": len(virt), "n_physical": len(phys)}
+            derived.append(Sample("ve_pe_ratio", summarize(virt).mean / summarize(phys).mean, "ratio", meta))
+        if derived:
+            self.store.add(derived)
+
+
+GUEST_PROBE_S = 20
+RESTART_READY_S = 180     # a restarted guest's agent answers within this (a TCG boot takes about a minute)
+# One 4 KiB direct read from every disk of a guest: a virtqueue that lost a notification hangs here.
+DISK_PROBE = ('for d in /sys/block/*; do n=${d##*/}; case $n in loop*|ram*|sr*) continue;; esac; '
+              'dd if=/dev/$n of=/dev/null bs=4096 count=1 iflag=direct status=none || exit 1; done')
+
+_STATES = {libvirt.VIR_DOMAIN_RUNNING: "running", libvirt.VIR_DOMAIN_PAUSED: "paused",
+           libvirt.VIR_DOMAIN_SHUTOFF: "shut off", libvirt.VIR_DOMAIN_CRASHED: "crashed",
+           libvirt.VIR_DOMAIN_BLOCKED: "blocked", libvirt.VIR_DOMAIN_SHUTDOWN: "shutting down"}
+
+
+def combine_conditions(by_host: dict[str, dict]) -> dict:
+    """One point's conditions over several hosts: CPU seconds and suspended VMs add up, the other
+    figures are the worst host's, quiet only when every host was; each host's own are kept too."""
+    first = next(iter(by_host.values()))
+    out: dict[str, Any] = {}
+    for key, value in first.items():
+        values = [c[key] for c in by_host.values()]
+        if key == "host_quiet":
+            out[key] = all(values)
+        elif key == "quiet_reason":
+            out[key] = "; ".join(f"{h}: {c[key]}" for h, c in by_host.items() if c[key])
+        elif isinstance(value, bool):
+            out[key] = any(values)
+        elif key.endswith("_cpu_s") or key == "suspended_vms":
+            out[key] = round(sum(values), 3)
+        else:
+            out[key] = max(values)
+    return {**out, "host_conditions": by_host}
+
+
+def _fresh(conn: libvirt.virConnect, uri: str) -> libvirt.virConnect:
+    """The connection, or a new one when libvirtd dropped it (restarted, or the link broke)."""
+    try:
+        if conn.isAlive():
+            return conn
+    except libvirt.libvirtError:
+        pass
+    return connect(uri)
+
+
+def _own_cpu_s() -> float:
+    """CPU time of this process (every thread) and of the children it waited for (host fio, sync)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+

@@ -1,0 +1,120 @@
+"""Runs one experiment against the deployed testbed and keeps everything it measured."""
+from __future__ import annotations
+
+import json
+import signal
+import time
+from dataclasses import asdict
+
+from pydantic import ValidationError
+
+from harness import hosts
+from harness.common import paths
+from harness.common.cancel import CANCEL, Terminated
+from harness.common.console import step, warn
+from harness.common.progress import RunProgress
+from harness.config import settings
+from harness.config.core import Config, validation_context
+from harness.experiments import RunContext, registry
+from harness.fleet import accel, gc
+from harness.fleet.multi_host import MultiHostFleet
+from harness.fleet.testbed import Testbed
+from harness.hosts import LocalHost
+from harness.hosts.folders import state_dir_problem
+from harness.resources import nested_l1
+from harness.results import environment
+from harness.results.store import RunStore, new_run_id, owner
+
+
+def _terminate(signum, _frame):
+    raise Terminated(f"signal {signum}")
+
+
+def grown(cfg: Config, need: int) -> Config:
+    """The config with a fleet of `need` VMs, validated again (memory, device size)."""
+    data = cfg.model_dump(mode="json", exclude_unset=True)
+    data.setdefault("fleet", {})["vms"] = need
+    try:
+        return type(cfg).model_validate(data, context=validation_context(data))
+    except ValidationError as e:
+        raise settings.ConfigError(settings.describe(e) + f"\n  (the fleet was being grown to {need} VMs "
+                                     "for the experiment's largest VM count; lower that count instead)") from None
+
+
+def run(cfg: Config, experiment_name: str) -> RunContext:
+    signal.signal(signal.SIGTERM, _terminate)  # a CI timeout or `kill` ends the run like Ctrl-C
+    if why := state_dir_problem(LocalHost(), str(cfg.state_dir), "state_dir"):
+        raise settings.ConfigError(why)
+    gc.register_state_dir(cfg.state_dir)   # what the run mounts there is found by gc after a SIGKILL
+    experiment = registry()[experiment_name]
+    if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):
+        raise settings.ConfigError(why)
+    need = experiment.fleet_size(cfg) if hasattr(experiment, "fleet_size") else 0
+    deployed = Testbed.deployed_vms(cfg)
+    if experiment.uses_fleet and max(need, deployed) > cfg.fleet.vms:
+        if need > max(cfg.fleet.vms, deployed):
+            step(f"{experiment_name} needs {need} VMs and the fleet has {max(cfg.fleet.vms, deployed)}: "
+                 f"growing the fleet to {need}")
+        cfg = grown(cfg, max(need, deployed))  # a fleet grown before stays grown
+    if cfg.hosts:
+        hosts.check_answering(cfg)
+        host_list = hosts.all_for_config(cfg)
+        cluster = MultiHostFleet(cfg, host_list)
+        if len(cluster.parts) > 1 and not getattr(experiment, "spans_hosts", False):
+            raise settings.ConfigError(f"{experiment_name} runs on one host; the config's fleet spans "
+                                       f"{len(cluster.parts)} ([[hosts]]). Fix: keep one [[hosts]] table for it, "
+                                       "or run vm-scaling, which spreads its VM counts over the hosts")
+        records = cluster.ensure() if experiment.uses_fleet else []
+        host_list = [part.host for part in cluster.parts]
+    else:
+        host_list = [nested_l1.host_for(cfg)]
+        records = [Testbed(cfg, host_list[0]).ensure()] if experiment.uses_fleet else []
+    host, record = host_list[0], (records[0] if records else None)
+    choice = record.accel if record else accel.as_dict(
+        accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host))
+    env = environment.collect(choice, host)
+    if len(records) > 1:  # each host's own environment beside the first's
+        env["per_host"] = {h.name: environment.collect(r.accel, h) for h, r in zip(host_list, records)}
+        env["host"] = ",".join(h.name for h in host_list)
+    store = RunStore(cfg.results_dir, new_run_id(experiment_name))
+    where = (f"{sum(len(r.vms) for r in records)} VM fleet on {len(records)} host(s), backend={record.disk['backend']}"
+             if record else "a sweep fleet")
+    step(f"run {store.run_id}: {experiment_name} on {where}, accel={env['accel']}, "
+         f"{cfg.repeat.count} shuffled repeat(s) per point -> {store.dir}")
+    store.update_manifest(experiment=experiment_name, config=json.loads(cfg.model_dump_json()),
+                          testbed=asdict(record) if record else None, environment=env, owner=owner(),
+                          **({"testbeds": [asdict(r) for r in records]} if len(records) > 1 else {}))
+    ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env, host=host,
+                     testbeds=records, hosts=host_list)
+    status = "running"
+    try:
+        with RunProgress(experiment_name) as progress:
+            ctx.progress = progress
+            experiment.run(ctx)
+        failed = [s for s in store.samples if s.status != "ok"]
+        status = "completed" if not failed else "completed-with-failures"
+    except KeyboardInterrupt:   # raised again below, so that the exit status says so (130, or 143)
+        CANCEL.set()
+        status = "interrupted"
+        warn("interrupted: keeping the points measured so far")
+        raise
+    except Exception as e:
+        status = "failed"
+        store.update_manifest(error=str(e))
+        raise
+    finally:
+        store.update_manifest(status=status, finished=time.time())
+        _summarize(experiment, ctx, replaces_nothing=status in ("completed", "completed-with-failures"))
+        step(f"results: {store.dir} ({status})")
+    return ctx
+
+
+def _summarize(experiment, ctx: RunContext, replaces_nothing: bool) -> None:
+    """The run's summary. When the run itself failed or was stopped, a summary that fails too is
+    only reported: the run's own error is the one the user sees."""
+    try:
+        experiment.summarize(ctx)
+    except Exception as e:
+        if replaces_nothing:
+            raise
+        warn(f"the summary failed as well ({type(e).__name__}: {e}); the samples are kept in {ctx.store.dir}")

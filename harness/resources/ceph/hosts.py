@@ -1,0 +1,74 @@
+"""A Ceph cluster over a fleet's hosts (ceph.mode = "hosts"): the mon and the mgr on the first
+host, and each host one storage node, its OSDs on BlueStore files under the plan's dir there, every
+daemon bound to its host's address on the network the hosts share. The steps are local mode's
+(harness/resources/ceph/bootstrap.py), run over each host's own SSH: what a user's KVM servers take.
+
+create is idempotent and refuses a bad plan before making anything; destroy stops, on each host,
+only the daemons whose pid files the plan's dir there holds, and removes that dir. The hosts'
+networks, packages and everything else on them are never touched."""
+from __future__ import annotations
+
+import time
+
+from harness.common.console import step
+from harness.hosts import from_descriptor
+from harness.resources.ceph.bootstrap import PACKAGES, CephError, build, complete, log_tails, missing_tools, remove
+from harness.resources.ceph.plan import CephPlan, refusals
+
+__all__ = ["CephError", "create", "destroy"]
+
+
+def _hosts(plan: CephPlan) -> list:
+    return [from_descriptor(d) for d in plan.hosts]
+
+
+def _address_problem(host, address: str) -> str | None:
+    """Why the host cannot serve a node at `address` (none of its interfaces has it), or None."""
+    out = host.run(["ip", "-4", "-o", "addr", "show"], timeout=60, check=False).stdout.decode(errors="replace")
+    if f" {address}/" not in out:
+        return (f"{host.label} has no interface with the address {address}: set its cluster_address in [[hosts]] "
+                "to one of its own addresses on the network the hosts share")
+    return None
+
+
+def create(plan: CephPlan) -> str:
+    hosts = _hosts(plan)
+    problems = refusals(plan)
+    for k, host in enumerate(hosts, 1):
+        if missing := missing_tools(host, ("ip",)):
+            problems.append(f"{', '.join(missing)} missing on {host.label}: install {' '.join(PACKAGES)} there")
+        elif why := _address_problem(host, plan.node_address(k)):
+            problems.append(why)
+    if problems:
+        raise CephError("the Ceph plan is refused, nothing was made:\n" + "\n".join(f"  {p}" for p in problems))
+    mon = hosts[0]
+    if complete(mon, plan):
+        return f"ceph {plan.name}: already up ({plan.osd_count} OSDs on {plan.nodes} hosts)"
+    step(f"ceph {plan.name}: mon and mgr on {mon.label}, a storage node on each of "
+         f"{', '.join(h.name for h in hosts)}")
+    removed = [r for h in hosts for r in remove(h, plan)]   # half made (a killed create), or another plan's
+    if removed:
+        step(f"ceph {plan.name}: removed what an earlier attempt left: {', '.join(removed)}")
+    t0 = time.monotonic()
+    try:
+        build(plan, mon, lambda k: (hosts[k - 1], []), hosts)
+    except BaseException as e:   # nothing half made is left behind; what the daemons said is kept
+        said = "".join(log_tails(h, plan) for h in hosts)
+        step(destroy(plan))
+        if isinstance(e, CephError):
+            raise CephError(f"{e}{said}") from None
+        raise
+    return f"ceph {plan.name}: {plan.osd_count} OSDs on {plan.nodes} hosts, all PGs active+clean in " \
+           f"{time.monotonic() - t0:.0f} s"
+
+
+def destroy(plan: CephPlan) -> str:
+    """Stops the plan's daemons on every host (TERM, then KILL) and removes its dir there. A host
+    that does not answer is named, and the others are still cleaned."""
+    removed = []
+    for host in _hosts(plan):
+        try:
+            removed += remove(host, plan)
+        except Exception as e:  # noqa: BLE001 - the other hosts are still cleaned
+            removed.append(f"(not removed on {host.label}: {e})")
+    return f"ceph {plan.name}: removed {', '.join(removed) or 'nothing (already gone)'}"

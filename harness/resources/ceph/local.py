@@ -1,0 +1,164 @@
+"""A Ceph cluster made on a host from Debian's packages, with no cephadm and no containers: one
+mon and one mgr on a bridge, and N storage nodes, each a network namespace with its OSDs on
+BlueStore files under the plan's dir and its own (optionally capped) veth link.
+
+create is idempotent (a cluster that answers is left as it is) and refuses a bad plan before
+making anything; destroy removes what the plan names: its daemons by their pid files, its
+namespaces, links and bridge, and its dir. Nothing else is touched."""
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+from harness.common.console import step
+from harness.resources.ceph.bootstrap import PACKAGES, CephError, build, complete, log_tails, missing_tools, remove, run
+from harness.resources.ceph.plan import CephPlan, counters_at, link_utilisation, refusals
+
+__all__ = ["CephError", "create", "destroy", "links_observed", "set_link_rate"]
+
+
+def _subnet_in_use(host, plan: CephPlan) -> str | None:
+    """Another interface here with an address in the plan's subnet: the cluster would cut it off."""
+    out = host.run(["ip", "-j", "-4", "addr"], check=False, timeout=30).stdout.decode(errors="replace")
+    net = ipaddress.ip_network(plan.subnet)
+    for link in json.loads(out or "[]"):
+        if link.get("ifname") == plan.bridge:
+            continue
+        for a in link.get("addr_info", []):
+            if ipaddress.ip_address(a["local"]) in net:
+                return (f"ceph.subnet={plan.subnet}: {link['ifname']} already has {a['local']} in it; choose "
+                        "another private subnet")
+    return None
+
+
+def create(host, plan: CephPlan) -> str:
+    problems = refusals(plan)
+    if missing := missing_tools(host, ("ip", "tc")):
+        problems.append(f"{', '.join(missing)} missing on {host.label}: install {' '.join(PACKAGES)} "
+                        "(scripts/host-packages.sh does)")
+    elif clash := _subnet_in_use(host, plan):
+        problems.append(clash)
+    if problems:
+        raise CephError("the Ceph plan is refused, nothing was made:\n" + "\n".join(f"  {p}" for p in problems))
+    if complete(host, plan):
+        return f"ceph {plan.name}: already up ({plan.osd_count} OSDs on {plan.nodes} nodes)"
+    if Path(plan.dir).exists():   # half made (killed during create) or made from another plan: start over
+        step(destroy(host, plan))
+    t0 = time.monotonic()
+    try:
+        _network(host, plan)
+        build(plan, host, lambda k: (host, ["ip", "netns", "exec", plan.node_name(k)]), [host])
+    except BaseException as e:   # nothing half made is left behind; what the daemons said is kept
+        said = log_tails(host, plan)
+        step(destroy(host, plan))
+        if isinstance(e, CephError):
+            raise CephError(f"{e}{said}") from None
+        raise
+    return f"ceph {plan.name}: {plan.osd_count} OSDs on {plan.nodes} nodes, all PGs active+clean in " \
+           f"{time.monotonic() - t0:.0f} s"
+
+
+def _network(host, plan: CephPlan) -> None:
+    """The bridge (the mon's address on it), and per node a namespace joined to it by a veth."""
+    run(host, ["ip", "link", "add", plan.bridge, "type", "bridge"], "the cluster bridge")
+    run(host, ["ip", "link", "set", plan.bridge, "alias", plan.name], "the bridge's alias (gc finds it by it)")
+    run(host, ["ip", "addr", "add", f"{plan.mon_address}/{plan.prefix_len}", "dev", plan.bridge], "the bridge address")
+    run(host, ["ip", "link", "set", plan.bridge, "up"], "the bridge")
+    for k in range(1, plan.nodes + 1):
+        ns, veth = plan.node_name(k), plan.veth(k)
+        run(host, ["ip", "netns", "add", ns], f"node {k}'s namespace")
+        run(host, ["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns], f"node {k}'s link")
+        run(host, ["ip", "link", "set", veth, "alias", ns], f"node {k}'s link alias (gc finds it by it)")
+        run(host, ["ip", "link", "set", veth, "master", plan.bridge, "up"], f"node {k}'s link")
+        inside = ["ip", "netns", "exec", ns]
+        run(host, [*inside, "ip", "addr", "add", f"{plan.node_address(k)}/{plan.prefix_len}", "dev", "eth0"],
+             f"node {k}'s address")
+        run(host, [*inside, "ip", "link", "set", "eth0", "up"], f"node {k}'s link")
+        run(host, [*inside, "ip", "link", "set", "lo", "up"], f"node {k}'s loopback")
+        if plan.link_mbit:   # both ways: writes reach the node through the veth, reads leave through eth0
+            tbf = ["tbf", "rate", f"{plan.link_mbit}mbit", "burst", "256kb", "latency", "20ms"]
+            run(host, ["tc", "qdisc", "add", "dev", veth, "root", *tbf], f"node {k}'s link cap")
+            run(host, [*inside, "tc", "qdisc", "add", "dev", "eth0", "root", *tbf], f"node {k}'s link cap")
+
+
+def destroy(host, plan: CephPlan) -> str:
+    """Stops the plan's daemons (TERM, then KILL), removes its namespaces, links, bridge and dir."""
+    removed = remove(host, plan)
+    for k in range(1, 6):
+        if host.run(["ip", "netns", "del", plan.node_name(k)], check=False, timeout=60).returncode == 0:
+            removed.append(f"namespace {plan.node_name(k)}")
+        if host.run(["ip", "link", "del", plan.veth(k)], check=False, timeout=60).returncode == 0:
+            removed.append(f"link {plan.veth(k)}")
+    if host.run(["ip", "link", "del", plan.bridge], check=False, timeout=60).returncode == 0:
+        removed.append(f"bridge {plan.bridge}")
+    return f"ceph {plan.name}: removed {', '.join(removed) or 'nothing (already gone)'}"
+
+
+NETWORK_BOUND = 0.9   # a link above this share of its cap during a point: the network was the bottleneck
+
+
+def set_link_rate(host, plan: CephPlan, mbit: int) -> None:
+    """Caps every node's link both ways at `mbit` (0 = uncapped), in place: no daemon restarts."""
+    for k in range(1, plan.nodes + 1):
+        for inside, dev in (([], plan.veth(k)), (["ip", "netns", "exec", plan.node_name(k)], "eth0")):
+            host.run([*inside, "tc", "qdisc", "del", "dev", dev, "root"], check=False, timeout=30)
+            if mbit:
+                run(host, [*inside, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", f"{mbit}mbit",
+                            "burst", "256kb", "latency", "20ms"], f"node {k}'s link cap", 30)
+
+
+def _counters(dev: str) -> dict[str, int]:
+    """The link's byte counters, read from this machine's sysfs (the local cluster's links are here;
+    a file read, so sampling them costs the measurement nothing like a process per reading)."""
+    stats = Path("/sys/class/net", dev, "statistics")
+    return {k: int((stats / k).read_text()) for k in ("rx_bytes", "tx_bytes")}
+
+
+SAMPLE_EVERY_S = 0.25
+MIN_WINDOW_S = 0.5   # a measured window shorter than this falls back to the whole call
+
+
+@contextlib.contextmanager
+def links_observed(plan: CephPlan, nodes: int, link_mbit: int) -> Iterator:
+    """Around a point: each of the first `nodes` node links' byte counters, read every SAMPLE_EVERY_S.
+    Yields the function the pipeline calls with fio's measured window (this machine's clock, or
+    None): each link's use over that window (over the whole call without one), and whether any
+    capped link ran above NETWORK_BOUND of its cap (network-bound)."""
+    devs = {k: plan.veth(k) for k in range(1, nodes + 1)}
+    series: dict[int, list] = {k: [] for k in devs}
+    stop = threading.Event()
+
+    def sample() -> None:
+        now = time.time()
+        for k, d in devs.items():
+            series[k].append((now, _counters(d)))
+
+    def keep_sampling() -> None:
+        while not stop.wait(SAMPLE_EVERY_S):
+            sample()
+    sample()
+    sampler = threading.Thread(target=keep_sampling, name="link-counters", daemon=True)
+    sampler.start()
+
+    def use(window: tuple[float, float] | None) -> dict:
+        first, last = series[1][0][0], series[1][-1][0]
+        t0, t1 = (max(window[0], first), min(window[1], last)) if window else (first, last)
+        over = "fio's measured window"
+        if t1 - t0 < MIN_WINDOW_S:
+            t0, t1, over = first, last, "the whole call"
+        uses = {k: link_utilisation(counters_at(s, t0), counters_at(s, t1), t1 - t0, link_mbit) for k, s in series.items()}
+        observed = {f"link_n{k}_{d}_mbit_s": u[f"{d}_mbit_s"] for k, u in uses.items() for d in ("rx", "tx")}
+        peak = max((u["utilisation"] for u in uses.values() if u["utilisation"] is not None), default=None)
+        return {**observed, "link_mbit": link_mbit, "link_peak_utilisation": peak, "link_window_s": round(t1 - t0, 2),
+                "link_window": over, "network_bound": peak is not None and peak > NETWORK_BOUND}
+    try:
+        yield use
+    finally:
+        stop.set()
+        sampler.join()
+        sample()

@@ -1,0 +1,145 @@
+"""results/<run-id>/: raw outputs, the tidy sample table, the run manifest. Every write is atomic
+(temp file + rename), so a crash or SIGKILL mid-run leaves complete files only."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import socket
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+from harness.results.samples import Sample
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are for everyone to read
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When the process started (clock ticks after boot): tells a live owner from a reused pid."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def owner() -> dict:
+    """Who is writing a run: enough to tell later whether it is still alive."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "boot_id": _boot_id(), "start": _start_ticks(os.getpid())}
+
+
+def owner_alive(who: dict) -> bool:
+    """Whether the process an owner() record names still runs (another machine's: assumed so)."""
+    if who.get("host") != socket.gethostname():
+        return True
+    return who.get("boot_id") == _boot_id() and _start_ticks(who["pid"]) == who.get("start")
+
+
+def status_of(manifest: dict) -> str:
+    """The run's status, with "died" for a run that says "running" but whose owner process is gone
+    (killed with SIGKILL, or the machine rebooted). Runs owned by another machine are taken at
+    their word."""
+    status = manifest.get("status") or ""
+    who = manifest.get("owner")
+    return "died" if status == "running" and who and not owner_alive(who) else status
+
+
+def live_runs(results_dir: Path) -> list[str]:
+    """The runs under results_dir whose process is still running."""
+    return sorted(m.parent.name for m in Path(results_dir).glob("*/run.json")
+                  if status_of(json.loads(m.read_text())) == "running")
+
+
+def new_run_id(experiment: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{experiment}-{os.getpid()}"
+
+
+class RunStore:
+    """One run's folder. Samples are kept in memory and the whole table is rewritten after each
+    point: small tables, and the files on disk are always whole."""
+
+    def __init__(self, root: Path, run_id: str):
+        self.run_id = run_id
+        self.dir = root / run_id
+        self.dir.mkdir(parents=True, exist_ok=False)
+        self.samples: list[Sample] = []
+        self.manifest: dict = {"run_id": run_id, "status": "running", "started": time.time()}
+
+    def save_raw(self, relpath: str, text: str) -> str:
+        write_atomic(self.dir / "raw" / relpath, text)
+        return f"raw/{relpath}"
+
+    def add(self, samples: list[Sample]) -> None:
+        self.samples.extend(samples)
+        rows = [s.row() for s in self.samples]
+        write_atomic(self.dir / "samples.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+        columns = sorted({k for r in rows for k in r})
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomic(self.dir / "samples.csv", buf.getvalue())
+
+    def update_manifest(self, **fields) -> None:
+        self.manifest.update(fields)
+        write_atomic(self.dir / "run.json", json.dumps(self.manifest, indent=2, default=str))
+        RunIndex(self.dir.parent).record(self.manifest, self.dir)
+
+
+class RunIndex:
+    """An index of the runs in a results folder (SQLite), for `harness runs` and run-id look-ups.
+    The run folders stay the source of truth: `rebuild` recreates the index from them."""
+
+    def __init__(self, root: Path):
+        self.path = root / "index.sqlite"
+
+    def _db(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30)
+        db.execute("create table if not exists runs (run_id text primary key, experiment text, status text, "
+                   "started real, finished real, accel text, backend text, path text)")
+        return db
+
+    def record(self, manifest: dict, folder: Path) -> None:
+        testbed = manifest.get("testbed") or {}
+        row = (manifest["run_id"], manifest.get("experiment"), manifest.get("status"), manifest.get("started"),
+               manifest.get("finished"), (manifest.get("environment") or {}).get("accel"),
+               (testbed.get("disk") or {}).get("backend"), str(folder))
+        with self._db() as db:
+            db.execute("insert or replace into runs values (?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+    def rebuild(self) -> None:
+        for manifest in sorted(self.path.parent.glob("*/run.json")):
+            self.record(json.loads(manifest.read_text()), manifest.parent)
+
+    def list(self) -> list[sqlite3.Row]:
+        with self._db() as db:
+            db.row_factory = sqlite3.Row
+            return db.execute("select * from runs order by started").fetchall()
+
+    def find(self, run_id: str) -> Path | None:
+        with self._db() as db:
+            hit = db.execute("select path from runs where run_id = ?", (run_id,)).fetchone()
+        return Path(hit[0]) if hit else None
