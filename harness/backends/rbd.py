@@ -28,7 +28,7 @@ class Rbd(Backend):
         if missing:
             return f"{' and '.join(missing)} missing on {host.label} (scripts/host-packages.sh installs them)"
         conf = RbdImage.parse(plan.device.path).conf
-        if host.name != "local" and host.run(["test", "-f", conf], timeout=30, check=False).returncode != 0:
+        if not host.is_this_machine and host.run(["test", "-f", conf], timeout=30, check=False).returncode != 0:
             # a local cluster (made by the fleet's own Terraform, after this check) serves this machine
             return (f"the cluster's client conf {conf} is not on {host.label}: a cluster of ceph.mode=\"local\" "
                     "serves this machine's fleets only, and one of ceph.mode=\"existing\" is reached from here. "

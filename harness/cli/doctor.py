@@ -23,7 +23,7 @@ TOOLS = (("qemu-system-x86_64", "runs the guests", "run `make testbed up`"),
 def host_checks(host: Host) -> list[tuple[str, bool, str]]:
     """What any host needs, checked through the host itself (this machine, or a nested one)."""
     from harness.resources import raid
-    label = "" if host.name == "local" else f"{host.label}: "
+    label = "" if host.is_this_machine else f"{host.label}: "
     out = []
     try:
         connect(host.uri).close()

@@ -5,11 +5,11 @@ import importlib
 import pkgutil
 
 
-def discover(package: str, path: list[str], attribute: str) -> dict:
-    """{plugin.name: plugin} for the modules of `package` that define `attribute`, sorted by name."""
+def discover(package: str, path: list[str], attribute: str, key: str = "name") -> dict:
+    """{plugin.<key>: plugin} for the modules of `package` that define `attribute`, sorted by that key."""
     found = {}
     for mod in pkgutil.iter_modules(path):
         plugin = getattr(importlib.import_module(f"{package}.{mod.name}"), attribute, None)
         if plugin is not None:
-            found[plugin.name] = plugin
+            found[getattr(plugin, key)] = plugin
     return dict(sorted(found.items()))

@@ -157,7 +157,7 @@ class DeviceProfile:
         """Where the device's fleet goes, as Testbed arguments ({} = the fleet's own prefilled file,
         a block device, or an array), or None when this host cannot have it (said, and skipped)."""
         size = sweep.fleet.disk_size_mib << 20
-        if name in LOCAL_ONLY and ctx.host.name != "local":
+        if name in LOCAL_ONLY and not ctx.host.is_this_machine:
             warn(f"device {name} skipped: it is made on this machine, and the fleet is on the {ctx.host.name} "
                  "host. Fix: profile drive, md or an allowlisted device there")
             yield None

@@ -76,7 +76,7 @@ def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str
 def on_loop(tb: Testbed, backend: str) -> bool:
     """passthrough-block with no block device named (only a device file here): it runs on a loop
     device over a prefilled file instead, so the block-device path is measured everywhere."""
-    return backend == "passthrough-block" and tb.cfg.fleet.device is None and tb.host.name == "local"
+    return backend == "passthrough-block" and tb.cfg.fleet.device is None and tb.host.is_this_machine
 
 
 @contextmanager

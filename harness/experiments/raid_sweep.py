@@ -140,7 +140,7 @@ class RaidSweep:
         member_mib = [int(host.run(["blockdev", "--getsize64", m], timeout=60).stdout) >> 20 for m in members]
         if too_small := self.too_small(member_mib, runnable, c.size_mib):
             raise RuntimeError(f"{too_small}. Fix: lower {self.section}.size_mib, or use larger member devices"
-                               f"{' (nested.drive_mib)' if host.descriptor()['kind'] == 'nested' else ''}")
+                               f"{f' ({host.drive_size_field})' if host.drive_size_field else ''}")
         for fs in filter(None, self.filesystems(cfg)):
             if why := filesystem_support(host, fs):
                 skipped[f"filesystem {fs}"] = why

@@ -88,7 +88,7 @@ def choose(setting: str, kernel: Path, cache_dir: Path, host: Host = LocalHost()
     answer is cached under the state dir. `kernel` is the guest kernel here; a nested host boots its own."""
     if setting == "tcg":
         return decide(setting, None)
-    local = host.name == "local"
+    local = host.is_this_machine
     facts = host.run(["sh", "-c", "qemu-system-x86_64 --version; uname -r"], check=False, timeout=60).stdout
     ident = kernel.read_bytes() if local else json.dumps(host.descriptor()).encode()
     key = hashlib.sha256(ident + facts).hexdigest()[:16]

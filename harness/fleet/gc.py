@@ -263,7 +263,7 @@ def _recorded_networks(prefix: str, keep: tuple[str, ...] = ()) -> set[str]:
 def _networks(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     """A Ceph cluster's storage-node namespaces, its bridge and its veths, where a plan of vtb's names
     them (only on this machine: nowhere else does vtb make any); a vtb- name alone is listed."""
-    recorded = _recorded_networks(prefix, keep) if host.name == "local" else set()
+    recorded = _recorded_networks(prefix, keep) if host.is_this_machine else set()
     removed = []
     for ns in _namespaces(host, prefix):
         if ns.startswith(keep):
@@ -346,7 +346,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed += notes
     removed += _loops_and_mounts(host, prefix, keep)
     removed += _networks(host, prefix, keep)
-    if host.name == "local":  # the state dirs gc knows are this machine's
+    if host.is_this_machine:  # the state dirs gc knows are this machine's
         removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep)
         removed += _hugepages(prefix, keep)
     elif (remote_dir := host.descriptor().get("remote_dir")) is not None:

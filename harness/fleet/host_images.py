@@ -24,7 +24,7 @@ FILES = {"rootfs": "rootfs.qcow2", "kernel": "vmlinuz", "initrd": "initrd.img", 
 
 def kept_on(host: Host) -> bool:
     """Whether this host keeps the image in its own pool (a nested host does; others get it per fleet)."""
-    return host.descriptor()["kind"] == "nested"
+    return host.keeps_guest_image
 
 
 def paths_on_host(image_dir: Path) -> dict[str, str]:

@@ -273,7 +273,7 @@ class Testbed:
     def backend_verdict(self, plan: HostPlan | None = None) -> str | None:
         """Why this host cannot serve the configured backend, or None."""
         backend = backends.get(self.cfg.disk.backend)
-        if backend.local_host_only and self.host.name != "local":
+        if backend.local_host_only and not self.host.is_this_machine:
             return f"its host side runs on this machine only for now, not on the {self.host.name} host"
         return backend.preflight(self.host, plan or self.plan())
 
@@ -300,27 +300,26 @@ class Testbed:
             what = "raid.level" if self.raid else "fleet.device" if self.cfg.fleet.device else "the experiment's device"
             raise TestbedError(f"backend {backend.name} keeps the fleet's disks in Ceph, so {what} would go unused. "
                                "Fix: remove it, or choose another backend")
-        if plan.device.kind == "file" and self.host.name != "local":
+        if plan.device.kind == "file" and not self.host.is_this_machine:
             raise TestbedError(f"a fleet on the {self.host.name} host needs a block device there (an array, "
                                "or one of its drives), not a file prefilled on this machine")
         if reason := self.backend_verdict(plan):
             raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
         if self.on_ceph and self.ceph is None and (reason := ceph_existing.access_problem(self.host, self.cfg.ceph)):
             raise TestbedError(f"ceph (existing): {reason}")
-        kind = self.host.descriptor()["kind"]
         # the fleet's disks on fleet.device (not an array's, nor a device a sweep hands over): checked
         # now, on its host, however long ago the config loaded
         gated = self.cfg.fleet.device is not None and self.raid is None and self.device is None
         if gated:
             self._user_device_gate(str(self.cfg.fleet.device))
-        if plan.device.kind == "block" and self.host.name != "local" and self.raid is None:
+        if plan.device.kind == "block" and not self.host.is_this_machine and self.raid is None:
             have = int(self.host.run(["blockdev", "--getsize64", plan.device.path], timeout=60).stdout or 0)
             need = len(plan.vms) * (self.cfg.fleet.disk_size_mib << 20)
             if have < need:
                 raise TestbedError(f"{self.host.label}: {plan.device.path} has {have >> 20} MiB, and {len(plan.vms)} VM(s) "
                                    f"x fleet.disk_size_mib={self.cfg.fleet.disk_size_mib} need {need >> 20} MiB. "
                                    "Fix: lower fleet.disk_size_mib or the VM count")
-        if not gated and kind == "ssh" and plan.device.path in self.host.drives:   # the host's own first drive
+        if not gated and self.host.drives_are_users and plan.device.path in self.host.drives:   # its first drive
             if reason := refuse_reason_on(self.host, plan.device.path, wipe_field="its own data"):
                 raise TestbedError(f"{self.host.label}: device {plan.device.path} refused: {reason}")
         return backend, plan
@@ -328,7 +327,7 @@ class Testbed:
     def _user_device_gate(self, device: str) -> None:
         """fleet.device, checked on its host just before use: on that host's allowlist (its devices,
         a nested host's drives, or raid.allow on this machine) and free there."""
-        here = self.host.descriptor()["kind"] == "local"
+        here = self.host.is_this_machine
         allow = list(self.cfg.raid.allow) if here else list(self.host.drives) or None
         field = "raid.allow" if here else f"that host's allowlist ({', '.join(allow or [])})"
         if reason := refuse_reason_on(self.host, device, allow_signature=self.cfg.fleet.wipe, wipe_field="fleet.wipe",
@@ -461,16 +460,7 @@ class Testbed:
     def _why_no_restore(self) -> str | None:
         if not self.cfg.fleet.restore:
             return "fleet.restore is false"
-        kind = self.host.descriptor()["kind"]
-        if kind == "nested":
-            # Nested KVM saves and restores L2 guests (checked), but an L1 under TCG hangs now and then
-            # as an L2 starts, and a restore once failed that way: off until restores are shown not
-            # to make it more likely.
-            return ("L2 fleets in a nested host boot for now (an L1 under TCG hangs now and then as an L2 "
-                    "starts, and a restore once hung it)")
-        if kind != "local":
-            return f"restores run on this machine only for now, not on the {self.host.name} host"
-        return None
+        return self.host.no_restore
 
     def _start(self, names: list[str]) -> dict[str, vm_start.Started]:
         """Starts the stopped domains: restored where allowed. (Terraform started them when not.)"""

@@ -1,4 +1,6 @@
-"""A host is a libvirt URI plus a way to run commands there. Only this package knows which host it is.
+"""A host is a libvirt URI plus a way to run commands there. Only this package knows which host it is:
+each kind (a module here that defines HOST) declares what it can do, and the core asks those
+capabilities, never the kind's name.
 
 Hooks that Terraform runs (backend and RAID host sides) get the host as a small descriptor, so
 the same code serves this machine and a nested host alike."""
@@ -7,8 +9,9 @@ from __future__ import annotations
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
+from harness.common.plugins import discover
 from harness.hosts.local import LocalHost
 
 
@@ -28,7 +31,14 @@ class Node(Protocol):
 
 
 class Host(Node, Protocol):
-    """A node that serves a fleet: its libvirt URI, and what the harness made there."""
+    """A node that serves a fleet: its libvirt URI, what the harness made there, and what it can do."""
+    kind: ClassVar[str]                 # its key among the host kinds, and in its descriptor
+    is_this_machine: ClassVar[bool]     # its files are this machine's (a prefilled file, a local daemon's socket)
+    drives_are_users: ClassVar[bool]    # its drives are a user's devices, checked free before use (not vtb's own)
+    drive_size_field: ClassVar[str | None]   # the setting that sizes its drives, where vtb makes them
+    keeps_guest_image: ClassVar[bool]   # it keeps the guest image in its own pool, uploaded once
+    no_restore: ClassVar[str | None]    # why fleets there boot rather than restore from a saved guest, or None
+    rebuildable: ClassVar[bool]         # vtb booted it, so it boots it anew when it is lost
     uri: str
     name: str                   # "local", "nested", or an ssh host's own name
     drives: tuple[str, ...]     # block devices there the harness may use: a nested host's own drives, an
@@ -50,16 +60,15 @@ class Host(Node, Protocol):
         """Why the host itself is no longer running (a nested host that reset), or None."""
 
 
+def kinds() -> dict[str, type]:
+    """Every host kind, by its name: the modules of this package that define HOST."""
+    return discover(__name__, __path__, "HOST", key="kind")
+
+
 def from_descriptor(d: dict) -> Host:
-    if d["kind"] == "local":
-        return LocalHost(uri=d["uri"])
-    if d["kind"] == "nested":
-        from harness.hosts.nested import NestedHost
-        return NestedHost.load(Path(d["state_dir"]))
-    if d["kind"] == "ssh":
-        from harness.hosts.ssh import SshHost
-        return SshHost.from_descriptor(d)
-    raise ValueError(f"unknown host kind {d['kind']!r}")
+    if (kind := kinds().get(d["kind"])) is None:
+        raise ValueError(f"unknown host kind {d['kind']!r}")
+    return kind.from_descriptor(d)
 
 
 def remote(entry) -> Host:

@@ -7,7 +7,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ClassVar
 
 from harness.common import paths
 from harness.common.cancel import CANCEL, Cancelled
@@ -27,6 +27,13 @@ class Stopped(RuntimeError):
 
 @dataclass(frozen=True)
 class LocalHost:
+    kind: ClassVar[str] = "local"
+    is_this_machine: ClassVar[bool] = True
+    drives_are_users: ClassVar[bool] = False
+    drive_size_field: ClassVar[str | None] = None
+    keeps_guest_image: ClassVar[bool] = False
+    no_restore: ClassVar[str | None] = None
+    rebuildable: ClassVar[bool] = False
     uri: str = paths.LIBVIRT_URI
     name: str = "local"
     label: str = "this machine"
@@ -80,7 +87,11 @@ class LocalHost:
         return 0.0  # this machine's clock is the reference
 
     def descriptor(self) -> dict:
-        return {"kind": "local", "uri": self.uri}
+        return {"kind": self.kind, "uri": self.uri}
+
+    @classmethod
+    def from_descriptor(cls, d: dict) -> "LocalHost":
+        return cls(uri=d["uri"])
 
     def fleet_dir(self, local: Path, fleet: str) -> Path:
         return local
@@ -104,3 +115,6 @@ def _stop(proc: subprocess.Popen) -> tuple[bytes, bytes]:
         except subprocess.TimeoutExpired:
             continue
     return b"", b""
+
+
+HOST = LocalHost

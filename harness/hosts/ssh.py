@@ -15,6 +15,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import quote
 
 from harness.common.cancel import Cancelled
@@ -58,6 +59,13 @@ def control_dir() -> Path:
 
 @dataclass(frozen=True)
 class SshHost:
+    kind: ClassVar[str] = "ssh"
+    is_this_machine: ClassVar[bool] = False
+    drives_are_users: ClassVar[bool] = True
+    drive_size_field: ClassVar[str | None] = None
+    keeps_guest_image: ClassVar[bool] = False
+    no_restore: ClassVar[str | None] = "restores run on this machine only for now, not on an ssh host"
+    rebuildable: ClassVar[bool] = False
     name: str                     # the config's name for it ([[hosts]] name)
     target: str                   # user@address
     port: int = 22
@@ -146,7 +154,7 @@ class SshHost:
         return min(samples)[1]
 
     def descriptor(self) -> dict:
-        return {"kind": "ssh", "name": self.name, "target": self.target, "port": self.port,
+        return {"kind": self.kind, "name": self.name, "target": self.target, "port": self.port,
                 "identity": self.identity, "known_hosts": self.known_hosts, "remote_dir": self.remote_dir,
                 "devices": list(self.devices)}
 
@@ -220,3 +228,6 @@ rm -f "$1"'''
 
 class SshError(ConnectionError):
     pass
+
+
+HOST = SshHost

@@ -50,7 +50,7 @@ def set_identity(save: Path, name: str, uuid: str) -> None:
 
 def set_identity_on(host, save: str, name: str, uuid: str) -> None:
     """set_identity on the host that holds the image: in-process here, through python3 elsewhere."""
-    if host.name == "local":
+    if host.is_this_machine:
         set_identity(Path(save), name, uuid)
         return
     script = Path(__file__).read_text() + "\nmain()\n"

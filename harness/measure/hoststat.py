@@ -101,7 +101,7 @@ def wait_quiet(max_wait_s: float, busy_pct: float, dirty_mib: float, window_s: f
 
 def _on(host, timeout: float, call: str, *args) -> dict:
     """A function of this file called on `host`: in-process here, through python3 elsewhere."""
-    if host.name == "local":
+    if host.is_this_machine:
         return globals()[call](*args)
     script = Path(__file__).read_text() + f"\nimport sys\nprint(json.dumps({call}(*json.loads(sys.argv[1]))))\n"
     return json.loads(host.run(["python3", "-c", script, json.dumps(list(args))], timeout=timeout).stdout.decode())

@@ -325,7 +325,7 @@ class Pipeline:
                 # tools' own (a guest's tool is in its QEMU's CPU time already)
                 ours = (self_after - self_before if i == 0 else 0.0) + sum(
                     getattr(r, "cpu_s", 0.0) for r, out in zip(parsed, outputs)
-                    if p.env == PHYSICAL and site.host.name != "local" and out.host in ("", site.host.name))
+                    if p.env == PHYSICAL and not site.host.is_this_machine and out.host in ("", site.host.name))
                 per_site.append(self._conditions(usage, ours, settled[i], paused[i], after[i]["ncpu"]))
             cond = per_site[0] if len(per_site) == 1 else combine_conditions(
                 {site.host.name: c for site, c in zip(self.sites, per_site)})

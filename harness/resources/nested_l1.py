@@ -70,7 +70,7 @@ def _free_port(preferred: int | None = None) -> int:
 def removed(host: Host) -> bool:
     """Whether `host` is a nested host that was removed (its record gone: a teardown found it not
     answering and removed it with its fleet)."""
-    return host.descriptor()["kind"] == "nested" and not (host.state_dir / RECORD).exists()
+    return host.rebuildable and not (host.state_dir / RECORD).exists()
 
 
 SSH_KEY_DIR = "ssh"                      # under the state dir: the testbed's key into the nested hosts
@@ -278,7 +278,7 @@ def rebuilt_after_loss(cfg, host: Host, why_lost: Callable[[], str | None]) -> N
     """After a failed bring-up on `host`: when it is a nested host that stopped answering (`why_lost()`
     says how, asked only of a nested host; its L1 hung as an L2 started), the host rebuilt, for the
     caller to provision again. None for any other failure, which stands."""
-    if host.descriptor()["kind"] != "nested" or not (lost := why_lost()):
+    if not host.rebuildable or not (lost := why_lost()):
         return None
     warn(f"the nested host stopped answering during the bring-up ({lost}); rebuilding it and provisioning again")
     return rebuild(cfg)
@@ -288,7 +288,7 @@ def removed_after_loss(host: Host, why_lost: Callable[[], str | None]) -> list[s
     """After a failed teardown on `host`: when it is a nested host that stopped answering (`why_lost()`
     says how, asked only of a nested host), the host removed, and the fleet in it with it (nothing
     of it lives outside the L1), and what went. None for any other failure, which stands."""
-    if host.descriptor()["kind"] != "nested" or not (lost := why_lost()):
+    if not host.rebuildable or not (lost := why_lost()):
         return None
     warn(f"the nested host stopped answering during the teardown ({lost}); removing it, and the fleet in it "
          "with it (the next run boots a new one)")

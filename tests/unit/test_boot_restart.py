@@ -80,6 +80,8 @@ def test_a_nested_host_that_stopped_answering_is_rebuilt_and_the_sweep_goes_on(m
     from harness.experiments import raid_sweep
 
     class Nested:
+        rebuildable = True
+
         def __init__(self, uri):
             self.uri = uri
 
@@ -111,6 +113,7 @@ def test_a_fleet_rebuilt_after_its_nested_host_was_removed_gets_a_new_host_on_th
     calls = []
 
     class Nested:
+        rebuildable = True
         state_dir = tmp_path / "nested"
         record = SimpleNamespace(ssh_port=40222)
 

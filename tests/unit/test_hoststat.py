@@ -14,6 +14,7 @@ from harness.measure import hoststat
 @dataclass
 class ThroughPython3:
     """This machine reached as a remote host is: the same python3 -c path, not in-process."""
+    is_this_machine = False
     name: str = "elsewhere"
 
     def run(self, argv, **kw):

@@ -16,6 +16,8 @@ from harness.fleet import testbed
 @dataclass(frozen=True)
 class SilentHost:
     """A host whose checks fail (the provider's own calls on it would wait without end)."""
+    is_this_machine = False
+    rebuildable = False
     uri: str = "qemu+ssh://root@192.0.2.1/system"
     name: str = "silent"
     label: str = "host silent (root@192.0.2.1)"
@@ -59,6 +61,7 @@ def test_terraform_on_a_host_that_stops_answering_is_stopped_early(tmp_path, mon
 @dataclass(frozen=True)
 class SilentNestedHost(SilentHost):
     """A nested host (an L1 VM that vtb booted) whose L1 hung."""
+    rebuildable = True
     domain: str = "vtb-unit-no-such-nested"
     state_dir: Path = Path("/nonexistent")
 

@@ -224,5 +224,5 @@ def remove(host, plan: CephPlan) -> list[str]:
                (line.partition(" ") for line in out.stdout.decode(errors="replace").splitlines()) if pid]
     if host.run(["test", "-e", plan.dir], timeout=60, check=False).returncode == 0:
         host.run(["rm", "-rf", "--one-file-system", plan.dir], timeout=120, check=False)
-        removed.append(f"files {plan.dir}" + ("" if host.name == "local" else f" on {host.label}"))
+        removed.append(f"files {plan.dir}" + ("" if host.is_this_machine else f" on {host.label}"))
     return removed
