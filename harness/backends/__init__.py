@@ -11,11 +11,11 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from harness.backends.base import Attachment, Backend, HostDevice, HostPlan, VmSlot
+from harness.backends.base import Attachment, Backend, HostDevice, HostPlan, HostProcess, VmSlot
 from harness.common.plugins import discover
 
-__all__ = ["Attachment", "Backend", "BackendNames", "HostDevice", "HostPlan", "VmSlot", "all_backends", "get",
-           "option_fields"]
+__all__ = ["Attachment", "Backend", "BackendNames", "HostDevice", "HostPlan", "HostProcess", "VmSlot", "all_backends",
+           "get", "host_processes", "option_fields"]
 
 
 @cache
@@ -28,6 +28,11 @@ def get(name: str) -> Backend:
         return all_backends()[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(all_backends())}") from None
+
+
+def host_processes() -> list[HostProcess]:
+    """Every backend's host-side daemons, each once."""
+    return list(dict.fromkeys(p for b in all_backends().values() for p in b.processes))
 
 
 def option_fields() -> dict[str, tuple]:

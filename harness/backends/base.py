@@ -15,6 +15,16 @@ DATA_PCI_SLOT = 0x10         # ... or, for devices with no serial, by this guest
 
 
 @dataclass(frozen=True)
+class HostProcess:
+    """A long-lived process a backend's host side runs: every point records its CPU time, and gc
+    stops one that is vtb's by record."""
+    label: str          # the CPU figure it counts in (cpu_<label>_s in every sample)
+    executable: str     # its executable's name, as ps shows it
+    pattern: str        # text its command line contains
+    polls: bool = False  # it polls by design: its CPU does not make the host busy
+
+
+@dataclass(frozen=True)
 class HostDevice:
     path: str                  # the file or block device every data disk is carved from
     kind: str                  # "file" (a volume in the fleet's pool), "block", or "rbd" (an image,
@@ -81,6 +91,7 @@ class Backend:
     diagnostic: ClassVar[bool] = False  # a measuring aid, not a way to serve disks (left out of "all")
     local_host_only: ClassVar[bool] = False  # its host side runs on this machine (not yet through harness.hosts)
     needs_ceph: ClassVar[bool] = False  # its disks are images in the fleet's Ceph cluster ([ceph]), not slices
+    processes: ClassVar[tuple[HostProcess, ...]] = ()  # the daemons its host side runs
 
     @property
     def options(self) -> frozenset[str]:

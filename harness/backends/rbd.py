@@ -7,7 +7,7 @@ fio's librbd engine on the same image.
 The host-kernel krbd path is not here: this machine's kernel has no rbd module."""
 from __future__ import annotations
 
-from harness.backends.base import DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot
+from harness.backends.base import DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, HostProcess, VmSlot
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
 from harness.resources.ceph import images
@@ -18,6 +18,8 @@ QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/qemu/block-rbd.so"
 
 class Rbd(Backend):
     name = "rbd"
+    # a cluster vtb made on this machine (an existing one's daemons are counted where they run here)
+    processes = tuple(HostProcess("ceph", d, f"{d} ") for d in ("ceph-osd", "ceph-mon", "ceph-mgr"))
     shared_options = frozenset({"cache", "iothreads", "num_queues"})
     summary = "virtio-blk over a Ceph RBD image (QEMU's librbd), in a cluster vtb makes or yours ([ceph])"
     needs_ceph = True

@@ -11,7 +11,17 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, daemon_alive, file_blockdev, stop_daemon, vhost_user_blk
+from harness.backends.base import (
+    Attachment,
+    Backend,
+    HostPlan,
+    HostProcess,
+    VmSlot,
+    daemon_alive,
+    file_blockdev,
+    stop_daemon,
+    vhost_user_blk,
+)
 from harness.config.schema import Section
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_opt
@@ -50,6 +60,7 @@ class QsdOptions(Section):
 
 class VhostUserQsd(Backend):
     name = "vhost-user-blk-qsd"
+    processes = (HostProcess("daemon", "qemu-storage-daemon", "qemu-storage-daemon"),)
     shared_options = frozenset({"cache", "aio", "num_queues"})
     Options = QsdOptions
     summary = "vhost-user-blk, served by qemu-storage-daemon"

@@ -24,7 +24,7 @@ from typing import Callable
 from pydantic import Field
 
 from harness.backends import spdk_target
-from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, vhost_user_blk
+from harness.backends.base import Attachment, Backend, HostPlan, HostProcess, VmSlot, vhost_user_blk
 from harness.backends.spdk_target import SpdkError, call
 from harness.config.schema import Section
 from harness.hosts import Host
@@ -57,6 +57,7 @@ def hugepage_plan(plan: HostPlan) -> hugepages.HugepagePlan:
 
 class VhostUserSpdk(Backend):
     name = "vhost-user-blk-spdk"
+    processes = (HostProcess("spdk", "vhost", "/bin/vhost ", polls=True),)   # SPDK's reactors poll
     shared_options = frozenset({"num_queues"})
     Options = SpdkOptions
     local_host_only = True

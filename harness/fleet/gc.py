@@ -33,7 +33,7 @@ def _kept(name: str, keep: tuple[str, ...]) -> bool:
     return any(k in name for k in keep)
 
 
-DAEMONS = ("qemu-system", "qemu-storage-daemon", "vhost", "mariadbd", "ceph-mon", "ceph-mgr", "ceph-osd")
+
 LIBVIRT_QEMU_RUN = "/run/libvirt/qemu"   # libvirt's pid file and live XML (with vtb's owner record) per domain
 
 # Reads "pid<TAB>folder" lines; prints "pid<TAB>file" for each pid file (*.pid in the folder or its
@@ -65,6 +65,13 @@ def _arguments(host: Node, pids: list[int]) -> dict[int, list[str]]:
             if pid.isdigit()}
 
 
+def _daemons() -> tuple[str, ...]:
+    """Executables gc looks for: QEMUs, a host slot's database server (see mysql), and every backend's
+    host-side daemons."""
+    from harness import backends  # its plug-ins import much that gc's other work does not need
+    return ("qemu-system", "mariadbd", *dict.fromkeys(p.executable for p in backends.host_processes()))
+
+
 def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[list[tuple[int, str]], list[str]]:
     """QEMUs, storage daemons, database servers (a host slot's, see mysql) and Ceph daemons on the
     host that are vtb's by record, and notes on those with the prefix in their command line that
@@ -77,7 +84,7 @@ def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[lis
     for line in out.splitlines():
         pid, uid, args = (line.split(None, 2) + ["", ""])[:3]
         exe = os.path.basename(args.split(" ", 1)[0])
-        if uid == "0" and exe.startswith(DAEMONS) and prefix in args and not _kept(args, keep):
+        if uid == "0" and exe.startswith(_daemons()) and prefix in args and not _kept(args, keep):
             candidates[int(pid)] = (exe, args)
     if not candidates:
         return [], []

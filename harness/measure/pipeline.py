@@ -42,9 +42,8 @@ from harness.results.samples import Sample
 PHYSICAL, VIRTUAL = "physical", "virtual"
 # (label, command-line text) of the processes whose CPU time every point records, beside its QEMUs
 # Storage daemons that poll a core by design: the settle wait does not count their CPU as other work
-POLLING_DAEMONS = [("spdk", "/bin/vhost ")]
-PROCESS_PATTERNS = [("daemon", "qemu-storage-daemon"), *POLLING_DAEMONS, ("libvirtd", "libvirtd"),
-                    ("ceph", "ceph-osd "), ("ceph", "ceph-mon "), ("ceph", "ceph-mgr ")]   # a local cluster's daemons
+POLLING_DAEMONS = [(p.label, p.pattern) for p in backends.host_processes() if p.polls]
+PROCESS_PATTERNS = [*((p.label, p.pattern) for p in backends.host_processes()), ("libvirtd", "libvirtd")]
 CPU_LABELS = ["qemu", *dict.fromkeys(label for label, _ in PROCESS_PATTERNS)]   # every sample has a figure for each
 
 
