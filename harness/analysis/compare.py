@@ -7,18 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.analysis.stats import change_p_value, summarize
+from harness.results.metrics import LOWER, Direction, direction
 
 DERIVED = {"ve_pe_ratio"}          # follows from other metrics; compared through them
 
 
-def declared_directions(rows: list[dict]) -> dict[str, bool]:
-    """{metric: lower is better} for the headline metrics, as their experiments declared."""
-    return {r["headline"]: r["better"] == "lower" for r in rows if "headline" in r and "better" in r}
-
-
-def lower_is_better(metric: str, declared: dict[str, bool] | None = None) -> bool:
-    """The declared direction, else by name (latency and errors: lower is better)."""
-    return (declared or {}).get(metric, metric.startswith("lat") or metric == "errors")
+def declared_directions(rows: list[dict]) -> dict[str, Direction]:
+    """{metric: direction} for the headline metrics, as the samples recorded them."""
+    return {r["headline"]: Direction(r["better"]) for r in rows if "headline" in r and "better" in r}
 
 
 def load_rows(source: Path) -> list[dict]:
@@ -68,6 +64,8 @@ def compare(a_rows: list[dict], b_rows: list[dict], alpha: float, min_change: fl
         rel = mb / ma - 1 if ma else float("inf")
         p = change_p_value(a[k], b[k])
         significant = p is not None and p < alpha and abs(rel) >= min_change
-        worse = rel > 0 if lower_is_better(k[-1], declared) else rel < 0
-        changes.append(Change(k, a[k], b[k], rel, p, significant and worse, significant and not worse))
+        better = direction(k[-1], declared)
+        judged = significant and better is not None   # a metric of unknown direction is not judged
+        worse = rel > 0 if better is LOWER else rel < 0
+        changes.append(Change(k, a[k], b[k], rel, p, judged and worse, judged and not worse))
     return changes, len(set(a) ^ set(b))

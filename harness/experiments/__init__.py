@@ -75,7 +75,6 @@ class Experiment(Protocol):
     Settings: ClassVar[type[Section]]
     flags: tuple[Flag, ...]
     headline: str                # the metric its tables and report lead with
-    lower_is_better: bool
     uses_fleet: bool   # runs on the user's fleet (else brings up its own)
 
     def run(self, ctx: RunContext) -> None:

@@ -20,7 +20,7 @@ class Backends(FioMatrix):
     name = section = "backends"
     Settings = Settings
     groups = GROUPS
-    headline, lower_is_better = "iops", False
+    headline = "iops"
     flags = sweep_flags(*GROUPS, backends_field="backends.backends")
 
     def backend_names(self, cfg: Config) -> list[str]:

@@ -20,14 +20,13 @@ class Settings(SweepSettings):
 class Bandwidth(FioMatrix):
     name = section = "bandwidth"
     Settings = Settings
-    headline, lower_is_better = "bw", False
+    headline = "bw"
     flags = sweep_flags("bandwidth", backends_field="bandwidth.backends")
 
     def group_points(self, cfg) -> list[FioPoint]:
         c = self.settings(cfg)
         return [FioPoint(self.name, f"{rw}-{c.bs}-j{c.numjobs}",
-                         c.job(rw=rw, bs=c.bs, iodepth=c.iodepth, numjobs=c.numjobs), self.headline,
-                         self.lower_is_better) for rw in c.patterns]
+                         c.job(rw=rw, bs=c.bs, iodepth=c.iodepth, numjobs=c.numjobs), self.headline) for rw in c.patterns]
 
 
 EXPERIMENT = Bandwidth()

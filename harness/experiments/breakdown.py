@@ -35,7 +35,7 @@ class Settings(SweepSettings):
 class Breakdown(FioMatrix):
     name = section = GROUP
     Settings = Settings
-    headline, lower_is_better = "lat_mean", True
+    headline = "lat_mean"
     flags = sweep_flags(GROUP, backends_field="breakdown.backends")
 
     def backend_names(self, cfg: Config) -> list[str]:
@@ -43,9 +43,9 @@ class Breakdown(FioMatrix):
 
     def group_points(self, cfg: Config) -> list[FioPoint]:
         c = self.settings(cfg)
-        return [FioPoint(GROUP, "device", c.job(rw=c.rw, bs=c.bs, iodepth=1), self.headline, self.lower_is_better),
+        return [FioPoint(GROUP, "device", c.job(rw=c.rw, bs=c.bs, iodepth=1), self.headline),
                 FioPoint(GROUP, "fio-null", c.job(rw=c.rw, bs=c.bs, iodepth=1, ioengine="null", direct=False),
-                         self.headline, self.lower_is_better)]
+                         self.headline)]
 
     def runs_per_block(self, cfg: Config) -> int:
         return 3 * cfg.repeat.count  # the host's two points and the backend's device point (null: four)

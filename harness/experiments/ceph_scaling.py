@@ -64,7 +64,7 @@ class CephScaling:
     name = "ceph-scaling"
     section = "ceph_scaling"
     Settings = Settings
-    headline, lower_is_better = "aggregate_bw", False
+    headline = "aggregate_bw"
     flags = (Flag("--nodes", ("ceph_scaling.node_counts",), "Comma-separated storage node counts, e.g. 2,3."),
              Flag("--runtime", ("ceph_scaling.runtime_s",)), Flag("--ramp", ("ceph_scaling.ramp_s",)),
              Flag("--pe-only", ("ceph_scaling.ve",), "Measure from the host only (no VMs).", switch=False))
@@ -130,7 +130,7 @@ class CephScaling:
         meta = {"point": label, "block": block, "ceph_nodes": nodes, "link": f"{rate}mbit" if rate else "uncapped",
                 "vm_count": len(record.vms), **fio.job_meta(job), "bs_bytes": bs_bytes(job.bs)}
         common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline,
-                      lower_is_better=self.lower_is_better, meta=meta,
+                      meta=meta,
                       observe=partial(ceph_local.links_observed, tb.ceph, nodes, rate))
         if env == PHYSICAL:
             return Point(f"{block}/{label}/physical", PHYSICAL, "host", (), **common, run=partial(

@@ -111,7 +111,7 @@ class DeviceProfile:
     name = "device-profile"
     section = "device_profile"
     Settings = Settings
-    headline, lower_is_better = "iops_req", False
+    headline = "iops_req"
     flags = (Flag("--devices", ("device_profile.devices",), "Comma-separated devices, e.g. default,tmpfs."),
              Flag("--pe-only", ("device_profile.ve",), "Measure from the host only (no VMs).", switch=False))
 
@@ -224,7 +224,7 @@ class DeviceProfile:
         zone = meta["profile"] == "zone"
         # the first slice of the device: the VM's disk, or where it would be (PE only)
         offset, size = (meta["zone"] * (c.zone_mib << 20), c.zone_mib << 20) if zone else (0, c.size_mib << 20)
-        common = dict(parse=parse_requests, headline="bw" if zone else "iops_req", lower_is_better=False,
+        common = dict(parse=parse_requests, headline="bw" if zone else "iops_req",
                       meta={"point": label, "group": device, "profiled_device": device, **meta, **fio.job_meta(job)})
         pid = f"{device}/{label}"
         if env == PHYSICAL:

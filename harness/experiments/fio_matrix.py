@@ -50,7 +50,6 @@ class FioPoint:
     label: str          # e.g. randread-qd1, randread-j4-qd64, read-128k
     job: fio.FioJob
     headline: str       # the metric this point is about
-    lower_is_better: bool
 
 
 def sweep_config(cfg: Config) -> Config:
@@ -63,7 +62,7 @@ def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str
     slice of the device, or fio in the sweep VM."""
     vm, backend = record.vms[0], record.disk["backend"]
     where = "host" if env == PHYSICAL else backend
-    common = dict(parse=fio.parse, headline=p.headline, lower_is_better=p.lower_is_better,
+    common = dict(parse=fio.parse, headline=p.headline,
                   meta={"group": p.group, "point": p.label, "block": backend, **fio.job_meta(p.job)})
     pid = f"{p.group}/{p.label}/{where}@{backend}" if env == PHYSICAL else f"{p.group}/{p.label}/{backend}"
     if env == PHYSICAL:
@@ -130,7 +129,6 @@ class FioMatrix:
     groups: tuple[str, ...] = ()  # the experiments whose points it measures (default: its own)
     Settings = SweepSettings
     headline = ""
-    lower_is_better = False
 
     def settings(self, cfg: Config):
         return getattr(cfg, self.section)
@@ -198,7 +196,7 @@ class FioMatrix:
             png = matrix_summary.backends_bars(rows, ctx.store.dir / f"{group}.png", metric=headline,
                                                title=f"{group}: {headline}, host against backends, mean ± 95% CI (accel="
                                                      f"{accel}{', not performance numbers' if 'tcg' in accel else ''})")
-            text += matrix_summary.print_matrix(rows, group, headline, e.lower_is_better, accel=accel)
+            text += matrix_summary.print_matrix(rows, group, headline, accel=accel)
             step(f"plot: {png}")
         if text:
             write_atomic(ctx.store.dir / "summary.txt", text)

@@ -19,13 +19,13 @@ class Settings(SweepSettings):
 class Iops(FioMatrix):
     name = section = "iops"
     Settings = Settings
-    headline, lower_is_better = "iops", False
+    headline = "iops"
     flags = sweep_flags("iops", backends_field="iops.backends")
 
     def group_points(self, cfg) -> list[FioPoint]:
         c = self.settings(cfg)
         return [FioPoint(self.name, f"{c.rw}-j{j}-qd{qd}", c.job(rw=c.rw, bs=c.bs, iodepth=qd, numjobs=j),
-                         self.headline, self.lower_is_better) for j in c.numjobs for qd in c.iodepth]
+                         self.headline) for j in c.numjobs for qd in c.iodepth]
 
 
 EXPERIMENT = Iops()

@@ -18,13 +18,12 @@ class Settings(SweepSettings):
 class Latency(FioMatrix):
     name = section = "latency"
     Settings = Settings
-    headline, lower_is_better = "lat_mean", True
+    headline = "lat_mean"
     flags = sweep_flags("latency", backends_field="latency.backends")
 
     def group_points(self, cfg) -> list[FioPoint]:
         c = self.settings(cfg)
-        return [FioPoint(self.name, f"{rw}-qd1", c.job(rw=rw, bs=c.bs, iodepth=1, numjobs=1), self.headline,
-                         self.lower_is_better) for rw in c.patterns]
+        return [FioPoint(self.name, f"{rw}-qd1", c.job(rw=rw, bs=c.bs, iodepth=1, numjobs=1), self.headline) for rw in c.patterns]
 
 
 EXPERIMENT = Latency()

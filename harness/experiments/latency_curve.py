@@ -45,7 +45,7 @@ class LatencyCurve(FioMatrix):
     name = GROUP
     section = "latency_curve"
     Settings = Settings
-    headline, lower_is_better = "lat_mean", True   # of the rate steps; each bound is an IOPS point
+    headline = "lat_mean"   # of the rate steps; each bound is an IOPS point
     flags = sweep_flags("latency_curve", backends_field="latency_curve.backends")
 
     def group_points(self, cfg: Config) -> list[FioPoint]:
@@ -72,7 +72,7 @@ class LatencyCurve(FioMatrix):
             step(f"{point.id}: bound {bound:,.0f} IOPS")
             steps += [measured_point(ctx, record, FioPoint(
                 GROUP, f"rate-{f:.0%}", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth, rate_iops=max(1, int(bound * f))),
-                self.headline, self.lower_is_better), env) for f in c.fractions]
+                self.headline), env) for f in c.fractions]
         pipeline.measure(steps, record.metadata(), rebuild)
 
     def summarize(self, ctx: RunContext) -> None:

@@ -9,6 +9,7 @@ from rich.table import Table
 from harness.analysis.stats import change_p_value, smallest_p_value
 from harness.report import plots, tables
 from harness.report.plots import plt
+from harness.results.metrics import LOWER, direction
 from harness.results.samples import Sample
 
 
@@ -69,11 +70,11 @@ def daemon_cpu_table(rows: list[dict], group: str) -> Table | None:
     return table
 
 
-def best_backend(row: dict, metric: str, lower_is_better: bool, alpha: float = 0.05) -> str:
+def best_backend(row: dict, metric: str, alpha: float = 0.05) -> str:
     """The backend with the best mean on this row, named only when it differs significantly from
     the runner-up (the permutation test `harness compare` uses); otherwise says why not."""
     cands = sorted(((b, r) for b, r in row["results"].items() if b != "host" and r.get(metric) is not None),
-                   key=lambda c: c[1][metric], reverse=not lower_is_better)
+                   key=lambda c: c[1][metric], reverse=direction(metric) is not LOWER)
     if not cands:
         return "-"
     best, res = cands[0]
@@ -93,9 +94,9 @@ def best_backend(row: dict, metric: str, lower_is_better: bool, alpha: float = 0
     return f"{best}{ratio}, p={p:.3f} vs {runner_up[0]}"
 
 
-def print_matrix(rows: list[dict], group: str, metric: str, lower_is_better: bool, accel: str) -> str:
-    """Host and every backend side by side on the group's headline metric (its direction as the
-    experiment declares it), with VE/PE and the best backend."""
+def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
+    """Host and every backend side by side on the group's headline metric, with VE/PE and the best
+    backend (by the metric's direction)."""
     backends = sorted({b for r in rows for b in r["results"] if b != "host"})
     unit = {"lat_mean": "us", "iops": "IOPS", "bw": "KiB/s"}.get(metric, "")
     table = Table(title=f"{group}: {metric} ({unit}), accel={accel}"
@@ -118,9 +119,9 @@ def print_matrix(rows: list[dict], group: str, metric: str, lower_is_better: boo
             eff = f", {v['ios_per_cpu_s']:,.0f} IO/CPU-s" if v.get("ios_per_cpu_s") is not None else ""
             noisy = tables.NOISY_MARK if v.get(metric + tables.NOISY) else ''
             return f"{tables.with_ci(v[metric], v.get(metric + tables.STATS), 1)}{ratio}{eff}{noisy}"
-        table.add_row(r["label"], cell("host"), *[cell(b) for b in backends], best_backend(r, metric, lower_is_better))
+        table.add_row(r["label"], cell("host"), *[cell(b) for b in backends], best_backend(r, metric))
     shown = [table]
-    if metric.startswith("lat"):
+    if metric == "lat_mean":
         lat = Table(title=f"{group}: latency percentiles (us)")
         for col in ("point", "env", "mean", "p50", "p99", "p99.9"):
             lat.add_column(col, justify="right" if col not in ("point", "env") else "left")

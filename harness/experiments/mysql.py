@@ -83,7 +83,6 @@ class Mysql:
     section = "mysql"
     Settings = Settings
     headline = "aggregate_tps"
-    lower_is_better = False
     flags = (Flag("--tests", ("mysql.tests",), "Comma-separated sysbench tests, e.g. oltp_read_only,oltp_read_write."),
              Flag("--threads", ("mysql.threads",), "Comma-separated client thread counts."),
              Flag("--vm-counts", ("mysql.vm_counts",), "Comma-separated VM counts."),

@@ -83,7 +83,7 @@ class MysqlRaid(WorkloadSweep):
     name = "mysql-raid"
     section = "mysql_raid"
     Settings = Settings
-    headline, lower_is_better = "aggregate_tps", False
+    headline = "aggregate_tps"
     flags = (Flag("--tests", ("mysql_raid.tests",), "Comma-separated sysbench tests, e.g. oltp_read_only,oltp_read_write."),
              Flag("--threads", ("mysql_raid.threads",)), Flag("--runtime", ("mysql_raid.runtime_s",)),
              Flag("--pe-only", ("mysql_raid.ve",), "Measure on the host only (no VM counterpart).", switch=False))

@@ -97,7 +97,7 @@ class RaidSweep:
     name = ""
     section = ""
     Settings = RaidSweepSettings
-    headline, lower_is_better = "bw", False
+    headline = "bw"
     flags: tuple[Flag, ...] = ()
 
     def setups(self, cfg: Config) -> list[Setup]:
@@ -210,7 +210,7 @@ class RaidSweep:
                 "raid_level": SINGLE if s.level is None else s.level, "members": s.members,
                 "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a", "filesystem": p.filesystem or "none",
                 **fio.job_meta(p.job), "data_size_bytes": p.size(c.size_mib << 20)}
-        common = dict(parse=fio.parse, headline=self.headline, lower_is_better=self.lower_is_better, meta=meta)
+        common = dict(parse=fio.parse, headline=self.headline, meta=meta)
         if env == PHYSICAL:
             return Point(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
                 fio.on_host, ctx.host, p.job, device=record.device_path, slots=[(0, p.size(c.size_mib << 20))],

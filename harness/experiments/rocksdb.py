@@ -65,7 +65,7 @@ class RocksDb(WorkloadSweep):
     name = "rocksdb"
     section = "rocksdb"
     Settings = Settings
-    headline, lower_is_better = "ops", False
+    headline = "ops"
     flags = (Flag("--num", ("rocksdb.num",)),
              Flag("--pe-only", ("rocksdb.ve",), "Measure on the host only (no VM counterpart).", switch=False))
 
@@ -81,7 +81,7 @@ class RocksDb(WorkloadSweep):
                 "raid_level": SINGLE if s.level is None else s.level, "members": s.members,
                 "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a", "filesystem": c.filesystem,
                 **{f"db_{k}": v for k, v in job.model_dump().items()}}
-        common = dict(parse=db_bench.parse, headline=self.headline, lower_is_better=self.lower_is_better, meta=meta,
+        common = dict(parse=db_bench.parse, headline=self.headline, meta=meta,
                       raw_suffix=".txt")
         if env == PHYSICAL:
             return Point(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(

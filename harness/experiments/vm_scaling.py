@@ -40,7 +40,6 @@ class VmScaling:
     section = "vm_scaling"
     Settings = Settings
     headline = "aggregate_iops"
-    lower_is_better = False
     spans_hosts = True
     flags = (Flag("--vm-counts", ("vm_scaling.vm_counts",), "Comma-separated VM counts, e.g. 1,2,4."),
              *(Flag(f"--{option}", (f"vm_scaling.job.{field}",)) for option, field in (
@@ -60,8 +59,7 @@ class VmScaling:
         points = []
         for n in ctx.cfg.vm_scaling.vm_counts:
             vms = tb.vms[:n]
-            common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline,
-                          lower_is_better=self.lower_is_better)
+            common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline)
             points.append(Point(f"physical-n{n}", PHYSICAL, "host", (), **common,
                                 meta={"point": f"physical-n{n}", "vm_count": n, **job_meta},
                                 run=partial(fio.on_host, ctx.host, job, device=tb.device_path,
@@ -77,8 +75,7 @@ class VmScaling:
         job_meta = fio.job_meta(job)
         fleet = sorted(((vm, host, tb) for host, tb in zip(ctx.hosts, ctx.testbeds) for vm in tb.vms),
                        key=lambda x: x[0].index)
-        common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline,
-                      lower_is_better=self.lower_is_better)
+        common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline)
         points = []
         for n in ctx.cfg.vm_scaling.vm_counts:
             chosen = fleet[:n]

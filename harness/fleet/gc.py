@@ -33,7 +33,6 @@ def _kept(name: str, keep: tuple[str, ...]) -> bool:
     return any(k in name for k in keep)
 
 
-
 LIBVIRT_QEMU_RUN = "/run/libvirt/qemu"   # libvirt's pid file and live XML (with vtb's owner record) per domain
 
 # Reads "pid<TAB>folder" lines; prints "pid<TAB>file" for each pid file (*.pid in the folder or its

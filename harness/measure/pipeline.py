@@ -37,6 +37,7 @@ from harness.fleet import guest_consoles
 from harness.fleet.agent import AgentError, GuestAgent, restart
 from harness.libvirt.libvirt_conn import connect
 from harness.measure import conditions, hoststat, overlap
+from harness.results.metrics import Direction, direction
 from harness.results.samples import Sample
 
 PHYSICAL, VIRTUAL = "physical", "virtual"
@@ -93,7 +94,6 @@ class Point:
     run: Callable[[], list[Output]]          # runs the workload once
     parse: Callable[[str], Parsed]           # the workload's own parser
     headline: str                            # the metric repeats, ratios, the noisy flag and reports look at
-    lower_is_better: bool = False            # the headline's direction (latency: lower)
     meta: dict = field(default_factory=dict)  # the experiment's own fields (group, label, job)
     aggregate: Callable[[list[Any]], dict] | None = None   # metrics over the outputs (scope aggregate)
     baseline: str | None = None              # id of the physical point a VE/PE ratio is taken against
@@ -102,6 +102,14 @@ class Point:
     # read around the run (a cluster's link counters); what it yields is called with the tools' measured
     # window on this machine's clock (or None), and the dict it returns joins the metadata
     observe: Callable[[], ContextManager[Callable[[tuple[float, float] | None], dict]]] | None = None
+
+    @property
+    def better(self) -> Direction:
+        """The headline's direction, as harness/results/metrics.py declares it."""
+        if (d := direction(self.headline)) is None:
+            raise ValueError(f"point {self.id}: headline {self.headline!r} has no declared direction. "
+                             "Fix: declare it in harness/results/metrics.py")
+        return d
 
 
 def measured_window(parsed: list, outputs: list[Output]) -> tuple[float, float] | None:
@@ -276,7 +284,7 @@ class Pipeline:
         """The standard metadata of every sample: one place."""
         return {**self.base_meta, **self.testbed_meta, "point_id": p.id, "env": p.env, "backend": p.backend,
                 "vm_count": len(p.vms) if p.env == VIRTUAL else p.meta.get("vm_count", 0), **p.meta,
-                "headline": p.headline, "better": "lower" if p.lower_is_better else "higher",
+                "headline": p.headline, "better": p.better.value,
                 "repeat": rep, "round_order": order, "seed": self.seed,
                 "drop_caches": self.repeat.drop_caches, "noisy_cv_threshold": self.repeat.noisy_cv}
 

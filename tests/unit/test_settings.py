@@ -12,13 +12,14 @@ from harness.config import settings
 from harness.config.schema import ConfigError, Section
 from harness.experiments import Flag, registry
 from harness.measure import runner
+from harness.results.metrics import Direction, direction
 
 
 def test_every_experiment_has_its_own_section_from_its_own_settings_model():
     fields = settings.model().model_fields
     for exp in registry().values():
         assert fields[exp.section].annotation is exp.Settings, exp.name
-        assert exp.headline and isinstance(exp.lower_is_better, bool)
+        assert exp.headline and isinstance(direction(exp.headline), Direction)
     cfg = settings.load(None)
     assert cfg.vm_scaling.vm_counts == [1, 2, 4] and cfg.latency.patterns[0] == "randread"
 
@@ -31,7 +32,7 @@ class ToySettings(Section):
 class Toy:
     """toy: an experiment declared in one module only."""
     name, section, Settings = "toy", "toy", ToySettings
-    headline, lower_is_better = "widgets_per_s", False
+    headline = "widgets_per_s"
     uses_fleet = False
     flags = (Flag("--widgets", ("toy.widgets",)), Flag("--slow", ("toy.mode",), "Run slowly.", switch="slow"))
 

@@ -18,7 +18,7 @@ def matrix_samples(group: str, metric: str, unit: str) -> list[Sample]:
 
 def test_matrix_table_and_plot(tmp_path):
     rows = matrix_summary.matrix_rows(matrix_samples("latency", "lat_mean", "us"), "latency")
-    text = matrix_summary.print_matrix(rows, "latency", "lat_mean", True, accel="tcg")
+    text = matrix_summary.print_matrix(rows, "latency", "lat_mean", accel="tcg")
     assert "latency: lat_mean (us)" in text and "latency percentiles" in text
     assert "no test possible: 3 and 3 repeats" in text and "best mean nvme" in text  # lower is better
     assert "noisy randread-qd1 host lat_mean: conditions not clean in 1 repeat(s)" in " ".join(text.split())
