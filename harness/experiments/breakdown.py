@@ -20,7 +20,7 @@ from harness.fleet.testbed import TestbedRecord
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.results.environment import accel_label
+from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
 from harness.results.store import write_atomic
 
@@ -75,7 +75,7 @@ class Breakdown(FioMatrix):
         accel = accel_label(ctx.environment)
         png = stacked_layers(per_backend, ctx.store.dir / "breakdown.png",
                              title=f"QD1 {ctx.cfg.breakdown.rw} {ctx.cfg.breakdown.bs} latency by layer "
-                                   f"(accel={accel}{', not performance numbers' if 'tcg' in accel else ''})")
+                                   f"(accel={accel}{tcg_caveat(accel)})")
         step(f"plot: {png}")
         write_atomic(ctx.store.dir / "summary.txt",
                      print_layers(per_backend, accel) + "\nMethod and limits:\n" + breakdown.__doc__)
@@ -93,7 +93,7 @@ def values_of(samples: list[Sample], group: str, metric: str) -> dict[tuple[str,
 
 def print_layers(per_backend: dict[str, dict[str, float]], accel: str) -> str:
     table = Table(title=f"latency by layer, us and share of the backend's total (accel={accel}"
-                        f"{'; TCG numbers are not performance numbers' if 'tcg' in accel else ''})")
+                        f"{tcg_caveat(accel)})")
     layers = list(next(iter(per_backend.values())))
     table.add_column("layer", justify="left")
     for b in per_backend:
@@ -116,7 +116,7 @@ def stacked_layers(per_backend: dict[str, dict[str, float]], path: Path, title: 
     ax.set_ylabel("mean latency (us)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    ax.set_title(title, fontsize=9)
+    plots.title(ax, title)
     return plots.save(fig, path)
 
 

@@ -33,7 +33,7 @@ from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources.ceph import local as ceph_local
 from harness.resources.ceph.plan import CephConfig, osd_size_for, osd_size_problem
-from harness.results.environment import accel_label
+from harness.results.environment import accel_label, tcg_caveat
 from harness.results.store import write_atomic
 from harness.workloads import fio
 
@@ -149,7 +149,7 @@ class CephScaling:
         fits = fits_per_node_count(rows)
         corr = correlations(points)
         accel = accel_label(ctx.environment)
-        accel += ", not performance numbers" if "tcg" in accel else ""
+        accel += tcg_caveat(accel)
         text = print_summary(points, fits, corr, accel)
         write_atomic(ctx.store.dir / "summary.txt", text)
         for png in (by_nodes_plot(points, ctx.store.dir / "ceph-scaling-nodes.png"),

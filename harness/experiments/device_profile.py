@@ -40,7 +40,7 @@ from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import raid
-from harness.results.environment import accel_label
+from harness.results.environment import accel_label, tcg_caveat
 from harness.results.store import write_atomic
 from harness.workloads import fio
 
@@ -243,7 +243,7 @@ class DeviceProfile:
         if not zones and not randoms:
             return
         accel = accel_label(ctx.environment)
-        accel += ", not performance numbers" if "tcg" in accel else ""
+        accel += tcg_caveat(accel)
         write_atomic(ctx.store.dir / "summary.txt", print_summary(zones, randoms, asymmetry(zones, randoms), accel,
                                                                   ctx.cfg.device_profile))
         for png in (zones_plot(zones, ctx.store.dir / "device-profile-zones.png"),

@@ -28,7 +28,7 @@ from harness.experiments import RunContext, matrix_summary, registry
 from harness.fleet import gc
 from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
-from harness.results.environment import accel_label
+from harness.results.environment import accel_label, tcg_caveat
 from harness.results.store import write_atomic
 from harness.workloads import fio
 
@@ -195,7 +195,7 @@ class FioMatrix:
                 continue
             png = matrix_summary.backends_bars(rows, ctx.store.dir / f"{group}.png", metric=headline,
                                                title=f"{group}: {headline}, host against backends, mean ± 95% CI (accel="
-                                                     f"{accel}{', not performance numbers' if 'tcg' in accel else ''})")
+                                                     f"{accel}{tcg_caveat(accel)})")
             text += matrix_summary.print_matrix(rows, group, headline, accel=accel)
             step(f"plot: {png}")
         if text:

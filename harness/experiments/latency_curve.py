@@ -22,7 +22,7 @@ from harness.fleet.testbed import TestbedRecord
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.results.environment import accel_label
+from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
 from harness.results.store import write_atomic
 
@@ -84,7 +84,7 @@ class LatencyCurve(FioMatrix):
         accel = accel_label(ctx.environment)
         png = latency_curves(curves, found, ctx.store.dir / "latency-curve.png",
                              title=f"latency against IOPS, {c.rw} {c.bs} QD{c.iodepth} (accel={accel}"
-                                   f"{', not performance numbers' if 'tcg' in accel else ''})")
+                                   f"{tcg_caveat(accel)})")
         step(f"plot: {png}")
         write_atomic(ctx.store.dir / "summary.txt", print_curves(found, c.threshold_pct, accel))
 
@@ -109,7 +109,7 @@ def curve_points(samples: list[Sample], group: str) -> dict[str, list[tuple[floa
 
 
 def print_curves(found: dict, threshold_pct: float, accel: str) -> str:
-    table = Table(title=f"latency-curve (accel={accel}{'; TCG numbers are not performance numbers' if 'tcg' in accel else ''})")
+    table = Table(title=f"latency-curve (accel={accel}{tcg_caveat(accel)})")
     for col in ("env", "bound IOPS", "base lat us", f"knee (lat +{threshold_pct:g}%) IOPS", "IOPS at 95% bound",
                 "lat there us", "increase"):
         table.add_column(col, justify="left" if col == "env" else "right")
@@ -134,7 +134,7 @@ def latency_curves(curves: dict[str, list[tuple[float, float]]], found: dict, pa
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, title="dotted: latency +threshold", title_fontsize=7)
-    ax.set_title(title, fontsize=9)
+    plots.title(ax, title)
     return plots.save(fig, path)
 
 

@@ -9,6 +9,7 @@ from rich.table import Table
 from harness.analysis.stats import change_p_value, smallest_p_value
 from harness.report import plots, tables
 from harness.report.plots import plt
+from harness.results.environment import tcg_caveat
 from harness.results.metrics import LOWER, direction
 from harness.results.samples import Sample
 
@@ -100,7 +101,7 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
     backends = sorted({b for r in rows for b in r["results"] if b != "host"})
     unit = {"lat_mean": "us", "iops": "IOPS", "bw": "KiB/s"}.get(metric, "")
     table = Table(title=f"{group}: {metric} ({unit}), accel={accel}"
-                        f"{'; TCG numbers are not performance numbers' if 'tcg' in accel else ''}",
+                        f"{tcg_caveat(accel)}",
                   caption="mean ± 95% CI (CV) over shuffled repeats; (x) = VE/PE; IO/CPU-s = I/Os per CPU-second "
                           "of QEMU and storage daemons")
     table.add_column("point")
@@ -158,5 +159,5 @@ def backends_bars(rows: list[dict], path: Path, metric: str, title: str) -> Path
     ax.set_ylabel({"lat_mean": "mean latency (us)", "iops": "IOPS", "bw": "bandwidth (KiB/s)"}.get(metric, metric))
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    ax.set_title(title, fontsize=9)
+    plots.title(ax, title)
     return plots.save(fig, path)

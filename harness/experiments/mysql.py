@@ -17,7 +17,7 @@ from harness.experiments import Flag, RunContext
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.results.environment import accel_label
+from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
 from harness.results.store import write_atomic
 from harness.workloads import sysbench
@@ -129,7 +129,7 @@ class Mysql:
         for axis in sorted({r["axis"] for r in rows} - {"base"}):
             png = mysql_axis(rows, axis, ctx.store.dir / f"mysql-{axis}.png",
                              title=f"sysbench TPS by {axis} (accel={accel}"
-                                   f"{', not performance numbers' if 'tcg' in accel else ''})")
+                                   f"{tcg_caveat(accel)})")
             step(f"plot: {png}")
         write_atomic(ctx.store.dir / "summary.txt", print_mysql(rows, accel))
 
@@ -159,7 +159,7 @@ def mysql_rows(samples: list[Sample]) -> list[dict]:
 
 def print_mysql(rows: list[dict], accel: str) -> str:
     table = Table(title=f"mysql: sysbench aggregate TPS, physical against virtual (accel={accel}"
-                        f"{'; TCG numbers are not performance numbers' if 'tcg' in accel else ''})")
+                        f"{tcg_caveat(accel)})")
     for col in ("point", "axis", "VMs", "phys TPS", "virt TPS", "virt/phys", "phys p95 ms", "virt p95 ms"):
         table.add_column(col, justify="left" if col in ("point", "axis") else "right")
     for r in rows:
@@ -189,7 +189,7 @@ def mysql_axis(rows: list[dict], axis: str, path: Path, title: str) -> Path:
         ax.set_yscale("log")  # PE and VE can be orders apart (TCG): keep both readable
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(title, fontsize=9)
+    plots.title(ax, title)
     return plots.save(fig, path)
 
 

@@ -27,7 +27,7 @@ from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point, Site
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import nested_l1, raid
-from harness.results.environment import accel_label
+from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
 from harness.results.store import write_atomic
 from harness.workloads import fio
@@ -245,7 +245,7 @@ class RaidSweep:
         if not rows:
             return
         accel = accel_label(ctx.environment)
-        accel += ", not performance numbers" if "tcg" in accel else ""
+        accel += tcg_caveat(accel)
         text = print_raid(rows, title=self.name, accel=accel)
         write_atomic(ctx.store.dir / "summary.txt", text)
         png = raid_bars(rows, ctx.store.dir / f"{self.name}.png",

@@ -22,7 +22,7 @@ from harness.measure import aggregate
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point, Site
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.results.environment import accel_label
+from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
 from harness.results.store import write_atomic
 from harness.workloads import fio
@@ -114,7 +114,7 @@ class VmScaling:
         job = ctx.cfg.vm_scaling.job
         png = plot(rows, ctx.store.dir / "vm-scaling.png",
                    title=f"vm-scaling: {job.rw} {job.bs} QD{job.iodepth}, {ctx.testbed.disk['backend']}, "
-                         f"accel={accel}{' (TCG: not performance numbers)' if 'tcg' in accel else ''}; "
+                         f"accel={accel}{tcg_caveat(accel)}; "
                          "mean ± 95% CI")
         text = print_vm_scaling(rows, accel=accel)
         if per_host := per_host_rows(ctx.store.samples):
@@ -180,7 +180,7 @@ def print_per_host(rows: list[dict]) -> str:
 
 def print_vm_scaling(rows: list[dict], accel: str) -> str:
     """Prints the summary and returns it as plain text (kept in the run folder)."""
-    table = Table(title=f"vm-scaling (accel={accel}{'; TCG numbers are not performance numbers' if 'tcg' in accel else ''})")
+    table = Table(title=f"vm-scaling (accel={accel}{tcg_caveat(accel)})")
     for col in ("VMs", "phys IOPS", "virt IOPS", "virt IOPS/VM", "virt lat mean us", "p50 us", "p99 us",
                 "virt/phys"):
         table.add_column(col, justify="right")
@@ -217,7 +217,7 @@ def plot(rows: list[dict], path: Path, title: str) -> Path:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(title, fontsize=9)
+    plots.title(ax, title)
     return plots.save(fig, path)
 
 

@@ -21,6 +21,13 @@ def save(fig, path: Path) -> Path:
     return path
 
 
+def title(ax, text: str, width: int = 80) -> None:
+    """A plot's title, wrapped so that it fits (a long accelerator label and caveat no longer run off
+    the right edge)."""
+    import textwrap
+    ax.set_title(textwrap.fill(text, width), fontsize=9)
+
+
 STATS, NOISY = "#stats", "#noisy"  # the keys harness.report.tables puts beside a mean
 
 
