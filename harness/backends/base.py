@@ -129,6 +129,24 @@ class Backend:
 
 
 # --- helpers -------------------------------------------------------------------------------
+QSD = "qemu-storage-daemon"   # serves several backends' exports (vhost-user-blk, NBD); its CPU counts as "daemon"
+QSD_PROCESS = HostProcess("daemon", QSD, QSD)
+
+# Run on the fleet's host (this machine or a nested one), never assumed to be here.
+_LISTENING = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
+              "try:\n    s.connect(sys.argv[1])\nexcept OSError:\n    sys.exit(1)")
+
+
+def listening(host, path: Path) -> bool:
+    """Something accepts connections on the unix socket at `path`, on the host."""
+    return host.run(["python3", "-c", _LISTENING, str(path)], check=False, timeout=30).returncode == 0
+
+
+def succeeds(host, script: str, *args) -> bool:
+    """`sh -c script` with `args` as $1... on the host exits 0 (bounded)."""
+    return host.run(["sh", "-c", script, "sh", *map(str, args)], check=False, timeout=60).returncode == 0
+
+
 def daemon_alive(host, pidfile: Path) -> bool:
     """A host-side daemon the harness started (qemu-storage-daemon, SPDK) is running, by its pid file."""
     return host.run(["sh", "-c", 'kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null', "sh", str(pidfile)],

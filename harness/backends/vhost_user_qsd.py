@@ -12,21 +12,22 @@ from typing import Literal
 from pydantic import Field
 
 from harness.backends.base import (
+    QSD,
+    QSD_PROCESS,
     Attachment,
     Backend,
     HostPlan,
-    HostProcess,
     VmSlot,
     daemon_alive,
     file_blockdev,
+    listening,
     stop_daemon,
+    succeeds,
     vhost_user_blk,
 )
 from harness.config.schema import Section
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_opt
-
-BINARY = "qemu-storage-daemon"
 
 
 def socket_path(plan: HostPlan, vm: VmSlot) -> Path:
@@ -40,19 +41,6 @@ def _daemons(plan: HostPlan) -> dict[str, list[VmSlot]]:
     return {f"{vm.name}-qsd": [vm] for vm in plan.vms}
 
 
-# Run on the fleet's host (this machine or a nested one), never assumed to be here.
-_LISTENING = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
-              "try:\n    s.connect(sys.argv[1])\nexcept OSError:\n    sys.exit(1)")
-
-
-def _listening(host: Host, path: Path) -> bool:
-    return host.run(["python3", "-c", _LISTENING, str(path)], check=False, timeout=30).returncode == 0
-
-
-def _sh(host: Host, script: str, *args) -> bool:
-    return host.run(["sh", "-c", script, "sh", *map(str, args)], check=False, timeout=60).returncode == 0
-
-
 class QsdOptions(Section):
     qsd_per: Literal["vm", "device"] = Field("vm", description="vhost-user-blk-qsd: one qemu-storage-daemon per "
                                              "VM or one per host device")
@@ -60,18 +48,18 @@ class QsdOptions(Section):
 
 class VhostUserQsd(Backend):
     name = "vhost-user-blk-qsd"
-    processes = (HostProcess("daemon", "qemu-storage-daemon", "qemu-storage-daemon"),)
+    processes = (QSD_PROCESS,)
     shared_options = frozenset({"cache", "aio", "num_queues"})
     Options = QsdOptions
     summary = "vhost-user-blk, served by qemu-storage-daemon"
 
     def preflight(self, host: Host, plan: HostPlan) -> str | None:
-        if not _sh(host, f"command -v {BINARY}"):
-            return f"{BINARY} is not installed on {host.label} (Debian: apt install qemu-system-common)"
+        if not succeeds(host, f"command -v {QSD}"):
+            return f"{QSD} is not installed on {host.label} (Debian: apt install qemu-system-common)"
         for vm in plan.vms:
             path = socket_path(plan, vm)
             ours = [plan.run_dir / f"{vm.name}-qsd.pid", plan.run_dir / f"{plan.prefix}-qsd.pid"]
-            if _sh(host, '[ -S "$1" ] && [ ! -e "$2" ] && [ ! -e "$3" ]', path, *ours) and _listening(host, path):
+            if succeeds(host, '[ -S "$1" ] && [ ! -e "$2" ] && [ ! -e "$3" ]', path, *ours) and listening(host, path):
                 return f"storage-daemon socket {path} is already in use by another process"
         return None
 
@@ -82,7 +70,7 @@ class VhostUserQsd(Backend):
             pidfile = plan.run_dir / f"{daemon}.pid"
             if daemon_alive(host, pidfile):
                 continue
-            args = [BINARY, "--daemonize", "--pidfile", str(pidfile)]
+            args = [QSD, "--daemonize", "--pidfile", str(pidfile)]
             for vm in vms:
                 node = f"{vm.name}-data"
                 args += [a for spec in file_blockdev(node, plan.device.path, d["cache"], d["aio"], vm)
@@ -93,12 +81,12 @@ class VhostUserQsd(Backend):
             out = host.run(args, check=False, timeout=120)
             if out.returncode != 0:
                 self.host_down(host, plan)
-                raise RuntimeError(f"{BINARY} for {daemon} failed to start on {host.label}: "
+                raise RuntimeError(f"{QSD} for {daemon} failed to start on {host.label}: "
                                    f"{out.stderr.decode(errors='replace').strip()}")
         for vm in plan.vms:  # --daemonize returns once the exports listen; check, do not assume
-            if not _listening(host, socket_path(plan, vm)):
+            if not listening(host, socket_path(plan, vm)):
                 self.host_down(host, plan)
-                raise RuntimeError(f"{BINARY} is not listening on {socket_path(plan, vm)}")
+                raise RuntimeError(f"{QSD} is not listening on {socket_path(plan, vm)}")
 
     def host_down(self, host: Host, plan: HostPlan) -> None:
         for daemon in _daemons(plan):

@@ -95,14 +95,15 @@ def test_storage_daemon_socket_in_use_is_refused(tmp_path):
 @pytest.mark.parametrize("per", ["vm", "device"])
 def test_storage_daemons_start_listen_and_stop_through_the_fleets_host(tmp_path, per):
     """The real qemu-storage-daemon, started and stopped with commands run on the host node."""
-    from harness.backends.vhost_user_qsd import _listening, socket_path
+    from harness.backends.base import listening
+    from harness.backends.vhost_user_qsd import socket_path
     device = tmp_path / "device.raw"
     device.write_bytes(b"\0" * (128 * MIB))
     p = plan(tmp_path, "vhost-user-blk-qsd", device=HostDevice(path=str(device), kind="block"), qsd_per=per)
     qsd, host = backends.get("vhost-user-blk-qsd"), LocalHost()
     qsd.host_up(host, p)
     try:
-        assert all(_listening(host, socket_path(p, vm)) for vm in p.vms)
+        assert all(listening(host, socket_path(p, vm)) for vm in p.vms)
         assert len(list(p.run_dir.glob("*.pid"))) == (1 if per == "device" else 2)
         qsd.host_up(host, p)  # idempotent: the running daemons are kept
     finally:
