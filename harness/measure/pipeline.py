@@ -46,6 +46,8 @@ PHYSICAL, VIRTUAL = "physical", "virtual"
 POLLING_DAEMONS = [(p.label, p.pattern) for p in backends.host_processes() if p.polls]
 PROCESS_PATTERNS = [*((p.label, p.pattern) for p in backends.host_processes()), ("libvirtd", "libvirtd")]
 CPU_LABELS = ["qemu", *dict.fromkeys(label for label, _ in PROCESS_PATTERNS)]   # every sample has a figure for each
+# the data path's CPU, which I/Os per CPU-second divide by: QEMU and every backend's daemons
+DATA_PATH_LABELS = ["qemu", *dict.fromkeys(p.label for p in backends.host_processes())]
 
 
 LONG_POINT_S = 60   # a point running longer says so (a heartbeat): shorter ones have their own line
@@ -484,7 +486,7 @@ class Pipeline:
             return []
         metric = "aggregate_iops" if p.aggregate else "iops"  # the point's total IOPS
         iops = [x for x in samples if x.metric == metric]
-        cpu = sum(meta.get(k, 0.0) for k in ("qemu_cpu_s", "daemon_cpu_s", "spdk_cpu_s"))
+        cpu = sum(meta.get(f"{label}_cpu_s", 0.0) for label in DATA_PATH_LABELS)
         seconds = meta.get("run_wall_s") or 0
         if not iops or cpu <= 0 or not seconds:
             return []
