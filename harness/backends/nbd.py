@@ -1,0 +1,95 @@
+"""NBD: qemu-storage-daemon exports each VM's slice over NBD on a unix socket, and the VM's QEMU
+reads it with its own NBD client (virtio-blk in the guest). The path of network block storage
+without a cluster: every I/O crosses a socket to another process, as it would cross the network.
+
+One daemon per VM, each with its own NBD server and socket; the harness starts and stops them.
+Provider v0.8.3 cannot read a libvirt network disk back, so the disk is given on QEMU's command line.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.backends.base import (
+    DATA_PCI_SLOT,
+    DATA_SERIAL,
+    QSD,
+    QSD_PROCESS,
+    Attachment,
+    Backend,
+    HostPlan,
+    VmSlot,
+    daemon_alive,
+    file_blockdev,
+    listening,
+    stop_daemon,
+    succeeds,
+)
+from harness.hosts import Host
+from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
+
+EXPORT = "data"   # the export's name on each daemon's server
+
+
+def socket_path(plan: HostPlan, vm: VmSlot) -> Path:
+    return plan.run_dir / f"{vm.name}.nbd.sock"
+
+
+def pid_file(plan: HostPlan, vm: VmSlot) -> Path:
+    return plan.run_dir / f"{vm.name}-nbd.pid"
+
+
+class Nbd(Backend):
+    name = "nbd"
+    processes = (QSD_PROCESS,)
+    shared_options = frozenset({"cache", "aio", "iothreads", "num_queues"})
+    summary = "virtio-blk over NBD: qemu-storage-daemon's export on a unix socket, QEMU's NBD client"
+
+    def preflight(self, host: Host, plan: HostPlan) -> str | None:
+        if not succeeds(host, f"command -v {QSD}"):
+            return f"{QSD} is not installed on {host.label} (Debian: apt install qemu-system-common)"
+        for vm in plan.vms:
+            path = socket_path(plan, vm)
+            if succeeds(host, '[ -S "$1" ] && [ ! -e "$2" ]', path, pid_file(plan, vm)) and listening(host, path):
+                return f"NBD socket {path} is already in use by another process"
+        return None
+
+    def host_up(self, host: Host, plan: HostPlan) -> None:
+        host.run(["mkdir", "-p", str(plan.run_dir)], timeout=30)
+        d = plan.disk
+        for vm in plan.vms:
+            if daemon_alive(host, pid_file(plan, vm)):
+                continue
+            node = f"{vm.name}-data"
+            args = [QSD, "--daemonize", "--pidfile", str(pid_file(plan, vm))]
+            args += [a for spec in file_blockdev(node, plan.device.path, d["cache"], d["aio"], vm) for a in ("--blockdev", spec)]
+            args += ["--nbd-server", f"addr.type=unix,addr.path={qemu_opt(socket_path(plan, vm))}",
+                     "--export", f"type=nbd,id={vm.name}-export,node-name={node},name={EXPORT},writable=on"]
+            out = host.run(args, check=False, timeout=120)
+            if out.returncode != 0:
+                self.host_down(host, plan)
+                raise RuntimeError(f"{QSD} (NBD) for {vm.name} failed to start on {host.label}: "
+                                   f"{out.stderr.decode(errors='replace').strip()}")
+        for vm in plan.vms:   # --daemonize returns once the server listens; check, do not assume
+            if not listening(host, socket_path(plan, vm)):
+                self.host_down(host, plan)
+                raise RuntimeError(f"{QSD} is not listening on {socket_path(plan, vm)}")
+
+    def host_down(self, host: Host, plan: HostPlan) -> None:
+        for vm in plan.vms:
+            stop_daemon(host, pid_file(plan, vm), 5, socket_path(plan, vm))
+
+    def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
+        """QEMU's NBD client on the VM's export (already its slice), under virtio-blk. cache.direct
+        has no meaning on a socket: the daemon opens the device as disk.cache says."""
+        d, node = plan.disk, "vtbdata"
+        args = ["-blockdev", f"driver=nbd,node-name={node},server.type=unix,"
+                             f"server.path={qemu_opt(socket_path(plan, vm))},export={EXPORT}"]
+        device = f"virtio-blk-pci,drive={node},serial={DATA_SERIAL},num-queues={d['num_queues']}"
+        if d["iothreads"]:
+            args += ["-object", "iothread,id=vtbio0"]
+            device += ",iothread=vtbio0"
+        args += ["-device", f"{device},bus=pci.0,addr={DATA_PCI_SLOT:#x}"]
+        return Attachment(domain_xml=qemu_commandline(*args))
+
+
+BACKEND = Nbd()
