@@ -7,7 +7,7 @@ pkgs=(qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvi
       libvirt-dev pkg-config xsltproc mmdebstrap fio e2fsprogs util-linux ca-certificates
       python3-venv python3-dev gcc git
       mariadb-server-core mariadb-client-core sysbench curl unzip openssh-client
-      ceph-mon ceph-mgr ceph-osd ceph-common qemu-block-extra iproute2)
+      ceph-mon ceph-mgr ceph-osd ceph-common qemu-block-extra iproute2 tgt)
 for arg in "$@"; do
   case $arg in
     --test) pkgs+=(chromium fdisk) ;;
@@ -32,3 +32,8 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq || echo "warning: apt-get update reported errors; trying the install anyway" >&2
 "$(dirname "$0")/apt-lock-wait.sh"
 apt-get install -y -qq -o DPkg::Lock::Timeout="${VTB_APT_LOCK_WAIT_S:-600}" --no-install-recommends "${missing[@]}"
+# tgt's package starts a system-wide target on every address (port 3260) where systemd runs; the
+# iscsi backend runs its own tgtd per fleet on loopback, so the one vtb just installed is stopped.
+if [[ " ${missing[*]} " == *" tgt "* ]] && [ -d /run/systemd/system ]; then
+  systemctl disable --now tgt.service || true
+fi

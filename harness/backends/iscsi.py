@@ -1,0 +1,128 @@
+"""iSCSI: a userspace target (tgt's tgtd, from Debian; no kernel target module) exports the fleet's
+device as one LUN on the host's loopback, and each VM's QEMU reads its slice through QEMU's own
+initiator (libiscsi, from qemu-block-extra) under virtio-blk. The path of OpenStack Cinder's
+LVM/iSCSI driver, without the network between.
+
+One tgtd per fleet, on a portal port and a control port of its own, derived from the fleet's name
+so that the plan alone gives them (Terraform's hooks and the VMs' command lines agree), checked
+free before use. Provider v0.8.3 cannot read a libvirt network disk back, so the disk is given on
+QEMU's command line.
+"""
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+from harness.backends.base import (
+    DATA_PCI_SLOT,
+    DATA_SERIAL,
+    Attachment,
+    Backend,
+    HostPlan,
+    HostProcess,
+    VmSlot,
+    daemon_alive,
+    stop_daemon,
+    succeeds,
+)
+from harness.hosts import Host
+from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
+
+TGTD, TGTADM = "tgtd", "tgtadm"
+PORTAL_BASE, CONTROL_BASE, SPREAD = 13260, 14260, 900   # away from iSCSI's own 3260 and each other
+CONTROL_SOCKETS = "/var/run/tgtd"                   # where tgtd keeps socket.<control port>
+TID, LUN = 1, 1
+ADDRESS = "127.0.0.1"                               # the portal and the only initiator address let in
+
+
+def ports(plan: HostPlan) -> tuple[int, int]:
+    """(portal port, control port) of the fleet's target."""
+    k = zlib.crc32(plan.prefix.encode()) % SPREAD
+    return PORTAL_BASE + k, CONTROL_BASE + k
+
+
+def target_name(plan: HostPlan) -> str:
+    return f"iqn.2026-11.org.vtb:{plan.prefix}"
+
+
+def pid_file(plan: HostPlan) -> Path:
+    return plan.run_dir / "tgtd.pid"
+
+
+def _admin(host: Host, plan: HostPlan, *args: str, check: bool = True):
+    return host.run([TGTADM, "-C", str(ports(plan)[1]), "--lld", "iscsi", *args], check=check, timeout=60)
+
+
+class Iscsi(Backend):
+    name = "iscsi"
+    processes = (HostProcess("tgt", TGTD, f"{TGTD} "),)
+    shared_options = frozenset({"cache", "iothreads", "num_queues"})
+    summary = "virtio-blk over iSCSI: tgt's userspace target on the host's loopback, QEMU's libiscsi initiator"
+
+    def preflight(self, host: Host, plan: HostPlan) -> str | None:
+        if not succeeds(host, f"command -v {TGTD} && command -v {TGTADM}"):
+            return f"tgt is not installed on {host.label} (Debian: apt install tgt; scripts/host-packages.sh does)"
+        if not succeeds(host, "ls /usr/lib/x86_64-linux-gnu/qemu/block-iscsi.so"):
+            return f"QEMU's iSCSI initiator is missing on {host.label} (Debian: apt install qemu-block-extra)"
+        portal, control = ports(plan)
+        if daemon_alive(host, pid_file(plan)):
+            return None   # this fleet's own target, still up
+        if succeeds(host, '[ -e "$1" ]', f"{CONTROL_SOCKETS}/socket.{control}"):
+            return (f"tgt's control port {control} is in use on {host.label} ({CONTROL_SOCKETS}/socket.{control} "
+                    "exists): another tgtd runs there. Fix: stop it, or rename the fleet (fleet.name)")
+        if succeeds(host, f"ss -Hltn 'sport = :{portal}' | grep -q ."):
+            return f"TCP port {portal} is in use on {host.label}. Fix: free it, or rename the fleet (fleet.name)"
+        return None
+
+    def host_up(self, host: Host, plan: HostPlan) -> None:
+        host.run(["mkdir", "-p", str(plan.run_dir)], timeout=30)
+        if daemon_alive(host, pid_file(plan)):
+            return
+        portal, control = ports(plan)
+        out = host.run([TGTD, "-C", str(control), "-p", str(pid_file(plan)), "--iscsi", f"portal={ADDRESS}:{portal}"],
+                       check=False, timeout=60)
+        if out.returncode != 0 or not succeeds(host, f"for i in $(seq 50); do [ -S {CONTROL_SOCKETS}/socket.{control} ] "
+                                                     "&& exit 0; sleep 0.1; done; exit 1"):
+            self.host_down(host, plan)
+            raise RuntimeError(f"tgtd did not start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
+        direct = ["--bsoflags", "direct"] if plan.disk["cache"] in ("none", "directsync") else []
+        for args in (["--mode", "target", "--op", "new", "--tid", str(TID), "--targetname", target_name(plan)],
+                     ["--mode", "logicalunit", "--op", "new", "--tid", str(TID), "--lun", str(LUN),
+                      "--backing-store", plan.device.path, *direct],
+                     ["--mode", "target", "--op", "bind", "--tid", str(TID), "--initiator-address", ADDRESS]):
+            done = _admin(host, plan, *args, check=False)
+            if done.returncode != 0:
+                self.host_down(host, plan)
+                raise RuntimeError(f"tgtadm {' '.join(args[:4])} failed on {host.label}: "
+                                   f"{(done.stderr or done.stdout).decode(errors='replace').strip()}")
+
+    def host_down(self, host: Host, plan: HostPlan) -> None:
+        """The target goes first (forced: a VM that was destroyed leaves its session behind), then
+        the daemon by tgt's own shutdown, and by signal if it does not go."""
+        control = ports(plan)[1]
+        if daemon_alive(host, pid_file(plan)):
+            _admin(host, plan, "--mode", "target", "--op", "delete", "--force", "--tid", str(TID), check=False)
+            _admin(host, plan, "--mode", "system", "--op", "delete", "--force", check=False)
+        stop_daemon(host, pid_file(plan), 5)
+        # tgtd leaves its control socket behind, and a stale one would refuse the next target
+        host.run(["rm", "-f", f"{CONTROL_SOCKETS}/socket.{control}", f"{CONTROL_SOCKETS}/socket.{control}.lock"],
+                 check=False, timeout=30)
+
+    def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
+        """QEMU's initiator on the fleet's LUN, its slice a raw node over it, under virtio-blk; each VM
+        logs in with its own initiator name."""
+        d, node = plan.disk, "vtbdata"
+        direct = "on" if d["cache"] in ("none", "directsync") else "off"
+        args = ["-blockdev", f"driver=iscsi,node-name={node}-iscsi,transport=tcp,portal={ADDRESS}:{ports(plan)[0]},"
+                             f"target={qemu_opt(target_name(plan))},lun={LUN},"
+                             f"initiator-name={qemu_opt(target_name(plan))}:{vm.name},cache.direct={direct}",
+                "-blockdev", f"driver=raw,node-name={node},file={node}-iscsi,offset={vm.offset},size={vm.size}"]
+        device = f"virtio-blk-pci,drive={node},serial={DATA_SERIAL},num-queues={d['num_queues']}"
+        if d["iothreads"]:
+            args += ["-object", "iothread,id=vtbio0"]
+            device += ",iothread=vtbio0"
+        args += ["-device", f"{device},bus=pci.0,addr={DATA_PCI_SLOT:#x}"]
+        return Attachment(domain_xml=qemu_commandline(*args))
+
+
+BACKEND = Iscsi()

@@ -1,0 +1,38 @@
+"""iscsi for real under TCG: `harness run backends` measures it PE and VE, with its target's CPU, and
+leaves nothing behind."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.fleet import gc
+
+pytestmark = pytest.mark.integration
+CONFIG = Path(__file__).parents[1] / "ci.toml"
+HARNESS = str(Path(sys.executable).parent / "harness")
+SMALL = ["--set", 'latency.patterns=["randread"]', "--set", "iops.numjobs=[1]", "--set", "iops.iodepth=[4]",
+         "--set", 'bandwidth.patterns=["read"]', "--set", "bandwidth.numjobs=1", "--set", "bandwidth.iodepth=4",
+         "--runtime", "1", "--ramp", "0", "--set", "repeat.count=1"]
+
+
+def test_iscsi_against_the_host(tmp_path):
+    out = subprocess.run([HARNESS, "run", "backends", "--set", f"results_dir={tmp_path}",
+                          "--set", 'backends.backends=["iscsi"]', *SMALL, "--config", str(CONFIG)],
+                         capture_output=True, text=True, timeout=900)
+    print(out.stdout, out.stderr)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert json.loads((run / "run.json").read_text())["status"] == "completed"
+    rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
+    got = {(r["group"], r["backend"]) for r in rows if r["metric"] in ("lat_mean", "iops", "bw")}
+    assert got == {(g, b) for g in ("latency", "iops", "bandwidth") for b in ("host", "iscsi")}
+    assert len([r for r in rows if r["metric"] == "ve_pe_ratio" and r["value"] > 0]) == 3
+    virtual = [r for r in rows if r["backend"] == "iscsi" and r["metric"] == "iops"]
+    assert virtual and all(r["tgt_cpu_s"] > 0 for r in virtual)   # the iSCSI target's CPU, recorded
+    assert gc.leftovers("vtb-sw-ci-") == []
+    assert "vtb-" not in subprocess.run(["pgrep", "-af", "tgtd"], capture_output=True, text=True).stdout
