@@ -26,8 +26,8 @@ from harness.common.console import step
 from harness.config.core import Config
 from harness.config.schema import BlockSize, Section, bs_bytes, each
 from harness.experiments import Flag, RunContext
-from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
-from harness.measure import aggregate
+from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
@@ -92,26 +92,22 @@ class CephScaling:
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
         ceph, images = self._cluster(cfg)
-        sweep = cfg.model_copy(update={
-            "fleet": cfg.fleet.model_copy(update={"name": f"cs-{cfg.fleet.name}"[:20], "vms": c.vms,
-                                                  "disk_size_mib": c.size_mib}),
+        sweep_cfg = sweep.fleet_config(cfg, "cs", vms=c.vms, disk_size_mib=c.size_mib).model_copy(update={
             "disk": cfg.disk.with_backend("rbd"),
             "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)})})
         jobs = self.jobs(cfg)
         blocks = [(k, rate) for k in sorted(set(c.node_counts)) for rate in c.link_mbit]
-        ctx.store.update_manifest(planned={"blocks": [f"n{k}-{rate or 'uncapped'}" for k, rate in blocks],
-                                           "points": [label for label, _ in jobs]})
-        ctx.plan(len(blocks) * len(jobs) * (2 if c.ve else 1) * cfg.repeat.count)
-        tb = Testbed(sweep, ctx.host, run_scoped=True)
-        tb.down(quiet=True)   # a sweep fleet left by a killed run
-        pipeline = ctx.pipeline(ctx.host.uri, (sweep.prefix + "-",))
-        with torn_down_after(lambda: tb, "the sweep fleet and its cluster"):
+        fleet = sweep.begin(ctx, sweep_cfg, len(blocks) * len(jobs) * (2 if c.ve else 1) * cfg.repeat.count,
+                         {"blocks": [f"n{k}-{rate or 'uncapped'}" for k, rate in blocks],
+                          "points": [label for label, _ in jobs]})
+        pipeline = ctx.pipeline(ctx.host.uri, (sweep_cfg.prefix + "-",))
+        with fleet.torn_down_after("the sweep fleet and its cluster"):
             for i, (k, rate) in enumerate(blocks):
                 step(f"[{i + 1}/{len(blocks)}] {k} storage node(s), links {f'{rate} Mbit/s' if rate else 'uncapped'}: "
                      "provisioning")
-                tb = Testbed(sweep.model_copy(update={"ceph": sweep.ceph.model_copy(update={"pool_nodes": k})}),
-                             ctx.host, run_scoped=True)
-                record = tb.up()
+                record = fleet.up(ctx, pipeline, lambda k=k: Testbed(sweep_cfg.model_copy(update={
+                    "ceph": sweep_cfg.ceph.model_copy(update={"pool_nodes": k})}), ctx.host, run_scoped=True))
+                tb = fleet.testbed
                 ceph_local.set_link_rate(ctx.host, tb.ceph, rate)
                 block = [self._point(ctx, tb, record, k, rate, label, job, env) for label, job in jobs
                          for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
@@ -129,8 +125,7 @@ class CephScaling:
         block = f"n{nodes}-{f'{rate}mbit' if rate else 'uncapped'}"
         meta = {"point": label, "block": block, "ceph_nodes": nodes, "link": f"{rate}mbit" if rate else "uncapped",
                 "vm_count": len(record.vms), **fio.job_meta(job), "bs_bytes": bs_bytes(job.bs)}
-        common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline,
-                      meta=meta,
+        common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline, meta=meta,
                       observe=partial(ceph_local.links_observed, tb.ceph, nodes, rate))
         if env == PHYSICAL:
             return Point(f"{block}/{label}/physical", PHYSICAL, "host", (), **common, run=partial(

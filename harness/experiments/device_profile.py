@@ -35,7 +35,8 @@ from harness.config.schema import BlockSize, Section, each
 from harness.experiments import Flag, RunContext
 from harness.experiments.fio_matrix import loop_over_prefilled_file
 from harness.fleet import gc
-from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
+from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
@@ -132,22 +133,20 @@ class DeviceProfile:
 
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.device_profile
-        sweep = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
-            "name": f"dp-{cfg.fleet.name}"[:20], "vms": 1 if c.ve else 0, "disk_size_mib": c.size_mib,
-            "device": None})})   # no VM when measured from the host only
+        # no VM when measured from the host only
+        sweep_cfg = sweep.fleet_config(cfg, "dp", vms=1 if c.ve else 0, disk_size_mib=c.size_mib, device=None)
         jobs = self.jobs(c)
-        ctx.store.update_manifest(planned={"devices": c.devices, "points": [label for label, _, _ in jobs]})
-        ctx.plan(len(c.devices) * len(jobs) * (2 if c.ve else 1) * cfg.repeat.count)
-        pipeline = ctx.pipeline(ctx.host.uri, (sweep.prefix + "-",))
-        Testbed(sweep, ctx.host, run_scoped=True).down(quiet=True)   # a sweep fleet left by a killed run, and its loop
+        fleet = sweep.begin(ctx, sweep_cfg, len(c.devices) * len(jobs) * (2 if c.ve else 1) * cfg.repeat.count,
+                            {"devices": c.devices, "points": [label for label, _, _ in jobs]})
+        pipeline = ctx.pipeline(ctx.host.uri, (sweep_cfg.prefix + "-",))
         for i, name in enumerate(c.devices):
             step(f"[{i + 1}/{len(c.devices)}] device {name}: provisioning {'a one-VM fleet' if c.ve else 'it'}")
-            with self._device(ctx, sweep, name) as where:
+            with self._device(ctx, sweep_cfg, name) as where:
                 if where is None:
                     continue
-                tb = Testbed(sweep, ctx.host, run_scoped=True, **where)
-                with torn_down_after(lambda tb=tb: tb):
-                    record = tb.up()
+                with fleet.torn_down_after():
+                    record = fleet.up(ctx, pipeline, lambda where=where: Testbed(sweep_cfg, ctx.host, run_scoped=True,
+                                                                                 **where))
                     points = [self._point(ctx, record, name, label, meta, job, env) for label, meta, job in jobs
                               for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
                     pipeline.measure(points, record.metadata())

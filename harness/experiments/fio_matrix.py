@@ -21,12 +21,13 @@ from pydantic import Field
 
 from harness.backends import BackendNames
 from harness.common import bounded
-from harness.common.console import step, warn
+from harness.common.console import step
 from harness.config.core import Config
 from harness.config.schema import ConfigError, Section
 from harness.experiments import RunContext, matrix_summary, registry
 from harness.fleet import gc
 from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
+from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.store import write_atomic
@@ -53,8 +54,7 @@ class FioPoint:
 
 
 def sweep_config(cfg: Config) -> Config:
-    name = f"sw-{cfg.fleet.name}"[:20]
-    return cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": name, "vms": 1})})
+    return sweep.fleet_config(cfg, "sw", vms=1)
 
 
 def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str) -> Point:
@@ -103,14 +103,14 @@ def loop_over_prefilled_file(path: Path, size: int):
 
 
 @contextmanager
-def provisioned(ctx: RunContext, tb: Testbed, backend: str):
+def provisioned(ctx: RunContext, pipeline: Pipeline, fleet: sweep.SweepFleet, tb: Testbed, backend: str):
     """The sweep VM served by `backend`, and its testbed (None on a loop device: not rebuildable).
     The fleet stays up for the next backend to re-provision, except on a loop device of its own,
     which goes (fleet first) when the block is done."""
     step(f"backend {backend}: provisioning the sweep VM")
     if not on_loop(tb, backend):
-        block_tb = tb.for_backend(backend)
-        yield block_tb.up(), block_tb
+        record = fleet.up(ctx, pipeline, lambda: tb.for_backend(backend))
+        yield record, fleet.testbed
         return
     with loop_over_prefilled_file(ctx.cfg.state_dir / f"{tb.cfg.prefix}-passthrough{gc.SCRATCH_SUFFIX}",
                                   tb.cfg.fleet.disk_size_mib << 20) as dev:
@@ -162,20 +162,17 @@ class FioMatrix:
     def run(self, ctx: RunContext) -> None:
         tb = Testbed(sweep_config(ctx.cfg), ctx.host, run_scoped=True)
         verdicts = self._verdicts(tb, self.backend_names(ctx.cfg))
-        skipped = {b: r for b, r in verdicts.items() if r}
+        skipped = {f"backend {b}": r for b, r in verdicts.items() if r}
         runnable = [b for b, r in verdicts.items() if not r]
-        for b, reason in skipped.items():
-            warn(f"backend {b} skipped: {reason}")
-        ctx.store.update_manifest(skipped={f"backend {b}": r for b, r in skipped.items()},
-                                  planned={"backends": runnable, "points": [p.label for p in self.points(ctx.cfg)]})
+        planned = {"backends": runnable, "points": [p.label for p in self.points(ctx.cfg)]}
         if not runnable:
+            sweep.record_plan(ctx, planned, skipped)
             return
-        ctx.plan(len(runnable) * self.runs_per_block(ctx.cfg))
-        tb.down(quiet=True)  # a sweep fleet left by a killed run
-        with torn_down_after(lambda: tb, "the sweep fleet"):
+        fleet = sweep.begin(ctx, tb.cfg, len(runnable) * self.runs_per_block(ctx.cfg), planned, skipped)
+        with fleet.torn_down_after("the sweep fleet"):
             pipeline = ctx.pipeline(ctx.host.uri, (tb.cfg.prefix + "-",))
             for b in runnable:
-                with provisioned(ctx, tb, b) as (record, block_tb):
+                with provisioned(ctx, pipeline, fleet, tb, b) as (record, block_tb):
                     self.block(ctx, pipeline, record,
                                rebuild=(lambda t=block_tb: t.rebuilt().metadata()) if block_tb else None)
 

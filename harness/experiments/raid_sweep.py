@@ -17,16 +17,16 @@ from pydantic import Field
 from rich.table import Table
 
 from harness.analysis import raid_model
-from harness.common.console import step, warn
+from harness.common.console import step
 from harness.config.core import Config
 from harness.config.schema import BlockSize, Section
 from harness.experiments import Flag, RunContext
-from harness.fleet.agent import AgentError
-from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point, Site
+from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.measure import sweep
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.resources import nested_l1, raid
+from harness.resources import raid
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
 from harness.results.store import write_atomic
@@ -135,8 +135,6 @@ class RaidSweep:
                 skipped[s.label] = why
             else:
                 runnable.append(s)
-        for label, why in skipped.items():
-            warn(f"{label} skipped: {why}")
         member_mib = [int(host.run(["blockdev", "--getsize64", m], timeout=60).stdout) >> 20 for m in members]
         if too_small := self.too_small(member_mib, runnable, c.size_mib):
             raise RuntimeError(f"{too_small}. Fix: lower {self.section}.size_mib, or use larger member devices"
@@ -144,17 +142,12 @@ class RaidSweep:
         for fs in filter(None, self.filesystems(cfg)):
             if why := filesystem_support(host, fs):
                 skipped[f"filesystem {fs}"] = why
-                warn(f"filesystem {fs} skipped: {why}")
         points = self.points(cfg, lambda fs: f"filesystem {fs}" not in skipped)
-        ctx.store.update_manifest(skipped=skipped, planned={"setups": [s.label for s in runnable],
-                                                            "points": [p.label for p in points]})
         # one VM on each setup, none when measured on the host only
-        sweep_cfg = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={
-            "name": f"rs-{cfg.fleet.name}"[:20], "vms": 1 if c.ve else 0, "disk_size_mib": c.size_mib,
-            "kernel": self.guest_kernel(cfg)})})
-        tb = Testbed(sweep_cfg, host, run_scoped=True)
-        tb.down(quiet=True)  # a sweep fleet left by a killed run
-        ctx.plan(len(runnable) * len(points) * (2 if c.ve else 1) * cfg.repeat.count)
+        sweep_cfg = sweep.fleet_config(cfg, "rs", vms=1 if c.ve else 0, disk_size_mib=c.size_mib,
+                                       kernel=self.guest_kernel(cfg))
+        fleet = sweep.begin(ctx, sweep_cfg, len(runnable) * len(points) * (2 if c.ve else 1) * cfg.repeat.count,
+                         {"setups": [s.label for s in runnable], "points": [p.label for p in points]}, skipped)
         pipeline = ctx.pipeline(host.uri, (sweep_cfg.prefix + "-",))
         def testbed_for(s: Setup) -> Testbed:
             if s.level is None:  # the same checks an array's members get
@@ -165,20 +158,13 @@ class RaidSweep:
                 name=f"{sweep_cfg.prefix}-raid", level=s.level, members=members[:s.members],
                 chunk_kib=s.chunk_kib, allow=allow, wipe=cfg.raid.wipe, wait_resync=cfg.raid.wait_resync,
                 host=ctx.host.descriptor()))
-        with torn_down_after(lambda: tb, "the sweep fleet and its array"):
+        with fleet.torn_down_after("the sweep fleet and its array"):
             for i, s in enumerate(runnable):
                 step(f"[{i + 1}/{len(runnable)}] {s.label}: provisioning")
-                tb = testbed_for(s)
-                try:
-                    record = tb.up()
-                except (TestbedError, AgentError):   # a hung L1 shows as either (Terraform, or its agent)
-                    if not self._rebuilt_lost_host(ctx, pipeline, tb):
-                        raise
-                    tb = testbed_for(s)
-                    record = tb.up()
+                record = fleet.up(ctx, pipeline, lambda s=s: testbed_for(s))
                 block = [self.measured_point(ctx, record, s, p, env) for p in points
                          for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
-                pipeline.measure(block, record.metadata(), rebuild=lambda tb=tb: tb.rebuilt().metadata())
+                pipeline.measure(block, record.metadata(), rebuild=lambda tb=fleet.testbed: tb.rebuilt().metadata())
                 self.expectations(ctx, pipeline, s, block)
 
     @staticmethod
@@ -192,16 +178,6 @@ class RaidSweep:
                 return f"{s.label} holds about {usable} MiB (members of {member} MiB), less than the {size_mib} MiB region"
         return None
 
-    @staticmethod
-    def _rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
-        """After a failed bring-up: a nested host that stopped answering (its L1 hung as an L2 started)
-        is rebuilt, and the run goes on on the new one (True). Any other failure stands (False)."""
-        rebuilt = nested_l1.rebuilt_after_loss(ctx.cfg, ctx.host, tb.host_not_answering)
-        if rebuilt is None:
-            return False
-        ctx.host = rebuilt
-        pipeline.sites = [Site(ctx.host, ctx.host.uri)]
-        return True
 
     def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: SweepPoint, env: str) -> Point:
         c = getattr(ctx.cfg, self.section)

@@ -77,7 +77,7 @@ class HungNestedTestbed:
 def test_a_nested_host_that_stopped_answering_is_rebuilt_and_the_sweep_goes_on(monkeypatch):
     from types import SimpleNamespace
 
-    from harness.experiments import raid_sweep
+    from harness.measure import sweep
 
     class Nested:
         rebuildable = True
@@ -89,18 +89,18 @@ def test_a_nested_host_that_stopped_answering_is_rebuilt_and_the_sweep_goes_on(m
             return {"kind": "nested", "state_dir": "/x/nested"}
 
     fresh = Nested("qemu+tcp://127.0.0.1:2/system")
-    monkeypatch.setattr(raid_sweep.nested_l1, "rebuild", lambda cfg: fresh)
+    monkeypatch.setattr(sweep.nested_l1, "rebuild", lambda cfg: fresh)
     ctx, pipeline = SimpleNamespace(host=Nested("qemu+tcp://127.0.0.1:1/system"), cfg=None), SimpleNamespace(sites=[])
-    assert raid_sweep.RaidSweep._rebuilt_lost_host(ctx, pipeline, HungNestedTestbed())
+    assert sweep.rebuilt_lost_host(ctx, pipeline, HungNestedTestbed())
     assert ctx.host is fresh and [s.uri for s in pipeline.sites] == [fresh.uri]
 
 
 def test_a_lost_host_other_than_a_nested_one_is_not_rebuilt():
     from types import SimpleNamespace
 
-    from harness.experiments import raid_sweep
+    from harness.measure import sweep
     ctx = SimpleNamespace(host=LocalHost(), cfg=None)
-    assert not raid_sweep.RaidSweep._rebuilt_lost_host(ctx, SimpleNamespace(sites=[]), HungNestedTestbed())
+    assert not sweep.rebuilt_lost_host(ctx, SimpleNamespace(sites=[]), HungNestedTestbed())
 
 
 def test_a_fleet_rebuilt_after_its_nested_host_was_removed_gets_a_new_host_on_the_same_port(tmp_path, monkeypatch):
