@@ -9,7 +9,7 @@ import pytest
 from harness.fleet.vm_start import template_key
 from harness.libvirt.save_image import SaveImageError, set_identity
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "libvirt"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "libvirt"
 VM0, VM1 = ((FIXTURES / f"fleet-vm{i}-inactive.xml").read_text() for i in (0, 1))
 V = "libvirt 9000000 qemu 7002022"
 

@@ -14,7 +14,7 @@ from harness.config import settings
 from harness.config.core import ConfigError
 
 MIB = 1 << 20
-RECORDED = json.loads((Path(__file__).parents[1] / "fixtures" / "spdk" / "v25.09-replies.json").read_text())
+RECORDED = json.loads((Path(__file__).parents[2] / "fixtures" / "spdk" / "v25.09-replies.json").read_text())
 
 
 class RecordedTarget:

@@ -10,7 +10,7 @@ import pytest
 from harness.resources import hugepages
 from harness.resources.hugepages import HugepagePlan
 
-MEMINFO = (Path(__file__).parents[1] / "fixtures" / "proc" / "meminfo-24g").read_text()
+MEMINFO = (Path(__file__).parents[2] / "fixtures" / "proc" / "meminfo-24g").read_text()
 
 
 class RecordedProc:

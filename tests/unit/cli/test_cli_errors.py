@@ -74,7 +74,7 @@ print("held", flush=True)
 time.sleep(3)
 """], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
-    script = Path(__file__).parents[2] / "scripts" / "apt-lock-wait.sh"
+    script = Path(__file__).parents[3] / "scripts" / "apt-lock-wait.sh"
     t0 = time.monotonic()
     out = subprocess.run([str(script), "30"], capture_output=True, text=True, timeout=60)
     holder.wait()

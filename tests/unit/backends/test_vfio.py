@@ -8,7 +8,7 @@ import pytest
 from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.backends.vfio import Sysfs, Vfio, hostdev_xml, refuse_reason
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "sysfs"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "sysfs"
 ADDR = "0000:01:00.0"
 
 
