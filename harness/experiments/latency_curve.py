@@ -50,7 +50,7 @@ class LatencyCurve(FioMatrix):
 
     def group_points(self, cfg: Config) -> list[FioPoint]:
         c = self.settings(cfg)
-        return [FioPoint(GROUP, "unthrottled", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth), "iops", False)]
+        return [FioPoint(GROUP, "unthrottled", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth), "iops")]
 
     def runs_per_block(self, cfg: Config) -> int:
         return 2 * (1 + len(cfg.latency_curve.fractions)) * cfg.repeat.count

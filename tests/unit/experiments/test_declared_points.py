@@ -1,0 +1,16 @@
+"""Every fio-matrix experiment declares its points from the default config, each about a metric
+whose direction is declared (results/metrics.py)."""
+from harness.config import settings
+from harness.experiments import registry
+from harness.experiments.fio_matrix import FioMatrix
+from harness.results.metrics import Direction, direction
+
+
+def test_every_matrix_experiment_declares_points_on_metrics_of_known_direction():
+    cfg = settings.load(None)
+    matrix = [e for e in registry().values() if isinstance(e, FioMatrix)]
+    assert {"latency", "iops", "bandwidth", "backends", "breakdown", "latency-curve"} <= {e.name for e in matrix}
+    for e in matrix:
+        points = e.points(cfg)
+        assert points, e.name
+        assert all(isinstance(direction(p.headline), Direction) for p in points), e.name
