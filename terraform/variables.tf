@@ -1,4 +1,4 @@
-# Written by `harness testbed up` into <state_dir>/<fleet>/fleet.tfvars.json; see harness/testbed.py.
+# Written by `harness testbed up` into <state_dir>/<fleet>/fleet.tfvars.json; see harness/fleet/testbed.py.
 variable "libvirt_uri" {
   type    = string
   default = "qemu:///system"

@@ -75,7 +75,7 @@ resource "libvirt_domain" "vm" {
   kernel     = var.kernel
   initrd     = var.initrd
   # start_vms = false: defined stopped, and the harness restores each domain from a booted template
-  # (harness/vm_start.py; the provider still starts and destroys it once on create).
+  # (harness/fleet/vm_start.py; the provider still starts and destroys it once on create).
   running = var.start_vms
   # loglevel=4 (quiet's console level): every console byte is an exit to QEMU, about 0.7 ms in a
   # nested host; errors still reach the console, the rest stays in the guest's dmesg. Not the bare

@@ -1,6 +1,6 @@
 # A directory pool holding the guest image, kernel and initrd (uploaded through libvirt, so the
 # host may be remote), unless the host keeps them in its own pool (a nested host:
-# harness/host_images.py); VM root disks are qcow2 overlays on the image.
+# harness/fleet/host_images.py); VM root disks are qcow2 overlays on the image.
 terraform {
   required_providers {
     libvirt = { source = "dmacvicar/libvirt" }
