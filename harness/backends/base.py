@@ -22,6 +22,7 @@ class HostProcess:
     executable: str     # its executable's name, as ps shows it
     pattern: str        # text its command line contains
     polls: bool = False  # it polls by design: its CPU does not make the host busy
+    what: str = ""      # its name in summaries (default: the executable)
 
 
 @dataclass(frozen=True)
@@ -148,9 +149,11 @@ def succeeds(host, script: str, *args) -> bool:
 
 
 def daemon_alive(host, pidfile: Path) -> bool:
-    """A host-side daemon the harness started (qemu-storage-daemon, SPDK) is running, by its pid file."""
-    return host.run(["sh", "-c", 'kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null', "sh", str(pidfile)],
-                    check=False, timeout=30).returncode == 0
+    """A host-side daemon the harness started (qemu-storage-daemon, SPDK, tgtd) is running, by its pid
+    file. A killed one not yet reaped (a zombie: its parent, or an init that reaps late) is not."""
+    script = ('pid=$(cat "$1" 2>/dev/null) && kill -0 "$pid" 2>/dev/null && '
+              '! grep -q "^State:[[:space:]]*Z" "/proc/$pid/status" 2>/dev/null')
+    return host.run(["sh", "-c", script, "sh", str(pidfile)], check=False, timeout=30).returncode == 0
 
 
 def stop_daemon(host, pidfile: Path, grace_s: float = 5, *also_remove: Path) -> None:

@@ -10,6 +10,7 @@ QEMU's command line.
 """
 from __future__ import annotations
 
+import time
 import zlib
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from harness.backends.base import (
     HostProcess,
     VmSlot,
     daemon_alive,
+    listening,
     stop_daemon,
     succeeds,
 )
@@ -49,6 +51,20 @@ def pid_file(plan: HostPlan) -> Path:
     return plan.run_dir / "tgtd.pid"
 
 
+def control_socket(control: int) -> Path:
+    return Path(CONTROL_SOCKETS) / f"socket.{control}"
+
+
+def _answers(host: Host, socket: Path, within_s: float = 5.0) -> bool:
+    """tgtd listens on its control socket within the bound (it daemonizes before it listens)."""
+    deadline = time.monotonic() + within_s
+    while not listening(host, socket):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def _admin(host: Host, plan: HostPlan, *args: str, check: bool = True):
     return host.run([TGTADM, "-C", str(ports(plan)[1]), "--lld", "iscsi", *args], check=check, timeout=60)
 
@@ -67,9 +83,9 @@ class Iscsi(Backend):
         portal, control = ports(plan)
         if daemon_alive(host, pid_file(plan)):
             return None   # this fleet's own target, still up
-        if succeeds(host, '[ -e "$1" ]', f"{CONTROL_SOCKETS}/socket.{control}"):
-            return (f"tgt's control port {control} is in use on {host.label} ({CONTROL_SOCKETS}/socket.{control} "
-                    "exists): another tgtd runs there. Fix: stop it, or rename the fleet (fleet.name)")
+        if listening(host, control_socket(control)):   # a stale socket a killed tgtd left is taken over
+            return (f"tgt's control port {control} is in use on {host.label} (a tgtd listens on "
+                    f"{control_socket(control)}). Fix: stop it, or rename the fleet (fleet.name)")
         if succeeds(host, f"ss -Hltn 'sport = :{portal}' | grep -q ."):
             return f"TCP port {portal} is in use on {host.label}. Fix: free it, or rename the fleet (fleet.name)"
         return None
@@ -81,8 +97,7 @@ class Iscsi(Backend):
         portal, control = ports(plan)
         out = host.run([TGTD, "-C", str(control), "-p", str(pid_file(plan)), "--iscsi", f"portal={ADDRESS}:{portal}"],
                        check=False, timeout=60)
-        if out.returncode != 0 or not succeeds(host, f"for i in $(seq 50); do [ -S {CONTROL_SOCKETS}/socket.{control} ] "
-                                                     "&& exit 0; sleep 0.1; done; exit 1"):
+        if out.returncode != 0 or not _answers(host, control_socket(control)):
             self.host_down(host, plan)
             raise RuntimeError(f"tgtd did not start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
         direct = ["--bsoflags", "direct"] if plan.disk["cache"] in ("none", "directsync") else []
@@ -104,9 +119,9 @@ class Iscsi(Backend):
             _admin(host, plan, "--mode", "target", "--op", "delete", "--force", "--tid", str(TID), check=False)
             _admin(host, plan, "--mode", "system", "--op", "delete", "--force", check=False)
         stop_daemon(host, pid_file(plan), 5)
-        # tgtd leaves its control socket behind, and a stale one would refuse the next target
-        host.run(["rm", "-f", f"{CONTROL_SOCKETS}/socket.{control}", f"{CONTROL_SOCKETS}/socket.{control}.lock"],
-                 check=False, timeout=30)
+        # tgtd leaves its control socket behind; removed unless another tgtd listens there (a port clash)
+        if not listening(host, control_socket(control)):
+            host.run(["rm", "-f", str(control_socket(control)), f"{control_socket(control)}.lock"], check=False, timeout=30)
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
         """QEMU's initiator on the fleet's LUN, its slice a raw node over it, under virtio-blk; each VM

@@ -19,7 +19,7 @@ QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/qemu/block-rbd.so"
 class Rbd(Backend):
     name = "rbd"
     # a cluster vtb made on this machine (an existing one's daemons are counted where they run here)
-    processes = tuple(HostProcess("ceph", d, f"{d} ") for d in ("ceph-osd", "ceph-mon", "ceph-mgr"))
+    processes = tuple(HostProcess("ceph", d, f"{d} ", what="Ceph daemons") for d in ("ceph-osd", "ceph-mon", "ceph-mgr"))
     shared_options = frozenset({"cache", "iothreads", "num_queues"})
     summary = "virtio-blk over a Ceph RBD image (QEMU's librbd), in a cluster vtb makes or yours ([ceph])"
     needs_ceph = True

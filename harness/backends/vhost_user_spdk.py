@@ -57,7 +57,7 @@ def hugepage_plan(plan: HostPlan) -> hugepages.HugepagePlan:
 
 class VhostUserSpdk(Backend):
     name = "vhost-user-blk-spdk"
-    processes = (HostProcess("spdk", "vhost", "/bin/vhost ", polls=True),)   # SPDK's reactors poll
+    processes = (HostProcess("spdk", "vhost", "/bin/vhost ", polls=True, what="SPDK vhost"),)   # SPDK's reactors poll
     shared_options = frozenset({"num_queues"})
     Options = SpdkOptions
     local_host_only = True

@@ -109,7 +109,8 @@ def provisioned(ctx: RunContext, pipeline: Pipeline, fleet: sweep.SweepFleet, tb
     which goes (fleet first) when the block is done."""
     step(f"backend {backend}: provisioning the sweep VM")
     if not on_loop(tb, backend):
-        record = fleet.up(ctx, pipeline, lambda: tb.for_backend(backend))
+        # on the run's host as it is now: a nested host rebuilt mid-sweep is a new one
+        record = fleet.up(ctx, pipeline, lambda: Testbed(tb.cfg, ctx.host, run_scoped=True).for_backend(backend))
         yield record, fleet.testbed
         return
     with loop_over_prefilled_file(ctx.cfg.state_dir / f"{tb.cfg.prefix}-passthrough{gc.SCRATCH_SUFFIX}",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from harness import backends
 from harness.analysis.stats import change_p_value, smallest_p_value
 from harness.report import plots, tables
 from harness.report.plots import plt
@@ -46,7 +47,8 @@ def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
     return list(rows.values())
 
 
-DAEMON_CPU = {"daemon": "qemu-storage-daemon", "spdk": "SPDK vhost"}   # label in the samples -> what it is
+# label in the samples -> what it is: every backend's host-side daemons
+DAEMON_CPU = {p.label: p.what or p.executable for p in backends.host_processes()}
 
 
 def daemon_cpu_table(rows: list[dict], group: str) -> Table | None:

@@ -135,19 +135,20 @@ class RaidSweep:
                 skipped[s.label] = why
             else:
                 runnable.append(s)
-        member_mib = [int(host.run(["blockdev", "--getsize64", m], timeout=60).stdout) >> 20 for m in members]
-        if too_small := self.too_small(member_mib, runnable, c.size_mib):
-            raise RuntimeError(f"{too_small}. Fix: lower {self.section}.size_mib, or use larger member devices"
-                               f"{f' ({host.drive_size_field})' if host.drive_size_field else ''}")
         for fs in filter(None, self.filesystems(cfg)):
             if why := filesystem_support(host, fs):
                 skipped[f"filesystem {fs}"] = why
         points = self.points(cfg, lambda fs: f"filesystem {fs}" not in skipped)
+        # what is skipped, said before a size refusal can end the run
+        sweep.record_plan(ctx, {"setups": [s.label for s in runnable], "points": [p.label for p in points]}, skipped)
+        member_mib = [int(host.run(["blockdev", "--getsize64", m], timeout=60).stdout) >> 20 for m in members]
+        if too_small := self.too_small(member_mib, runnable, c.size_mib):
+            raise RuntimeError(f"{too_small}. Fix: lower {self.section}.size_mib, or use larger member devices"
+                               f"{f' ({host.drive_size_field})' if host.drive_size_field else ''}")
         # one VM on each setup, none when measured on the host only
         sweep_cfg = sweep.fleet_config(cfg, "rs", vms=1 if c.ve else 0, disk_size_mib=c.size_mib,
                                        kernel=self.guest_kernel(cfg))
-        fleet = sweep.begin(ctx, sweep_cfg, len(runnable) * len(points) * (2 if c.ve else 1) * cfg.repeat.count,
-                         {"setups": [s.label for s in runnable], "points": [p.label for p in points]}, skipped)
+        fleet = sweep.begin(ctx, sweep_cfg, len(runnable) * len(points) * (2 if c.ve else 1) * cfg.repeat.count)
         pipeline = ctx.pipeline(host.uri, (sweep_cfg.prefix + "-",))
         def testbed_for(s: Setup) -> Testbed:
             if s.level is None:  # the same checks an array's members get

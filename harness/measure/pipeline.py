@@ -46,8 +46,6 @@ PHYSICAL, VIRTUAL = "physical", "virtual"
 POLLING_DAEMONS = [(p.label, p.pattern) for p in backends.host_processes() if p.polls]
 PROCESS_PATTERNS = [*((p.label, p.pattern) for p in backends.host_processes()), ("libvirtd", "libvirtd")]
 CPU_LABELS = ["qemu", *dict.fromkeys(label for label, _ in PROCESS_PATTERNS)]   # every sample has a figure for each
-# the data path's CPU, which I/Os per CPU-second divide by: QEMU and every backend's daemons
-DATA_PATH_LABELS = ["qemu", *dict.fromkeys(p.label for p in backends.host_processes())]
 
 
 LONG_POINT_S = 60   # a point running longer says so (a heartbeat): shorter ones have their own line
@@ -481,12 +479,15 @@ class Pipeline:
 
     @staticmethod
     def _efficiency(p: Point, samples: list[Sample], meta: dict) -> list[Sample]:
-        """I/Os per CPU-second spent by QEMU and the storage daemons (virtual points)."""
+        """I/Os per CPU-second spent by QEMU and the point's backend's own daemons (virtual points):
+        another backend's daemons still running (a Ceph cluster of another fleet) are not its cost."""
         if p.env != VIRTUAL:
             return []
         metric = "aggregate_iops" if p.aggregate else "iops"  # the point's total IOPS
         iops = [x for x in samples if x.metric == metric]
-        cpu = sum(meta.get(f"{label}_cpu_s", 0.0) for label in DATA_PATH_LABELS)
+        backend = backends.all_backends().get(p.backend)
+        data_path = ["qemu", *dict.fromkeys(x.label for x in (backend.processes if backend else ()))]
+        cpu = sum(meta.get(f"{label}_cpu_s", 0.0) for label in data_path)
         seconds = meta.get("run_wall_s") or 0
         if not iops or cpu <= 0 or not seconds:
             return []

@@ -59,10 +59,12 @@ def record_plan(ctx: RunContext, planned: dict, skipped: dict[str, str] | None =
     ctx.store.update_manifest(planned=planned, **({"skipped": skipped} if skipped is not None else {}))
 
 
-def begin(ctx: RunContext, sweep_cfg: Config, runs: int, planned: dict, skipped: dict[str, str] | None = None) -> SweepFleet:
-    """Records the plan (record_plan), counts the point runs for the progress bar, and removes a
-    fleet of the sweep's name that a killed run left."""
-    record_plan(ctx, planned, skipped)
+def begin(ctx: RunContext, sweep_cfg: Config, runs: int, planned: dict | None = None,
+          skipped: dict[str, str] | None = None) -> SweepFleet:
+    """Records the plan (record_plan; None: recorded already), counts the point runs for the
+    progress bar, and removes a fleet of the sweep's name that a killed run left."""
+    if planned is not None:
+        record_plan(ctx, planned, skipped)
     ctx.plan(runs)
     tb = Testbed(sweep_cfg, ctx.host, run_scoped=True)
     tb.down(quiet=True)
@@ -76,5 +78,6 @@ def rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
     if rebuilt is None:
         return False
     ctx.host = rebuilt
-    pipeline.sites = [Site(ctx.host, ctx.host.uri)]
+    pipeline.host, pipeline.uri = rebuilt, rebuilt.uri
+    pipeline.sites = [Site(rebuilt, rebuilt.uri)]
     return True

@@ -4,6 +4,7 @@ import shutil
 import socket
 import subprocess
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,25 @@ def test_a_portal_port_in_use_is_refused(tmp_path):
         s.listen()
         reason = backends.get("iscsi").preflight(LocalHost(), p)
     assert f"TCP port {ports(p)[0]} is in use" in reason and "fleet.name" in reason
+
+
+@pytest.mark.skipif(shutil.which("tgtd") is None, reason="tgt is installed by `make test` (scripts/host-packages.sh)")
+def test_a_target_killed_with_sigkill_leaves_a_socket_the_next_one_takes_over(tmp_path):
+    """A SIGKILLed tgtd leaves its control socket; preflight does not take it for another tgtd, the
+    next target starts on it, and the teardown removes it."""
+    device = tmp_path / "device.raw"
+    device.write_bytes(b"\0" * (8 * MIB))
+    p = plan(tmp_path, HostDevice(path=str(device), kind="block"), prefix="vtb-unit-iscsi-kill")
+    iscsi, host = backends.get("iscsi"), LocalHost()
+    control = CONTROL_SOCKETS + f"/socket.{ports(p)[1]}"
+    iscsi.host_up(host, p)
+    try:
+        subprocess.run(["pkill", "-KILL", "-f", f"tgtd -C {ports(p)[1]}"], check=True)
+        subprocess.run(["sh", "-c", f"while pgrep -f '^tgtd -C {ports(p)[1]} '; do sleep 0.1; done"], timeout=10)
+        assert Path(control).exists()   # what the kill left
+        assert iscsi.preflight(host, p) is None
+        iscsi.host_up(host, p)
+        assert subprocess.run(["pgrep", "-f", f"tgtd -C {ports(p)[1]}"]).returncode == 0
+    finally:
+        iscsi.host_down(host, p)
+    assert not Path(control).exists() and subprocess.run(["pgrep", "-f", f"tgtd -C {ports(p)[1]}"]).returncode == 1
