@@ -204,6 +204,18 @@ def file_blockdev(node: str, path: str, cache: str, aio: str, vm: VmSlot) -> lis
             f"driver=raw,node-name={node},file={node}-file,offset={vm.offset},size={vm.size}"]
 
 
+def virtio_blk_args(node: str, disk: dict) -> list[str]:
+    """A virtio-blk device on the block node `node`, on a QEMU command line (for disks the provider
+    cannot carry: network block drivers), found by our serial at the fixed data slot; its iothread
+    when disk.iothreads asks for one."""
+    device = f"virtio-blk-pci,drive={node},serial={DATA_SERIAL},num-queues={disk['num_queues']}"
+    args = []
+    if disk["iothreads"]:
+        args += ["-object", "iothread,id=vtbio0"]
+        device += ",iothread=vtbio0"
+    return [*args, "-device", f"{device},bus=pci.0,addr={DATA_PCI_SLOT:#x}"]
+
+
 def pci_address(slot: int = DATA_PCI_SLOT) -> str:
     return f"0000:00:{slot:02x}.0"
 

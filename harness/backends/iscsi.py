@@ -15,8 +15,6 @@ import zlib
 from pathlib import Path
 
 from harness.backends.base import (
-    DATA_PCI_SLOT,
-    DATA_SERIAL,
     Attachment,
     Backend,
     HostPlan,
@@ -26,6 +24,7 @@ from harness.backends.base import (
     listening,
     stop_daemon,
     succeeds,
+    virtio_blk_args,
 )
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
@@ -132,12 +131,7 @@ class Iscsi(Backend):
                              f"target={qemu_opt(target_name(plan))},lun={LUN},"
                              f"initiator-name={qemu_opt(target_name(plan))}:{vm.name},cache.direct={direct}",
                 "-blockdev", f"driver=raw,node-name={node},file={node}-iscsi,offset={vm.offset},size={vm.size}"]
-        device = f"virtio-blk-pci,drive={node},serial={DATA_SERIAL},num-queues={d['num_queues']}"
-        if d["iothreads"]:
-            args += ["-object", "iothread,id=vtbio0"]
-            device += ",iothread=vtbio0"
-        args += ["-device", f"{device},bus=pci.0,addr={DATA_PCI_SLOT:#x}"]
-        return Attachment(domain_xml=qemu_commandline(*args))
+        return Attachment(domain_xml=qemu_commandline(*args, *virtio_blk_args(node, d)))
 
 
 BACKEND = Iscsi()

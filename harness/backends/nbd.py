@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.backends.base import (
-    DATA_PCI_SLOT,
-    DATA_SERIAL,
     QSD,
     QSD_PROCESS,
     Attachment,
@@ -23,6 +21,7 @@ from harness.backends.base import (
     listening,
     stop_daemon,
     succeeds,
+    virtio_blk_args,
 )
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
@@ -84,12 +83,7 @@ class Nbd(Backend):
         d, node = plan.disk, "vtbdata"
         args = ["-blockdev", f"driver=nbd,node-name={node},server.type=unix,"
                              f"server.path={qemu_opt(socket_path(plan, vm))},export={EXPORT}"]
-        device = f"virtio-blk-pci,drive={node},serial={DATA_SERIAL},num-queues={d['num_queues']}"
-        if d["iothreads"]:
-            args += ["-object", "iothread,id=vtbio0"]
-            device += ",iothread=vtbio0"
-        args += ["-device", f"{device},bus=pci.0,addr={DATA_PCI_SLOT:#x}"]
-        return Attachment(domain_xml=qemu_commandline(*args))
+        return Attachment(domain_xml=qemu_commandline(*args, *virtio_blk_args(node, d)))
 
 
 BACKEND = Nbd()

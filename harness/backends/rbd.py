@@ -7,7 +7,7 @@ fio's librbd engine on the same image.
 The host-kernel krbd path is not here: this machine's kernel has no rbd module."""
 from __future__ import annotations
 
-from harness.backends.base import DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, HostProcess, VmSlot
+from harness.backends.base import Attachment, Backend, HostPlan, HostProcess, VmSlot, virtio_blk_args
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
 from harness.resources.ceph import images
@@ -59,12 +59,7 @@ class Rbd(Backend):
         args = ["-blockdev", f"driver=rbd,node-name={node}-rbd,pool={qemu_opt(img.pool)},image={qemu_opt(img.image)},"
                              f"conf={qemu_opt(img.conf)},user={qemu_opt(img.client)},cache.direct={direct}",
                 "-blockdev", f"driver=raw,node-name={node},file={node}-rbd,offset={vm.offset},size={vm.size}"]
-        device = f"virtio-blk-pci,drive={node},serial={DATA_SERIAL},num-queues={d['num_queues']}"
-        if d["iothreads"]:
-            args += ["-object", "iothread,id=vtbio0"]
-            device += ",iothread=vtbio0"
-        args += ["-device", f"{device},bus=pci.0,addr={DATA_PCI_SLOT:#x}"]
-        return Attachment(domain_xml=qemu_commandline(*args))
+        return Attachment(domain_xml=qemu_commandline(*args, *virtio_blk_args(node, d)))
 
 
 BACKEND = Rbd()

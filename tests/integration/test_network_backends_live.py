@@ -1,5 +1,5 @@
-"""nbd for real under TCG: `harness run backends` measures it PE and VE, with its daemons' CPU, and
-leaves nothing behind."""
+"""The network block paths for real under TCG: `harness run backends` measures nbd and iscsi PE and
+VE, with their daemons' CPU, and leaves nothing behind."""
 from __future__ import annotations
 
 import json
@@ -19,9 +19,11 @@ SMALL = ["--set", 'latency.patterns=["randread"]', "--set", "iops.numjobs=[1]", 
          "--runtime", "1", "--ramp", "0", "--set", "repeat.count=1"]
 
 
-def test_nbd_against_the_host(tmp_path):
+@pytest.mark.parametrize(("backend", "cpu", "daemon"), [("nbd", "daemon_cpu_s", "qemu-storage-daemon"),
+                                                        ("iscsi", "tgt_cpu_s", "tgtd")])
+def test_a_network_backend_against_the_host(tmp_path, backend, cpu, daemon):
     out = subprocess.run([HARNESS, "run", "backends", "--set", f"results_dir={tmp_path}",
-                          "--set", 'backends.backends=["nbd"]', *SMALL, "--config", str(CONFIG)],
+                          "--set", f'backends.backends=["{backend}"]', *SMALL, "--config", str(CONFIG)],
                          capture_output=True, text=True, timeout=900)
     print(out.stdout, out.stderr)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -30,9 +32,9 @@ def test_nbd_against_the_host(tmp_path):
     rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
     got = {(r["group"], r["backend"]) for r in rows if r["metric"] in ("lat_mean", "iops", "bw")}
-    assert got == {(g, b) for g in ("latency", "iops", "bandwidth") for b in ("host", "nbd")}
+    assert got == {(g, b) for g in ("latency", "iops", "bandwidth") for b in ("host", backend)}
     assert len([r for r in rows if r["metric"] == "ve_pe_ratio" and r["value"] > 0]) == 3
-    virtual = [r for r in rows if r["backend"] == "nbd" and r["metric"] == "iops"]
-    assert virtual and all(r["daemon_cpu_s"] > 0 for r in virtual)   # the NBD server's CPU, recorded
+    virtual = [r for r in rows if r["backend"] == backend and r["metric"] == "iops"]
+    assert virtual and all(r[cpu] > 0 for r in virtual)   # its daemon's CPU, recorded with every sample
     assert gc.leftovers("vtb-sw-ci-") == []
-    assert "vtb-" not in subprocess.run(["pgrep", "-af", "qemu-storage-daemon"], capture_output=True, text=True).stdout
+    assert "vtb-" not in subprocess.run(["pgrep", "-af", daemon], capture_output=True, text=True).stdout
