@@ -535,8 +535,8 @@ def resolve_run(cfg, arg: str) -> Path:
 @with_config
 def doctor(config_path, overrides) -> None:
     """What this host has and lacks for the testbed."""
-    from harness.cli import doctor as doctor_mod
-    ok = doctor_mod.report(load(config_path, overrides))
+    from harness.cli import doctor_checks
+    ok = doctor_checks.report(load(config_path, overrides))
     sys.exit(0 if ok else 1)
 
 
@@ -545,8 +545,8 @@ def doctor(config_path, overrides) -> None:
 @click.option("--runtime", type=int, default=3, show_default=True, help="fio seconds per measured point.")
 def bench(config_path, overrides, runtime) -> None:
     """The harness's own cost: bring-up time, agent-ready time, overhead per point, agreement with plain fio."""
-    from harness.cli import bench as bench_mod
-    bench_mod.run(load(config_path, overrides), runtime)
+    from harness.cli import self_bench
+    self_bench.run(load(config_path, overrides), runtime)
 
 
 def failed_command(e: subprocess.CalledProcessError) -> str:

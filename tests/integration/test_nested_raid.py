@@ -77,7 +77,7 @@ def test_nested_host_has_md_kvm_and_its_drives(host):
                               "UserKnownHostsFile=/dev/null", "-o", "IdentitiesOnly=yes", "-i", "/dev/null", "-p",
                               str(host.record.ssh_port), "root@127.0.0.1", "true"], capture_output=True, timeout=60)
     assert keyless.returncode != 0   # without the testbed's key, no way in
-    from harness.cli import doctor
+    from harness.cli import doctor_checks as doctor
     results = doctor.checks(settings.load(CONFIG))  # the nested host is checked from inside too
     assert ("the nested host: md (software RAID)", True, "available") in results
     assert ("the nested host: /dev/kvm", True, "present") in results
