@@ -143,6 +143,27 @@ def listening(host, path: Path) -> bool:
     return host.run(["python3", "-c", _LISTENING, str(path)], check=False, timeout=30).returncode == 0
 
 
+def start_qsd(host, pidfile: Path, plan: "HostPlan", vms: list["VmSlot"], exports: list[str], what: str) -> None:
+    """A daemonized qemu-storage-daemon (its pid file `pidfile`) serving each VM's slice as the
+    block node `<vm>-data`, with these export (and server) arguments; RuntimeError with its own
+    message when it does not start."""
+    d = plan.disk
+    args = [QSD, "--daemonize", "--pidfile", str(pidfile)]
+    for vm in vms:
+        args += [a for spec in file_blockdev(f"{vm.name}-data", plan.device.path, d["cache"], d["aio"], vm)
+                 for a in ("--blockdev", spec)]
+    out = host.run([*args, *exports], check=False, timeout=120)
+    if out.returncode != 0:
+        raise RuntimeError(f"{QSD} for {what} failed to start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
+
+
+def check_listening(host, sockets: list[Path]) -> None:
+    """Every socket listens (a daemon that returned may still have failed to); RuntimeError naming the first that does not."""
+    for sock in sockets:
+        if not listening(host, sock):
+            raise RuntimeError(f"{QSD} is not listening on {sock}")
+
+
 def succeeds(host, script: str, *args) -> bool:
     """`sh -c script` with `args` as $1... on the host exits 0 (bounded)."""
     return host.run(["sh", "-c", script, "sh", *map(str, args)], check=False, timeout=60).returncode == 0

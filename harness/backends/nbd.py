@@ -16,9 +16,10 @@ from harness.backends.base import (
     Backend,
     HostPlan,
     VmSlot,
+    check_listening,
     daemon_alive,
-    file_blockdev,
     listening,
+    start_qsd,
     stop_daemon,
     succeeds,
     virtio_blk_args,
@@ -54,24 +55,17 @@ class Nbd(Backend):
 
     def host_up(self, host: Host, plan: HostPlan) -> None:
         host.run(["mkdir", "-p", str(plan.run_dir)], timeout=30)
-        d = plan.disk
-        for vm in plan.vms:
-            if daemon_alive(host, pid_file(plan, vm)):
-                continue
-            node = f"{vm.name}-data"
-            args = [QSD, "--daemonize", "--pidfile", str(pid_file(plan, vm))]
-            args += [a for spec in file_blockdev(node, plan.device.path, d["cache"], d["aio"], vm) for a in ("--blockdev", spec)]
-            args += ["--nbd-server", f"addr.type=unix,addr.path={qemu_opt(socket_path(plan, vm))}",
-                     "--export", f"type=nbd,id={vm.name}-export,node-name={node},name={EXPORT},writable=on"]
-            out = host.run(args, check=False, timeout=120)
-            if out.returncode != 0:
-                self.host_down(host, plan)
-                raise RuntimeError(f"{QSD} (NBD) for {vm.name} failed to start on {host.label}: "
-                                   f"{out.stderr.decode(errors='replace').strip()}")
-        for vm in plan.vms:   # --daemonize returns once the server listens; check, do not assume
-            if not listening(host, socket_path(plan, vm)):
-                self.host_down(host, plan)
-                raise RuntimeError(f"{QSD} is not listening on {socket_path(plan, vm)}")
+        try:
+            for vm in plan.vms:
+                if not daemon_alive(host, pid_file(plan, vm)):
+                    start_qsd(host, pid_file(plan, vm), plan, [vm], [
+                        "--nbd-server", f"addr.type=unix,addr.path={qemu_opt(socket_path(plan, vm))}",
+                        "--export", f"type=nbd,id={vm.name}-export,node-name={vm.name}-data,name={EXPORT},writable=on"],
+                        f"{vm.name} (NBD)")
+            check_listening(host, [socket_path(plan, vm) for vm in plan.vms])
+        except RuntimeError:
+            self.host_down(host, plan)
+            raise
 
     def host_down(self, host: Host, plan: HostPlan) -> None:
         for vm in plan.vms:

@@ -18,9 +18,10 @@ from harness.backends.base import (
     Backend,
     HostPlan,
     VmSlot,
+    check_listening,
     daemon_alive,
-    file_blockdev,
     listening,
+    start_qsd,
     stop_daemon,
     succeeds,
     vhost_user_blk,
@@ -65,28 +66,19 @@ class VhostUserQsd(Backend):
 
     def host_up(self, host: Host, plan: HostPlan) -> None:
         host.run(["mkdir", "-p", str(plan.run_dir)], timeout=30)
-        d = plan.disk
-        for daemon, vms in _daemons(plan).items():
-            pidfile = plan.run_dir / f"{daemon}.pid"
-            if daemon_alive(host, pidfile):
-                continue
-            args = [QSD, "--daemonize", "--pidfile", str(pidfile)]
-            for vm in vms:
-                node = f"{vm.name}-data"
-                args += [a for spec in file_blockdev(node, plan.device.path, d["cache"], d["aio"], vm)
-                         for a in ("--blockdev", spec)]
-                args += ["--export", f"type=vhost-user-blk,id={vm.name}-export,node-name={node},"
-                                     f"addr.type=unix,addr.path={qemu_opt(socket_path(plan, vm))},writable=on,"
-                                     f"num-queues={d['num_queues']}"]
-            out = host.run(args, check=False, timeout=120)
-            if out.returncode != 0:
-                self.host_down(host, plan)
-                raise RuntimeError(f"{QSD} for {daemon} failed to start on {host.label}: "
-                                   f"{out.stderr.decode(errors='replace').strip()}")
-        for vm in plan.vms:  # --daemonize returns once the exports listen; check, do not assume
-            if not listening(host, socket_path(plan, vm)):
-                self.host_down(host, plan)
-                raise RuntimeError(f"{QSD} is not listening on {socket_path(plan, vm)}")
+        try:
+            for daemon, vms in _daemons(plan).items():
+                pidfile = plan.run_dir / f"{daemon}.pid"
+                if not daemon_alive(host, pidfile):
+                    start_qsd(host, pidfile, plan, vms, [
+                        a for vm in vms for a in (
+                            "--export", f"type=vhost-user-blk,id={vm.name}-export,node-name={vm.name}-data,"
+                                        f"addr.type=unix,addr.path={qemu_opt(socket_path(plan, vm))},writable=on,"
+                                        f"num-queues={plan.disk['num_queues']}")], daemon)
+            check_listening(host, [socket_path(plan, vm) for vm in plan.vms])
+        except RuntimeError:
+            self.host_down(host, plan)
+            raise
 
     def host_down(self, host: Host, plan: HostPlan) -> None:
         for daemon in _daemons(plan):
