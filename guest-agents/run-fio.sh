@@ -1,5 +1,6 @@
 # In-guest runner (after find-disk.sh): runs the fio job read from stdin on the data disk and
-# prints fio's JSON output unchanged. Argument: LOCATOR; FIO_* variables in the environment.
+# prints fio's JSON output (json+: with the latency histograms) unchanged. Argument: LOCATOR; FIO_*
+# variables in the environment.
 # A run during which the guest kernel timed out or failed I/O gives numbers nobody should trust:
 # it is reported (exit 4) rather than passed off as a measurement.
 # With FIO_MKFS set (e.g. "mkfs.xfs -f -q"), the job runs on a file in a new filesystem on the disk,
@@ -29,6 +30,6 @@ fname=$dev
 # directory named for the pool in its working directory
 [ -z "${rbd_image:-}" ] || fname=${rbd_image#*/}
 before=$(dmesg | wc -l)
-printf '%s\n' "$job" | FIO_FILENAME=$fname fio --output-format=json - || exit $?
+printf '%s\n' "$job" | FIO_FILENAME=$fname fio --output-format=json+ - || exit $?
 bad=$(dmesg | tail -n +$((before + 1)) | grep -iE 'timeout|I/O error|abort|reset' | head -3)
 [ -z "$bad" ] || { echo "run-fio: the guest kernel reported I/O trouble during the run: $bad" >&2; exit 4; }

@@ -58,7 +58,8 @@ def _plain_fio_iops(cfg: Config, device: str, size: int) -> float:
     argv = ["fio", "--name=plain", f"--filename={device}", "--offset=0", f"--size={size}", f"--rw={j.rw}",
             f"--bs={j.bs}", f"--iodepth={j.iodepth}", f"--numjobs={j.numjobs}", f"--ioengine={j.ioengine}",
             f"--direct={int(j.direct)}", f"--runtime={j.runtime_s}", f"--ramp_time={j.ramp_s}", "--time_based",
-            "--group_reporting", "--randrepeat=0", "--norandommap", "--output-format=json"]
+            "--group_reporting", "--randrepeat=0", "--norandommap", "--output-format=json",
+            f"--unified_rw_reporting={int(fio.mixed(j.rw))}"]
     return fio.parse(subprocess.run(argv, capture_output=True, text=True, check=True,
                                     timeout=j.runtime_s + j.ramp_s + 120).stdout).iops
 

@@ -95,16 +95,10 @@ class RequestStats(fio.FioResult):
 
 
 def parse_requests(raw: str) -> RequestStats:
-    base = fio.parse(raw)
-    doc = json.loads(raw[raw.find("{"):])
-    ios, var_sum = 0, 0.0
-    for job in doc["jobs"]:
-        for direction in ("read", "write"):
-            d = job[direction]
-            if d.get("total_ios"):
-                ios += d["total_ios"]
-                var_sum += d["total_ios"] * (d["lat_ns"]["stddev"] / 1000) ** 2
-    return RequestStats(**vars(base), ios=ios, lat_sd_us=math.sqrt(var_sum / ios) if ios else 0.0)
+    base = fio.parse(raw)   # one job, one direction (it refuses others)
+    d = json.loads(raw[raw.find("{"):])["jobs"][0][base.direction]
+    ios = d.get("total_ios", 0)
+    return RequestStats(**vars(base), ios=ios, lat_sd_us=d["lat_ns"]["stddev"] / 1000 if ios else 0.0)
 
 
 class DeviceProfile:

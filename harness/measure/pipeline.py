@@ -68,6 +68,12 @@ def as_run(r: Parsed) -> dict:
     return r.as_run() if hasattr(r, "as_run") else {}
 
 
+def detail(r: Parsed, metric: str) -> dict:
+    """What a sample of the metric keeps beside its value, where the result has more (fio's whole
+    latency distribution beside a percentile)."""
+    return r.detail(metric) if hasattr(r, "detail") else {}
+
+
 @dataclass
 class Output:
     """One process's raw output (a VM's or a host slot's), with any files kept beside it."""
@@ -95,7 +101,8 @@ class Point:
     parse: Callable[[str], Parsed]           # the workload's own parser
     headline: str                            # the metric repeats, ratios, the noisy flag and reports look at
     meta: dict = field(default_factory=dict)  # the experiment's own fields (group, label, job)
-    aggregate: Callable[[list[Any]], dict] | None = None   # metrics over the outputs (scope aggregate)
+    aggregate: Callable[[list[Any]], dict] | None = None   # metrics over the outputs (scope aggregate): name ->
+                                                            # (value, unit[, what its sample keeps beside it])
     baseline: str | None = None              # id of the physical point a VE/PE ratio is taken against
     raw_suffix: str = ".json"
     on_failure: Callable[[Exception], list[Output]] | None = None   # raw files to keep from a failure
@@ -466,14 +473,16 @@ class Pipeline:
         for out, paths, r in zip(outputs, kept, parsed):
             where = {"host": out.host} if out.host else {}
             samples += [Sample(m, v, u, {**meta, **as_run(r), "scope": scope, "vm": out.who, **where, **paths,
-                                         "tool_version": r.version})
+                                         "tool_version": r.version, **detail(r, m)})
                         for m, (v, u) in r.metrics().items()]
         if p.aggregate is not None:
             agg_meta = {**meta, **as_run(parsed[0]), "scope": "aggregate", "vm": "", "tool_version": parsed[0].version}
             windows = [getattr(r, "window", None) for r in parsed]
             if len(windows) > 1 and all(windows):  # the tool says when each participant ran
                 agg_meta.update(overlap.metadata(windows, [out.clock_offset_s for out in outputs]))
-            samples += [Sample(m, v, u, agg_meta) for m, (v, u) in p.aggregate(parsed).items()]
+            # (value, unit), or (value, unit, what the sample keeps beside it)
+            samples += [Sample(m, v, u, {**agg_meta, **(more[0] if more else {})})
+                        for m, (v, u, *more) in p.aggregate(parsed).items()]
         samples += self._efficiency(p, samples, meta)
         return samples
 

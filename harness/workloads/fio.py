@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import Field
@@ -16,7 +15,7 @@ from harness.config.schema import BlockSize, Section, bs_bytes
 from harness.fleet.agent import PATH, guests, in_parallel
 from harness.hosts import Node
 from harness.measure.pipeline import Output
-from harness.workloads import run_runner
+from harness.workloads import fio_output, run_runner
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
 GUEST_RUNNER = paths.GUEST_AGENTS / "run-fio.sh"
@@ -48,7 +47,7 @@ class FioTimeout(FioError, TimeoutError):
 
 @dataclass(frozen=True)
 class FioResult:
-    """fio's figures for one process (all its jobs, read and write together)."""
+    """fio's figures for one process running vtb's own job: one job, one direction."""
     iops: float
     bw_kib_s: float
     lat_mean_us: float
@@ -60,10 +59,17 @@ class FioResult:
     cpu_s: float = 0.0      # CPU fio says it used (usr + sys over each job's runtime)
     window: tuple[float, float] | None = None   # the measured run, epoch seconds on its node's clock
     ioengine: str = ""      # the engine fio ran (the runner puts librbd's over the job's on an rbd image)
+    direction: str = ""     # read | write | trim | mixed (fio's unified figure of a mixed pattern)
+    percentiles_us: dict[float, float] = field(default_factory=dict)   # every one fio was asked for
+    bins_ns: dict[int, int] = field(default_factory=dict)   # the completion-latency histogram (json+)
 
     def as_run(self) -> dict:
         """How fio says it ran, over the job's fields in the sample metadata."""
-        return {"ioengine": self.ioengine} if self.ioengine else {}
+        return {k: v for k, v in (("ioengine", self.ioengine), ("direction", self.direction)) if v}
+
+    def detail(self, metric: str) -> dict:
+        """What a sample of this metric keeps beside its value: a latency sample, the whole distribution."""
+        return {"percentiles_us": percentiles_meta(self.percentiles_us)} if metric.startswith("lat_p") else {}
 
     def metrics(self) -> dict[str, tuple[float, str]]:
         return {"iops": (self.iops, "IOPS"), "bw": (self.bw_kib_s, "KiB/s"),
@@ -71,12 +77,23 @@ class FioResult:
                 "lat_p99": (self.lat_p99_us, "us"), "lat_p999": (self.lat_p999_us, "us")}
 
 
+def percentiles_meta(pct: dict[float, float]) -> dict[str, float]:
+    """Percentiles as JSON keys ("99.9"), in order."""
+    return {f"{p:g}": v for p, v in sorted(pct.items())}
+
+
 def job_env(job: FioJob, *, offset: int, size: int) -> dict[str, str]:
     return {"FIO_OFFSET": str(offset), "FIO_SIZE": str(size), "FIO_RW": job.rw, "FIO_BS": job.bs,
             "FIO_IODEPTH": str(job.iodepth), "FIO_NUMJOBS": str(job.numjobs), "FIO_IOENGINE": job.ioengine,
             "FIO_DIRECT": str(int(job.direct)), "FIO_RUNTIME": str(job.runtime_s), "FIO_RAMP": str(job.ramp_s),
             "FIO_RATE_IOPS": str(job.rate_iops), "FIO_TIME_BASED": "0" if job.ios else "1",
-            "FIO_IO_SIZE": str(job.ios * bs_bytes(job.bs))}
+            "FIO_IO_SIZE": str(job.ios * bs_bytes(job.bs)), "FIO_PERCENTILES": fio_output.PERCENTILE_LIST,
+            "FIO_UNIFIED": str(int(mixed(job.rw)))}
+
+
+def mixed(rw: str) -> bool:
+    """A pattern of reads and writes: fio reports it as one figure (unified_rw_reporting) for vtb's job."""
+    return rw in ("randrw", "rw")
 
 
 def job_meta(job: FioJob) -> dict:
@@ -102,68 +119,34 @@ def run(node: Node, job: FioJob, *, locator: str, size: int, offset: int = 0, ex
                       tool="fio", error=FioError, timeout_error=FioTimeout)
 
 
-def _direction(d: dict) -> dict | None:
-    """One direction of a job as {ios, iops, bw, lat_mean_us, pct_us}, from fio 3.x (ns units,
-    total_ios) or fio 2.x (us units; 2.1.x has no total_ios: I/Os are iops x runtime); None when idle."""
-    if "clat_ns" in d:
-        n = d["total_ios"]
-        lat_mean, pct, scale = d["lat_ns"]["mean"], d["clat_ns"].get("percentile", {}), 1000
-    elif "clat" in d and "lat" in d:
-        n = d.get("total_ios", round(d["iops"] * d.get("runtime", 0) / 1000))  # 2.1.x has no total_ios
-        lat_mean, pct, scale = d["lat"]["mean"], d["clat"].get("percentile", {}), 1
-    else:
-        raise KeyError("clat_ns")
-    if not n:
-        return None
-    return {"ios": n, "iops": d["iops"], "bw": d["bw"], "lat_mean_us": lat_mean / scale,
-            "pct_us": {k: v / scale for k, v in pct.items()}}
-
-
 def parse(raw: str) -> FioResult:
-    """fio --output-format=json -> FioResult, from fio 3.x or 2.x (whose JSON has microsecond
-    units and no clat_ns/lat_ns/total_ios). Tolerates warning lines fio prints before the JSON."""
-    start = raw.find("{")
-    if start < 0:
-        raise FioError("fio printed no JSON")
+    """fio's report of vtb's own job -> FioResult. That job is one reporting group with one
+    direction (a mixed pattern is fio's own `mixed` figure, by unified_rw_reporting): a report of
+    several jobs or directions is someone else's job, whose figures are never summed here."""
     try:
-        doc = json.loads(raw[start:])
-    except json.JSONDecodeError as e:
-        raise FioError(f"fio output is not valid JSON: {e}") from None
-    version = doc.get("fio version", "unknown")
-    engines = {job.get("job options", {}).get("ioengine") or doc.get("global options", {}).get("ioengine", "")
-               for job in doc.get("jobs", [])}
-    iops = bw = ios = lat_sum = cpu_s = 0.0
-    runtime_ms = 0
-    major = None  # the direction with most I/O supplies the percentiles
+        report = fio_output.read(raw)
+    except fio_output.FioOutputError as e:
+        raise FioError(str(e)) from None
+    figures = [(job, f) for job in report.jobs for f in job.directions if f.direction != fio_output.SYNC]
+    if not figures:
+        raise FioError("fio completed no I/O")
+    if len(figures) > 1:
+        apart = ", ".join(f"{job.name} {f.direction}" for job, f in figures)
+        raise FioError(f"fio reported {len(figures)} figures ({apart}), and vtb's own job has one: a job file of "
+                       "several jobs or directions is read per job and direction, never summed")
+    job, f = figures[0]
+    pct = f.percentiles_us
     try:
-        for job in doc["jobs"]:
-            if job.get("error"):
-                raise FioError(f"fio job {job.get('jobname')} failed with error {job['error']}")
-            job_ms = job.get("job_runtime") or max(job[d].get("runtime", 0) for d in ("read", "write"))
-            runtime_ms = max(runtime_ms, job_ms)
-            cpu_s += (job.get("usr_cpu", 0) + job.get("sys_cpu", 0)) / 100 * job_ms / 1000
-            for direction in ("read", "write"):
-                d = _direction(job[direction])
-                if d is None:
-                    continue
-                iops += d["iops"]
-                bw += d["bw"]
-                ios += d["ios"]
-                lat_sum += d["lat_mean_us"] * d["ios"]
-                if major is None or d["ios"] > major["ios"]:
-                    major = d
-        if not ios or major is None:
-            raise FioError("fio completed no I/O")
-        pct = major["pct_us"]
-        p50, p99, p999 = pct["50.000000"], pct["99.000000"], pct["99.900000"]
+        p50, p99, p999 = pct[50.0], pct[99.0], pct[99.9]
     except KeyError as e:
-        raise FioError(f"cannot read the JSON of {version}: no {e} field where fio 2.x or 3.x has one; "
-                       "run fio 3.x, or report this layout") from None
-    # fio stamps its report as the jobs end; the measured run is the longest job's runtime before it
-    end = doc.get("timestamp_ms", 0) / 1000
-    return FioResult(iops=iops, bw_kib_s=bw, lat_mean_us=lat_sum / ios, lat_p50_us=p50, lat_p99_us=p99,
-                     lat_p999_us=p999, runtime_s=runtime_ms / 1000, version=version, cpu_s=cpu_s,
-                     window=(end - runtime_ms / 1000, end) if end else None, ioengine=",".join(sorted(engines)))
+        raise FioError(f"fio reported no {e.args[0]:g}th percentile of the completion latency (its "
+                       f"percentile_list is {sorted(pct)}): vtb's job asks for {fio_output.PERCENTILE_LIST}") from None
+    # fio stamps its report as the jobs end; the measured run is the job's runtime before it
+    end = report.timestamp_s
+    return FioResult(iops=f.iops, bw_kib_s=f.bw_kib_s, lat_mean_us=f.lat_mean_us, lat_p50_us=p50, lat_p99_us=p99,
+                     lat_p999_us=p999, runtime_s=job.runtime_s, version=report.version, cpu_s=job.cpu_s,
+                     window=(end - job.runtime_s, end) if end else None, ioengine=job.engine,
+                     direction=f.direction, percentiles_us=pct, bins_ns=f.bins_ns)
 
 
 # Participants of one point start fio at one moment, this far ahead: time to issue every command

@@ -21,14 +21,28 @@ def test_host_randread(fixture_text):
     assert r.iops > 0 and r.bw_kib_s > 0 and r.runtime_s > 0
 
 
-def test_mixed_read_write_sums_both_directions(fixture_text):
-    raw = fixture_text("fio/host-randrw-qd4.json")
-    job = json.loads(raw)["jobs"][0]
+def test_a_mixed_pattern_is_fios_own_unified_figure(fixture_text):
+    """vtb's job reports a mixed pattern as one figure (unified_rw_reporting): fio's, not a sum."""
+    raw = fixture_text("fio/fio-3.33-randrw-unified.jsonplus.json")
+    mixed = json.loads(raw)["jobs"][0]["mixed"]
     r = fio.parse(raw)
-    assert r.iops == pytest.approx(job["read"]["iops"] + job["write"]["iops"])
-    w = job["read"]["total_ios"], job["write"]["total_ios"]
-    mean = (job["read"]["lat_ns"]["mean"] * w[0] + job["write"]["lat_ns"]["mean"] * w[1]) / sum(w) / 1000
-    assert r.lat_mean_us == pytest.approx(mean)
+    assert (r.direction, r.iops, r.bw_kib_s) == ("mixed", mixed["iops"], mixed["bw"])
+    assert r.lat_mean_us == pytest.approx(mixed["lat_ns"]["mean"] / 1000)
+    assert r.as_run() == {"ioengine": "libaio", "direction": "mixed"}
+
+
+def test_reads_and_writes_reported_apart_are_never_summed(fixture_text):
+    """An output with reads and writes apart (recorded before vtb asked for unified reporting) is
+    refused with both named, rather than returned as one sum."""
+    with pytest.raises(fio.FioError, match=r"2 figures \(job read, job write\).*never summed"):
+        fio.parse(fixture_text("fio/host-randrw-qd4.json"))
+
+
+def test_every_percentile_is_kept_beside_the_latency_samples(fixture_text):
+    r = fio.parse(fixture_text("fio/fio-3.33-randrw-unified.jsonplus.json"))
+    kept = r.detail("lat_p99")["percentiles_us"]
+    assert list(kept)[:3] == ["1", "5", "10"] and kept["99.999"] == r.percentiles_us[99.999]
+    assert r.detail("iops") == {} and sum(r.bins_ns.values()) > 0
 
 
 def test_leading_warnings_are_tolerated(fixture_text):
@@ -53,24 +67,13 @@ def test_job_error_and_no_io_are_errors(fixture_text):
         fio.parse(json.dumps(doc))
 
 
-def test_fio_2_1_4_layout_is_read_in_microseconds(fixture_text):
-    """PKB's recorded fio 2.1.4 output: usec units, no clat_ns, lat_ns or total_ios (I/O counts are
-    iops x runtime). Five jobs, one direction each."""
-    r = fio.parse(fixture_text("fio/pkb-fio-2.1.4-sample.json"))
-    assert r.version == "fio-2.1.4"
-    assert r.iops == 133 + 253 + 1610 + 317 + 323 and r.bw_kib_s == 68118 + 129836 + 6443 + 1269 + 1292
-    ios_lat = [(707, 478737.47), (705, 250770.05), (9056, 617.69), (9047, 3146.50), (9059, 198058.86)]
-    assert r.lat_mean_us == pytest.approx(sum(n * l for n, l in ios_lat) / sum(n for n, _ in ios_lat), rel=1e-3)
-    assert r.lat_p99_us == 209920  # percentiles of the direction with the most I/O, already in us
-
-
-def test_fio_2_17_layout_uses_its_total_ios(fixture_text):
-    r = fio.parse(fixture_text("fio/pkb-fio-2.17-sample.json"))
-    assert r.version == "fio-2.17"
-    assert r.iops == pytest.approx(8086.673998 + 2457.017193)
-    assert r.lat_mean_us == pytest.approx((80891 * 245.531122 + 24580 * 810.977136) / (80891 + 24580))
-    assert r.lat_p99_us == 1352
-    assert r.cpu_s == pytest.approx((1.539846 + 4.039596) / 100 * 10.003 + (0.739889 + 1.879718) / 100 * 10.004)
+@pytest.mark.parametrize("name, figures", [("pkb-fio-2.1.4-sample.json", 5), ("pkb-fio-2.17-sample.json", 2),
+                                           ("fio-3.33-two-stonewalled-jobs.jsonplus.json", 3)])
+def test_several_jobs_are_never_summed_into_one_figure(fixture_text, name, figures):
+    """PKB's fio 2.1.4 sample (five jobs one after another) once gave 2,636 "IOPS", their sum:
+    vtb's one-job parser refuses it, naming the jobs; test_fio_output reads each apart."""
+    with pytest.raises(fio.FioError, match=rf"fio reported {figures} figures .*never summed"):
+        fio.parse(fixture_text(f"fio/{name}"))
 
 
 def test_an_unknown_layout_names_the_fio_version():
@@ -84,5 +87,5 @@ def test_the_engine_fio_ran_is_read_from_its_output(fixture_text):
     say which ran (recorded from a host slot of a hosts-mode Ceph run)."""
     r = fio.parse(fixture_text("fio/host-rbd-randread-qd16.json"))
     assert json.loads(fixture_text("fio/host-rbd-randread-qd16.json"))["global options"]["ioengine"] == "libaio"
-    assert r.as_run() == {"ioengine": "rbd"}
-    assert fio.parse(fixture_text("fio/host-randread-qd16.json")).as_run() == {"ioengine": "libaio"}
+    assert r.as_run() == {"ioengine": "rbd", "direction": "read"}
+    assert fio.parse(fixture_text("fio/host-randread-qd16.json")).as_run() == {"ioengine": "libaio", "direction": "read"}

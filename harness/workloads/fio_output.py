@@ -1,0 +1,134 @@
+"""fio's JSON report, read as fio wrote it: per job (a reporting group, where group_reporting made
+one) and per direction, never summed across them. fio 2.x reports microseconds, 3.x nanoseconds;
+`--output-format=json+` adds each direction's completion-latency histogram, from which the
+percentiles of several participants together are taken (a mean of their percentiles is none)."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from harness.results.metrics import PERCENTILES, percentile_metric
+
+PERCENTILE_LIST = ":".join(f"{p:g}" for p in PERCENTILES)   # fio's percentile_list
+IO_DIRECTIONS = ("read", "write", "trim")
+MIXED = "mixed"   # unified_rw_reporting: fio's own figure over reads and writes together
+SYNC = "sync"     # fsync/fdatasync calls (psync jobs with fsync=N): latency only
+
+
+class FioOutputError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One direction of one job, as fio reports it."""
+    direction: str                 # read | write | trim | mixed | sync
+    ios: int
+    iops: float | None             # None for sync (fio reports no rate for it)
+    bw_kib_s: float | None
+    lat_mean_us: float             # total latency (submission + completion), fio's `lat`
+    clat_mean_us: float | None     # completion latency (None for sync: fio times the call as a whole)
+    percentiles_us: dict[float, float] = field(default_factory=dict)   # completion latency, fio's list
+    bins_ns: dict[int, int] = field(default_factory=dict)   # its histogram (json+): bin value in ns -> count
+
+    def metrics(self) -> dict[str, tuple[float, str]]:
+        out = {"iops": (self.iops, "IOPS"), "bw": (self.bw_kib_s, "KiB/s"), "lat_mean": (self.lat_mean_us, "us"),
+               "clat_mean": (self.clat_mean_us, "us")}
+        out.update({percentile_metric(p): (v, "us") for p, v in self.percentiles_us.items()})
+        return {k: v for k, v in out.items() if v[0] is not None}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of a report (one reporting group under group_reporting)."""
+    name: str
+    group: int
+    runtime_s: float
+    cpu_s: float                   # usr + sys over its runtime
+    engine: str                    # the ioengine fio says it ran
+    directions: tuple[Figures, ...]
+
+    def direction(self, name: str) -> Figures | None:
+        return next((d for d in self.directions if d.direction == name), None)
+
+
+@dataclass(frozen=True)
+class Report:
+    version: str
+    timestamp_s: float             # when fio wrote it (the jobs' end), epoch seconds on its node's clock
+    jobs: tuple[Job, ...]
+
+
+def _figures(direction: str, d: dict) -> Figures | None:
+    if direction == SYNC:
+        if not d.get("total_ios"):
+            return None
+        lat = d["lat_ns"]
+        return Figures(SYNC, d["total_ios"], None, None, lat["mean"] / 1000, None, _pct(lat, 1000), _bins(lat))
+    if "clat_ns" in d:        # fio 3.x: nanoseconds
+        n, clat, lat, scale = d["total_ios"], d["clat_ns"], d["lat_ns"], 1000
+    elif "clat" in d and "lat" in d:   # fio 2.x: microseconds; 2.1.x has no total_ios (iops x runtime)
+        n = d.get("total_ios", round(d["iops"] * d.get("runtime", 0) / 1000))
+        clat, lat, scale = d["clat"], d["lat"], 1
+    else:
+        raise KeyError("clat_ns")
+    if not n:
+        return None
+    return Figures(direction, n, d["iops"], d["bw"], lat["mean"] / scale, clat["mean"] / scale, _pct(clat, scale),
+                   _bins(clat) if scale == 1000 else {})
+
+
+def _pct(stat: dict, scale: float) -> dict[float, float]:
+    return {float(k): v / scale for k, v in stat.get("percentile", {}).items()}
+
+
+def _bins(stat: dict) -> dict[int, int]:
+    return {int(k): v for k, v in stat.get("bins", {}).items()}
+
+
+def read(raw: str) -> Report:
+    """fio's JSON (json or json+), after any warning lines fio printed before it."""
+    start = raw.find("{")
+    if start < 0:
+        raise FioOutputError("fio printed no JSON")
+    try:
+        doc = json.loads(raw[start:])
+    except json.JSONDecodeError as e:
+        raise FioOutputError(f"fio output is not valid JSON: {e}") from None
+    version = doc.get("fio version", "unknown")
+    engine = doc.get("global options", {}).get("ioengine", "")
+    jobs = []
+    try:
+        for job in doc["jobs"]:
+            if job.get("error"):
+                raise FioOutputError(f"fio job {job.get('jobname')} failed with error {job['error']}")
+            ms = job.get("job_runtime") or max(job.get(d, {}).get("runtime", 0) for d in IO_DIRECTIONS)
+            names = [*IO_DIRECTIONS, MIXED, SYNC]
+            figures = [f for name in names if name in job and (f := _figures(name, job[name])) is not None]
+            jobs.append(Job(job.get("jobname", ""), job.get("groupid", 0), ms / 1000,
+                            (job.get("usr_cpu", 0) + job.get("sys_cpu", 0)) / 100 * ms / 1000,
+                            job.get("job options", {}).get("ioengine") or engine, tuple(figures)))
+    except KeyError as e:
+        raise FioOutputError(f"cannot read the JSON of {version}: no {e} field where fio 2.x or 3.x has one; "
+                             "run fio 3.x, or report this layout") from None
+    return Report(version, doc.get("timestamp_ms", 0) / 1000, tuple(jobs))
+
+
+def merged_percentiles(histograms: Iterable[dict[int, int]], percentiles: Iterable[float] = PERCENTILES
+                       ) -> dict[float, float]:
+    """The percentiles (us) of the I/Os of several histograms together, the way fio takes them from
+    one: the first bin at which the running count reaches p% of all I/Os. Empty without histograms."""
+    merged: Counter[int] = Counter()
+    for h in histograms:
+        merged.update(h)
+    total = sum(merged.values())
+    if not total:
+        return {}
+    out, running, wanted = {}, 0, sorted(percentiles)
+    for value, count in sorted(merged.items()):
+        running += count
+        while wanted and running >= wanted[0] / 100 * total:
+            out[float(wanted.pop(0))] = value / 1000
+    return out
