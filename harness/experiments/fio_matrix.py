@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import Field
 
@@ -49,8 +49,9 @@ class SweepSettings(Section):
 class FioPoint:
     group: str          # the experiment whose point this is: latency, iops, bandwidth, ...
     label: str          # e.g. randread-qd1, randread-j4-qd64, read-128k
-    job: fio.FioJob
+    job: fio.FioJob | fio.JobFile
     headline: str       # the metric this point is about
+    parse: Callable[[str], Any] = fio.parse   # fio.parse_jobs for a job file: a point per job and direction
 
 
 def sweep_config(cfg: Config) -> Config:
@@ -62,7 +63,7 @@ def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str
     slice of the device, or fio in the sweep VM."""
     vm, backend = record.vms[0], record.disk["backend"]
     where = "host" if env == PHYSICAL else backend
-    common = dict(parse=fio.parse, headline=p.headline,
+    common = dict(parse=p.parse, headline=p.headline,
                   meta={"group": p.group, "point": p.label, "block": backend, **fio.job_meta(p.job)})
     pid = f"{p.group}/{p.label}/{where}@{backend}" if env == PHYSICAL else f"{p.group}/{p.label}/{backend}"
     if env == PHYSICAL:

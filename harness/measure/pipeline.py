@@ -166,6 +166,7 @@ class Pipeline:
         self.rebuild: Callable[[], dict] | None = None   # how the block's fleet is built anew
         self.block: list[Point] = []
         self.testbed_meta: dict = {}
+        self.facet_meta: dict[str, dict] = {}   # <point id>#<facet> -> what names the facet (its point, job, direction)
 
     # --- one block of points, in rounds ---------------------------------------------------
     def measure(self, points: list[Point], testbed_meta: dict | None = None,
@@ -277,7 +278,8 @@ class Pipeline:
             guest_consoles.keep(site.host, site.uri, self.quiet_prefixes, self.store.dir / "consoles")
 
     def _converged(self, p: Point) -> bool:
-        return enough(self.values(p.id, p.headline), self.repeat.target_rel_ci, minimum=self.repeat.count)
+        return all(enough(self.values(pid, p.headline), self.repeat.target_rel_ci, minimum=self.repeat.count)
+                   for pid in self.point_ids(p.id))
 
     def values(self, point_id: str, metric: str) -> list[float]:
         """The point's values of a metric over its repeats (aggregate scope where it has one)."""
@@ -468,6 +470,8 @@ class Pipeline:
         return paths
 
     def _samples(self, p: Point, outputs: list[Output], kept: list[dict], parsed: list, meta: dict) -> list[Sample]:
+        if hasattr(parsed[0], "facets"):
+            return self._faceted(p, outputs, kept, parsed, meta)
         samples = []
         scope = "vm" if p.env == VIRTUAL else "slot"
         for out, paths, r in zip(outputs, kept, parsed):
@@ -485,6 +489,25 @@ class Pipeline:
                         for m, (v, u, *more) in p.aggregate(parsed).items()]
         samples += self._efficiency(p, samples, meta)
         return samples
+
+    def _faceted(self, p: Point, outputs: list[Output], kept: list[dict], parsed: list, meta: dict) -> list[Sample]:
+        """A run that reports several figures apart (a job file's jobs and directions): each facet
+        its own point (`<point id>#<facet>`), measured in the same run, never summed with the others."""
+        by_output = [{key: (facet_meta, r) for key, facet_meta, r in x.facets()} for x in parsed]
+        samples = []
+        for key in by_output[0]:
+            if missing := [out.who for out, facets in zip(outputs, by_output) if key not in facets]:
+                raise ValueError(f"{key} is missing from the report of {', '.join(missing)}: the participants ran "
+                                 "different jobs")
+            facet_meta = {**by_output[0][key][0], "point_id": f"{p.id}#{key}"}
+            self.facet_meta[facet_meta["point_id"]] = facet_meta
+            samples += self._samples(p, outputs, kept, [f[key][1] for f in by_output], {**meta, **facet_meta})
+        return samples
+
+    def point_ids(self, point_id: str) -> list[str]:
+        """The ids a point's samples carry: its own, or its facets' (`<id>#<facet>`)."""
+        facets = [k for k in self.facet_meta if k.startswith(point_id + "#")]
+        return facets or [point_id]
 
     @staticmethod
     def _efficiency(p: Point, samples: list[Sample], meta: dict) -> list[Sample]:
@@ -582,12 +605,14 @@ class Pipeline:
         for p in points:
             if not p.baseline or p.baseline not in by_id:
                 continue
-            virt, phys = self.values(p.id, p.headline), self.values(p.baseline, p.headline)
-            if not virt or not phys or summarize(phys).mean == 0:
-                continue
-            meta = {**self.derived_meta(p), "ratio_of": p.headline, "baseline_point": p.baseline,
-                    "n_virtual": len(virt), "n_physical": len(phys)}
-            derived.append(Sample("ve_pe_ratio", summarize(virt).mean / summarize(phys).mean, "ratio", meta))
+            for pid in self.point_ids(p.id):   # a faceted point: each facet against the baseline's same facet
+                facet = pid[len(p.id):]
+                virt, phys = self.values(pid, p.headline), self.values(p.baseline + facet, p.headline)
+                if not virt or not phys or summarize(phys).mean == 0:
+                    continue
+                meta = {**self.derived_meta(p), **self.facet_meta.get(pid, {}), "ratio_of": p.headline,
+                        "baseline_point": p.baseline + facet, "n_virtual": len(virt), "n_physical": len(phys)}
+                derived.append(Sample("ve_pe_ratio", summarize(virt).mean / summarize(phys).mean, "ratio", meta))
         if derived:
             self.store.add(derived)
 

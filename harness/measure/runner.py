@@ -43,12 +43,12 @@ def grown(cfg: Config, need: int) -> Config:
 
 def run(cfg: Config, experiment_name: str) -> RunContext:
     signal.signal(signal.SIGTERM, _terminate)  # a CI timeout or `kill` ends the run like Ctrl-C
+    experiment = registry()[experiment_name]
+    if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):   # before anything is made
+        raise settings.ConfigError(why)
     if why := state_dir_problem(LocalHost(), str(cfg.state_dir), "state_dir"):
         raise settings.ConfigError(why)
     gc.register_state_dir(cfg.state_dir)   # what the run mounts there is found by gc after a SIGKILL
-    experiment = registry()[experiment_name]
-    if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):
-        raise settings.ConfigError(why)
     need = experiment.fleet_size(cfg) if hasattr(experiment, "fleet_size") else 0
     deployed = Testbed.deployed_vms(cfg)
     if experiment.uses_fleet and max(need, deployed) > cfg.fleet.vms:

@@ -16,6 +16,7 @@ from harness.fleet.agent import PATH, guests, in_parallel
 from harness.hosts import Node
 from harness.measure.pipeline import Output
 from harness.workloads import fio_output, run_runner
+from harness.workloads.fio_jobfile import JobFile
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
 GUEST_RUNNER = paths.GUEST_AGENTS / "run-fio.sh"
@@ -96,9 +97,9 @@ def mixed(rw: str) -> bool:
     return rw in ("randrw", "rw")
 
 
-def job_meta(job: FioJob) -> dict:
-    """The job's fields as sample metadata."""
-    return job.model_dump()
+def job_meta(job: FioJob | JobFile) -> dict:
+    """The job's fields (or the job file's name, hash and jobs) as sample metadata."""
+    return job.meta() if isinstance(job, JobFile) else job.model_dump()
 
 
 def timeout_s(job: FioJob) -> float:
@@ -110,12 +111,17 @@ def fs_env(mkfs: list[str] | None, mount_options: str = "") -> dict[str, str]:
     return {"FIO_MKFS": " ".join(mkfs), "FIO_MOUNT_OPTIONS": mount_options} if mkfs else {}
 
 
-def run(node: Node, job: FioJob, *, locator: str, size: int, offset: int = 0, extra_env: dict | None = None) -> str:
-    """Runs the job on the disk or region the locator names (see find-disk.sh: `serial:`, `pci:` in a
-    guest, `path:` or `rbd:` on a host) with the same runner on any node; returns fio's raw JSON."""
-    env = {"PATH": PATH, **job_env(job, offset=offset, size=size), "FIO_RANDSEED": str(secrets.randbits(63)),
-           **(extra_env or {})}
-    return run_runner(node, GUEST_RUNNER, locator, env=env, input=JOB_TEMPLATE.read_bytes(), timeout=timeout_s(job),
+def run(node: Node, job: FioJob | JobFile, *, locator: str, size: int, offset: int = 0,
+        extra_env: dict | None = None) -> str:
+    """Runs the job (vtb's template, or a user's job file rendered for this participant's slice) on
+    the disk or region the locator names (see find-disk.sh: `serial:`, `pci:` in a guest, `path:`
+    or `rbd:` on a host) with the same runner on any node; returns fio's raw JSON."""
+    if isinstance(job, JobFile):
+        env, text, bound = {}, job.render(offset).encode(), job.timeout_s
+    else:
+        env, text, bound = job_env(job, offset=offset, size=size), JOB_TEMPLATE.read_bytes(), timeout_s(job)
+    env = {"PATH": PATH, **env, "FIO_RANDSEED": str(secrets.randbits(63)), **(extra_env or {})}
+    return run_runner(node, GUEST_RUNNER, locator, env=env, input=text, timeout=bound,
                       tool="fio", error=FioError, timeout_error=FioTimeout)
 
 
@@ -147,6 +153,53 @@ def parse(raw: str) -> FioResult:
                      lat_p999_us=p999, runtime_s=job.runtime_s, version=report.version, cpu_s=job.cpu_s,
                      window=(end - job.runtime_s, end) if end else None, ioengine=job.engine,
                      direction=f.direction, percentiles_us=pct, bins_ns=f.bins_ns)
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """fio's report of a job file: each job's each direction a facet of the point, never summed."""
+    version: str
+    window: tuple[float, float] | None
+    cpu_s: float
+    parts: tuple[tuple[str, dict, FioResult], ...]   # (facet key, what names it, its figures)
+
+    def facets(self) -> tuple[tuple[str, dict, FioResult], ...]:
+        return self.parts
+
+
+def parse_jobs(raw: str) -> JobReport:
+    """fio's report of any job file: one FioResult per job (or reporting group) and direction, in
+    the file's order; a job's fsync figures (psync with fsync) beside its writes."""
+    try:
+        report = fio_output.read(raw)
+    except fio_output.FioOutputError as e:
+        raise FioError(str(e)) from None
+    parts, names = [], [job.name for job in report.jobs]
+    for i, job in enumerate(report.jobs):
+        name = job.name if names.count(job.name) == 1 else f"{job.name}.{i}"   # numjobs without group_reporting
+        sync = job.direction(fio_output.SYNC)
+        for f in job.directions:
+            if f.direction == fio_output.SYNC:
+                continue
+            pct = f.percentiles_us
+            if not {50.0, 99.0, 99.9} <= set(pct):
+                raise FioError(f"job {job.name}: fio reported no 50th, 99th or 99.9th percentile (percentile_list "
+                               f"{sorted(pct)}). Fix: remove percentile_list from the file (vtb asks for "
+                               f"{fio_output.PERCENTILE_LIST}) or include them")
+            key = f"{name}/{f.direction}"
+            meta = {"point": key, "job": job.name, "direction": f.direction, "ioengine": job.engine, "group_id": job.group}
+            if sync and f.direction == "write":
+                meta.update({"sync_ios": sync.ios, "sync_lat_mean_us": sync.lat_mean_us,
+                             "sync_percentiles_us": percentiles_meta(sync.percentiles_us)})
+            end = report.timestamp_s
+            parts.append((key, meta, FioResult(
+                iops=f.iops, bw_kib_s=f.bw_kib_s, lat_mean_us=f.lat_mean_us, lat_p50_us=pct[50.0], lat_p99_us=pct[99.0],
+                lat_p999_us=pct[99.9], runtime_s=job.runtime_s, version=report.version, cpu_s=job.cpu_s,
+                window=(end - job.runtime_s, end) if end else None, ioengine=job.engine, direction=f.direction,
+                percentiles_us=pct, bins_ns=f.bins_ns)))
+    if not parts:
+        raise FioError("fio completed no I/O")
+    return JobReport(report.version, report.window, sum(j.cpu_s for j in report.jobs), tuple(parts))
 
 
 # Participants of one point start fio at one moment, this far ahead: time to issue every command
@@ -205,7 +258,7 @@ class Target:
     host: str = ""      # the host it runs on (or whose guest it is)
 
 
-def together(job: FioJob, targets: list[Target], extra_env: dict | None = None) -> list[Output]:
+def together(job: FioJob | JobFile, targets: list[Target], extra_env: dict | None = None) -> list[Output]:
     """The job on every target at once, from one barrier and one start time on every node's clock
     (each node's offset is asked once), so that the participants' runs overlap. A lone participant's
     offset is asked too: its report's window, put on this machine's clock, is what observers of
@@ -226,9 +279,10 @@ def together(job: FioJob, targets: list[Target], extra_env: dict | None = None) 
 
 def _window_of(raw: str) -> tuple[float, float] | None:
     try:
-        return parse(raw).window
-    except FioError:
+        report = fio_output.read(raw)
+    except fio_output.FioOutputError:
         return None   # the pipeline records why when it parses
+    return report.window
 
 
 def slot_targets(host, device: str, slots: list[tuple[int, int]], *, who: str = "host-slot") -> list[Target]:
@@ -242,13 +296,13 @@ def guest_targets(agents: list, vms: list, *, size: int | None = None, host: str
     return [Target(a, vm.locator, offset, size or vm.slice_bytes, vm.name, host) for a, vm in zip(agents, vms)]
 
 
-def on_host(host, job: FioJob, *, device: str, slots: list[tuple[int, int]],
+def on_host(host, job: FioJob | JobFile, *, device: str, slots: list[tuple[int, int]],
             extra_env: dict | None = None) -> list[Output]:
     """The job on each (offset, size) region of a host device at once: one output per host slot."""
     return together(job, slot_targets(host, device, slots), extra_env)
 
 
-def in_guests(uri: str, job: FioJob, vms: list, *, size: int | None = None, offset: int = 0,
+def in_guests(uri: str, job: FioJob | JobFile, vms: list, *, size: int | None = None, offset: int = 0,
               extra_env: dict | None = None) -> list[Output]:
     """The job in each VM at once, on its data disk (the whole disk unless `size`, from `offset`)."""
     with guests(uri, [vm.name for vm in vms]) as agents:

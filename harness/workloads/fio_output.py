@@ -60,6 +60,20 @@ class Report:
     timestamp_s: float             # when fio wrote it (the jobs' end), epoch seconds on its node's clock
     jobs: tuple[Job, ...]
 
+    @property
+    def span_s(self) -> float:
+        """How long the jobs ran, first start to last end: groups run one after another (a
+        stonewall starts a new one), a group's jobs side by side."""
+        groups: dict[int, float] = {}
+        for job in self.jobs:
+            groups[job.group] = max(groups.get(job.group, 0.0), job.runtime_s)
+        return sum(groups.values())
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        """The measured run, epoch seconds on its node's clock (fio stamps its report as the jobs end)."""
+        return (self.timestamp_s - self.span_s, self.timestamp_s) if self.span_s and self.timestamp_s else None
+
 
 def _figures(direction: str, d: dict) -> Figures | None:
     if direction == SYNC:

@@ -7,9 +7,9 @@ from harness.results.metrics import Direction, direction
 
 
 def test_every_matrix_experiment_declares_points_on_metrics_of_known_direction():
-    cfg = settings.load(None)
+    cfg = settings.load(None, ["fio_job.profile=qd1-latency"])   # fio-job's points come from a job file
     matrix = [e for e in registry().values() if isinstance(e, FioMatrix)]
-    assert {"latency", "iops", "bandwidth", "backends", "breakdown", "latency-curve"} <= {e.name for e in matrix}
+    assert {"latency", "iops", "bandwidth", "backends", "breakdown", "latency-curve", "fio-job"} <= {e.name for e in matrix}
     for e in matrix:
         points = e.points(cfg)
         assert points, e.name

@@ -227,3 +227,43 @@ def test_in_a_run_of_one_repeat_the_lost_point_is_measured_on_the_new_fleet_and_
     assert rebuilds == [1]
     got = {(s.metadata["point_id"], s.status) for s in p.store.samples if s.metric == "iops"}
     assert got == expected, got
+
+
+def test_a_job_file_run_is_a_point_per_job_and_direction_with_a_ratio_each(tmp_path, fixture_text):
+    """A job file of two stonewalled jobs (QD1 random read; a 70/30 mix): one run per repeat, three
+    facets (qd1/read, mix/read, mix/write), each with its own samples, its own VE/PE ratio and its
+    latency distribution; nothing summed across them."""
+    raw, log = fixture_text("fio/fio-3.33-two-stonewalled-jobs.jsonplus.json"), []
+    doc = json.loads(raw)
+
+    def point(pid, env, baseline=None):
+        def run():
+            log.append(pid)
+            return [Output("vm0", raw)]
+        return Point(pid, env, "host" if env == PHYSICAL else "virtio-blk", (), run=run,
+                     parse=fio.parse_jobs, headline="iops", meta={"group": "fio-job", "point": "two"}, baseline=baseline)
+    p = pipeline(tmp_path, count=2)
+    p.measure([point("pe", PHYSICAL), point("ve", VIRTUAL, baseline="pe")])
+    assert sorted(log) == ["pe", "pe", "ve", "ve"]   # one run per repeat, not one per facet
+    iops = {(s.metadata["point_id"], s.metadata["direction"]): s.value for s in p.store.samples
+            if s.metric == "iops" and s.metadata["repeat"] == 0}
+    assert iops == {("pe#qd1-randread/read", "read"): doc["jobs"][0]["read"]["iops"],
+                    ("pe#oltp-70-30/read", "read"): doc["jobs"][1]["read"]["iops"],
+                    ("pe#oltp-70-30/write", "write"): doc["jobs"][1]["write"]["iops"],
+                    ("ve#qd1-randread/read", "read"): doc["jobs"][0]["read"]["iops"],
+                    ("ve#oltp-70-30/read", "read"): doc["jobs"][1]["read"]["iops"],
+                    ("ve#oltp-70-30/write", "write"): doc["jobs"][1]["write"]["iops"]}
+    ratios = {s.metadata["point"]: (s.value, s.metadata["baseline_point"]) for s in p.store.samples
+              if s.metric == "ve_pe_ratio"}
+    assert ratios == {"qd1-randread/read": (1.0, "pe#qd1-randread/read"), "oltp-70-30/read": (1.0, "pe#oltp-70-30/read"),
+                      "oltp-70-30/write": (1.0, "pe#oltp-70-30/write")}
+    p99 = next(s for s in p.store.samples if s.metric == "lat_p99" and s.metadata["point"] == "oltp-70-30/write")
+    assert p99.metadata["job"] == "oltp-70-30" and p99.metadata["percentiles_us"]["99.999"] == \
+        doc["jobs"][1]["write"]["clat_ns"]["percentile"]["99.999000"] / 1000
+
+    from harness.report import percentile_plot
+    curves = percentile_plot.curves(p.store.samples, "fio-job")
+    assert set(curves) == {"qd1-randread/read", "oltp-70-30/read", "oltp-70-30/write"}
+    assert set(curves["oltp-70-30/write"]) == {"host", "virtio-blk"} and len(curves["oltp-70-30/write"]["host"]) == 18
+    png = percentile_plot.plot(p.store.samples, tmp_path / "pct.png", group="fio-job", title="fio-job")
+    assert png.stat().st_size > 10_000

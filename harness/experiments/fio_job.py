@@ -1,0 +1,80 @@
+"""`harness run fio-job --job FILE.fio` (or `--profile NAME`): your own fio job file, unchanged, on
+the host (PE) and in a VM on each backend (VE), side by side in the pipeline's shuffled rounds.
+Every job (or reporting group) and every direction is a point of its own, from the same run;
+their latency distributions are plotted against each other. Config section [fio_job]."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from harness.backends import BackendNames
+from harness.common.console import step
+from harness.config.core import Config
+from harness.config.schema import Section
+from harness.experiments import Flag, RunContext
+from harness.experiments.fio_matrix import FioMatrix, FioPoint
+from harness.report import percentile_plot
+from harness.results.environment import accel_label, tcg_caveat
+from harness.results.store import write_atomic
+from harness.workloads import fio, fio_jobfile
+
+
+class Settings(Section):
+    job: Path | None = Field(None, description="the fio job file to run (its target is set by vtb)")
+    profile: str | None = Field(None, description="a shipped profile instead of a file (`harness run fio-job "
+                                                  "--profile NAME`; profiles/fio/ lists them)")
+    backends: BackendNames = Field([], description="backends to compare; empty = disk.backend")
+    runtime_s: int | None = Field(None, ge=1, le=86400, description="every job's runtime, over the file's (unset = "
+                                                                     "the file's own)")
+    ramp_s: int | None = Field(None, ge=0, le=3600, description="every job's ramp_time, over the file's (unset = "
+                                                                "the file's own)")
+
+
+class FioJob(FioMatrix):
+    name = "fio-job"
+    section = "fio_job"
+    Settings = Settings
+    headline = "iops"
+    flags = (Flag("--job", ("fio_job.job",), "Your fio job file (vtb sets only its target)."),
+             Flag("--profile", ("fio_job.profile",), "A shipped profile (profiles/fio/*.fio) instead of a file."),
+             Flag("--backend", ("fio_job.backends",), "Comma-separated backends (default: the config's)."),
+             Flag("--runtime", ("fio_job.runtime_s",), "Every job's runtime in seconds, over the file's."),
+             Flag("--ramp", ("fio_job.ramp_s",), "Every job's ramp_time in seconds, over the file's."))
+
+    def job_file(self, cfg: Config) -> fio_jobfile.JobFile:
+        """The checked file, for a participant's slice of the sweep fleet's device."""
+        c = cfg.fio_job
+        path, source = (c.job, None) if c.job is not None else (fio_jobfile.profile(c.profile), f"profile {c.profile}")
+        overrides = {k: str(v) for k, v in (("runtime", c.runtime_s), ("ramp_time", c.ramp_s)) if v is not None}
+        return fio_jobfile.load(path, cfg.fleet.disk_size_mib << 20, source, overrides)
+
+    def refusal(self, cfg: Config) -> str | None:
+        c = cfg.fio_job
+        if (c.job is None) == (c.profile is None):
+            return ("fio-job runs a fio job file or a profile, one of them (fio_job.job, fio_job.profile). Fix: "
+                    f"--job FILE.fio, or --profile NAME ({', '.join(fio_jobfile.profiles())})")
+        try:
+            fio_jobfile.parse_only(self.job_file(cfg))
+        except fio_jobfile.JobFileError as e:
+            return str(e)
+        return None
+
+    def group_points(self, cfg: Config) -> list[FioPoint]:
+        job = self.job_file(cfg)
+        label = Path(job.source).stem if cfg.fio_job.job is not None else cfg.fio_job.profile
+        return [FioPoint(self.name, label, job, self.headline, parse=fio.parse_jobs)]
+
+    def summarize(self, ctx: RunContext) -> None:
+        super().summarize(ctx)
+        accel = accel_label(ctx.environment)
+        png = percentile_plot.plot(ctx.store.samples, ctx.store.dir / "fio-job-percentiles.png", group=self.name,
+                                   title=f"fio-job: completion latency by percentile, host against backends "
+                                         f"(accel={accel}{tcg_caveat(accel)})")
+        if png:
+            step(f"plot: {png}")
+            text = (ctx.store.dir / "summary.txt").read_text() if (ctx.store.dir / "summary.txt").exists() else ""
+            write_atomic(ctx.store.dir / "summary.txt", text + f"\nlatency percentiles: {png.name}\n")
+
+
+EXPERIMENT = FioJob()

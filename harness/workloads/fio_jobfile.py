@@ -1,0 +1,245 @@
+"""A user's own fio job file, run unchanged on the host and in the VMs: vtb sets only the target
+(each participant's file, its offset and size within its slice) and a random seed and the
+percentile list where the file sets none. What would escape the target is refused before
+anything runs, naming the file, the line and the fix."""
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.common import paths
+from harness.workloads.fio_output import PERCENTILE_LIST
+
+PROFILES = paths.REPO / "profiles" / "fio"
+# Engines in the guest image's fio (and the host's), that reach the disk vtb gives
+ENGINES = {"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "posixaio", "vsync", "mmap", "null"}
+# Options that name files or run commands: vtb sets the one file, and runs nothing the user did not see
+FORBIDDEN = {
+    "filename": "vtb sets each participant's file: its disk in a VM, its slice of the device on the host",
+    "directory": "vtb sets each participant's file: its disk in a VM, its slice of the device on the host",
+    "filename_format": "vtb sets each participant's file", "opendir": "vtb sets each participant's file",
+    "exec_prerun": "it would run a command on the host and in every VM",
+    "exec_postrun": "it would run a command on the host and in every VM",
+    "read_iolog": "replaying a trace is `harness run replay --trace FILE`",
+    "write_iolog": "a log file would be written outside the run folder",
+    "write_bw_log": "a log file would be written outside the run folder",
+    "write_lat_log": "a log file would be written outside the run folder",
+    "write_iops_log": "a log file would be written outside the run folder",
+    "write_hist_log": "a log file would be written outside the run folder",
+    "replay_redirect": "vtb sets each participant's file", "ioscheduler": "it would change the host's scheduler",
+}
+MARGIN_S = 60
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+_TIME = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "ms": 1e-3, "us": 1e-6}
+
+
+class JobFileError(ValueError):
+    """A job file vtb will not run: names the file, the line and the fix."""
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    value: str | None    # None for a bare option (`time_based`)
+    line: int
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    line: int
+    options: tuple[Option, ...]
+
+    def get(self, key: str) -> Option | None:
+        return next((o for o in reversed(self.options) if o.key == key), None)
+
+
+def _sections(text: str, where: str) -> list[Section]:
+    sections: list[Section] = []
+    name, start, options = None, 0, []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split(";", 1)[0].split("#", 1)[0].strip()
+        if not line:
+            continue
+        if m := re.fullmatch(r"\[(.+)\]", line):
+            if name is not None:
+                sections.append(Section(name, start, tuple(options)))
+            name, start, options = m.group(1).strip(), n, []
+            continue
+        if line.startswith("include "):
+            raise JobFileError(f"{where} line {n}: `{line}`: an included file is not checked. Fix: put its "
+                               "options into this file")
+        if name is None:
+            raise JobFileError(f"{where} line {n}: `{line}` comes before any [section]. Fix: put it under [global] "
+                               "or a job's [name]")
+        key, eq, value = line.partition("=")
+        options.append(Option(key.strip().lower(), value.strip() if eq else None, n))
+    if name is not None:
+        sections.append(Section(name, start, tuple(options)))
+    return sections
+
+
+def _bytes(opt: Option, slice_bytes: int, where: str) -> int:
+    """An option's size in bytes: fio's suffixes (base 1024), or a % of the participant's slice."""
+    value = (opt.value or "").strip().lower()
+    if m := re.fullmatch(r"(\d+(?:\.\d+)?)%", value):
+        return int(slice_bytes * float(m.group(1)) / 100)
+    if m := re.fullmatch(r"(\d+)\s*([kmgtp]?)(?:i?b)?", value):
+        return int(m.group(1)) * _UNITS[m.group(2)]
+    raise JobFileError(f"{where} line {opt.line}: `{opt.key}={opt.value}`: vtb reads it as bytes (4k, 512m, 1g) or "
+                       "a % of the participant's slice. Fix: write it so")
+
+
+def _seconds(opt: Option, where: str) -> float:
+    value = (opt.value or "").strip().lower()
+    if m := re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|us|[smhd]?)", value):
+        return float(m.group(1)) * _TIME[m.group(2)]
+    raise JobFileError(f"{where} line {opt.line}: `{opt.key}={opt.value}` is not a time vtb reads (30, 30s, 2m). "
+                       "Fix: write it so")
+
+
+@dataclass(frozen=True)
+class JobFile:
+    """A checked job file, ready to render for any participant."""
+    source: str          # the file's path (or `profile NAME`), for messages and the metadata
+    text: str
+    sections: tuple[Section, ...]
+    slice_bytes: int
+    overrides: tuple[tuple[str, str], ...] = ()   # options the user set for every job (runtime, ramp_time)
+
+    @property
+    def jobs(self) -> list[Section]:
+        return [s for s in self.sections if s.name != "global"]
+
+    @property
+    def globals(self) -> Section | None:
+        return next((s for s in self.sections if s.name == "global"), None)
+
+    def _effective(self, job: Section, key: str) -> Option | None:
+        if value := dict(self.overrides).get(key):
+            return Option(key, value, 0)
+        return job.get(key) or (self.globals.get(key) if self.globals else None)
+
+    @property
+    def timeout_s(self) -> float:
+        """A bound on the whole file's run: every job's ramp and runtime (an overestimate where
+        jobs run side by side), plus a margin."""
+        total = 0.0
+        for job in self.jobs:
+            runtime = self._effective(job, "runtime")
+            total += _seconds(runtime, self.source) if runtime else 0.0
+            for key in ("ramp_time", "startdelay"):
+                if opt := self._effective(job, key):
+                    total += _seconds(opt, self.source)
+        return total + MARGIN_S
+
+    @property
+    def ramp_s(self) -> float:
+        first = self.jobs[0]
+        return _seconds(opt, self.source) if (opt := self._effective(first, "ramp_time")) else 0.0
+
+    def meta(self) -> dict:
+        return {"job_file": self.source, "job_file_sha256": hashlib.sha256(self.text.encode()).hexdigest()[:16],
+                "jobs": [j.name for j in self.jobs], **({"job_overrides": dict(self.overrides)} if self.overrides else {})}
+
+    def render(self, offset: int) -> str:
+        """The file for a participant whose slice starts at `offset` (0 in a VM: its disk is its
+        slice): the target in [global], offsets moved into the slice, sizes as bytes."""
+        lines = self.text.splitlines()
+        over = dict(self.overrides)
+        for s in self.sections:
+            for opt in s.options:
+                if opt.key in over:
+                    lines[opt.line - 1] = f"{opt.key}={over[opt.key]}"
+                elif opt.key in ("offset", "size"):
+                    value = _bytes(opt, self.slice_bytes, self.source) + (offset if opt.key == "offset" else 0)
+                    lines[opt.line - 1] = f"{opt.key}={value}"
+        g = self.globals
+        # the slice for every job; a job's (or the file's [global]) own offset and size, moved into
+        # the slice above, come after these and win
+        head = ["filename=${FIO_FILENAME}", f"offset={offset}", f"size={self.slice_bytes}",
+                *(f"{k}={v}" for k, v in self.overrides)]
+        if not self._set_anywhere("randseed"):
+            head.append("randseed=${FIO_RANDSEED}")
+        if not self._set_anywhere("percentile_list"):
+            head.append(f"percentile_list={PERCENTILE_LIST}")
+        if g is None:
+            return "\n".join(["[global]", *head, *lines]) + "\n"
+        return "\n".join([*lines[:g.line], *head, *lines[g.line:]]) + "\n"
+
+    def _set_anywhere(self, key: str) -> bool:
+        return any(s.get(key) for s in self.sections)
+
+
+def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dict[str, str] | None = None) -> JobFile:
+    """The job file at `path`, checked against a participant's slice, with `overrides` set for
+    every job (runtime, ramp_time); JobFileError names what is wrong."""
+    where = source or str(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise JobFileError(f"{where}: cannot read it ({e}). Fix: give a readable fio job file") from None
+    sections = _sections(text, where)
+    job = JobFile(where, text, tuple(sections), slice_bytes, tuple((overrides or {}).items()))
+    if not job.jobs:
+        raise JobFileError(f"{where}: no job section (only [global], or nothing). Fix: add a job, e.g. [randread]")
+    for s in sections:
+        for opt in s.options:
+            if opt.key in FORBIDDEN:
+                raise JobFileError(f"{where} line {opt.line}: `{opt.key}`: {FORBIDDEN[opt.key]}. Fix: remove the line")
+            if opt.key == "ioengine" and (opt.value or "") not in ENGINES:
+                raise JobFileError(f"{where} line {opt.line}: ioengine={opt.value} is not in the guest image's fio. "
+                                   f"Fix: use one of {', '.join(sorted(ENGINES))}")
+    for j in job.jobs:
+        runtime = job._effective(j, "runtime")
+        if runtime is None:
+            raise JobFileError(f"{where} [{j.name}] (line {j.line}): no runtime, so no bound on how long it runs. "
+                               "Fix: add runtime=N (fio stops at whichever comes first, the runtime or the size)")
+        _seconds(runtime, where)
+        offset = job._effective(j, "offset")
+        size = job._effective(j, "size")
+        start = _bytes(offset, slice_bytes, where) if offset else 0
+        length = _bytes(size, slice_bytes, where) if size else slice_bytes - start
+        increment = job._effective(j, "offset_increment")
+        numjobs = job._effective(j, "numjobs")
+        spread = (_bytes(increment, slice_bytes, where) * (int(numjobs.value or 1) - 1)) if increment and numjobs else 0
+        if start + spread + length > slice_bytes:
+            culprit = size or offset or increment
+            raise JobFileError(f"{where} line {culprit.line if culprit else j.line}: [{j.name}] reaches byte "
+                               f"{start + spread + length:,}, beyond the participant's slice of {slice_bytes:,} bytes. "
+                               "Fix: a smaller size or offset (or a larger fleet.disk_size_mib)")
+    return job
+
+
+def parse_only(job: JobFile, fio: str = "fio") -> None:
+    """fio's own check of the rendered file (its syntax, its option values): its message if not."""
+    text = job.render(0).replace("${FIO_FILENAME}", "/dev/null").replace("${FIO_RANDSEED}", "1")
+    try:
+        done = subprocess.run([fio, "--parse-only", "-"], input=text, capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        raise JobFileError(f"{job.source}: fio is not installed here to check it. Fix: make testbed up") from None
+    except subprocess.TimeoutExpired:
+        raise JobFileError(f"{job.source}: fio --parse-only did not answer within 30 s") from None
+    said = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if line.strip())
+    if done.returncode != 0 or "failed parsing" in said or "dropped" in said:
+        where = job.source
+        if m := re.search(r"failed parsing (\S+?)=(.*)", said):   # the user's line that says it
+            key, value = m.group(1).lower(), m.group(2).strip()
+            line = next((o.line for s in job.sections for o in s.options if o.key == key and o.value == value), None)
+            where += f" line {line}: `{key}={value}`" if line else f": `{key}={value}`"
+        raise JobFileError(f"{where}: fio cannot parse it; fio says:\n{said.strip()[-1500:]}\n"
+                           "Fix: correct the option fio names")
+
+
+def profiles() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(PROFILES.glob("*.fio"))}
+
+
+def profile(name: str) -> Path:
+    found = profiles()
+    if name not in found:
+        raise JobFileError(f"no fio profile named {name!r}. Fix: one of {', '.join(found)} (in {PROFILES})")
+    return found[name]
