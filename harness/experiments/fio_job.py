@@ -54,6 +54,9 @@ class FioJob(FioMatrix):
         if (c.job is None) == (c.profile is None):
             return ("fio-job runs a fio job file or a profile, one of them (fio_job.job, fio_job.profile). Fix: "
                     f"--job FILE.fio, or --profile NAME ({', '.join(fio_jobfile.profiles())})")
+        if "rbd" in self.backend_names(cfg):   # fio's rbd engine goes into vtb's own job's section only
+            return ("fio-job does not run on the rbd backend yet: the host's librbd engine would reach only the "
+                    "last job of the file. Fix: --backend with another backend (virtio-blk, nvme, ...)")
         try:
             fio_jobfile.parse_only(self.job_file(cfg))
         except fio_jobfile.JobFileError as e:

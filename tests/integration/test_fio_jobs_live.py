@@ -1,0 +1,85 @@
+"""Your own fio jobs for real: a job file of two stonewalled jobs (a QD1 random read, a 70/30
+mix) on the host and in a VM on two backends, each job and direction a point of its own; and
+every shipped profile run by the same runner on this host (short runtimes)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.fleet import gc
+from harness.hosts import LocalHost
+from harness.workloads import fio, fio_jobfile
+
+pytestmark = pytest.mark.integration
+CONFIG = Path(__file__).parents[1] / "ci.toml"
+HARNESS = str(Path(sys.executable).parent / "harness")
+TWO_JOBS = """[global]
+ioengine=libaio
+direct=1
+time_based=1
+runtime=30
+
+[qd1-randread]
+rw=randread
+bs=4k
+iodepth=1
+
+[mix-70-30]
+stonewall
+rw=randrw
+rwmixread=70
+bs=4k
+iodepth=8
+"""
+
+
+def test_a_job_file_on_the_host_and_two_backends(tmp_path):
+    job = tmp_path / "two.fio"
+    job.write_text(TWO_JOBS)
+    out = subprocess.run([HARNESS, "run", "fio-job", "--job", str(job), "--backend", "virtio-blk,virtio-scsi",
+                          "--runtime", "1", "--ramp", "0", "--set", "repeat.count=1", "--set",
+                          f"results_dir={tmp_path / 'runs'}", "--config", str(CONFIG)],
+                         capture_output=True, text=True, timeout=900)
+    print(out.stdout, out.stderr)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (run,) = (tmp_path / "runs").iterdir()
+    rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
+    iops = {(r["point"], r["direction"], r["backend"]) for r in rows if r["metric"] == "iops"}
+    facets = [("qd1-randread/read", "read"), ("mix-70-30/read", "read"), ("mix-70-30/write", "write")]
+    assert iops == {(p, d, b) for p, d in facets for b in ("host", "virtio-blk", "virtio-scsi")}
+    # one fio run per participant and repeat, reporting the jobs apart: the mix's reads and writes differ
+    mix = {r["direction"]: r["value"] for r in rows if r["metric"] == "iops" and r["backend"] == "host"
+           and r["point"].startswith("mix")}
+    assert mix["read"] != mix["write"] and 1.5 < mix["read"] / mix["write"] < 4   # about 70/30
+    ratios = {(r["point"], r["backend"]) for r in rows if r["metric"] == "ve_pe_ratio"}
+    assert ratios == {(p, b) for p, _ in facets for b in ("virtio-blk", "virtio-scsi")}
+    p99 = [r for r in rows if r["metric"] == "lat_p99"]
+    assert all(len(r["percentiles_us"]) == 18 and r["job_file"] == str(job) for r in p99)
+    assert (run / "fio-job-percentiles.png").read_bytes()[:4] == b"\x89PNG"
+    report = subprocess.run([HARNESS, "report", str(run)], capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "fio-job-percentiles.png" in (run / "report.html").read_text()
+    assert gc.leftovers("vtb-sw-ci-") == []
+
+
+@pytest.mark.parametrize("name", sorted(fio_jobfile.profiles()))
+def test_every_shipped_profile_runs(tmp_path, name):
+    """The runner that runs it in guests runs it here, on two slots of a file, at 1 s a job: fio
+    accepts the rendered file and reports every job and direction the profile has."""
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"\0" * (16 << 20))
+    job = fio_jobfile.load(fio_jobfile.profile(name), 8 << 20, f"profile {name}", {"runtime": "1", "ramp_time": "0"})
+    outputs = fio.on_host(LocalHost(), job, device=str(data), slots=[(0, 8 << 20), (8 << 20, 8 << 20)])
+    for out in outputs:
+        report = fio.parse_jobs(out.raw)
+        keys = [key for key, _, _ in report.facets()]
+        assert keys and all(r.iops > 0 and r.lat_p99_us > 0 for _, _, r in report.facets()), keys
+        if name in ("oltp-70-30", "vdi-mixed"):
+            assert keys == [f"{name}/read", f"{name}/write"]
+        if name == "fsync-write":
+            assert report.facets()[0][1]["sync_ios"] > 0   # fio's fsync figures beside the writes
