@@ -6,7 +6,9 @@
 - orchestration overhead per point, the settle wait included (and the settle wait alone);
 - fidelity: harness-measured physical IOPS over plain fio typed by hand on the same device and
   job, interleaved FIDELITY_PAIRS (40) times: the mean ratio with its 95% CI;
-- a local Ceph cluster of 3 storage nodes: seconds from nothing to every PG active+clean.
+- a local Ceph cluster of 3 storage nodes: seconds from nothing to every PG active+clean;
+- what reading fio's reports costs: per output (one-job and per-job parsers), and the percentiles
+  of a run's merged histograms.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from harness.resources.ceph import local as ceph_local
 from harness.resources.ceph.bootstrap import missing_tools
 from harness.resources.ceph.plan import CephPlan
 from harness.results.store import write_atomic
-from harness.workloads import fio
+from harness.workloads import fio, fio_output
 
 
 def _timed(fn):
@@ -62,6 +64,22 @@ def _plain_fio_iops(cfg: Config, device: str, size: int) -> float:
             f"--unified_rw_reporting={int(fio.mixed(j.rw))}"]
     return fio.parse(subprocess.run(argv, capture_output=True, text=True, check=True,
                                     timeout=j.runtime_s + j.ramp_s + 120).stdout).iops
+
+
+def _parse_costs(raw_dir, rounds: int = 20) -> dict:
+    """What reading fio's reports costs the harness, on the run's own raw outputs (json+): per
+    output, vtb's one-job parser and the per-job one; per point, the percentiles of its merged
+    histograms."""
+    raws = [p.read_text() for p in sorted(raw_dir.rglob("*.json"))]
+    if not raws:
+        return {}
+    t_one, _ = _timed(lambda: [fio.parse(r) for _ in range(rounds) for r in raws])
+    t_jobs, _ = _timed(lambda: [fio.parse_jobs(r) for _ in range(rounds) for r in raws])
+    bins = [fio.parse(r).bins_ns for r in raws]
+    t_merge, _ = _timed(lambda: [fio_output.merged_percentiles(bins) for _ in range(rounds)])
+    n = rounds * len(raws)
+    return {"fio_parse_ms_per_output": 1000 * t_one / n, "fio_parse_jobs_ms_per_output": 1000 * t_jobs / n,
+            f"percentiles_of_{len(bins)}_merged_histograms_ms": 1000 * t_merge / rounds}
 
 
 def _ceph_up_s(cfg: Config) -> float | str:
@@ -173,6 +191,7 @@ def run(user_cfg: Config, runtime: int) -> dict:
         figures["settle_wait_per_point_s"] = {p: sum(w for _, w in v) / len(v) for p, v in sorted(walls.items())}
         figures.update(_fidelity(ctx, cfg, record), accel=record.accel["accel"], vms=len(record.vms),
                        runtime_s=runtime, run_id=ctx.store.run_id)
+        figures.update(_parse_costs(ctx.store.dir / "raw"))
         step("bench: a local Ceph cluster of 3 storage nodes, from nothing to all PGs active+clean")
         figures["ceph_3_nodes_active_clean_s"] = _ceph_up_s(cfg)
     finally:

@@ -29,6 +29,16 @@ class Settings(Section):
                                                                      "the file's own)")
     ramp_s: int | None = Field(None, ge=0, le=3600, description="every job's ramp_time, over the file's (unset = "
                                                                 "the file's own)")
+    precondition: bool = Field(False, description="before the measured run, the SNIA way: a sequential fill of the "
+                                                  "target, then each job until fio finds it steady")
+    steady_criterion: str = Field("iops_slope:10%", pattern=r"^(iops|bw)(_slope)?:\d+(\.\d+)?%?$",
+                                  description="fio's steadystate criterion, e.g. iops_slope:10% (the slope of IOPS "
+                                              "within 10% of their mean) or iops:20%")
+    steady_window_s: int = Field(60, ge=1, le=3600, description="the window over which the criterion must hold "
+                                                                "(fio's ss_dur; SNIA's is 5 rounds)")
+    steady_ramp_s: int = Field(10, ge=0, le=3600, description="seconds before the criterion is watched (ss_ramp)")
+    steady_max_s: int = Field(600, ge=1, le=86400, description="the fill, and each job's run toward steady state, "
+                                                               "end here even if not steady (the samples say so)")
 
 
 class FioJob(FioMatrix):
@@ -40,14 +50,18 @@ class FioJob(FioMatrix):
              Flag("--profile", ("fio_job.profile",), "A shipped profile (profiles/fio/*.fio) instead of a file."),
              Flag("--backend", ("fio_job.backends",), "Comma-separated backends (default: the config's)."),
              Flag("--runtime", ("fio_job.runtime_s",), "Every job's runtime in seconds, over the file's."),
-             Flag("--ramp", ("fio_job.ramp_s",), "Every job's ramp_time in seconds, over the file's."))
+             Flag("--ramp", ("fio_job.ramp_s",), "Every job's ramp_time in seconds, over the file's."),
+             Flag("--precondition", ("fio_job.precondition",), "Fill the target, then run each job until steady, "
+                                                               "before measuring (SNIA).", switch=True))
 
     def job_file(self, cfg: Config) -> fio_jobfile.JobFile:
         """The checked file, for a participant's slice of the sweep fleet's device."""
         c = cfg.fio_job
         path, source = (c.job, None) if c.job is not None else (fio_jobfile.profile(c.profile), f"profile {c.profile}")
         overrides = {k: str(v) for k, v in (("runtime", c.runtime_s), ("ramp_time", c.ramp_s)) if v is not None}
-        return fio_jobfile.load(path, cfg.fleet.disk_size_mib << 20, source, overrides)
+        pre = fio_jobfile.Precondition(c.steady_criterion, c.steady_window_s, c.steady_ramp_s, c.steady_max_s) \
+            if c.precondition else None
+        return fio_jobfile.load(path, cfg.fleet.disk_size_mib << 20, source, overrides, pre)
 
     def refusal(self, cfg: Config) -> str | None:
         c = cfg.fio_job

@@ -15,7 +15,7 @@ from harness.config.schema import BlockSize, Section, bs_bytes
 from harness.fleet.agent import PATH, guests, in_parallel
 from harness.hosts import Node
 from harness.measure.pipeline import Output
-from harness.workloads import fio_output, run_runner
+from harness.workloads import fio_jobfile, fio_output, run_runner
 from harness.workloads.fio_jobfile import JobFile
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
@@ -174,8 +174,12 @@ def parse_jobs(raw: str) -> JobReport:
         report = fio_output.read(raw)
     except fio_output.FioOutputError as e:
         raise FioError(str(e)) from None
-    parts, names = [], [job.name for job in report.jobs]
-    for i, job in enumerate(report.jobs):
+    measured = [job for job in report.jobs if job.name != fio_jobfile.FILL and not job.name.startswith(fio_jobfile.STEADY)]
+    steady = {job.name.removeprefix(fio_jobfile.STEADY): job for job in report.jobs
+              if job.name.startswith(fio_jobfile.STEADY)}
+    fill = next((job for job in report.jobs if job.name == fio_jobfile.FILL), None)
+    parts, names = [], [job.name for job in measured]
+    for i, job in enumerate(measured):
         name = job.name if names.count(job.name) == 1 else f"{job.name}.{i}"   # numjobs without group_reporting
         sync = job.direction(fio_output.SYNC)
         for f in job.directions:
@@ -188,6 +192,11 @@ def parse_jobs(raw: str) -> JobReport:
                                f"{fio_output.PERCENTILE_LIST}) or include them")
             key = f"{name}/{f.direction}"
             meta = {"point": key, "job": job.name, "direction": f.direction, "ioengine": job.engine, "group_id": job.group}
+            if fill is not None:   # preconditioned: how the fill went, and whether the job was steady before it counted
+                written = sum(d.ios for d in fill.directions)   # 1 MiB writes
+                meta.update({"precondition_fill_s": fill.runtime_s, "precondition_fill_mib": written})
+                ss = steady.get(job.name)
+                meta.update(steady_state(ss))
             if sync and f.direction == "write":
                 meta.update({"sync_ios": sync.ios, "sync_lat_mean_us": sync.lat_mean_us,
                              "sync_percentiles_us": percentiles_meta(sync.percentiles_us)})
@@ -199,7 +208,20 @@ def parse_jobs(raw: str) -> JobReport:
                 percentiles_us=pct, bins_ns=f.bins_ns)))
     if not parts:
         raise FioError("fio completed no I/O")
-    return JobReport(report.version, report.window, sum(j.cpu_s for j in report.jobs), tuple(parts))
+    groups: dict[int, float] = {}   # the measured jobs' span: groups one after another, a group's jobs side by side
+    for job in measured:
+        groups[job.group] = max(groups.get(job.group, 0.0), job.runtime_s)
+    end, span = report.timestamp_s, sum(groups.values())
+    return JobReport(report.version, (end - span, end) if end and span else None, sum(j.cpu_s for j in report.jobs),
+                     tuple(parts))
+
+
+def steady_state(run: fio_output.Job | None) -> dict:
+    """What a sample says of its job's steady state: reached or not, after how long, by what criterion."""
+    if run is None or run.steady is None:
+        return {"steady_state_reached": False, "steady_state_why": "fio ran no steady-state detection for this job"}
+    return {"steady_state_reached": run.steady["attained"], "steady_state_after_s": run.runtime_s,
+            "steady_state_criterion": run.steady["criterion"], "steady_state_window_s": run.steady["window_s"]}
 
 
 # Participants of one point start fio at one moment, this far ahead: time to issue every command

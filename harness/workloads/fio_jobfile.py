@@ -32,6 +32,29 @@ FORBIDDEN = {
     "replay_redirect": "vtb sets each participant's file", "ioscheduler": "it would change the host's scheduler",
 }
 MARGIN_S = 60
+FILL, STEADY = "vtb-fill", "vtb-ss."   # the precondition's jobs: never measured points
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """SNIA's Solid State Storage Performance Test Specification, as fio can do it: a sequential
+    fill of the target, then the workload itself until fio's steady-state detection (a slope of
+    IOPS within `criterion` of the mean over `window_s`, after `ramp_s`) holds, or `max_s` passes."""
+    criterion: str = "iops_slope:10%"
+    window_s: int = 60
+    ramp_s: int = 10
+    max_s: int = 600
+
+    def fill(self) -> list[str]:
+        return ["rw=write", "bs=1m", "iodepth=16", "ioengine=libaio", "direct=1", f"runtime={self.max_s}"]
+
+    def steady(self) -> list[str]:
+        return ["time_based=1", f"runtime={self.max_s}", "ramp_time=0", f"steadystate={self.criterion}",
+                f"ss_dur={self.window_s}", f"ss_ramp={self.ramp_s}"]
+
+    def bound_s(self, jobs: int) -> float:
+        """The fill and every job's steady-state run, each at most max_s."""
+        return self.max_s * (1 + jobs)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _TIME = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "ms": 1e-3, "us": 1e-6}
 
@@ -109,6 +132,7 @@ class JobFile:
     sections: tuple[Section, ...]
     slice_bytes: int
     overrides: tuple[tuple[str, str], ...] = ()   # options the user set for every job (runtime, ramp_time)
+    precondition: Precondition | None = None      # a fill, then each job until steady, before the measured run
 
     @property
     def jobs(self) -> list[Section]:
@@ -134,7 +158,7 @@ class JobFile:
             for key in ("ramp_time", "startdelay"):
                 if opt := self._effective(job, key):
                     total += _seconds(opt, self.source)
-        return total + MARGIN_S
+        return total + MARGIN_S + (self.precondition.bound_s(len(self.jobs)) if self.precondition else 0)
 
     @property
     def ramp_s(self) -> float:
@@ -142,39 +166,60 @@ class JobFile:
         return _seconds(opt, self.source) if (opt := self._effective(first, "ramp_time")) else 0.0
 
     def meta(self) -> dict:
+        pre = self.precondition
         return {"job_file": self.source, "job_file_sha256": hashlib.sha256(self.text.encode()).hexdigest()[:16],
-                "jobs": [j.name for j in self.jobs], **({"job_overrides": dict(self.overrides)} if self.overrides else {})}
+                "jobs": [j.name for j in self.jobs], **({"job_overrides": dict(self.overrides)} if self.overrides else {}),
+                "precondition": {"criterion": pre.criterion, "window_s": pre.window_s, "ramp_s": pre.ramp_s,
+                                 "max_s": pre.max_s} if pre else None}
+
+    def _lines(self, section: Section | None, offset: int) -> list[str]:
+        """A section's options as fio reads them for this participant: the user's overrides, its
+        offset moved into the slice, sizes (a % of the slice) as bytes."""
+        over, out = dict(self.overrides), []
+        for opt in section.options if section else ():
+            if opt.key in over:
+                continue   # set once in [global]
+            if opt.key in ("offset", "size"):
+                value = _bytes(opt, self.slice_bytes, self.source) + (offset if opt.key == "offset" else 0)
+                out.append(f"{opt.key}={value}")
+            else:
+                out.append(opt.key if opt.value is None else f"{opt.key}={opt.value}")
+        return out
 
     def render(self, offset: int) -> str:
         """The file for a participant whose slice starts at `offset` (0 in a VM: its disk is its
-        slice): the target in [global], offsets moved into the slice, sizes as bytes."""
-        lines = self.text.splitlines()
-        over = dict(self.overrides)
-        for s in self.sections:
-            for opt in s.options:
-                if opt.key in over:
-                    lines[opt.line - 1] = f"{opt.key}={over[opt.key]}"
-                elif opt.key in ("offset", "size"):
-                    value = _bytes(opt, self.slice_bytes, self.source) + (offset if opt.key == "offset" else 0)
-                    lines[opt.line - 1] = f"{opt.key}={value}"
-        g = self.globals
-        # the slice for every job; a job's (or the file's [global]) own offset and size, moved into
-        # the slice above, come after these and win
+        slice): the target in [global], before the file's own options (which win where they set an
+        offset or size, moved into the slice). With a precondition, the SNIA way first: a
+        sequential fill of the slice, then each job until fio finds it steady (`vtb-ss.<job>`),
+        then the measured jobs."""
         head = ["filename=${FIO_FILENAME}", f"offset={offset}", f"size={self.slice_bytes}",
                 *(f"{k}={v}" for k, v in self.overrides)]
         if not self._set_anywhere("randseed"):
             head.append("randseed=${FIO_RANDSEED}")
         if not self._set_anywhere("percentile_list"):
             head.append(f"percentile_list={PERCENTILE_LIST}")
-        if g is None:
-            return "\n".join(["[global]", *head, *lines]) + "\n"
-        return "\n".join([*lines[:g.line], *head, *lines[g.line:]]) + "\n"
+        user_globals, precondition = self._lines(self.globals, offset), self.precondition
+        if precondition is None:
+            out = ["[global]", *head, *user_globals]
+            for job in self.jobs:
+                out += [f"[{job.name}]", *self._lines(job, offset)]
+            return "\n".join(out) + "\n"
+        # the file's [global] goes into each of its jobs: the fill must not inherit it (a bssplit, a rwmix)
+        out = ["[global]", *head, f"[{FILL}]", *precondition.fill()]
+        for i, job in enumerate(self.jobs):
+            parallel = i and not job.get("stonewall") and not job.get("wait_for")
+            out += [f"[{STEADY}{job.name}]", *([] if parallel else ["stonewall"]), *user_globals,
+                    *self._lines(job, offset), *precondition.steady()]
+        for i, job in enumerate(self.jobs):
+            out += [f"[{job.name}]", *(["stonewall"] if i == 0 else []), *user_globals, *self._lines(job, offset)]
+        return "\n".join(out) + "\n"
 
     def _set_anywhere(self, key: str) -> bool:
         return any(s.get(key) for s in self.sections)
 
 
-def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dict[str, str] | None = None) -> JobFile:
+def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dict[str, str] | None = None,
+         precondition: Precondition | None = None) -> JobFile:
     """The job file at `path`, checked against a participant's slice, with `overrides` set for
     every job (runtime, ramp_time); JobFileError names what is wrong."""
     where = source or str(path)
@@ -183,10 +228,13 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
     except (OSError, UnicodeDecodeError) as e:
         raise JobFileError(f"{where}: cannot read it ({e}). Fix: give a readable fio job file") from None
     sections = _sections(text, where)
-    job = JobFile(where, text, tuple(sections), slice_bytes, tuple((overrides or {}).items()))
+    job = JobFile(where, text, tuple(sections), slice_bytes, tuple((overrides or {}).items()), precondition)
     if not job.jobs:
         raise JobFileError(f"{where}: no job section (only [global], or nothing). Fix: add a job, e.g. [randread]")
     for s in sections:
+        if s.name == FILL or s.name.startswith(STEADY):
+            raise JobFileError(f"{where} line {s.line}: [{s.name}]: vtb names its precondition's jobs so. Fix: "
+                               "rename the job")
         for opt in s.options:
             if opt.key in FORBIDDEN:
                 raise JobFileError(f"{where} line {opt.line}: `{opt.key}`: {FORBIDDEN[opt.key]}. Fix: remove the line")

@@ -49,6 +49,7 @@ class Job:
     cpu_s: float                   # usr + sys over its runtime
     engine: str                    # the ioengine fio says it ran
     directions: tuple[Figures, ...]
+    steady: dict | None = None     # fio's steady-state detection (`steadystate`): criterion, attained
 
     def direction(self, name: str) -> Figures | None:
         return next((d for d in self.directions if d.direction == name), None)
@@ -121,9 +122,12 @@ def read(raw: str) -> Report:
             ms = job.get("job_runtime") or max(job.get(d, {}).get("runtime", 0) for d in IO_DIRECTIONS)
             names = [*IO_DIRECTIONS, MIXED, SYNC]
             figures = [f for name in names if name in job and (f := _figures(name, job[name])) is not None]
+            ss = job.get("steadystate")
+            steady = {"criterion": ss.get("ss"), "attained": bool(ss.get("attained")), "window_s": ss.get("duration")
+                      } if ss else None
             jobs.append(Job(job.get("jobname", ""), job.get("groupid", 0), ms / 1000,
                             (job.get("usr_cpu", 0) + job.get("sys_cpu", 0)) / 100 * ms / 1000,
-                            job.get("job options", {}).get("ioengine") or engine, tuple(figures)))
+                            job.get("job options", {}).get("ioengine") or engine, tuple(figures), steady))
     except KeyError as e:
         raise FioOutputError(f"cannot read the JSON of {version}: no {e} field where fio 2.x or 3.x has one; "
                              "run fio 3.x, or report this layout") from None

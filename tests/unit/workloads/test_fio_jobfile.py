@@ -45,7 +45,7 @@ def test_the_target_is_all_vtb_sets(tmp_path):
     assert head == ["filename=${FIO_FILENAME}", f"offset={1 << 30}", f"size={SLICE}", "randseed=${FIO_RANDSEED}",
                     f"percentile_list={fio_jobfile.PERCENTILE_LIST}", "ioengine=libaio"]   # qd1: the whole slice
     assert f"offset={(1 << 30) + (4 << 20)}" in lines and f"size={SLICE // 2}" in lines   # mix: its part of it
-    assert "rwmixread=70" in lines and "stonewall" in lines and lines[0] == "; a QD1 probe, then a 70/30 mix"
+    assert "rwmixread=70" in lines and "stonewall" in lines and lines[0] == "[global]"
 
 
 def test_without_offset_or_size_the_slice_is_the_target(tmp_path):
@@ -57,7 +57,7 @@ def test_without_offset_or_size_the_slice_is_the_target(tmp_path):
 def test_overrides_set_every_jobs_runtime(tmp_path):
     j = job(tmp_path, TWO_JOBS, overrides={"runtime": "2", "ramp_time": "0"})
     text = j.render(0)
-    assert "runtime=5" not in text and text.count("runtime=2") == 2 and j.timeout_s == 2 + 2 + fio_jobfile.MARGIN_S
+    assert "runtime=5" not in text and text.count("runtime=2") == 1 and j.timeout_s == 2 + 2 + fio_jobfile.MARGIN_S
     assert j.meta()["jobs"] == ["qd1", "mix"] and len(j.meta()["job_file_sha256"]) == 16
 
 
@@ -97,3 +97,20 @@ def test_every_shipped_profile_loads_and_parses(name):
 def test_a_profile_that_does_not_exist_lists_those_that_do():
     with pytest.raises(JobFileError, match="no fio profile named 'nope'. Fix: one of .*oltp-70-30"):
         fio_jobfile.profile("nope")
+
+
+def test_a_precondition_fills_then_runs_each_job_until_steady_then_measures(tmp_path):
+    pre = fio_jobfile.Precondition("iops_slope:10%", window_s=60, ramp_s=10, max_s=600)
+    j = job(tmp_path, TWO_JOBS, precondition=pre)
+    text = j.render(offset=0)
+    sections = [line for line in text.splitlines() if line.startswith("[")]
+    assert sections == ["[global]", "[vtb-fill]", "[vtb-ss.qd1]", "[vtb-ss.mix]", "[qd1]", "[mix]"]
+    fill = text.split("[vtb-fill]")[1].split("[")[0]
+    assert "rw=write" in fill and "bs=1m" in fill and "rwmixread" not in fill   # the file's [global] is not the fill's
+    ss = text.split("[vtb-ss.qd1]")[1].split("[")[0]
+    assert "steadystate=iops_slope:10%" in ss and "ss_dur=60" in ss and "rw=randread" in ss and "ioengine=libaio" in ss
+    assert text.split("[qd1]")[1].splitlines()[1] == "stonewall"   # the measured jobs after every steady run
+    assert j.timeout_s == 5 + 5 + fio_jobfile.MARGIN_S + 600 * 3 and j.meta()["precondition"]["window_s"] == 60
+    parse_only(j)
+    with pytest.raises(JobFileError, match=r"\[vtb-fill\]: vtb names its precondition's jobs so"):
+        job(tmp_path, "[vtb-fill]\nruntime=1\n")

@@ -89,3 +89,27 @@ def test_the_engine_fio_ran_is_read_from_its_output(fixture_text):
     assert json.loads(fixture_text("fio/host-rbd-randread-qd16.json"))["global options"]["ioengine"] == "libaio"
     assert r.as_run() == {"ioengine": "rbd", "direction": "read"}
     assert fio.parse(fixture_text("fio/host-randread-qd16.json")).as_run() == {"ioengine": "libaio", "direction": "read"}
+
+
+def test_a_preconditioned_run_measures_only_the_jobs_and_says_whether_each_was_steady(fixture_text):
+    """The fill and the steady-state runs (vtb-fill, vtb-ss.<job>) are never points; each measured
+    job says whether fio found it steady, after how long and by what criterion."""
+    raw = fixture_text("fio/fio-3.33-preconditioned-two-jobs.json")
+    doc = json.loads(raw[raw.find("{"):])
+    assert [j["jobname"] for j in doc["jobs"]] == ["vtb-fill", "vtb-ss.qd1", "vtb-ss.mix", "qd1", "mix"]
+    report = fio.parse_jobs(raw)
+    assert [key for key, _, _ in report.facets()] == ["qd1/read", "mix/read", "mix/write"]
+    meta = dict((key, m) for key, m, _ in report.facets())
+    ss = {j["jobname"]: j for j in doc["jobs"]}
+    assert meta["qd1/read"]["steady_state_reached"] is bool(ss["vtb-ss.qd1"]["steadystate"]["attained"])
+    assert meta["mix/write"]["steady_state_after_s"] == ss["vtb-ss.mix"]["job_runtime"] / 1000
+    assert meta["qd1/read"]["precondition_fill_mib"] == 16   # the whole 16 MiB slice, 1 MiB at a time
+    assert report.window[1] - report.window[0] == pytest.approx(2.0, abs=0.1)   # the measured jobs only
+
+
+def test_a_job_that_never_got_steady_is_flagged_in_the_tables():
+    from harness.report.tables import unquiet_reasons
+    meta = {"host_quiet": True, "steady_state_reached": False, "steady_state_criterion": "iops_slope:10%",
+            "steady_state_after_s": 600.0}
+    assert unquiet_reasons(meta) == ["measured before steady state (iops_slope:10% not met within 600 s)"]
+    assert unquiet_reasons({**meta, "steady_state_reached": True}) == []
