@@ -5,6 +5,7 @@ percentiles of several participants together are taken (a mean of their percenti
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -111,7 +112,12 @@ def read(raw: str) -> Report:
     try:
         doc = json.loads(raw[start:])
     except json.JSONDecodeError as e:
-        raise FioOutputError(f"fio output is not valid JSON: {e}") from None
+        # fio writes a bare -nan (or inf) where a steady-state slope has one sample: not JSON, read as null
+        repaired = re.sub(r"(:\s*)-?(nan|inf)\b", r"\1null", raw[start:])
+        try:
+            doc = json.loads(repaired)
+        except json.JSONDecodeError:
+            raise FioOutputError(f"fio output is not valid JSON: {e}") from None
     version = doc.get("fio version", "unknown")
     engine = doc.get("global options", {}).get("ioengine", "")
     jobs = []

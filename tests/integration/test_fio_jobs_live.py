@@ -40,8 +40,11 @@ iodepth=8
 def test_a_job_file_on_the_host_and_two_backends(tmp_path):
     job = tmp_path / "two.fio"
     job.write_text(TWO_JOBS)
+    # preconditioned (a fill, then each job until steady: short bounds here), on a small slice
+    steady = ["--precondition", "--set", "fio_job.steady_window_s=1", "--set", "fio_job.steady_ramp_s=0",
+              "--set", "fio_job.steady_max_s=3", "--set", "fleet.disk_size_mib=32"]
     out = subprocess.run([HARNESS, "run", "fio-job", "--job", str(job), "--backend", "virtio-blk,virtio-scsi",
-                          "--runtime", "1", "--ramp", "0", "--set", "repeat.count=1", "--set",
+                          "--runtime", "1", "--ramp", "0", "--set", "repeat.count=1", *steady, "--set",
                           f"results_dir={tmp_path / 'runs'}", "--config", str(CONFIG)],
                          capture_output=True, text=True, timeout=900)
     print(out.stdout, out.stderr)
@@ -60,6 +63,9 @@ def test_a_job_file_on_the_host_and_two_backends(tmp_path):
     assert ratios == {(p, b) for p, _ in facets for b in ("virtio-blk", "virtio-scsi")}
     p99 = [r for r in rows if r["metric"] == "lat_p99"]
     assert all(len(r["percentiles_us"]) == 18 and r["job_file"] == str(job) for r in p99)
+    # the steady-state verdict, on every sample of a measured job
+    assert all(isinstance(r["steady_state_reached"], bool) and r["steady_state_after_s"] > 0
+               and r["steady_state_criterion"].startswith("iops_slope") and r["precondition_fill_mib"] > 0 for r in p99)
     assert (run / "fio-job-percentiles.png").read_bytes()[:4] == b"\x89PNG"
     report = subprocess.run([HARNESS, "report", str(run)], capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stdout + report.stderr
@@ -83,3 +89,16 @@ def test_every_shipped_profile_runs(tmp_path, name):
             assert keys == [f"{name}/read", f"{name}/write"]
         if name == "fsync-write":
             assert report.facets()[0][1]["sync_ios"] > 0   # fio's fsync figures beside the writes
+
+
+def test_a_preconditioned_file_runs_the_fill_and_the_steady_runs_first(tmp_path):
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"\0" * (8 << 20))
+    pre = fio_jobfile.Precondition("iops_slope:20%", window_s=1, ramp_s=0, max_s=4)
+    job = fio_jobfile.load(fio_jobfile.profile("oltp-70-30"), 8 << 20, "profile oltp-70-30", {"runtime": "1"}, pre)
+    (out,) = fio.on_host(LocalHost(), job, device=str(data), slots=[(0, 8 << 20)])
+    facets = fio.parse_jobs(out.raw).facets()
+    assert [key for key, _, _ in facets] == ["oltp-70-30/read", "oltp-70-30/write"]
+    meta = facets[0][1]
+    assert meta["precondition_fill_mib"] == 8 and isinstance(meta["steady_state_reached"], bool)
+    assert 0 < meta["steady_state_after_s"] <= 4.5

@@ -99,3 +99,11 @@ def test_merged_percentiles_are_of_all_ios_together_not_a_mean():
 def test_bad_output_is_an_error_naming_what(raw, msg):
     with pytest.raises(fio_output.FioOutputError, match=msg):
         read(raw)
+
+
+def test_a_bare_nan_fio_writes_in_a_steady_state_section_is_read_as_null(fixture_text):
+    """fio prints `"slope" : -nan` when a steady-state window holds one sample: not JSON."""
+    raw = fixture_text("fio/fio-3.33-preconditioned-two-jobs.json")
+    broken = raw.replace('"slope" : ', '"slope" : -nan, "was" : ', 1)
+    assert "-nan," in broken
+    assert [j.name for j in read(broken).jobs] == [j.name for j in read(raw).jobs]
