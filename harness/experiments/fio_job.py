@@ -9,14 +9,10 @@ from pathlib import Path
 from pydantic import Field
 
 from harness.backends import BackendNames
-from harness.common.console import step
 from harness.config.core import Config
 from harness.config.schema import Section
-from harness.experiments import Flag, RunContext
+from harness.experiments import Flag
 from harness.experiments.fio_matrix import FioMatrix, FioPoint
-from harness.report import percentile_plot
-from harness.results.environment import accel_label, tcg_caveat
-from harness.results.store import write_atomic
 from harness.workloads import fio, fio_jobfile
 
 
@@ -29,6 +25,9 @@ class Settings(Section):
                                                                      "the file's own)")
     ramp_s: int | None = Field(None, ge=0, le=3600, description="every job's ramp_time, over the file's (unset = "
                                                                 "the file's own)")
+    capture: bool = Field(False, description="each measured job writes its iolog into the run folder (raw/, beside "
+                                             "fio's report), offsets relative to the slice: `harness run replay "
+                                             "--trace` replays it anywhere")
     precondition: bool = Field(False, description="before the measured run, the SNIA way: a sequential fill of the "
                                                   "target, then each job until fio finds it steady")
     steady_criterion: str = Field("iops_slope:10%", pattern=r"^(iops|bw)(_slope)?:\d+(\.\d+)?%?$",
@@ -46,13 +45,15 @@ class FioJob(FioMatrix):
     section = "fio_job"
     Settings = Settings
     headline = "iops"
+    percentile_plot = True
     flags = (Flag("--job", ("fio_job.job",), "Your fio job file (vtb sets only its target)."),
              Flag("--profile", ("fio_job.profile",), "A shipped profile (profiles/fio/*.fio) instead of a file."),
              Flag("--backend", ("fio_job.backends",), "Comma-separated backends (default: the config's)."),
              Flag("--runtime", ("fio_job.runtime_s",), "Every job's runtime in seconds, over the file's."),
              Flag("--ramp", ("fio_job.ramp_s",), "Every job's ramp_time in seconds, over the file's."),
              Flag("--precondition", ("fio_job.precondition",), "Fill the target, then run each job until steady, "
-                                                               "before measuring (SNIA).", switch=True))
+                                                               "before measuring (SNIA).", switch=True),
+             Flag("--capture", ("fio_job.capture",), "Keep each job's iolog in the run folder, to replay.", switch=True))
 
     def job_file(self, cfg: Config) -> fio_jobfile.JobFile:
         """The checked file, for a participant's slice of the sweep fleet's device."""
@@ -61,7 +62,7 @@ class FioJob(FioMatrix):
         overrides = {k: str(v) for k, v in (("runtime", c.runtime_s), ("ramp_time", c.ramp_s)) if v is not None}
         pre = fio_jobfile.Precondition(c.steady_criterion, c.steady_window_s, c.steady_ramp_s, c.steady_max_s) \
             if c.precondition else None
-        return fio_jobfile.load(path, cfg.fleet.disk_size_mib << 20, source, overrides, pre)
+        return fio_jobfile.load(path, cfg.fleet.disk_size_mib << 20, source, overrides, pre, c.capture)
 
     def refusal(self, cfg: Config) -> str | None:
         c = cfg.fio_job
@@ -81,17 +82,6 @@ class FioJob(FioMatrix):
         job = self.job_file(cfg)
         label = Path(job.source).stem if cfg.fio_job.job is not None else cfg.fio_job.profile
         return [FioPoint(self.name, label, job, self.headline, parse=fio.parse_jobs)]
-
-    def summarize(self, ctx: RunContext) -> None:
-        super().summarize(ctx)
-        accel = accel_label(ctx.environment)
-        png = percentile_plot.plot(ctx.store.samples, ctx.store.dir / "fio-job-percentiles.png", group=self.name,
-                                   title=f"fio-job: completion latency by percentile, host against backends "
-                                         f"(accel={accel}{tcg_caveat(accel)})")
-        if png:
-            step(f"plot: {png}")
-            text = (ctx.store.dir / "summary.txt").read_text() if (ctx.store.dir / "summary.txt").exists() else ""
-            write_atomic(ctx.store.dir / "summary.txt", text + f"\nlatency percentiles: {png.name}\n")
 
 
 EXPERIMENT = FioJob()

@@ -29,6 +29,7 @@ from harness.fleet import gc
 from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
+from harness.report import percentile_plot
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.store import write_atomic
 from harness.workloads import fio
@@ -49,7 +50,7 @@ class SweepSettings(Section):
 class FioPoint:
     group: str          # the experiment whose point this is: latency, iops, bandwidth, ...
     label: str          # e.g. randread-qd1, randread-j4-qd64, read-128k
-    job: fio.FioJob | fio.JobFile
+    job: fio.FioJob | fio.JobFile | fio.Trace
     headline: str       # the metric this point is about
     parse: Callable[[str], Any] = fio.parse   # fio.parse_jobs for a job file: a point per job and direction
 
@@ -129,6 +130,7 @@ class FioMatrix:
     name = ""
     section = ""
     groups: tuple[str, ...] = ()  # the experiments whose points it measures (default: its own)
+    percentile_plot = False       # also plot latency against percentile, host against backends, per point
     Settings = SweepSettings
     headline = ""
 
@@ -197,5 +199,11 @@ class FioMatrix:
                                                      f"{accel}{tcg_caveat(accel)})")
             text += matrix_summary.print_matrix(rows, group, headline, accel=accel)
             step(f"plot: {png}")
+            if self.percentile_plot and (png := percentile_plot.plot(
+                    ctx.store.samples, ctx.store.dir / f"{group}-percentiles.png", group=group,
+                    title=f"{group}: completion latency by percentile, host against backends (accel={accel}"
+                          f"{tcg_caveat(accel)})")):
+                step(f"plot: {png}")
+                text += f"\nlatency percentiles, host against backends: {png.name}\n"
         if text:
             write_atomic(ctx.store.dir / "summary.txt", text)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -15,8 +16,9 @@ from harness.config.schema import BlockSize, Section, bs_bytes
 from harness.fleet.agent import PATH, guests, in_parallel
 from harness.hosts import Node
 from harness.measure.pipeline import Output
-from harness.workloads import fio_jobfile, fio_output, run_runner
+from harness.workloads import fio_jobfile, fio_output, fio_trace, run_runner
 from harness.workloads.fio_jobfile import JobFile
+from harness.workloads.fio_trace import Trace
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
 GUEST_RUNNER = paths.GUEST_AGENTS / "run-fio.sh"
@@ -97,9 +99,9 @@ def mixed(rw: str) -> bool:
     return rw in ("randrw", "rw")
 
 
-def job_meta(job: FioJob | JobFile) -> dict:
-    """The job's fields (or the job file's name, hash and jobs) as sample metadata."""
-    return job.meta() if isinstance(job, JobFile) else job.model_dump()
+def job_meta(job: FioJob | JobFile | Trace) -> dict:
+    """The job's fields (or the job file's or trace's name, hash and jobs) as sample metadata."""
+    return job.model_dump() if isinstance(job, FioJob) else job.meta()
 
 
 def timeout_s(job: FioJob) -> float:
@@ -111,18 +113,37 @@ def fs_env(mkfs: list[str] | None, mount_options: str = "") -> dict[str, str]:
     return {"FIO_MKFS": " ".join(mkfs), "FIO_MOUNT_OPTIONS": mount_options} if mkfs else {}
 
 
-def run(node: Node, job: FioJob | JobFile, *, locator: str, size: int, offset: int = 0,
-        extra_env: dict | None = None) -> str:
+def run(node: Node, job: FioJob | JobFile | Trace, *, locator: str, size: int, offset: int = 0,
+        extra_env: dict | None = None, captures: dict[str, str] | None = None) -> str:
     """Runs the job (vtb's template, or a user's job file rendered for this participant's slice) on
     the disk or region the locator names (see find-disk.sh: `serial:`, `pci:` in a guest, `path:`
-    or `rbd:` on a host) with the same runner on any node; returns fio's raw JSON."""
-    if isinstance(job, JobFile):
+    or `rbd:` on a host) with the same runner on any node; returns fio's raw JSON. A trace is
+    uploaded first; the iologs a capturing job file wrote go into `captures` (job.iolog -> text)."""
+    scratch = []   # files on the node for this run only: the trace it replays, the iologs it writes
+    if isinstance(job, Trace):
+        scratch.append(fio_trace.scratch_path("trace"))
+        fio_trace.upload(node, scratch[0], job.payload(offset))
+        env, text, bound = {"FIO_TRACE": scratch[0]}, job.render().encode(), job.timeout_s
+    elif isinstance(job, JobFile):
         env, text, bound = {}, job.render(offset).encode(), job.timeout_s
+        if job.capture:
+            scratch.append(fio_trace.scratch_path("iolog"))
+            env["FIO_IOLOG"] = scratch[0]
     else:
         env, text, bound = job_env(job, offset=offset, size=size), JOB_TEMPLATE.read_bytes(), timeout_s(job)
     env = {"PATH": PATH, **env, "FIO_RANDSEED": str(secrets.randbits(63)), **(extra_env or {})}
-    return run_runner(node, GUEST_RUNNER, locator, env=env, input=text, timeout=bound,
-                      tool="fio", error=FioError, timeout_error=FioTimeout)
+    try:
+        raw = run_runner(node, GUEST_RUNNER, locator, env=env, input=text, timeout=bound,
+                         tool="fio", error=FioError, timeout_error=FioTimeout)
+        if captures is not None and "FIO_IOLOG" in env:   # offsets relative to the slice: replayable on any other
+            captures.update({f"{j}.iolog": fio_trace.relative(t, offset)
+                             for j, t in fio_trace.fetch_captures(node, env["FIO_IOLOG"]).items()})
+        return raw
+    finally:
+        if scratch:
+            with contextlib.suppress(Exception):   # best effort: a node that stopped answering has its own error
+                node.run(["sh", "-c", "rm -f " + " ".join(f"{shlex.quote(p)}*" for p in scratch)], timeout=60,
+                         check=False)
 
 
 def parse(raw: str) -> FioResult:
@@ -280,7 +301,7 @@ class Target:
     host: str = ""      # the host it runs on (or whose guest it is)
 
 
-def together(job: FioJob | JobFile, targets: list[Target], extra_env: dict | None = None) -> list[Output]:
+def together(job: FioJob | JobFile | Trace, targets: list[Target], extra_env: dict | None = None) -> list[Output]:
     """The job on every target at once, from one barrier and one start time on every node's clock
     (each node's offset is asked once), so that the participants' runs overlap. A lone participant's
     offset is asked too: its report's window, put on this machine's clock, is what observers of
@@ -292,11 +313,13 @@ def together(job: FioJob | JobFile, targets: list[Target], extra_env: dict | Non
     offs = [offsets.get(id(t.node), 0.0) for t in targets]
     kinds = [type(t.node).__name__ for t in targets]
     envs, start = SHARED_START.envs(offs, kinds, extra_env)
+    captured: list[dict[str, str]] = [{} for _ in targets]
     raws = in_parallel(lambda i: run(targets[i].node, job, locator=targets[i].locator, offset=targets[i].offset,
-                                     size=targets[i].size, extra_env=envs[i]), range(len(targets)))
+                                     size=targets[i].size, extra_env=envs[i], captures=captured[i]), range(len(targets)))
     if start is not None:
         SHARED_START.learn(start + job.ramp_s, [_window_of(raw) for raw in raws], offs, kinds)
-    return [Output(t.who, raw, clock_offset_s=off, host=t.host) for t, raw, off in zip(targets, raws, offs)]
+    return [Output(t.who, raw, extra, clock_offset_s=off, host=t.host)
+            for t, raw, off, extra in zip(targets, raws, offs, captured)]
 
 
 def _window_of(raw: str) -> tuple[float, float] | None:
@@ -318,13 +341,13 @@ def guest_targets(agents: list, vms: list, *, size: int | None = None, host: str
     return [Target(a, vm.locator, offset, size or vm.slice_bytes, vm.name, host) for a, vm in zip(agents, vms)]
 
 
-def on_host(host, job: FioJob | JobFile, *, device: str, slots: list[tuple[int, int]],
+def on_host(host, job: FioJob | JobFile | Trace, *, device: str, slots: list[tuple[int, int]],
             extra_env: dict | None = None) -> list[Output]:
     """The job on each (offset, size) region of a host device at once: one output per host slot."""
     return together(job, slot_targets(host, device, slots), extra_env)
 
 
-def in_guests(uri: str, job: FioJob | JobFile, vms: list, *, size: int | None = None, offset: int = 0,
+def in_guests(uri: str, job: FioJob | JobFile | Trace, vms: list, *, size: int | None = None, offset: int = 0,
               extra_env: dict | None = None) -> list[Output]:
     """The job in each VM at once, on its data disk (the whole disk unless `size`, from `offset`)."""
     with guests(uri, [vm.name for vm in vms]) as agents:

@@ -133,6 +133,7 @@ class JobFile:
     slice_bytes: int
     overrides: tuple[tuple[str, str], ...] = ()   # options the user set for every job (runtime, ramp_time)
     precondition: Precondition | None = None      # a fill, then each job until steady, before the measured run
+    capture: bool = False                         # each measured job writes its iolog ($FIO_IOLOG.<job>)
 
     @property
     def jobs(self) -> list[Section]:
@@ -202,7 +203,7 @@ class JobFile:
         if precondition is None:
             out = ["[global]", *head, *user_globals]
             for job in self.jobs:
-                out += [f"[{job.name}]", *self._lines(job, offset)]
+                out += [f"[{job.name}]", *self._lines(job, offset), *self._capture(job)]
             return "\n".join(out) + "\n"
         # the file's [global] goes into each of its jobs: the fill must not inherit it (a bssplit, a rwmix)
         out = ["[global]", *head, f"[{FILL}]", *precondition.fill()]
@@ -211,15 +212,19 @@ class JobFile:
             out += [f"[{STEADY}{job.name}]", *([] if parallel else ["stonewall"]), *user_globals,
                     *self._lines(job, offset), *precondition.steady()]
         for i, job in enumerate(self.jobs):
-            out += [f"[{job.name}]", *(["stonewall"] if i == 0 else []), *user_globals, *self._lines(job, offset)]
+            out += [f"[{job.name}]", *(["stonewall"] if i == 0 else []), *user_globals, *self._lines(job, offset),
+                    *self._capture(job)]
         return "\n".join(out) + "\n"
+
+    def _capture(self, job: Section) -> list[str]:
+        return [f"write_iolog=${{FIO_IOLOG}}.{job.name}"] if self.capture else []
 
     def _set_anywhere(self, key: str) -> bool:
         return any(s.get(key) for s in self.sections)
 
 
 def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dict[str, str] | None = None,
-         precondition: Precondition | None = None) -> JobFile:
+         precondition: Precondition | None = None, capture: bool = False) -> JobFile:
     """The job file at `path`, checked against a participant's slice, with `overrides` set for
     every job (runtime, ramp_time); JobFileError names what is wrong."""
     where = source or str(path)
@@ -228,10 +233,13 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
     except (OSError, UnicodeDecodeError) as e:
         raise JobFileError(f"{where}: cannot read it ({e}). Fix: give a readable fio job file") from None
     sections = _sections(text, where)
-    job = JobFile(where, text, tuple(sections), slice_bytes, tuple((overrides or {}).items()), precondition)
+    job = JobFile(where, text, tuple(sections), slice_bytes, tuple((overrides or {}).items()), precondition, capture)
     if not job.jobs:
         raise JobFileError(f"{where}: no job section (only [global], or nothing). Fix: add a job, e.g. [randread]")
     for s in sections:
+        if not re.fullmatch(r"[\w.+-]+", s.name):   # it names the job's captured iolog, and its points
+            raise JobFileError(f"{where} line {s.line}: [{s.name}]: vtb takes job names of letters, digits and . _ + -. "
+                               "Fix: rename the job")
         if s.name == FILL or s.name.startswith(STEADY):
             raise JobFileError(f"{where} line {s.line}: [{s.name}]: vtb names its precondition's jobs so. Fix: "
                                "rename the job")
@@ -264,7 +272,8 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
 
 def parse_only(job: JobFile, fio: str = "fio") -> None:
     """fio's own check of the rendered file (its syntax, its option values): its message if not."""
-    text = job.render(0).replace("${FIO_FILENAME}", "/dev/null").replace("${FIO_RANDSEED}", "1")
+    text = job.render(0).replace("${FIO_FILENAME}", "/dev/null").replace("${FIO_RANDSEED}", "1") \
+        .replace("${FIO_IOLOG}", "/dev/null")
     try:
         done = subprocess.run([fio, "--parse-only", "-"], input=text, capture_output=True, text=True, timeout=30)
     except FileNotFoundError:

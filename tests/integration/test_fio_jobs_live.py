@@ -1,6 +1,7 @@
 """Your own fio jobs for real: a job file of two stonewalled jobs (a QD1 random read, a 70/30
-mix) on the host and in a VM on two backends, each job and direction a point of its own; and
-every shipped profile run by the same runner on this host (short runtimes)."""
+mix), preconditioned and captured, on the host and in a VM on two backends, each job and
+direction a point of its own, then a guest's capture replayed on the host and in a VM; every
+shipped profile, a precondition and a capture-and-replay run by the same runner on this host."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ import pytest
 
 from harness.fleet import gc
 from harness.hosts import LocalHost
-from harness.workloads import fio, fio_jobfile
+from harness.workloads import fio, fio_jobfile, fio_trace
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"
@@ -44,7 +45,7 @@ def test_a_job_file_on_the_host_and_two_backends(tmp_path):
     steady = ["--precondition", "--set", "fio_job.steady_window_s=1", "--set", "fio_job.steady_ramp_s=0",
               "--set", "fio_job.steady_max_s=3", "--set", "fleet.disk_size_mib=32"]
     out = subprocess.run([HARNESS, "run", "fio-job", "--job", str(job), "--backend", "virtio-blk,virtio-scsi",
-                          "--runtime", "1", "--ramp", "0", "--set", "repeat.count=1", *steady, "--set",
+                          "--runtime", "1", "--ramp", "0", "--set", "repeat.count=1", *steady, "--capture", "--set",
                           f"results_dir={tmp_path / 'runs'}", "--config", str(CONFIG)],
                          capture_output=True, text=True, timeout=900)
     print(out.stdout, out.stderr)
@@ -70,6 +71,21 @@ def test_a_job_file_on_the_host_and_two_backends(tmp_path):
     report = subprocess.run([HARNESS, "report", str(run)], capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stdout + report.stderr
     assert "fio-job-percentiles.png" in (run / "report.html").read_text()
+    assert gc.leftovers("vtb-sw-ci-") == []
+
+    # what the guest on virtio-scsi did, replayed on the host and in a VM on virtio-blk
+    (iolog,) = [p for p in run.rglob("*.mix-70-30.iolog") if "virtio-scsi" in str(p)]
+    replay = subprocess.run([HARNESS, "run", "replay", "--trace", str(iolog), "--backend", "virtio-blk", "--set",
+                             "repeat.count=1", "--set", "fleet.disk_size_mib=32", "--set",
+                             f"results_dir={tmp_path / 'replays'}", "--config", str(CONFIG)],
+                            capture_output=True, text=True, timeout=900)
+    print(replay.stdout, replay.stderr)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    (run,) = (tmp_path / "replays").iterdir()
+    rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    got = {(r["point"], r["backend"]) for r in rows if r["metric"] == "iops" and r["status"] == "ok"}
+    assert got == {(f"replay/{d}", b) for d in ("read", "write") for b in ("host", "virtio-blk")}
+    assert {r["trace"] for r in rows if r["metric"] == "iops"} == {str(iolog)}
     assert gc.leftovers("vtb-sw-ci-") == []
 
 
@@ -102,3 +118,24 @@ def test_a_preconditioned_file_runs_the_fill_and_the_steady_runs_first(tmp_path)
     meta = facets[0][1]
     assert meta["precondition_fill_mib"] == 8 and isinstance(meta["steady_state_reached"], bool)
     assert 0 < meta["steady_state_after_s"] <= 4.5
+
+
+def test_a_capture_on_one_slot_replays_on_another(tmp_path):
+    """Captured on the first 8 MiB of a file, replayed onto the second 8 MiB: the iolog is kept
+    relative to its slice, and the replay does the trace's reads and writes, there."""
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"\0" * (16 << 20))
+    job = fio_jobfile.load(fio_jobfile.profile("oltp-70-30"), 8 << 20, "profile oltp-70-30",
+                           {"runtime": "1", "ramp_time": "0"}, capture=True)
+    (out,) = fio.on_host(LocalHost(), job, device=str(data), slots=[(0, 8 << 20)])
+    log = out.extra["oltp-70-30.iolog"]
+    assert log.startswith("fio version") and " write " in log and " read " in log
+    assert not list(tmp_path.glob("vtb-iolog-*")) and not [p for p in (Path("/tmp")).glob("vtb-iolog-*")]
+    captured = tmp_path / "cap.iolog"
+    captured.write_text(log)
+    trace = fio_trace.load(captured, 8 << 20, iodepth=4, max_s=30)
+    (replayed,) = fio.on_host(LocalHost(), trace, device=str(data), slots=[(8 << 20, 8 << 20)])
+    report = fio.parse_jobs(replayed.raw)
+    ios = {key: r.iops for key, _, r in report.facets()}
+    assert set(ios) == {"replay/read", "replay/write"} and all(v > 0 for v in ios.values())
+    assert not [p for p in Path("/tmp").glob("vtb-trace-*")]   # the uploaded trace went with the run
