@@ -70,7 +70,13 @@ def _parse_costs(raw_dir, rounds: int = 20) -> dict:
     """What reading fio's reports costs the harness, on the run's own raw outputs (json+): per
     output, vtb's one-job parser and the per-job one; per point, the percentiles of its merged
     histograms."""
-    raws = [p.read_text() for p in sorted(raw_dir.rglob("*.json"))]
+    raws = []
+    for path in sorted(raw_dir.rglob("*.json")):   # a failed point's kept output is no report
+        try:
+            fio.parse(text := path.read_text())
+            raws.append(text)
+        except fio.FioError:
+            continue
     if not raws:
         return {}
     t_one, _ = _timed(lambda: [fio.parse(r) for _ in range(rounds) for r in raws])

@@ -513,7 +513,7 @@ class Pipeline:
     def _efficiency(p: Point, samples: list[Sample], meta: dict) -> list[Sample]:
         """I/Os per CPU-second spent by QEMU and the point's backend's own daemons (virtual points):
         another backend's daemons still running (a Ceph cluster of another fleet) are not its cost."""
-        if p.env != VIRTUAL:
+        if p.env != VIRTUAL or "#" in meta.get("point_id", ""):   # a facet: the run's CPU is every facet's
             return []
         metric = "aggregate_iops" if p.aggregate else "iops"  # the point's total IOPS
         iops = [x for x in samples if x.metric == metric]

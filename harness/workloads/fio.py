@@ -120,12 +120,17 @@ def run(node: Node, job: FioJob | JobFile | Trace, *, locator: str, size: int, o
     or `rbd:` on a host) with the same runner on any node; returns fio's raw JSON. A trace is
     uploaded first; the iologs a capturing job file wrote go into `captures` (job.iolog -> text)."""
     scratch = []   # files on the node for this run only: the trace it replays, the iologs it writes
+    try:   # checked against this participant's own slice, before anything reaches its node
+        payload = job.payload(offset, size) if isinstance(job, Trace) else None
+        rendered = job.render(offset, size) if isinstance(job, JobFile) else None
+    except fio_jobfile.JobFileError as e:
+        raise FioError(f"not run on {node.label}: {e}") from None
     if isinstance(job, Trace):
         scratch.append(fio_trace.scratch_path("trace"))
-        fio_trace.upload(node, scratch[0], job.payload(offset))
+        fio_trace.upload(node, scratch[0], payload)
         env, text, bound = {"FIO_TRACE": scratch[0]}, job.render().encode(), job.timeout_s
     elif isinstance(job, JobFile):
-        env, text, bound = {}, job.render(offset).encode(), job.timeout_s
+        env, text, bound = {}, rendered.encode(), job.timeout_s
         if job.capture:
             scratch.append(fio_trace.scratch_path("iolog"))
             env["FIO_IOLOG"] = scratch[0]

@@ -30,7 +30,18 @@ FORBIDDEN = {
     "write_iops_log": "a log file would be written outside the run folder",
     "write_hist_log": "a log file would be written outside the run folder",
     "replay_redirect": "vtb sets each participant's file", "ioscheduler": "it would change the host's scheduler",
+    # what would move I/O outside the range vtb computes (offset, size), or remove the target
+    "fileoffset": "an absolute offset on the device: use offset (vtb moves it into the slice)",
+    "filesize": "it replaces size: use size (vtb checks it against the slice)",
+    "zonemode": "zones move the offset past the slice", "zonerange": "zones move the offset past the slice",
+    "zoneskip": "zones move the offset past the slice", "zonesize": "zones move the offset past the slice",
+    "file_append": "it writes past the end of the target", "unlink": "it would delete a file-backed target",
+    "unlink_each_loop": "it would delete a file-backed target", "nrfiles": "vtb gives each participant one file",
+    "kb_base": "vtb reads sizes with fio's default base (k = 1024)",
+    "lat_percentiles": "vtb's samples take completion-latency (clat) percentiles",
+    "clat_percentiles": "vtb's samples take completion-latency (clat) percentiles",
 }
+ALIGN = 4096   # a % offset becomes bytes rounded down to this (direct I/O needs aligned offsets)
 MARGIN_S = 60
 FILL, STEADY = "vtb-fill", "vtb-ss."   # the precondition's jobs: never measured points
 
@@ -109,8 +120,8 @@ def _bytes(opt: Option, slice_bytes: int, where: str) -> int:
     """An option's size in bytes: fio's suffixes (base 1024), or a % of the participant's slice."""
     value = (opt.value or "").strip().lower()
     if m := re.fullmatch(r"(\d+(?:\.\d+)?)%", value):
-        return int(slice_bytes * float(m.group(1)) / 100)
-    if m := re.fullmatch(r"(\d+)\s*([kmgtp]?)(?:i?b)?", value):
+        return int(slice_bytes * float(m.group(1)) / 100) // ALIGN * ALIGN
+    if m := re.fullmatch(r"(\d+)\s*([kmgtp]?)b?", value):   # not KiB: fio's default reads it as 1000
         return int(m.group(1)) * _UNITS[m.group(2)]
     raise JobFileError(f"{where} line {opt.line}: `{opt.key}={opt.value}`: vtb reads it as bytes (4k, 512m, 1g) or "
                        "a % of the participant's slice. Fix: write it so")
@@ -178,23 +189,44 @@ class JobFile:
         offset moved into the slice, sizes (a % of the slice) as bytes."""
         over, out = dict(self.overrides), []
         for opt in section.options if section else ():
-            if opt.key in over:
-                continue   # set once in [global]
-            if opt.key in ("offset", "size"):
-                value = _bytes(opt, self.slice_bytes, self.source) + (offset if opt.key == "offset" else 0)
-                out.append(f"{opt.key}={value}")
-            else:
-                out.append(opt.key if opt.value is None else f"{opt.key}={opt.value}")
+            if opt.key in over or opt.key in ("offset", "size"):
+                continue   # overrides: once in [global]; the range: each job's own, from extent()
+            out.append(opt.key if opt.value is None else f"{opt.key}={opt.value}")
         return out
 
-    def render(self, offset: int) -> str:
+    def extent(self, job: Section, limit: int) -> tuple[int, int]:
+        """(start, length) of a job's I/O inside a slice of `limit` bytes, as vtb renders them: its
+        offset (0 unless set), its size (the rest of the slice unless set); refused, naming the
+        line, when its clones (offset_increment x numjobs) would reach past the slice."""
+        offset, size = self._effective(job, "offset"), self._effective(job, "size")
+        start = _bytes(offset, limit, self.source) if offset else 0
+        length = _bytes(size, limit, self.source) if size else limit - start
+        increment, numjobs = self._effective(job, "offset_increment"), self._effective(job, "numjobs")
+        if increment and "%" in (increment.value or ""):
+            raise JobFileError(f"{self.source} line {increment.line}: offset_increment={increment.value}: a % is of the "
+                               "whole device on the host. Fix: give it in bytes (4m)")
+        clones = int(numjobs.value) if numjobs and (numjobs.value or "").isdigit() else 1
+        spread = _bytes(increment, limit, self.source) * (clones - 1) if increment else 0
+        if start + spread + length > limit or length <= 0:
+            culprit = size or offset or increment
+            raise JobFileError(f"{self.source} line {culprit.line if culprit else job.line}: [{job.name}] reaches byte "
+                               f"{start + spread + length:,}, beyond the participant's slice of {limit:,} bytes. "
+                               "Fix: a smaller size or offset (or a larger fleet.disk_size_mib)")
+        return start, length
+
+    def render(self, offset: int, size: int | None = None) -> str:
         """The file for a participant whose slice starts at `offset` (0 in a VM: its disk is its
-        slice): the target in [global], before the file's own options (which win where they set an
-        offset or size, moved into the slice). With a precondition, the SNIA way first: a
+        slice) of `size` bytes (the checked slice unless given): the target in [global], and each
+        job's own offset and size last in its section, inside the slice (refused, before fio
+        starts, if they would not fit this participant). With a precondition, the SNIA way first: a
         sequential fill of the slice, then each job until fio finds it steady (`vtb-ss.<job>`),
         then the measured jobs."""
-        head = ["filename=${FIO_FILENAME}", f"offset={offset}", f"size={self.slice_bytes}",
-                *(f"{k}={v}" for k, v in self.overrides)]
+        limit = size or self.slice_bytes
+        head = ["filename=${FIO_FILENAME}", f"offset={offset}", f"size={limit}", *(f"{k}={v}" for k, v in self.overrides)]
+
+        def ranged(job: Section) -> list[str]:   # last in the section: nothing after it moves the range
+            start, length = self.extent(job, limit)
+            return [f"offset={offset + start}", f"size={length}"]
         if not self._set_anywhere("randseed"):
             head.append("randseed=${FIO_RANDSEED}")
         if not self._set_anywhere("percentile_list"):
@@ -203,17 +235,20 @@ class JobFile:
         if precondition is None:
             out = ["[global]", *head, *user_globals]
             for job in self.jobs:
-                out += [f"[{job.name}]", *self._lines(job, offset), *self._capture(job)]
+                out += [f"[{job.name}]", *self._lines(job, offset), *self._capture(job), *ranged(job)]
             return "\n".join(out) + "\n"
         # the file's [global] goes into each of its jobs: the fill must not inherit it (a bssplit, a rwmix)
         out = ["[global]", *head, f"[{FILL}]", *precondition.fill()]
         for i, job in enumerate(self.jobs):
             parallel = i and not job.get("stonewall") and not job.get("wait_for")
-            out += [f"[{STEADY}{job.name}]", *([] if parallel else ["stonewall"]), *user_globals,
-                    *self._lines(job, offset), *precondition.steady()]
+            # each steady run reported alone (group_reporting would name a group by its first job only)
+            out += [f"[{STEADY}{job.name}]", *([] if parallel else ["stonewall"]),
+                    *(line for line in user_globals if line != "group_reporting" and not line.startswith("group_reporting=")),
+                    *(line for line in self._lines(job, offset) if not line.startswith("group_reporting")),
+                    *precondition.steady(), *ranged(job)]
         for i, job in enumerate(self.jobs):
             out += [f"[{job.name}]", *(["stonewall"] if i == 0 else []), *user_globals, *self._lines(job, offset),
-                    *self._capture(job)]
+                    *self._capture(job), *ranged(job)]
         return "\n".join(out) + "\n"
 
     def _capture(self, job: Section) -> list[str]:
@@ -236,6 +271,14 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
     job = JobFile(where, text, tuple(sections), slice_bytes, tuple((overrides or {}).items()), precondition, capture)
     if not job.jobs:
         raise JobFileError(f"{where}: no job section (only [global], or nothing). Fix: add a job, e.g. [randread]")
+    if len(globals_ := [s for s in sections if s.name == "global"]) > 1 or (globals_ and sections[0].name != "global"):
+        second = globals_[1] if len(globals_) > 1 else globals_[0]
+        raise JobFileError(f"{where} line {second.line}: a [global] after a job (fio applies it to the jobs after it "
+                           "only). Fix: one [global], first")
+    names = [j.name for j in job.jobs]
+    if capture and (dup := sorted({n for n in names if names.count(n) > 1})):
+        raise JobFileError(f"{where}: the job name {', '.join(dup)} is used twice, and each job's capture is named "
+                           "for it. Fix: rename one")
     for s in sections:
         if not re.fullmatch(r"[\w.+-]+", s.name):   # it names the job's captured iolog, and its points
             raise JobFileError(f"{where} line {s.line}: [{s.name}]: vtb takes job names of letters, digits and . _ + -. "
@@ -246,6 +289,12 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
         for opt in s.options:
             if opt.key in FORBIDDEN:
                 raise JobFileError(f"{where} line {opt.line}: `{opt.key}`: {FORBIDDEN[opt.key]}. Fix: remove the line")
+            if opt.key == "percentile_list" and not {50.0, 99.0, 99.9} <= set(_floats(opt.value)):
+                raise JobFileError(f"{where} line {opt.line}: percentile_list={opt.value} lacks 50, 99 or 99.9, which "
+                                   "vtb's tables report. Fix: add them, or remove the line (vtb asks for 18)")
+            if capture and opt.key == "numjobs" and (opt.value or "1") != "1":
+                raise JobFileError(f"{where} line {opt.line}: numjobs={opt.value} with --capture: fio's clones of a job "
+                                   "write one iolog together, interleaved. Fix: numjobs=1, or no capture")
             if opt.key == "ioengine" and (opt.value or "") not in ENGINES:
                 raise JobFileError(f"{where} line {opt.line}: ioengine={opt.value} is not in the guest image's fio. "
                                    f"Fix: use one of {', '.join(sorted(ENGINES))}")
@@ -255,19 +304,15 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
             raise JobFileError(f"{where} [{j.name}] (line {j.line}): no runtime, so no bound on how long it runs. "
                                "Fix: add runtime=N (fio stops at whichever comes first, the runtime or the size)")
         _seconds(runtime, where)
-        offset = job._effective(j, "offset")
-        size = job._effective(j, "size")
-        start = _bytes(offset, slice_bytes, where) if offset else 0
-        length = _bytes(size, slice_bytes, where) if size else slice_bytes - start
-        increment = job._effective(j, "offset_increment")
-        numjobs = job._effective(j, "numjobs")
-        spread = (_bytes(increment, slice_bytes, where) * (int(numjobs.value or 1) - 1)) if increment and numjobs else 0
-        if start + spread + length > slice_bytes:
-            culprit = size or offset or increment
-            raise JobFileError(f"{where} line {culprit.line if culprit else j.line}: [{j.name}] reaches byte "
-                               f"{start + spread + length:,}, beyond the participant's slice of {slice_bytes:,} bytes. "
-                               "Fix: a smaller size or offset (or a larger fleet.disk_size_mib)")
+        job.extent(j, slice_bytes)
     return job
+
+
+def _floats(value: str | None) -> list[float]:
+    try:
+        return [float(v) for v in (value or "").split(":") if v]
+    except ValueError:
+        return []
 
 
 def parse_only(job: JobFile, fio: str = "fio") -> None:

@@ -51,8 +51,14 @@ class Trace:
                           "replay_redirect=${FIO_FILENAME}", "ioengine=libaio", "direct=1",
                           f"iodepth={self.iodepth}", f"runtime={self.max_s}"]) + "\n"
 
-    def payload(self, offset: int) -> bytes:
-        """The trace with its offsets moved into the slice that starts at `offset`."""
+    def payload(self, offset: int, size: int | None = None) -> bytes:
+        """The trace with its offsets moved into the slice that starts at `offset` (of `size`
+        bytes: the checked slice unless given; a trace that does not fit it is refused)."""
+        end = max((o + (n or 0) for o, n in (_fields(r, self.version)[1:] for r in self.lines) if o is not None),
+                  default=0)
+        if end > (size or self.slice_bytes):
+            raise TraceError(f"{self.source}: its I/O reaches byte {end:,}, beyond this participant's slice of "
+                             f"{size or self.slice_bytes:,} bytes. Fix: a larger fleet.disk_size_mib")
         return (f"fio version {self.version} iolog\n" + "\n".join(shift(line, self.version, offset)
                                                                    for line in self.lines) + "\n").encode()
 
@@ -110,6 +116,9 @@ def load(path: Path, slice_bytes: int, *, iodepth: int = 16, max_s: int = 600) -
         if action not in IO_ACTIONS | FILE_ACTIONS | {"wait"}:
             raise TraceError(f"{where} line {n}: `{line.strip()[:80]}` is not a version {version} iolog record. "
                              "Fix: correct or remove the line")
+        if action in IO_ACTIONS and offset is not None and (offset < 0 or (length or 0) <= 0):
+            raise TraceError(f"{where} line {n}: {action} at byte {offset:,} of {length} bytes: an offset below 0 or "
+                             "a length that is not positive. Fix: correct or remove the line")
         if action in IO_ACTIONS and offset is not None and offset + (length or 0) > slice_bytes:
             raise TraceError(f"{where} line {n}: {action} at byte {offset:,} (+{length:,}) reaches beyond the "
                              f"participant's slice of {slice_bytes:,} bytes. Fix: a larger fleet.disk_size_mib, or a "
@@ -131,7 +140,8 @@ def relative(text: str, offset: int) -> str:
 
 
 def scratch_path(kind: str) -> str:
-    """A file on a participant for one run's trace or capture (vtb-named, so gc can find it)."""
+    """A file on a participant for one run's trace or capture, removed when the run ends (a run
+    killed with SIGKILL leaves it: a guest goes with its fleet; on a host, /tmp/vtb-* by hand)."""
     return f"/tmp/vtb-{kind}-{uuid.uuid4().hex[:12]}"
 
 
@@ -140,15 +150,17 @@ def upload(node, path: str, payload: bytes) -> None:
 
 
 def fetch_captures(node, prefix: str) -> dict[str, str]:
-    """The iologs a run wrote at `prefix`.<job> on a node, removed there: job -> text."""
-    script = f'for f in {shlex.quote(prefix)}.*; do [ -e "$f" ] || continue; echo "==vtb-iolog $f"; cat "$f"; ' \
-             f'rm -f "$f"; done'
-    out = node.run(["sh", "-c", script], timeout=120, check=False).stdout.decode(errors="replace")
-    logs, current = {}, None
-    for line in out.splitlines(keepends=True):
-        if line.startswith("==vtb-iolog "):
-            current = line.split(" ", 1)[1].strip().removeprefix(prefix + ".")
-            logs[current] = ""
-        elif current is not None:
-            logs[current] += line
+    """The iologs a run wrote at `prefix`.<job> on a node, one at a time, removed there: job ->
+    text. One over MAX_BYTES (a guest agent's output has a cap) is not kept, and says so."""
+    listing = node.run(["sh", "-c", f'for f in {shlex.quote(prefix)}.*; do [ -e "$f" ] && stat -c "%s %n" "$f"; done'],
+                       timeout=60, check=False).stdout.decode(errors="replace")
+    logs = {}
+    for line in listing.splitlines():
+        size, _, path = line.partition(" ")
+        job = path.removeprefix(prefix + ".")
+        if int(size) > MAX_BYTES:
+            logs[job] = f"not kept: {int(size):,} bytes, over the {MAX_BYTES >> 20} MiB vtb brings back\n"
+        else:
+            logs[job] = node.run(["cat", path], timeout=120, check=False).stdout.decode(errors="replace")
+        node.run(["rm", "-f", path], timeout=60, check=False)
     return logs

@@ -74,6 +74,16 @@ def test_overrides_set_every_jobs_runtime(tmp_path):
     ("include other.fio\n[a]\nruntime=1\n", "line 1: `include other.fio`: an included file is not checked"),
     ("[global]\nruntime=1\n", "no job section"),
     ("[a]\nruntime=1\nsize=lots\n", "line 3: `size=lots`: vtb reads it as bytes"),
+    ("[a]\nruntime=1\nsize=4KiB\n", "line 3: `size=4KiB`: vtb reads it as bytes"),
+    ("[a]\nruntime=1\nfileoffset=1g\n", "line 3: `fileoffset`: an absolute offset on the device"),
+    ("[a]\nruntime=1\nfilesize=1g\n", "line 3: `filesize`: it replaces size"),
+    ("[a]\nruntime=1\nzonemode=strided\n", "line 3: `zonemode`: zones move the offset past the slice"),
+    ("[a]\nruntime=1\nunlink=1\n", "line 3: `unlink`: it would delete a file-backed target"),
+    ("[a]\nruntime=1\nnumjobs=4\noffset_increment=10%\n", "line 4: offset_increment=10%: a % is of the whole device"),
+    ("[a]\nruntime=1\nnumjobs=4\noffset_increment=32m\nsize=8m\n", "line 5: [a] reaches byte 109,051,904"),
+    ("[a]\nruntime=1\n[global]\nrw=write\n", "line 3: a [global] after a job"),
+    ("[a]\nruntime=1\npercentile_list=90:99\n", "line 3: percentile_list=90:99 lacks 50, 99 or 99.9"),
+    ("[a]\nruntime=1\nlat_percentiles=1\n", "line 3: `lat_percentiles`"),
 ])
 def test_what_escapes_the_target_is_refused_naming_the_line(tmp_path, text, said):
     with pytest.raises(JobFileError) as e:
@@ -114,3 +124,27 @@ def test_a_precondition_fills_then_runs_each_job_until_steady_then_measures(tmp_
     parse_only(j)
     with pytest.raises(JobFileError, match=r"\[vtb-fill\]: vtb names its precondition's jobs so"):
         job(tmp_path, "[vtb-fill]\nruntime=1\n")
+
+
+def test_a_job_with_an_offset_and_no_size_ends_at_its_slice(tmp_path):
+    """The range each job gets is its own, last in its section: an offset without a size runs to
+    the slice's end, never the slice's size past the offset."""
+    j = job(tmp_path, "[global]\nruntime=1\n[a]\noffset=50%\n[b]\nsize=8m\n")
+    text = j.render(offset=1 << 30)
+    a = text.split("[a]")[1].split("[b]")[0].split()
+    b = text.split("[b]")[1].split()
+    assert a[-2:] == [f"offset={(1 << 30) + SLICE // 2}", f"size={SLICE // 2}"]
+    assert b[-2:] == [f"offset={1 << 30}", f"size={8 << 20}"]
+
+
+def test_a_participant_whose_slice_is_smaller_is_refused_before_fio_runs(tmp_path):
+    j = job(tmp_path, "[a]\nruntime=1\nsize=48m\n")   # fits the checked 64 MiB slice
+    with pytest.raises(JobFileError, match="reaches byte 50,331,648, beyond the participant's slice of 33,554,432"):
+        j.render(offset=0, size=32 << 20)
+
+
+def test_a_capture_refuses_clones_that_would_share_one_iolog(tmp_path):
+    with pytest.raises(JobFileError, match="numjobs=2 with --capture"):
+        job(tmp_path, "[a]\nruntime=1\nnumjobs=2\n", capture=True)
+    text = job(tmp_path, "[a]\nruntime=1\n", capture=True).render(0)
+    assert "write_iolog=${FIO_IOLOG}.a" in text

@@ -33,6 +33,8 @@ def test_a_capture_is_made_relative_to_its_slice():
     ("fio version 3 iolog\n1 /dev/x add\n2 /dev/x write 8388608 4096\n", "line 3: write at byte 8,388,608 (+4,096) "
                                                                          "reaches beyond the participant's slice"),
     ("hello\n", "line 1: not a fio iolog header"),
+    ("fio version 2 iolog\n/dev/x add\n/dev/x read -4096 4096\n", "line 3: read at byte -4,096 of 4096 bytes: an offset "
+                                                                  "below 0"),
     ("fio version 2 iolog\n/dev/x frobnicate 1 2\n", "line 2: `/dev/x frobnicate 1 2` is not a version 2 iolog record"),
     ("fio version 2 iolog\n/dev/x add\n/dev/x open\n", "no I/O to replay"),
 ])
@@ -51,3 +53,12 @@ def test_a_binary_or_missing_trace_is_refused(tmp_path):
         load(path, SLICE)
     with pytest.raises(TraceError, match="cannot read it"):
         load(tmp_path / "none", SLICE)
+
+
+def test_a_trace_that_does_not_fit_a_smaller_participant_is_refused(tmp_path):
+    path = tmp_path / "t.iolog"
+    path.write_text("fio version 2 iolog\n/dev/x add\n/dev/x write 6291456 4096\n")
+    trace = load(path, SLICE)
+    with pytest.raises(TraceError, match="reaches byte 6,295,552, beyond this participant's slice of 4,194,304"):
+        trace.payload(0, 4 << 20)
+    assert trace.payload(4096, SLICE).decode().splitlines()[2] == "/dev/x write 6295552 4096"
