@@ -50,7 +50,7 @@ def test_a_job_file_on_the_host_and_two_backends(tmp_path):
                          capture_output=True, text=True, timeout=900)
     print(out.stdout, out.stderr)
     assert out.returncode == 0, out.stdout + out.stderr
-    (run,) = (tmp_path / "runs").iterdir()
+    (run,) = (tmp_path / "runs").glob("*-fio-job-*")   # beside the runs index
     rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
     iops = {(r["point"], r["direction"], r["backend"]) for r in rows if r["metric"] == "iops"}
@@ -74,14 +74,14 @@ def test_a_job_file_on_the_host_and_two_backends(tmp_path):
     assert gc.leftovers("vtb-sw-ci-") == []
 
     # what the guest on virtio-scsi did, replayed on the host and in a VM on virtio-blk
-    (iolog,) = [p for p in run.rglob("*.mix-70-30.iolog") if "virtio-scsi" in str(p)]
+    (iolog,) = [p for p in run.rglob("*.mix-70-30.iolog") if p.parent.name == "virtio-scsi"]
     replay = subprocess.run([HARNESS, "run", "replay", "--trace", str(iolog), "--backend", "virtio-blk", "--set",
                              "repeat.count=1", "--set", "fleet.disk_size_mib=32", "--set",
                              f"results_dir={tmp_path / 'replays'}", "--config", str(CONFIG)],
                             capture_output=True, text=True, timeout=900)
     print(replay.stdout, replay.stderr)
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    (run,) = (tmp_path / "replays").iterdir()
+    (run,) = (tmp_path / "replays").glob("*-replay-*")
     rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     got = {(r["point"], r["backend"]) for r in rows if r["metric"] == "iops" and r["status"] == "ok"}
     assert got == {(f"replay/{d}", b) for d in ("read", "write") for b in ("host", "virtio-blk")}
