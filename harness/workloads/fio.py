@@ -127,7 +127,6 @@ def run(node: Node, job: FioJob | JobFile | Trace, *, locator: str, size: int, o
         raise FioError(f"not run on {node.label}: {e}") from None
     if isinstance(job, Trace):
         scratch.append(fio_trace.scratch_path("trace"))
-        fio_trace.upload(node, scratch[0], payload)
         env, text, bound = {"FIO_TRACE": scratch[0]}, job.render().encode(), job.timeout_s
     elif isinstance(job, JobFile):
         env, text, bound = {}, rendered.encode(), job.timeout_s
@@ -138,6 +137,8 @@ def run(node: Node, job: FioJob | JobFile | Trace, *, locator: str, size: int, o
         env, text, bound = job_env(job, offset=offset, size=size), JOB_TEMPLATE.read_bytes(), timeout_s(job)
     env = {"PATH": PATH, **env, "FIO_RANDSEED": str(secrets.randbits(63)), **(extra_env or {})}
     try:
+        if payload is not None:
+            fio_trace.upload(node, scratch[0], payload)
         raw = run_runner(node, GUEST_RUNNER, locator, env=env, input=text, timeout=bound,
                          tool="fio", error=FioError, timeout_error=FioTimeout)
         if captures is not None and "FIO_IOLOG" in env:   # offsets relative to the slice: replayable on any other
