@@ -14,7 +14,9 @@ from pathlib import Path
 from harness.workloads.fio_jobfile import MARGIN_S, JobFileError
 from harness.workloads.fio_output import PERCENTILE_LIST
 
-MAX_BYTES = 16 << 20         # sent whole to each participant (a guest's through its agent)
+MAX_BYTES = 16 << 20         # sent to each participant (a guest's through its agent), or brought back
+PIECE = 16 << 10             # an upload's piece: one guest-agent command each
+OUT_PIECE = 1 << 20          # a capture's piece brought back
 IO_ACTIONS = {"read", "write", "trim", "sync", "datasync"}
 FILE_ACTIONS = {"add", "open", "close"}
 _HEADER = re.compile(r"fio version ([23]) iolog")
@@ -146,7 +148,12 @@ def scratch_path(kind: str) -> str:
 
 
 def upload(node, path: str, payload: bytes) -> None:
-    node.run(["sh", "-c", f"umask 077; cat > {shlex.quote(path)}"], input=payload, timeout=120)
+    """The payload into a file on the node, in pieces: a guest agent under TCG takes long enough to
+    parse one large command that libvirt gives up on it (seen at 170 KB), and the agent with it."""
+    target = shlex.quote(path)
+    node.run(["sh", "-c", f"umask 077; : > {target}"], timeout=60)
+    for i in range(0, len(payload), PIECE):
+        node.run(["sh", "-c", f"cat >> {target}"], input=payload[i:i + PIECE], timeout=60)
 
 
 def fetch_captures(node, prefix: str) -> dict[str, str]:
@@ -160,7 +167,9 @@ def fetch_captures(node, prefix: str) -> dict[str, str]:
         job = path.removeprefix(prefix + ".")
         if int(size) > MAX_BYTES:
             logs[job] = f"not kept: {int(size):,} bytes, over the {MAX_BYTES >> 20} MiB vtb brings back\n"
-        else:
-            logs[job] = node.run(["cat", path], timeout=120, check=False).stdout.decode(errors="replace")
+        else:   # in pieces, like an upload: one agent reply of megabytes is as slow to pass
+            logs[job] = b"".join(node.run(["sh", "-c", f"tail -c +{i + 1} {shlex.quote(path)} | head -c {OUT_PIECE}"],
+                                          timeout=120, check=False).stdout
+                                 for i in range(0, int(size), OUT_PIECE)).decode(errors="replace")
         node.run(["rm", "-f", path], timeout=60, check=False)
     return logs
