@@ -267,3 +267,8 @@ def test_a_job_file_run_is_a_point_per_job_and_direction_with_a_ratio_each(tmp_p
     assert set(curves["oltp-70-30/write"]) == {"host", "virtio-blk"} and len(curves["oltp-70-30/write"]["host"]) == 18
     png = percentile_plot.plot(p.store.samples, tmp_path / "pct.png", group="fio-job", title="fio-job")
     assert png.stat().st_size > 10_000
+
+
+def test_seed_0_shuffles_the_physical_point_first():
+    """test_nested_raid's killed run relies on it: its host points come at once."""
+    assert schedule(["physical-n2", "virtual-n2"], random.Random(0), None)[0] == "physical-n2"
