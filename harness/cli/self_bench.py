@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import subprocess
@@ -70,18 +71,15 @@ def _parse_costs(raw_dir, rounds: int = 20) -> dict:
     """What reading fio's reports costs the harness, on the run's own raw outputs (json+): per
     output, vtb's one-job parser and the per-job one; per point, the percentiles of its merged
     histograms."""
-    raws = []
-    for path in sorted(raw_dir.rglob("*.json")):   # a failed point's kept output is no report
-        try:
-            fio.parse(text := path.read_text())
-            raws.append(text)
-        except fio.FioError:
-            continue
-    if not raws:
+    parsed = {}   # raw -> its result; a failed point's kept output is no report
+    for path in sorted(raw_dir.rglob("*.json")):
+        with contextlib.suppress(fio.FioError):
+            parsed[text] = fio.parse(text := path.read_text())
+    if not parsed:
         return {}
+    raws, bins = list(parsed), [r.bins_ns for r in parsed.values()]
     t_one, _ = _timed(lambda: [fio.parse(r) for _ in range(rounds) for r in raws])
     t_jobs, _ = _timed(lambda: [fio.parse_jobs(r) for _ in range(rounds) for r in raws])
-    bins = [fio.parse(r).bins_ns for r in raws]
     t_merge, _ = _timed(lambda: [fio_output.merged_percentiles(bins) for _ in range(rounds)])
     n = rounds * len(raws)
     return {"fio_parse_ms_per_output": 1000 * t_one / n, "fio_parse_jobs_ms_per_output": 1000 * t_jobs / n,

@@ -40,12 +40,12 @@ class Settings(Section):
                                                                "end here even if not steady (the samples say so)")
 
 
-class FioJob(FioMatrix):
+class FioJobFile(FioMatrix):
     name = "fio-job"
     section = "fio_job"
     Settings = Settings
     headline = "iops"
-    percentile_plot = True
+    plots_percentiles = True
     flags = (Flag("--job", ("fio_job.job",), "Your fio job file (vtb sets only its target)."),
              Flag("--profile", ("fio_job.profile",), "A shipped profile (profiles/fio/*.fio) instead of a file."),
              Flag("--backend", ("fio_job.backends",), "Comma-separated backends (default: the config's)."),
@@ -84,4 +84,4 @@ class FioJob(FioMatrix):
         return [FioPoint(self.name, label, job, self.headline, parse=fio.parse_jobs)]
 
 
-EXPERIMENT = FioJob()
+EXPERIMENT = FioJobFile()

@@ -130,7 +130,7 @@ class FioMatrix:
     name = ""
     section = ""
     groups: tuple[str, ...] = ()  # the experiments whose points it measures (default: its own)
-    percentile_plot = False       # also plot latency against percentile, host against backends, per point
+    plots_percentiles = False     # also plot latency against percentile, host against backends, per point
     Settings = SweepSettings
     headline = ""
 
@@ -199,7 +199,7 @@ class FioMatrix:
                                                      f"{accel}{tcg_caveat(accel)})")
             text += matrix_summary.print_matrix(rows, group, headline, accel=accel)
             step(f"plot: {png}")
-            if self.percentile_plot and (png := percentile_plot.plot(
+            if self.plots_percentiles and (png := percentile_plot.plot(
                     ctx.store.samples, ctx.store.dir / f"{group}-percentiles.png", group=group,
                     title=f"{group}: completion latency by percentile, host against backends (accel={accel}"
                           f"{tcg_caveat(accel)})")):

@@ -26,7 +26,7 @@ class Replay(FioMatrix):
     name = section = "replay"
     Settings = Settings
     headline = "iops"
-    percentile_plot = True
+    plots_percentiles = True
     flags = (Flag("--trace", ("replay.trace",), "The iolog to replay."),
              Flag("--backend", ("replay.backends",), "Comma-separated backends (default: the config's)."))
 

@@ -16,11 +16,6 @@ HIGHER, LOWER = Direction.HIGHER, Direction.LOWER
 PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999)
 
 
-def percentile_metric(p: float) -> str:
-    """A percentile's metric name: 50 -> lat_p50, 99.9 -> lat_p999, 99.99 -> lat_p9999."""
-    return "lat_p" + f"{p:g}".replace(".", "")
-
-
 DIRECTIONS: dict[str, Direction] = {
     # fio (per process and over a point's participants)
     "iops": HIGHER, "bw": HIGHER, "aggregate_iops": HIGHER, "aggregate_bw": HIGHER, "iops_per_vm": HIGHER,
@@ -35,8 +30,6 @@ DIRECTIONS: dict[str, Direction] = {
     # derived: against bare metal, per CPU, against the RAID model, the virtualization stack's share
     "ve_pe_ratio": HIGHER, "ios_per_cpu_s": HIGHER, "expected_bw": HIGHER, "measured_expected": HIGHER,
     "stack_overhead": LOWER,
-    # fio, per job and direction: completion latency, and every percentile it was asked for
-    "clat_mean": LOWER, **{percentile_metric(p): LOWER for p in PERCENTILES},
 }
 
 

@@ -119,22 +119,19 @@ def run(node: Node, job: FioJob | JobFile | Trace, *, locator: str, size: int, o
     the disk or region the locator names (see find-disk.sh: `serial:`, `pci:` in a guest, `path:`
     or `rbd:` on a host) with the same runner on any node; returns fio's raw JSON. A trace is
     uploaded first; the iologs a capturing job file wrote go into `captures` (job.iolog -> text)."""
-    scratch = []   # files on the node for this run only: the trace it replays, the iologs it writes
-    try:   # checked against this participant's own slice, before anything reaches its node
-        payload = job.payload(offset, size) if isinstance(job, Trace) else None
-        rendered = job.render(offset, size) if isinstance(job, JobFile) else None
+    scratch, payload, env = [], None, {}   # scratch: this run's files on the node (the trace, the iologs)
+    try:   # a trace or job file is checked against this participant's own slice before anything reaches its node
+        if isinstance(job, Trace):
+            payload, text, bound = job.payload(offset, size), job.render().encode(), job.timeout_s
+            scratch.append(env.setdefault("FIO_TRACE", fio_trace.scratch_path("trace")))
+        elif isinstance(job, JobFile):
+            text, bound = job.render(offset, size).encode(), job.timeout_s
+            if job.capture:
+                scratch.append(env.setdefault("FIO_IOLOG", fio_trace.scratch_path("iolog")))
+        else:
+            env, text, bound = job_env(job, offset=offset, size=size), JOB_TEMPLATE.read_bytes(), timeout_s(job)
     except fio_jobfile.JobFileError as e:
         raise FioError(f"not run on {node.label}: {e}") from None
-    if isinstance(job, Trace):
-        scratch.append(fio_trace.scratch_path("trace"))
-        env, text, bound = {"FIO_TRACE": scratch[0]}, job.render().encode(), job.timeout_s
-    elif isinstance(job, JobFile):
-        env, text, bound = {}, rendered.encode(), job.timeout_s
-        if job.capture:
-            scratch.append(fio_trace.scratch_path("iolog"))
-            env["FIO_IOLOG"] = scratch[0]
-    else:
-        env, text, bound = job_env(job, offset=offset, size=size), JOB_TEMPLATE.read_bytes(), timeout_s(job)
     env = {"PATH": PATH, **env, "FIO_RANDSEED": str(secrets.randbits(63)), **(extra_env or {})}
     try:
         if payload is not None:
@@ -167,19 +164,20 @@ def parse(raw: str) -> FioResult:
         apart = ", ".join(f"{job.name} {f.direction}" for job, f in figures)
         raise FioError(f"fio reported {len(figures)} figures ({apart}), and vtb's own job has one: a job file of "
                        "several jobs or directions is read per job and direction, never summed")
-    job, f = figures[0]
+    return _result(report, *figures[0])
+
+
+def _result(report: fio_output.Report, job: fio_output.Job, f: fio_output.Figures) -> FioResult:
+    """One job's one direction as a FioResult; its window, the job's runtime before fio's stamp."""
     pct = f.percentiles_us
-    try:
-        p50, p99, p999 = pct[50.0], pct[99.0], pct[99.9]
-    except KeyError as e:
-        raise FioError(f"fio reported no {e.args[0]:g}th percentile of the completion latency (its "
-                       f"percentile_list is {sorted(pct)}): vtb's job asks for {fio_output.PERCENTILE_LIST}") from None
-    # fio stamps its report as the jobs end; the measured run is the job's runtime before it
-    end = report.timestamp_s
-    return FioResult(iops=f.iops, bw_kib_s=f.bw_kib_s, lat_mean_us=f.lat_mean_us, lat_p50_us=p50, lat_p99_us=p99,
-                     lat_p999_us=p999, runtime_s=job.runtime_s, version=report.version, cpu_s=job.cpu_s,
-                     window=(end - job.runtime_s, end) if end else None, ioengine=job.engine,
-                     direction=f.direction, percentiles_us=pct, bins_ns=f.bins_ns)
+    if missing := {50.0, 99.0, 99.9} - set(pct):
+        raise FioError(f"job {job.name}: fio reported no {', '.join(f'{p:g}th' for p in sorted(missing))} percentile "
+                       f"of the completion latency (its percentile_list is {sorted(pct)}); vtb asks for "
+                       f"{fio_output.PERCENTILE_LIST}")
+    return FioResult(iops=f.iops, bw_kib_s=f.bw_kib_s, lat_mean_us=f.lat_mean_us, lat_p50_us=pct[50.0],
+                     lat_p99_us=pct[99.0], lat_p999_us=pct[99.9], runtime_s=job.runtime_s, version=report.version,
+                     cpu_s=job.cpu_s, window=report.window_of([job]) if len(report.jobs) == 1 else None,
+                     ioengine=job.engine, direction=f.direction, percentiles_us=pct, bins_ns=f.bins_ns)
 
 
 @dataclass(frozen=True)
@@ -205,6 +203,8 @@ def parse_jobs(raw: str) -> JobReport:
     steady = {job.name.removeprefix(fio_jobfile.STEADY): job for job in report.jobs
               if job.name.startswith(fio_jobfile.STEADY)}
     fill = next((job for job in report.jobs if job.name == fio_jobfile.FILL), None)
+    preconditioned = {"precondition_fill_s": fill.runtime_s,   # the fill writes 1 MiB at a time
+                      "precondition_fill_mib": sum(d.ios for d in fill.directions)} if fill else {}
     parts, names = [], [job.name for job in measured]
     for i, job in enumerate(measured):
         name = job.name if names.count(job.name) == 1 else f"{job.name}.{i}"   # numjobs without group_reporting
@@ -212,35 +212,17 @@ def parse_jobs(raw: str) -> JobReport:
         for f in job.directions:
             if f.direction == fio_output.SYNC:
                 continue
-            pct = f.percentiles_us
-            if not {50.0, 99.0, 99.9} <= set(pct):
-                raise FioError(f"job {job.name}: fio reported no 50th, 99th or 99.9th percentile (percentile_list "
-                               f"{sorted(pct)}). Fix: remove percentile_list from the file (vtb asks for "
-                               f"{fio_output.PERCENTILE_LIST}) or include them")
             key = f"{name}/{f.direction}"
             meta = {"point": key, "job": job.name, "direction": f.direction, "ioengine": job.engine, "group_id": job.group}
-            if fill is not None:   # preconditioned: how the fill went, and whether the job was steady before it counted
-                written = sum(d.ios for d in fill.directions)   # 1 MiB writes
-                meta.update({"precondition_fill_s": fill.runtime_s, "precondition_fill_mib": written})
-                ss = steady.get(job.name)
-                meta.update(steady_state(ss))
+            if fill:   # preconditioned: how the fill went, and whether the job was steady before it counted
+                meta.update(preconditioned, **steady_state(steady.get(job.name)))
             if sync and f.direction == "write":
                 meta.update({"sync_ios": sync.ios, "sync_lat_mean_us": sync.lat_mean_us,
                              "sync_percentiles_us": percentiles_meta(sync.percentiles_us)})
-            end = report.timestamp_s
-            parts.append((key, meta, FioResult(
-                iops=f.iops, bw_kib_s=f.bw_kib_s, lat_mean_us=f.lat_mean_us, lat_p50_us=pct[50.0], lat_p99_us=pct[99.0],
-                lat_p999_us=pct[99.9], runtime_s=job.runtime_s, version=report.version, cpu_s=job.cpu_s,
-                window=(end - job.runtime_s, end) if end else None, ioengine=job.engine, direction=f.direction,
-                percentiles_us=pct, bins_ns=f.bins_ns)))
+            parts.append((key, meta, _result(report, job, f)))
     if not parts:
         raise FioError("fio completed no I/O")
-    groups: dict[int, float] = {}   # the measured jobs' span: groups one after another, a group's jobs side by side
-    for job in measured:
-        groups[job.group] = max(groups.get(job.group, 0.0), job.runtime_s)
-    end, span = report.timestamp_s, sum(groups.values())
-    return JobReport(report.version, (end - span, end) if end and span else None, sum(j.cpu_s for j in report.jobs),
-                     tuple(parts))
+    return JobReport(report.version, report.window_of(measured), sum(j.cpu_s for j in report.jobs), tuple(parts))
 
 
 def steady_state(run: fio_output.Job | None) -> dict:

@@ -184,13 +184,13 @@ class JobFile:
                 "precondition": {"criterion": pre.criterion, "window_s": pre.window_s, "ramp_s": pre.ramp_s,
                                  "max_s": pre.max_s} if pre else None}
 
-    def _lines(self, section: Section | None, offset: int) -> list[str]:
-        """A section's options as fio reads them for this participant: the user's overrides, its
-        offset moved into the slice, sizes (a % of the slice) as bytes."""
+    def _lines(self, section: Section | None, drop: tuple[str, ...] = ()) -> list[str]:
+        """A section's options as the file has them, but for what vtb sets (the overrides, once in
+        [global]; the range, each job's own from extent()) and the options in `drop`."""
         over, out = dict(self.overrides), []
         for opt in section.options if section else ():
-            if opt.key in over or opt.key in ("offset", "size"):
-                continue   # overrides: once in [global]; the range: each job's own, from extent()
+            if opt.key in over or opt.key in ("offset", "size", *drop):
+                continue
             out.append(opt.key if opt.value is None else f"{opt.key}={opt.value}")
         return out
 
@@ -221,38 +221,29 @@ class JobFile:
         starts, if they would not fit this participant). With a precondition, the SNIA way first: a
         sequential fill of the slice, then each job until fio finds it steady (`vtb-ss.<job>`),
         then the measured jobs."""
-        limit = size or self.slice_bytes
-        head = ["filename=${FIO_FILENAME}", f"offset={offset}", f"size={limit}", *(f"{k}={v}" for k, v in self.overrides)]
+        limit, pre = size or self.slice_bytes, self.precondition
+        head = ["filename=${FIO_FILENAME}", f"offset={offset}", f"size={limit}", *(f"{k}={v}" for k, v in self.overrides),
+                *([] if self._set_anywhere("randseed") else ["randseed=${FIO_RANDSEED}"]),
+                *([] if self._set_anywhere("percentile_list") else [f"percentile_list={PERCENTILE_LIST}"])]
 
         def ranged(job: Section) -> list[str]:   # last in the section: nothing after it moves the range
             start, length = self.extent(job, limit)
             return [f"offset={offset + start}", f"size={length}"]
-        if not self._set_anywhere("randseed"):
-            head.append("randseed=${FIO_RANDSEED}")
-        if not self._set_anywhere("percentile_list"):
-            head.append(f"percentile_list={PERCENTILE_LIST}")
-        user_globals, precondition = self._lines(self.globals, offset), self.precondition
-        if precondition is None:
-            out = ["[global]", *head, *user_globals]
-            for job in self.jobs:
-                out += [f"[{job.name}]", *self._lines(job, offset), *self._capture(job), *ranged(job)]
-            return "\n".join(out) + "\n"
-        # the file's [global] goes into each of its jobs: the fill must not inherit it (a bssplit, a rwmix)
-        out = ["[global]", *head, f"[{FILL}]", *precondition.fill()]
+        # preconditioned, the file's [global] goes into each of its jobs: the fill must not inherit it (a bssplit)
+        out = ["[global]", *head, *([] if pre else self._lines(self.globals))]
+        if pre:
+            out += [f"[{FILL}]", *pre.fill()]
+            for i, job in enumerate(self.jobs):
+                parallel = i and not job.get("stonewall") and not job.get("wait_for")
+                # each steady run reported alone (group_reporting would name a group by its first job only)
+                alone = ("group_reporting",)
+                out += [f"[{STEADY}{job.name}]", *([] if parallel else ["stonewall"]), *self._lines(self.globals, alone),
+                        *self._lines(job, alone), *pre.steady(), *ranged(job)]
+        inherited = self._lines(self.globals) if pre else []   # else in [global]
         for i, job in enumerate(self.jobs):
-            parallel = i and not job.get("stonewall") and not job.get("wait_for")
-            # each steady run reported alone (group_reporting would name a group by its first job only)
-            out += [f"[{STEADY}{job.name}]", *([] if parallel else ["stonewall"]),
-                    *(line for line in user_globals if line != "group_reporting" and not line.startswith("group_reporting=")),
-                    *(line for line in self._lines(job, offset) if not line.startswith("group_reporting")),
-                    *precondition.steady(), *ranged(job)]
-        for i, job in enumerate(self.jobs):
-            out += [f"[{job.name}]", *(["stonewall"] if i == 0 else []), *user_globals, *self._lines(job, offset),
-                    *self._capture(job), *ranged(job)]
+            out += [f"[{job.name}]", *(["stonewall"] if pre and i == 0 else []), *inherited, *self._lines(job),
+                    *([f"write_iolog=${{FIO_IOLOG}}.{job.name}"] if self.capture else []), *ranged(job)]
         return "\n".join(out) + "\n"
-
-    def _capture(self, job: Section) -> list[str]:
-        return [f"write_iolog=${{FIO_IOLOG}}.{job.name}"] if self.capture else []
 
     def _set_anywhere(self, key: str) -> bool:
         return any(s.get(key) for s in self.sections)

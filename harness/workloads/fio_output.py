@@ -10,12 +10,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from harness.results.metrics import PERCENTILES, percentile_metric
+from harness.results.metrics import PERCENTILES
 
 PERCENTILE_LIST = ":".join(f"{p:g}" for p in PERCENTILES)   # fio's percentile_list
 IO_DIRECTIONS = ("read", "write", "trim")
 MIXED = "mixed"   # unified_rw_reporting: fio's own figure over reads and writes together
 SYNC = "sync"     # fsync/fdatasync calls (psync jobs with fsync=N): latency only
+REPORTED = (*IO_DIRECTIONS, MIXED, SYNC)
 
 
 class FioOutputError(RuntimeError):
@@ -33,12 +34,6 @@ class Figures:
     clat_mean_us: float | None     # completion latency (None for sync: fio times the call as a whole)
     percentiles_us: dict[float, float] = field(default_factory=dict)   # completion latency, fio's list
     bins_ns: dict[int, int] = field(default_factory=dict)   # its histogram (json+): bin value in ns -> count
-
-    def metrics(self) -> dict[str, tuple[float, str]]:
-        out = {"iops": (self.iops, "IOPS"), "bw": (self.bw_kib_s, "KiB/s"), "lat_mean": (self.lat_mean_us, "us"),
-               "clat_mean": (self.clat_mean_us, "us")}
-        out.update({percentile_metric(p): (v, "us") for p, v in self.percentiles_us.items()})
-        return {k: v for k, v in out.items() if v[0] is not None}
 
 
 @dataclass(frozen=True)
@@ -63,18 +58,18 @@ class Report:
     jobs: tuple[Job, ...]
 
     @property
-    def span_s(self) -> float:
-        """How long the jobs ran, first start to last end: groups run one after another (a
-        stonewall starts a new one), a group's jobs side by side."""
-        groups: dict[int, float] = {}
-        for job in self.jobs:
-            groups[job.group] = max(groups.get(job.group, 0.0), job.runtime_s)
-        return sum(groups.values())
-
-    @property
     def window(self) -> tuple[float, float] | None:
-        """The measured run, epoch seconds on its node's clock (fio stamps its report as the jobs end)."""
-        return (self.timestamp_s - self.span_s, self.timestamp_s) if self.span_s and self.timestamp_s else None
+        return self.window_of(self.jobs)
+
+    def window_of(self, jobs: Iterable[Job]) -> tuple[float, float] | None:
+        """When these jobs ran, epoch seconds on the node's clock: fio stamps its report as the jobs
+        end, and groups run one after another (a stonewall starts a new one), a group's jobs side
+        by side."""
+        groups: dict[int, float] = {}
+        for job in jobs:
+            groups[job.group] = max(groups.get(job.group, 0.0), job.runtime_s)
+        span = sum(groups.values())
+        return (self.timestamp_s - span, self.timestamp_s) if span and self.timestamp_s else None
 
 
 def _figures(direction: str, d: dict) -> Figures | None:
@@ -126,8 +121,7 @@ def read(raw: str) -> Report:
             if job.get("error"):
                 raise FioOutputError(f"fio job {job.get('jobname')} failed with error {job['error']}")
             ms = job.get("job_runtime") or max(job.get(d, {}).get("runtime", 0) for d in IO_DIRECTIONS)
-            names = [*IO_DIRECTIONS, MIXED, SYNC]
-            figures = [f for name in names if name in job and (f := _figures(name, job[name])) is not None]
+            figures = [f for name in REPORTED if name in job and (f := _figures(name, job[name])) is not None]
             ss = job.get("steadystate")
             steady = {"criterion": ss.get("ss"), "attained": bool(ss.get("attained")), "window_s": ss.get("duration")
                       } if ss else None
