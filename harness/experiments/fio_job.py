@@ -58,11 +58,11 @@ class FioJobFile(FioMatrix):
     def job_file(self, cfg: Config) -> fio_jobfile.JobFile:
         """The checked file, for a participant's slice of the sweep fleet's device."""
         c = cfg.fio_job
-        path, source = (c.job, None) if c.job is not None else (fio_jobfile.profile(c.profile), f"profile {c.profile}")
         overrides = {k: str(v) for k, v in (("runtime", c.runtime_s), ("ramp_time", c.ramp_s)) if v is not None}
         pre = fio_jobfile.Precondition(c.steady_criterion, c.steady_window_s, c.steady_ramp_s, c.steady_max_s) \
             if c.precondition else None
-        return fio_jobfile.load(path, cfg.fleet.disk_size_mib << 20, source, overrides, pre, c.capture)
+        return fio_jobfile.chosen(c.job, c.profile, cfg.fleet.disk_size_mib << 20, overrides=overrides,
+                                  precondition=pre, capture=c.capture)
 
     def refusal(self, cfg: Config) -> str | None:
         c = cfg.fio_job
@@ -70,13 +70,8 @@ class FioJobFile(FioMatrix):
             return ("fio-job runs a fio job file or a profile, one of them (fio_job.job, fio_job.profile). Fix: "
                     f"--job FILE.fio, or --profile NAME ({', '.join(fio_jobfile.profiles())})")
         if "rbd" in self.backend_names(cfg):   # fio's rbd engine goes into vtb's own job's section only
-            return ("fio-job does not run on the rbd backend yet: the host's librbd engine would reach only the "
-                    "last job of the file. Fix: --backend with another backend (virtio-blk, nvme, ...)")
-        try:
-            fio_jobfile.parse_only(self.job_file(cfg))
-        except fio_jobfile.JobFileError as e:
-            return str(e)
-        return None
+            return fio_jobfile.ON_RBD
+        return fio_jobfile.refusal(lambda: self.job_file(cfg))
 
     def group_points(self, cfg: Config) -> list[FioPoint]:
         job = self.job_file(cfg)

@@ -342,7 +342,7 @@ def in_guests(uri: str, job: FioJob | JobFile | Trace, vms: list, *, size: int |
         return together(job, guest_targets(agents, vms, size=size, offset=offset), extra_env)
 
 
-def across_hosts(job: FioJob, *, slots: list[tuple] = (), fleets: list[tuple] = ()) -> list[Output]:
+def across_hosts(job: FioJob | JobFile | Trace, *, slots: list[tuple] = (), fleets: list[tuple] = ()) -> list[Output]:
     """One point over several hosts, every participant started together: `slots` are
     (host, device, [(offset, size)]) groups (host fio), `fleets` (host, uri, [VmInfo]) groups."""
     with contextlib.ExitStack() as stack:

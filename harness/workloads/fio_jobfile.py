@@ -9,6 +9,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from harness.common import paths
 from harness.workloads.fio_output import PERCENTILE_LIST
@@ -43,6 +44,8 @@ FORBIDDEN = {
 }
 ALIGN = 4096   # a % offset becomes bytes rounded down to this (direct I/O needs aligned offsets)
 MARGIN_S = 60
+ON_RBD = ("a job file does not run on the rbd backend yet: the host's librbd engine would reach only the last job "
+          "of the file. Fix: --backend with another backend (virtio-blk, nvme, ...)")
 FILL, STEADY = "vtb-fill", "vtb-ss."   # the precondition's jobs: never measured points
 
 
@@ -325,6 +328,22 @@ def parse_only(job: JobFile, fio: str = "fio") -> None:
             where += f" line {line}: `{key}={value}`" if line else f": `{key}={value}`"
         raise JobFileError(f"{where}: fio cannot parse it; fio says:\n{said.strip()[-1500:]}\n"
                            "Fix: correct the option fio names")
+
+
+def chosen(path: Path | None, profile_name: str | None, slice_bytes: int, **options) -> JobFile:
+    """The user's job file, or the shipped profile they named, loaded as `load` does."""
+    if path is not None:
+        return load(path, slice_bytes, **options)
+    return load(profile(profile_name), slice_bytes, f"profile {profile_name}", **options)
+
+
+def refusal(make: Callable[[], JobFile]) -> str | None:
+    """Why the job file cannot run (its line and the fix; fio's own parse included), or None."""
+    try:
+        parse_only(make())
+    except JobFileError as e:
+        return str(e)
+    return None
 
 
 def profiles() -> dict[str, Path]:

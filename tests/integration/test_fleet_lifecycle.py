@@ -261,6 +261,25 @@ def test_repeats_and_compare(fleet, tmp_path):
     assert console_errors == []
 
 
+def test_vm_scaling_of_a_shipped_profile_keeps_its_jobs_and_directions_apart(fleet, tmp_path):
+    """`vm-scaling --profile` (a job file's path): each job and direction at each VM count is a
+    point of its own, its percentiles from the merged histograms of its participants."""
+    harness("run", "vm-scaling", "--profile", "oltp-70-30", "--vm-counts", "1,2", "--set", "repeat.count=1",
+            "--set", f"results_dir={tmp_path}")
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert json.loads((run / "run.json").read_text())["status"] == "completed"
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    agg = {(r["point"], r["env"], r["vm_count"]) for r in rows if r["metric"] == "aggregate_iops"}
+    assert agg == {(f"oltp-70-30/{d}", e, n) for d in ("read", "write") for e in ("physical", "virtual")
+                   for n in (1, 2)}
+    assert all(r["status"] == "ok" for r in rows)
+    two = [r for r in rows if r["metric"] == "lat_p99" and r["scope"] == "aggregate" and r["vm_count"] == 2]
+    assert two and all(r["percentiles_from"] == "the merged histograms of 2" for r in two)
+    assert {(r["point"], r["vm_count"]) for r in rows if r["metric"] == "ve_pe_ratio"} == {
+        (f"oltp-70-30/{d}", n) for d in ("read", "write") for n in (1, 2)}
+    assert "oltp-70-30/write" in (run / "summary.txt").read_text()
+
+
 def test_agent_timeout_names_the_vm(fleet):
     conn = libvirt.open("qemu:///system")
     try:

@@ -46,3 +46,40 @@ def test_every_summary_names_a_nested_host_and_its_accelerator():
     assert nested == "kvm in a nested host under tcg" and accel_label({"accel": "tcg", "l0_accel": "n/a"}) == "tcg"
     text = " ".join(vm_scaling.print_vm_scaling([], accel=nested).split())
     assert "accel=kvm in a nested host under tcg; TCG numbers are not performance numbers" in text
+
+
+def test_vm_scaling_of_a_job_file_keeps_each_job_and_direction_apart(tmp_path):
+    """A job file's facets at the same VM count are rows of their own, never one merged figure."""
+    samples = []
+    for key, base in (("mix/read", 700.0), ("mix/write", 300.0)):
+        for n in (1, 2):
+            for env in ("physical", "virtual"):
+                for rep in range(2):
+                    meta = {"scope": "aggregate", "vm_count": n, "env": env, "repeat": rep, "host_quiet": True,
+                            "point": key, "point_id": f"{env}-n{n}#{key}"}
+                    samples.append(Sample("aggregate_iops", base * n + rep, "IOPS", meta))
+    rows = vm_scaling.vm_scaling_rows(samples)
+    assert [(r["facet"], r["vm_count"]) for r in rows] == [("mix/read", 1), ("mix/read", 2), ("mix/write", 1),
+                                                           ("mix/write", 2)]
+    assert rows[0]["virtual_aggregate_iops"] == 700.5 and rows[2]["virtual_aggregate_iops"] == 300.5
+    text = vm_scaling.print_vm_scaling(rows, accel="tcg")
+    assert "job/direction" in text and "mix/write" in text
+    assert vm_scaling.plot(rows, tmp_path / "v.png", title="t").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_vm_scaling_takes_a_job_file_with_its_runtime_over_the_files(tmp_path):
+    from harness.config import settings
+    from harness.experiments.vm_scaling import EXPERIMENT
+    from harness.workloads.fio import FioJob
+    assert isinstance(EXPERIMENT.workload(settings.load(None, [])), FioJob)   # vtb's own job by default
+    cfg = settings.load(None, ["vm_scaling.profile=oltp-70-30", "vm_scaling.job.runtime_s=3"])
+    assert EXPERIMENT.refusal(cfg) is None
+    job = EXPERIMENT.workload(cfg)
+    assert job.overrides == (("runtime", "3"),) and "runtime=3" in job.render(0)
+    bad = tmp_path / "bad.fio"
+    bad.write_text("[a]\nrw=randread\nruntime=1\nfilename=/dev/sda\n")
+    said = EXPERIMENT.refusal(settings.load(None, [f"vm_scaling.job_file={bad}"]))
+    assert said.startswith(f"{bad} line 4: `filename`") and "Fix:" in said
+    assert "not both" in EXPERIMENT.refusal(settings.load(None, [f"vm_scaling.job_file={bad}",
+                                                                 "vm_scaling.profile=oltp-70-30"]))
+    assert "rbd" in EXPERIMENT.refusal(settings.load(None, ["vm_scaling.profile=oltp-70-30", "disk.backend=rbd"]))
