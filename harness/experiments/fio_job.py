@@ -4,13 +4,15 @@ Every job (or reporting group) and every direction is a point of its own, from t
 their latency distributions are plotted against each other. Config section [fio_job]."""
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from harness.backends import BackendNames
 from harness.config.core import Config
-from harness.config.schema import Section
+from harness.config.schema import Section, VmCounts
 from harness.experiments import Flag
 from harness.experiments.fio_matrix import FioMatrix, FioPoint
 from harness.workloads import fio, fio_jobfile
@@ -21,6 +23,9 @@ class Settings(Section):
     profile: str | None = Field(None, description="a shipped profile instead of a file (`harness run fio-job "
                                                   "--profile NAME`; profiles/fio/ lists them)")
     backends: BackendNames = Field([], description="backends to compare; empty = disk.backend")
+    vm_counts: Annotated[VmCounts, AfterValidator(lambda v: sorted(set(v)))] = Field(
+        [1], min_length=1, description="VMs at once per point (and as many host slots for the baseline), each on "
+                                       "its own slice; their figures summed, their latency histograms merged")
     runtime_s: int | None = Field(None, ge=1, le=86400, description="every job's runtime, over the file's (unset = "
                                                                      "the file's own)")
     ramp_s: int | None = Field(None, ge=0, le=3600, description="every job's ramp_time, over the file's (unset = "
@@ -49,6 +54,7 @@ class FioJobFile(FioMatrix):
     flags = (Flag("--job", ("fio_job.job",), "Your fio job file (vtb sets only its target)."),
              Flag("--profile", ("fio_job.profile",), "A shipped profile (profiles/fio/*.fio) instead of a file."),
              Flag("--backend", ("fio_job.backends",), "Comma-separated backends (default: the config's)."),
+             Flag("--vm-counts", ("fio_job.vm_counts",), "Comma-separated VM counts, e.g. 1,2 (default 1)."),
              Flag("--runtime", ("fio_job.runtime_s",), "Every job's runtime in seconds, over the file's."),
              Flag("--ramp", ("fio_job.ramp_s",), "Every job's ramp_time in seconds, over the file's."),
              Flag("--precondition", ("fio_job.precondition",), "Fill the target, then run each job until steady, "
@@ -76,7 +82,12 @@ class FioJobFile(FioMatrix):
     def group_points(self, cfg: Config) -> list[FioPoint]:
         job = self.job_file(cfg)
         label = Path(job.source).stem if cfg.fio_job.job is not None else cfg.fio_job.profile
-        return [FioPoint(self.name, label, job, self.headline, parse=fio.parse_jobs)]
+        counts = cfg.fio_job.vm_counts
+        if counts == [1]:
+            return [FioPoint(self.name, label, job, self.headline, parse=fio.parse_jobs)]
+        # each count's facets named for it: n2/<job>/<direction>
+        return [FioPoint(self.name, f"{label}-n{n}", job, self.headline, parse=partial(fio.parse_jobs, prefix=f"n{n}/"),
+                         vms=n) for n in counts]
 
 
 EXPERIMENT = FioJobFile()

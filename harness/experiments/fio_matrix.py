@@ -27,7 +27,7 @@ from harness.config.schema import ConfigError, Section
 from harness.experiments import RunContext, matrix_summary, registry
 from harness.fleet import gc
 from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
-from harness.measure import sweep
+from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.report import percentile_plot
 from harness.results.environment import accel_label, tcg_caveat
@@ -53,25 +53,29 @@ class FioPoint:
     job: fio.FioJob | fio.JobFile | fio.Trace
     headline: str       # the metric this point is about
     parse: Callable[[str], Any] = fio.parse   # fio.parse_jobs for a job file: a point per job and direction
+    vms: int = 1        # VMs at once (and as many host slots for the baseline); their figures summed
 
 
-def sweep_config(cfg: Config) -> Config:
-    return sweep.fleet_config(cfg, "sw", vms=1)
+# a point of several participants is judged on their sum
+AGGREGATE_OF = {"iops": "aggregate_iops", "bw": "aggregate_bw"}
 
 
 def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str) -> Point:
-    """A fio point of the matrix in one environment of a backend's block: host fio on the VM's
-    slice of the device, or fio in the sweep VM."""
-    vm, backend = record.vms[0], record.disk["backend"]
+    """A fio point of the matrix in one environment of a backend's block: host fio on the VMs'
+    slices of the device, or fio in the sweep VMs (one, or `p.vms` at once, their figures summed)."""
+    vms, backend = record.vms[:p.vms], record.disk["backend"]
     where = "host" if env == PHYSICAL else backend
-    common = dict(parse=p.parse, headline=p.headline,
-                  meta={"group": p.group, "point": p.label, "block": backend, **fio.job_meta(p.job)})
+    several = dict(aggregate=aggregate.aggregate, headline=AGGREGATE_OF.get(p.headline, p.headline)) \
+        if p.vms > 1 else dict(headline=p.headline)
+    common = dict(parse=p.parse, **several, meta={"group": p.group, "point": p.label, "block": backend,
+                                                  **({"vm_count": p.vms} if p.vms > 1 else {}), **fio.job_meta(p.job)})
     pid = f"{p.group}/{p.label}/{where}@{backend}" if env == PHYSICAL else f"{p.group}/{p.label}/{backend}"
     if env == PHYSICAL:
         return Point(pid, PHYSICAL, "host", (), **common, run=partial(
-            fio.on_host, ctx.host, p.job, device=record.device_path, slots=[(vm.slice_offset, vm.slice_bytes)]))
-    return Point(pid, VIRTUAL, backend, (vm.name,), **common, baseline=f"{p.group}/{p.label}/host@{backend}",
-                 run=partial(fio.in_guests, record.uri, p.job, [vm]))
+            fio.on_host, ctx.host, p.job, device=record.device_path,
+            slots=[(vm.slice_offset, vm.slice_bytes) for vm in vms]))
+    return Point(pid, VIRTUAL, backend, tuple(vm.name for vm in vms), **common,
+                 baseline=f"{p.group}/{p.label}/host@{backend}", run=partial(fio.in_guests, record.uri, p.job, vms))
 
 
 def on_loop(tb: Testbed, backend: str) -> bool:
@@ -137,6 +141,13 @@ class FioMatrix:
     def settings(self, cfg: Config):
         return getattr(cfg, self.section)
 
+    def fleet_vms(self, cfg: Config) -> int:
+        """The sweep fleet's VMs: its largest point's."""
+        return max(p.vms for p in self.points(cfg))
+
+    def sweep_config(self, cfg: Config) -> Config:
+        return sweep.fleet_config(cfg, "sw", vms=self.fleet_vms(cfg))
+
     def group_points(self, cfg: Config) -> list[FioPoint]:
         """This experiment's own fio points."""
         raise NotImplementedError
@@ -164,7 +175,7 @@ class FioMatrix:
         return verdicts
 
     def run(self, ctx: RunContext) -> None:
-        tb = Testbed(sweep_config(ctx.cfg), ctx.host, run_scoped=True)
+        tb = Testbed(self.sweep_config(ctx.cfg), ctx.host, run_scoped=True)
         verdicts = self._verdicts(tb, self.backend_names(ctx.cfg))
         skipped = {f"backend {b}": r for b, r in verdicts.items() if r}
         runnable = [b for b, r in verdicts.items() if not r]

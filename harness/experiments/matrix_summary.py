@@ -2,6 +2,7 @@
 the table (with the best backend, named only when significant) and the bar plot."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from rich.table import Table
@@ -14,6 +15,9 @@ from harness.results.environment import tcg_caveat
 from harness.results.metrics import LOWER, direction
 from harness.results.samples import Sample
 
+# a summed point's figures, in the columns of a single participant's
+AS_ONE = {"aggregate_iops": "iops", "aggregate_bw": "bw"}
+
 
 def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
     """One row per point label of a group: {label, results: {<backend>: {metric: value}}, errors},
@@ -21,10 +25,14 @@ def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
     rows: dict[str, dict] = {}
     unquiet: dict[tuple[str, str], dict] = {}   # (point, backend) -> repeat -> why it was not clean
     threshold = 0.10
+    # a point of several participants (VMs, host slots): its figures over them, not each one's
+    summed = {(s.metadata["point"], s.metadata["backend"]) for s in samples
+              if s.metadata.get("group") == group and s.metadata.get("scope") == "aggregate" and s.metric in AS_ONE}
     for s in samples:
         m = s.metadata
-        if m.get("group") != group:
+        if m.get("group") != group or ((m["point"], m["backend"]) in summed and m.get("scope") in ("vm", "slot")):
             continue
+        s = dataclasses.replace(s, metric=AS_ONE.get(s.metric, s.metric))
         row = rows.setdefault(m["point"], {"label": m["point"], "results": {}, "errors": [], "daemon_cpu": {}})
         if s.status == "ok" and tables.measured(s) and s.metric in ("iops", "lat_mean", "bw"):
             for label in DAEMON_CPU:   # the storage daemons' CPU over the point, % of one core

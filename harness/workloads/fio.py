@@ -192,9 +192,10 @@ class JobReport:
         return self.parts
 
 
-def parse_jobs(raw: str) -> JobReport:
+def parse_jobs(raw: str, prefix: str = "") -> JobReport:
     """fio's report of any job file: one FioResult per job (or reporting group) and direction, in
-    the file's order; a job's fsync figures (psync with fsync) beside its writes."""
+    the file's order; a job's fsync figures (psync with fsync) beside its writes. `prefix` starts
+    each facet's name (the VM count of a point, where a run sweeps it)."""
     try:
         report = fio_output.read(raw)
     except fio_output.FioOutputError as e:
@@ -212,7 +213,7 @@ def parse_jobs(raw: str) -> JobReport:
         for f in job.directions:
             if f.direction == fio_output.SYNC:
                 continue
-            key = f"{name}/{f.direction}"
+            key = f"{prefix}{name}/{f.direction}"
             meta = {"point": key, "job": job.name, "direction": f.direction, "ioengine": job.engine, "group_id": job.group}
             if fill:   # preconditioned: how the fill went, and whether the job was steady before it counted
                 meta.update(preconditioned, **steady_state(steady.get(job.name)))

@@ -89,6 +89,29 @@ def test_a_job_file_on_the_host_and_two_backends(tmp_path):
     assert gc.leftovers("vtb-sw-ci-") == []
 
 
+def test_a_profile_in_two_vms_at_once_against_two_host_slots(tmp_path):
+    """fio-job --vm-counts 2: the point's figures are the sum over both VMs (or slots), its
+    percentiles those of their merged histograms, its ratio taken on the sums."""
+    out = subprocess.run([HARNESS, "run", "fio-job", "--profile", "oltp-70-30", "--vm-counts", "2", "--backend",
+                          "virtio-blk", "--runtime", "1", "--ramp", "0", "--set", "repeat.count=1", "--set",
+                          "fleet.disk_size_mib=32", "--set", f"results_dir={tmp_path}", "--config", str(CONFIG)],
+                         capture_output=True, text=True, timeout=900)
+    print(out.stdout, out.stderr)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (run,) = tmp_path.glob("*-fio-job-*")
+    rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
+    agg = {(r["point"], r["backend"]) for r in rows if r["metric"] == "aggregate_iops"}
+    assert agg == {(f"n2/oltp-70-30/{d}", b) for d in ("read", "write") for b in ("host", "virtio-blk")}
+    assert {r["vm"] for r in rows if r["metric"] == "iops" and r["env"] == "virtual"} == {"vtb-sw-ci-vm0",
+                                                                                         "vtb-sw-ci-vm1"}
+    p99 = [r for r in rows if r["metric"] == "lat_p99" and r["scope"] == "aggregate"]
+    assert len(p99) == 4 and all(r["percentiles_from"] == "the merged histograms of 2" for r in p99)
+    assert {r["point"] for r in rows if r["metric"] == "ve_pe_ratio"} == {f"n2/oltp-70-30/{d}" for d in ("read", "write")}
+    assert "n2/oltp-70-30/write" in (run / "summary.txt").read_text()
+    assert gc.leftovers("vtb-sw-ci-") == []
+
+
 @pytest.mark.parametrize("name", sorted(fio_jobfile.profiles()))
 def test_every_shipped_profile_runs(tmp_path, name):
     """The runner that runs it in guests runs it here, on two slots of a file, at 1 s a job: fio

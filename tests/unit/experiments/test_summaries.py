@@ -1,6 +1,7 @@
 """Each experiment's own summary (rows over repeats, table, plot) renders from samples as the
 pipeline stores them: the matrix family's, with latency percentiles, and vm-scaling's."""
 from harness.experiments import matrix_summary, vm_scaling
+from harness.report import tables
 from harness.results.samples import Sample
 
 
@@ -83,3 +84,29 @@ def test_vm_scaling_takes_a_job_file_with_its_runtime_over_the_files(tmp_path):
     assert "not both" in EXPERIMENT.refusal(settings.load(None, [f"vm_scaling.job_file={bad}",
                                                                  "vm_scaling.profile=oltp-70-30"]))
     assert "rbd" in EXPERIMENT.refusal(settings.load(None, ["vm_scaling.profile=oltp-70-30", "disk.backend=rbd"]))
+
+
+def test_a_matrix_point_of_several_vms_is_judged_on_their_sum():
+    """fio-job --vm-counts 2: each VM's figures are kept, the row shows their sum (and the
+    aggregate's merged latency), never a VM's own figure among the repeats."""
+    samples = []
+    for backend, env, scope_of in (("host", "physical", "slot"), ("virtio-blk", "virtual", "vm")):
+        for rep in range(2):
+            meta = {"group": "fio-job", "point": "n2/a/read", "backend": backend, "env": env, "repeat": rep}
+            samples += [Sample("iops", 100.0 + rep, "IOPS", {**meta, "scope": scope_of, "vm": w}) for w in ("0", "1")]
+            samples += [Sample("aggregate_iops", 200.0 + 2 * rep, "IOPS", {**meta, "scope": "aggregate"}),
+                        Sample("lat_mean", 50.0, "us", {**meta, "scope": "aggregate"})]
+    (row,) = matrix_summary.matrix_rows(samples, "fio-job")
+    assert row["results"]["host"]["iops" + tables.VALUES] == [200.0, 202.0]
+    assert row["results"]["virtio-blk"]["iops"] == 201.0 and row["results"]["virtio-blk"]["lat_mean"] == 50.0
+
+
+def test_fio_job_vm_counts_name_each_counts_points_and_size_the_sweep_fleet():
+    from harness.config import settings
+    from harness.experiments.fio_job import EXPERIMENT
+    cfg = settings.load(None, ["fio_job.profile=oltp-70-30", "fio_job.vm_counts=[2, 1]"])
+    points = EXPERIMENT.points(cfg)
+    assert [(p.label, p.vms) for p in points] == [("oltp-70-30-n1", 1), ("oltp-70-30-n2", 2)]
+    assert EXPERIMENT.sweep_config(cfg).fleet.vms == 2
+    one = settings.load(None, ["fio_job.profile=oltp-70-30"])
+    assert [(p.label, p.vms) for p in EXPERIMENT.points(one)] == [("oltp-70-30", 1)]
