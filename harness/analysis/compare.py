@@ -1,12 +1,13 @@
 """`harness compare A B`: the same points in two runs (or a run and a stored baseline), the
-relative change of each metric, a permutation test, and a regression verdict."""
+relative change of each metric with its CI, Welch's t-test on log values (Holm-adjusted over
+every compared metric), and a regression verdict."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.analysis.stats import change_p_value, summarize
+from harness.analysis.stats import Difference, difference, holm, summarize
 from harness.results.metrics import LOWER, Direction, direction
 
 DERIVED = {"ve_pe_ratio"}          # follows from other metrics; compared through them
@@ -49,7 +50,8 @@ class Change:
     a: list[float]
     b: list[float]
     rel_change: float           # mean(b) / mean(a) - 1
-    p_value: float | None       # None when either side has a single value
+    p_value: float | None       # Holm-adjusted over the comparison; None when a side has a single value
+    diff: Difference | None     # the ratio of B to A with its CI (and its own p)
     regression: bool
     improvement: bool
 
@@ -59,13 +61,15 @@ def compare(a_rows: list[dict], b_rows: list[dict], alpha: float, min_change: fl
     a, b = values_by_key(a_rows), values_by_key(b_rows)
     declared = {**declared_directions(a_rows), **declared_directions(b_rows)}
     changes = []
-    for k in sorted(set(a) & set(b)):
+    paired = sorted(set(a) & set(b))
+    diffs = [difference(a[k], b[k]) for k in paired]
+    adjusted = holm([d.p_value if d else None for d in diffs])
+    for k, d, p in zip(paired, diffs, adjusted):
         ma, mb = summarize(a[k]).mean, summarize(b[k]).mean
         rel = mb / ma - 1 if ma else float("inf")
-        p = change_p_value(a[k], b[k])
         significant = p is not None and p < alpha and abs(rel) >= min_change
         better = direction(k[-1], declared)
         judged = significant and better is not None   # a metric of unknown direction is not judged
         worse = rel > 0 if better is LOWER else rel < 0
-        changes.append(Change(k, a[k], b[k], rel, p, judged and worse, judged and not worse))
+        changes.append(Change(k, a[k], b[k], rel, p, d, judged and worse, judged and not worse))
     return changes, len(set(a) ^ set(b))

@@ -1,4 +1,5 @@
-"""Summary statistics for repeated measurements, and the test behind `harness compare`."""
+"""Summary statistics for repeated measurements, and the one test every verdict takes: Welch's
+t-test on log values, with the ratio's CI, Holm-adjusted over a family of comparisons."""
 from __future__ import annotations
 
 import math
@@ -50,21 +51,59 @@ def enough(values: list[float], target_rel_ci: float, minimum: int = 2) -> bool:
     return rel is not None and rel <= target_rel_ci
 
 
-def change_p_value(a: list[float], b: list[float], seed: int = 0) -> float | None:
-    """Two-sided permutation test of the difference of means (exact for small samples);
-    None when either side has a single value (no test is possible)."""
-    if len(a) < 2 or len(b) < 2:
+@dataclass(frozen=True)
+class Difference:
+    """B against A: the ratio of their geometric means, its 95% CI, and the two-sided p of Welch's
+    t-test on the log values (a ratio is what a change of storage path makes; the log makes it a
+    difference, and Welch does not assume the two sides are equally noisy)."""
+    ratio: float
+    low: float
+    high: float
+    p_value: float
+
+    @property
+    def change(self) -> float:
+        return self.ratio - 1
+
+    @property
+    def bound(self) -> float:
+        """The largest change the CI allows, either way: "no difference larger than this"."""
+        return max(abs(self.low - 1), abs(self.high - 1))
+
+    def percent(self) -> str:
+        """e.g. "+12% (95% CI +5% to +19%)"."""
+        return f"{self.change:+.0%} (95% CI {self.low - 1:+.0%} to {self.high - 1:+.0%})"
+
+
+def difference(a: list[float], b: list[float]) -> Difference | None:
+    """B against A, or None when a side has one value (no spread, no test) or a value is not
+    positive (no log). Three repeats a side decide a difference that is large against the noise."""
+    if len(a) < 2 or len(b) < 2 or min(*a, *b) <= 0:
         return None
-    res = stats.permutation_test((np.asarray(a, float), np.asarray(b, float)),
-                                 lambda x, y: np.mean(y) - np.mean(x), vectorized=False,
-                                 n_resamples=9999, alternative="two-sided", random_state=seed)
-    return float(res.pvalue)
+    la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
+    shift = float(lb.mean() - la.mean())
+    if la.std() == 0 and lb.std() == 0:   # no noise at all: the shift is exact
+        return Difference(math.exp(shift), math.exp(shift), math.exp(shift), 1.0 if shift == 0 else 0.0)
+    res = stats.ttest_ind(lb, la, equal_var=False)
+    ci = res.confidence_interval(0.95)
+    return Difference(math.exp(shift), math.exp(float(ci.low)), math.exp(float(ci.high)), float(res.pvalue))
 
 
-def smallest_p_value(n_a: int, n_b: int) -> float:
-    """The smallest two-sided p the exact permutation test can give with n_a and n_b values: below
-    alpha only with enough repeats (3 and 3: 0.10; 4 and 4: 0.029)."""
-    return min(1.0, 2 / math.comb(n_a + n_b, n_a))
+def p_text(p: float) -> str:
+    return f"p={p:.3f}" if p >= 0.001 else "p<0.001"
+
+
+def holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (None: not tested), so that the chance
+    of any false call over the family stays at alpha. scipy has only Benjamini-Hochberg (which
+    controls a rate, not the chance), and statsmodels would be a dependency for these lines."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - rank) * p))
+        out[i] = running
+    return out
 
 
 def noisy_reason(values: list[float], cv_threshold: float, unquiet: list[str] = ()) -> str:

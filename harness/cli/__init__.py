@@ -430,28 +430,37 @@ def runs(config_path, overrides, rebuild) -> None:
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level of the test.")
 @click.option("--min-change", type=float, default=0.05, show_default=True,
               help="Smallest relative change that counts as a regression.")
-def compare(config_path, overrides, run_a, run_b, alpha, min_change) -> None:
+@click.option("--junit", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the comparison as JUnit XML (a test case per point and metric) for CI.")
+def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit) -> None:
     """Pair the same points of RUN_A (or a baseline samples.jsonl) and RUN_B; exit 1 on a regression."""
     from rich.table import Table
 
     from harness.analysis import compare as cmp
+    from harness.analysis.stats import p_text
     cfg = load(config_path, overrides)
     changes, unpaired = cmp.compare(cmp.load_rows(resolve_run(cfg, run_a)), cmp.load_rows(resolve_run(cfg, run_b)),
                                     alpha, min_change)
     table = Table(title=f"{run_b} against {run_a} (alpha={alpha}, min change={min_change:.0%})")
-    for col in ("experiment", "point", "env/backend", "metric", "A", "B", "change", "p", "verdict"):
-        table.add_column(col, justify="right" if col in ("A", "B", "change", "p") else "left")
+    for col in ("experiment", "point", "env/backend", "metric", "A", "B", "change (95% CI)", "p", "verdict"):
+        table.add_column(col, justify="right" if col in ("A", "B", "change (95% CI)", "p") else "left")
     for c in changes:
         exp, group, point, backend, env, metric = c.key
         verdict = "[red]regression[/red]" if c.regression else "[green]improvement[/green]" if c.improvement else ""
         table.add_row(exp, f"{group}/{point}" if group else point, backend if env == "virtual" and backend else env,
                       metric, f"{sum(c.a) / len(c.a):,.1f} (n={len(c.a)})", f"{sum(c.b) / len(c.b):,.1f} (n={len(c.b)})",
-                      f"{c.rel_change:+.1%}", "-" if c.p_value is None else f"{c.p_value:.3f}", verdict)
+                      c.diff.percent() if c.diff else f"{c.rel_change:+.1%}",
+                      "-" if c.p_value is None else p_text(c.p_value).removeprefix("p="), verdict)
+    table.caption = (f"change: B over A (geometric means); p: Welch's t-test on log values, Holm-adjusted over the "
+                     f"{len(changes)} compared metrics; a regression is significant and at least {min_change:.0%}")
     console.print(table)
     if unpaired:
         console.print(f"{unpaired} point(s) are in only one of the two runs and were not compared")
     if not changes:
         raise click.ClickException("no point is in both runs")
+    if junit:
+        from harness.report import junit as junit_xml
+        console.print(f"JUnit XML: {junit_xml.write(changes, junit, f'{run_b} against {run_a}')}", markup=False)
     regressions = [c for c in changes if c.regression]
     console.print(f"{len(regressions)} regression(s) among {len(changes)} compared metric(s)"
                   + ("" if any(c.p_value is not None for c in changes) else

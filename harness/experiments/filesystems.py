@@ -5,7 +5,7 @@ VM on its own disk, which sits on the array); a filesystem the host cannot make 
 reason. The summary adds the study's headline: F2FS against EXT4 for buffered random writes."""
 from pydantic import Field, model_validator
 
-from harness.analysis.stats import change_p_value, smallest_p_value
+from harness.analysis.stats import difference, holm, p_text
 from harness.common.console import console
 from harness.config.core import Config
 from harness.config.schema import Filesystem, RaidLevel
@@ -62,26 +62,27 @@ class Filesystems(RaidSweep):
 
 def f2fs_over_ext4(rows: list[dict], point: str = "randwrite-buffered") -> list[str]:
     """One line per setup and environment that has both: the ratio, whether the difference is
-    significant (permutation test), and what the study saw on the same level."""
+    significant (Welch's t-test on log values, Holm-adjusted over the lines), and what the study
+    saw on the same level."""
     by = {(r["setup"], r["point"]): r for r in rows}
-    lines = []
+    found = []
     for setup in dict.fromkeys(r["setup"] for r in rows):
         f2fs, ext4 = by.get((setup, f"f2fs-{point}")), by.get((setup, f"ext4-{point}"))
         if not f2fs or not ext4:
             continue
-        level = None if setup == SINGLE else int(setup.split("-")[0].removeprefix("raid"))
         for env, label in (("physical", "PE"), ("virtual", "VE")):
             a, b = f2fs.get(f"{env}_bw"), ext4.get(f"{env}_bw")
-            if not a or not b:
-                continue
-            va, vb = f2fs.get(f"{env}_bw{tables.VALUES}", [a]), ext4.get(f"{env}_bw{tables.VALUES}", [b])
-            p = change_p_value(va, vb)
-            verdict = ("one repeat: no test" if p is None else
-                       f"{len(va)} and {len(vb)} repeats cannot reach p < {ALPHA:g}: no test"
-                       if smallest_p_value(len(va), len(vb)) >= ALPHA else
-                       f"significant, p={p:.3f}" if p < ALPHA else f"not significant, p={p:.2f}")
-            study = f"; the study: {STUDY[level]}" if level in STUDY else ""
-            lines.append(f"  {setup:<18} {label}: {a / b:5.2f}x ({verdict}){study}")
+            if a and b:
+                diff = difference(ext4.get(f"{env}_bw{tables.VALUES}", [b]), f2fs.get(f"{env}_bw{tables.VALUES}", [a]))
+                found.append((setup, label, a / b, diff))
+    lines = []
+    for (setup, label, ratio, diff), p in zip(found, holm([d.p_value if d else None for *_, d in found])):
+        level = None if setup == SINGLE else int(setup.split("-")[0].removeprefix("raid"))
+        verdict = ("one repeat: no test" if p is None else
+                   f"significant, {diff.percent()}, {p_text(p)}" if p < ALPHA else
+                   f"not significant, p={p:.2f}: no difference larger than {diff.bound:.0%} at this noise")
+        study = f"; the study: {STUDY[level]}" if level in STUDY else ""
+        lines.append(f"  {setup:<18} {label}: {ratio:5.2f}x ({verdict}){study}")
     return lines
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.table import Table
 
 from harness import backends
-from harness.analysis.stats import change_p_value, smallest_p_value
+from harness.analysis.stats import Difference, difference, holm, p_text
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import tcg_caveat
@@ -81,28 +81,38 @@ def daemon_cpu_table(rows: list[dict], group: str) -> Table | None:
     return table
 
 
-def best_backend(row: dict, metric: str, alpha: float = 0.05) -> str:
-    """The backend with the best mean on this row, named only when it differs significantly from
-    the runner-up (the permutation test `harness compare` uses); otherwise says why not."""
-    cands = sorted(((b, r) for b, r in row["results"].items() if b != "host" and r.get(metric) is not None),
-                   key=lambda c: c[1][metric], reverse=direction(metric) is not LOWER)
+def best_backends(rows: list[dict], metric: str, alpha: float = 0.05) -> list[str]:
+    """Each row's best backend by the metric's direction, against its runner-up: named only where
+    Welch's t-test on log values says so, its p Holm-adjusted over the rows; otherwise a tie, with
+    the largest difference the CI allows (or why no test could be made)."""
+    picks = []
+    for row in rows:
+        cands = sorted(((b, r) for b, r in row["results"].items() if b != "host" and r.get(metric) is not None),
+                       key=lambda c: c[1][metric], reverse=direction(metric) is not LOWER)
+        diff = difference(*(r.get(metric + tables.VALUES, [r[metric]]) for _, r in (cands[1], cands[0]))) \
+            if len(cands) > 1 else None
+        picks.append((cands, diff))
+    adjusted = holm([diff.p_value if diff else None for _, diff in picks])
+    return [_verdict(cands, diff, p, metric, alpha) for (cands, diff), p in zip(picks, adjusted)]
+
+
+def _verdict(cands: list, diff: Difference | None, p: float | None, metric: str, alpha: float) -> str:
     if not cands:
         return "-"
-    best, res = cands[0]
+    (best, res), runner_up = cands[0], cands[1][0] if len(cands) > 1 else None
     ratio = f" ({res['ve_pe_ratio']:.2f}x bare metal)" if res.get("ve_pe_ratio") is not None else ""
-    if len(cands) == 1:
+    if runner_up is None:
         return f"{best}{ratio}, the only one measured"
-    runner_up = cands[1]
-    a, b = res.get(metric + tables.VALUES, [res[metric]]), runner_up[1].get(metric + tables.VALUES, [runner_up[1][metric]])
-    p = change_p_value(a, b)
-    if p is None:
-        return "no test: one repeat (set repeat.count >= 4)"
-    if smallest_p_value(len(a), len(b)) >= alpha:
-        return (f"no test possible: {len(a)} and {len(b)} repeats cannot reach p < {alpha:g} "
-                f"(set repeat.count >= 4); best mean {best}")
-    if p >= alpha:
-        return f"no significant difference ({best} vs {runner_up[0]}: p={p:.2f})"
-    return f"{best}{ratio}, p={p:.3f} vs {runner_up[0]}"
+    if diff is None or p is None:
+        return f"no test: one repeat (set repeat.count >= 2); best mean {best}"
+    if p < alpha:
+        return f"{best}{ratio}: {metric} {diff.percent()} against {runner_up}, {p_text(p)}"
+    return f"tie: {best} and {runner_up} differ by no more than {diff.bound:.0%} at this noise (p={p:.2f})"
+
+
+def best_backend(row: dict, metric: str, alpha: float = 0.05) -> str:
+    """One row's verdict, tested alone."""
+    return best_backends([row], metric, alpha)[0]
 
 
 def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
@@ -113,13 +123,15 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
     table = Table(title=f"{group}: {metric} ({unit}), accel={accel}"
                         f"{tcg_caveat(accel)}",
                   caption="mean ± 95% CI (CV) over shuffled repeats; (x) = VE/PE; IO/CPU-s = I/Os per CPU-second "
-                          "of QEMU and storage daemons")
+                          "of QEMU and storage daemons; best backend: against the runner-up, Welch's t-test on log "
+                          f"values, p Holm-adjusted over the {len(rows)} point(s); else a tie, with the largest "
+                          "difference its 95% CI allows")
     table.add_column("point")
     table.add_column("host", justify="right")
     for b in backends:
         table.add_column(f"{b} (VE/PE)", justify="right")
     table.add_column("best backend", justify="left")
-    for r in rows:
+    for r, best in zip(rows, best_backends(rows, metric)):
         res = r["results"]
 
         def cell(b, res=res):
@@ -130,7 +142,7 @@ def print_matrix(rows: list[dict], group: str, metric: str, accel: str) -> str:
             eff = f", {v['ios_per_cpu_s']:,.0f} IO/CPU-s" if v.get("ios_per_cpu_s") is not None else ""
             noisy = tables.NOISY_MARK if v.get(metric + tables.NOISY) else ''
             return f"{tables.with_ci(v[metric], v.get(metric + tables.STATS), 1)}{ratio}{eff}{noisy}"
-        table.add_row(r["label"], cell("host"), *[cell(b) for b in backends], best_backend(r, metric))
+        table.add_row(r["label"], cell("host"), *[cell(b) for b in backends], best)
     shown = [table]
     if metric == "lat_mean":
         lat = Table(title=f"{group}: latency percentiles (us)")

@@ -117,3 +117,28 @@ def test_html_pe_ve_table_keeps_a_sweeps_blocks_apart():
     assert "100.0" in page and "300.0" in page and "200.0" not in page   # never averaged over node counts
     matrix = [{**r, "block": "rbd"} for r in rows[:1]]   # fio's matrix: the block is the backend, a column
     assert "ceph-scaling write-4k-j1" in pe_ve_table(matrix, {})
+
+
+def test_three_repeats_a_side_decide_a_20_percent_drop(tmp_path):
+    """The default repeat count can reach a verdict: the drop with its CI, its p Holm-adjusted."""
+    a = write_run(tmp_path, "a", noisy(1000, n=3, seed=1), noisy(100, n=3, seed=2))
+    b = write_run(tmp_path, "b", noisy(800, n=3, seed=3), noisy(100, n=3, seed=4))
+    changes, _ = compare(load_rows(a), load_rows(b), alpha=0.05, min_change=0.05)
+    iops = next(c for c in changes if c.key[-1] == "aggregate_iops")
+    assert iops.regression and iops.diff.high < 0.9 and iops.p_value == min(1.0, 2 * iops.diff.p_value)
+
+
+def test_junit_xml_has_a_case_per_point_and_metric_and_fails_the_regression(tmp_path):
+    from junitparser import Failure, JUnitXml
+    write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
+    write_run(tmp_path, "b", noisy(800, seed=3), noisy(100, seed=4))
+    out = tmp_path / "ci" / "compare.xml"
+    done = subprocess.run([HARNESS, "compare", "a", "b", "--junit", str(out), "--set", f"results_dir={tmp_path}"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "JUnit XML" in done.stdout
+    (suite,) = list(JUnitXml.fromfile(str(out)))
+    cases = {c.name: c for c in suite}
+    assert set(cases) == {"virtual-n1 virtio-blk aggregate_iops", "virtual-n1 virtio-blk lat_mean"}
+    (failure,) = cases["virtual-n1 virtio-blk aggregate_iops"].result
+    assert isinstance(failure, Failure) and "-> B" in failure.message and "95% CI" in failure.message
+    assert cases["virtual-n1 virtio-blk lat_mean"].is_passed

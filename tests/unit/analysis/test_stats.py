@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from harness.analysis.stats import change_p_value, enough, summarize
+from harness.analysis.stats import difference, enough, holm, summarize
 
 
 def test_ci_matches_scipy():
@@ -26,19 +26,38 @@ def test_adaptive_stop_rule():
     assert not enough([100.0, 150.0, 60.0], 0.05)
 
 
-def test_permutation_test_detects_a_planted_20_percent_shift():
+def test_welch_on_logs_detects_a_planted_20_percent_shift_with_its_ci():
     rng = np.random.default_rng(1)
     a = list(rng.normal(1000, 30, 8))
-    assert change_p_value(a, [v * 0.8 for v in rng.normal(1000, 30, 8)]) < 0.01
+    d = difference(a, [v * 0.8 for v in rng.normal(1000, 30, 8)])
+    assert d.p_value < 0.01 and d.low < d.ratio < d.high and d.high < 0.85 and d.low > 0.75
+    assert d.percent().startswith("-2") and "95% CI" in d.percent()
 
 
-def test_permutation_test_does_not_flag_no_shift():
+def test_welch_on_logs_does_not_flag_no_shift_and_bounds_it():
     rng = np.random.default_rng(2)
-    assert change_p_value(list(rng.normal(1000, 30, 8)), list(rng.normal(1000, 30, 8))) > 0.05
+    d = difference(list(rng.normal(1000, 30, 8)), list(rng.normal(1000, 30, 8)))
+    assert d.p_value > 0.05 and d.low < 1 < d.high and d.bound < 0.06   # no difference larger than ~5%
 
 
-def test_no_test_on_single_values():
-    assert change_p_value([1.0], [2.0, 3.0]) is None
+def test_the_ci_of_the_ratio_is_welchs_interval_on_the_logs():
+    a, b = [100.0, 104.0, 97.0], [200.0, 205.0, 198.0]
+    d = difference(a, b)
+    res = sp.ttest_ind(np.log(b), np.log(a), equal_var=False)
+    ci = res.confidence_interval(0.95)
+    assert d.p_value == pytest.approx(res.pvalue) and d.p_value < 0.001   # three repeats a side decide this
+    assert (d.low, d.high) == pytest.approx((np.exp(ci.low), np.exp(ci.high)))
+
+
+def test_no_test_on_single_values_or_non_positive_ones():
+    assert difference([1.0], [2.0, 3.0]) is None and difference([0.0, 1.0], [2.0, 3.0]) is None
+    exact = difference([2.0, 2.0], [3.0, 3.0])
+    assert exact.ratio == pytest.approx(1.5) and exact.p_value == 0.0
+
+
+def test_holm_adjusts_a_family_step_down():
+    assert holm([0.01, 0.04, None, 0.03]) == pytest.approx([0.03, 0.06, None, 0.06])
+    assert holm([]) == [] and holm([None]) == [None]
 
 
 def _row(a: list[float], b: list[float], metric: str = "iops") -> dict:
@@ -48,17 +67,19 @@ def _row(a: list[float], b: list[float], metric: str = "iops") -> dict:
 
 
 def test_best_backend_is_named_only_when_significant():
-    from harness.experiments.matrix_summary import best_backend
+    from harness.experiments.matrix_summary import best_backend, best_backends
     close = _row([100, 112, 95, 108, 101, 110], [98, 104, 92, 103, 97, 106])  # means 5% apart, 10% noise
-    assert best_backend(close, "iops").startswith("no significant difference")
+    assert best_backend(close, "iops").startswith("tie: nvme and virtio-blk differ by no more than")
     apart = _row([200, 205, 198, 202], [100, 104, 97, 101])
-    assert best_backend(apart, "iops").startswith("nvme")
+    assert best_backend(apart, "iops").startswith("nvme: iops +")
     apart_latency = _row([200, 205, 198, 202], [100, 104, 97, 101], metric="lat_mean")
-    assert best_backend(apart_latency, "lat_mean").startswith("virtio-blk")   # the metric's direction decides
-    three = _row([200, 205, 198], [100, 104, 97])  # 3 and 3 repeats: no p below 0.10 exists
-    assert best_backend(three, "iops").startswith("no test possible")
-
-
-def test_smallest_p_value_of_the_exact_permutation_test():
-    from harness.analysis.stats import smallest_p_value
-    assert smallest_p_value(3, 3) == pytest.approx(0.1) and smallest_p_value(4, 4) < 0.05
+    assert best_backend(apart_latency, "lat_mean").startswith("virtio-blk: lat_mean -")   # the metric's direction decides
+    three = _row([200, 205, 198], [100, 104, 97])  # the default 3 repeats decide a large difference
+    assert best_backend(three, "iops").startswith("nvme: iops +") and "against virtio-blk" in best_backend(three, "iops")
+    one = _row([200], [100])
+    assert best_backend(one, "iops").startswith("no test: one repeat")
+    # over many rows, Holm: a p that stands alone may not stand among ten
+    edge = _row([100, 104, 98, 103], [95, 99, 93, 97])
+    alone = best_backend(edge, "iops")
+    among = best_backends([edge] + [close] * 9, "iops")[0]
+    assert alone.startswith("nvme") and among.startswith("tie"), (alone, among)

@@ -70,7 +70,8 @@ def test_f2fs_over_ext4_per_level_and_env_with_its_test():
             row("single", "f2fs", [200, 201, 199, 200], [51, 50, 49, 50]),
             row("raid5-n4-c512k", "ext4", [10, 11, 9], [5]), row("raid5-n4-c512k", "f2fs", [500, 510, 490], [250])]
     lines = f2fs_over_ext4(rows)
-    assert lines[0].split() == ["single", "PE:", "2.00x", "(significant,", "p=0.029)"]
-    assert "not significant" in lines[1]
-    assert "50.00x (3 and 3 repeats cannot reach p < 0.05: no test); the study: about 50x" in lines[2]
+    assert lines[0].split() == ["single", "PE:", "2.00x", "(significant,", "+100%", "(95%", "CI", "+98%", "to", "+102%),",
+                                "p<0.001)"]
+    assert "not significant, p=1.00: no difference larger than 3% at this noise" in lines[1]
+    assert "50.00x (significant, +4916%" in lines[2] and lines[2].endswith("the study: about 50x")   # 3 repeats decide
     assert "one repeat: no test" in lines[3]
