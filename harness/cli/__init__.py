@@ -433,7 +433,8 @@ def runs(config_path, overrides, rebuild) -> None:
 @click.option("--junit", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the comparison as JUnit XML (a test case per point and metric) for CI.")
 def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit) -> None:
-    """Pair the same points of RUN_A (or a baseline samples.jsonl) and RUN_B; exit 1 on a regression."""
+    """Pair the same points of RUN_A (a run, a baseline's name, or a samples.jsonl) and RUN_B; exit 1 on a
+    regression."""
     from rich.table import Table
 
     from harness.analysis import compare as cmp
@@ -529,14 +530,16 @@ def predict(config_path, overrides, run_id, metric, at) -> None:
 
 
 def resolve_run(cfg, arg: str) -> Path:
-    """A run folder, a samples.jsonl file, or a run id in the results folder."""
+    """A run folder, a samples.jsonl file, a run id in the results folder, or a baseline's name."""
+    from harness.results import baselines
     from harness.results.store import RunIndex
     path = Path(arg)
     found = path if path.exists() else (cfg.results_dir / arg if (cfg.results_dir / arg).exists()
-                                         else RunIndex(cfg.results_dir).find(arg))
+                                         else RunIndex(cfg.results_dir).find(arg) or baselines.find(cfg.results_dir, arg))
     if found is None:
-        raise click.ClickException(f"{arg}: not a run folder, a samples.jsonl file or a run id in "
-                                   f"{cfg.results_dir} (see `harness runs`)")
+        raise click.ClickException(f"{arg}: not a run folder, a samples.jsonl file, a run id in "
+                                   f"{cfg.results_dir} or a baseline's name (see `harness runs`, "
+                                   "`harness baseline list`)")
     return found
 
 
@@ -610,3 +613,6 @@ def main() -> None:
                       "run the command again with `harness --debug ...` for the traceback, and report it",
                       markup=True, highlight=False, soft_wrap=True)
         sys.exit(1)
+
+
+from harness.cli import tracking  # noqa: E402,F401  (its commands join `cli`; it needs the helpers above)

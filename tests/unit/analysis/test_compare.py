@@ -1,4 +1,4 @@
-"""compare and the runs index on synthetic runs with a known change."""
+"""compare, baselines, trend and the runs index on synthetic runs with a known change."""
 import json
 import subprocess
 import sys
@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.analysis.compare import compare, load_rows
+from harness.analysis.trend import trend
 from harness.results.samples import Sample
 from harness.results.store import RunIndex, RunStore
 
@@ -142,3 +143,35 @@ def test_junit_xml_has_a_case_per_point_and_metric_and_fails_the_regression(tmp_
     (failure,) = cases["virtual-n1 virtio-blk aggregate_iops"].result
     assert isinstance(failure, Failure) and "-> B" in failure.message and "95% CI" in failure.message
     assert cases["virtual-n1 virtio-blk lat_mean"].is_passed
+
+
+def harness(*args, tmp_path):
+    return subprocess.run([HARNESS, *args, "--set", f"results_dir={tmp_path}"], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_baseline_outlives_its_run_and_compare_takes_its_name(tmp_path):
+    a = write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
+    write_run(tmp_path, "b", noisy(800, seed=3), noisy(100, seed=4))
+    assert harness("baseline", "save", "main", "a", tmp_path=tmp_path).returncode == 0
+    (a / "samples.jsonl").unlink()   # the run folder cleaned away: the baseline keeps its samples
+    listed = harness("baseline", "list", tmp_path=tmp_path)
+    assert "main" in listed.stdout and str(a) in listed.stdout
+    gate = harness("compare", "main", "b", tmp_path=tmp_path)
+    assert gate.returncode == 1 and "1 regression(s)" in gate.stdout
+    bad = harness("baseline", "save", "no/slash", "b", tmp_path=tmp_path)
+    assert bad.returncode != 0 and "Fix:" in bad.stderr and not (tmp_path / "baselines" / "no").exists()
+    missing = harness("compare", "nope", "b", tmp_path=tmp_path)
+    assert missing.returncode != 0 and "baseline" in missing.stderr
+
+
+def test_trend_follows_each_point_over_runs_oldest_first(tmp_path):
+    runs = [(name, write_run(tmp_path, name, noisy(mean, seed=i), noisy(100, seed=10 + i)))
+            for i, (name, mean) in enumerate((("r1", 1000), ("r2", 990), ("r3", 800)))]
+    seen = trend(runs, "aggregate_iops")
+    assert [s.run_id for s in seen] == ["r1", "r2", "r3"] and seen[2].summary.mean < 850
+    assert trend(runs, "aggregate_iops", point="nvme") == []
+    out = harness("trend", "aggregate_iops", "--point", "virtual-n1", tmp_path=tmp_path)
+    assert out.returncode == 0 and "r3" in out.stdout and (tmp_path / "trend-aggregate_iops.png").exists()
+    none = harness("trend", "tps", tmp_path=tmp_path)
+    assert none.returncode != 0 and "no run has tps" in none.stderr and "Fix:" in none.stderr

@@ -1,0 +1,37 @@
+"""`harness trend METRIC`: a metric's mean and 95% CI over runs, per point, oldest run first: what
+changed, and when. Points are paired across runs as `harness compare` pairs them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.analysis.compare import load_rows, values_by_key
+from harness.analysis.stats import Summary, summarize
+
+
+@dataclass(frozen=True)
+class Seen:
+    run_id: str
+    point: str          # experiment, group/point and where (host or backend), as compare shows them
+    summary: Summary    # over the run's repeats
+
+
+def label(key: tuple) -> str:
+    experiment, group, point, backend, env, _ = key
+    where = backend if env == "virtual" and backend else env
+    return f"{experiment} {group + '/' if group else ''}{point} {where}"
+
+
+def trend(runs: list[tuple[str, Path]], metric: str, point: str | None = None) -> list[Seen]:
+    """(run id, folder) oldest first -> every point's summary of `metric` in each run that has it;
+    `point` keeps those whose name contains it."""
+    seen = []
+    for run_id, path in runs:
+        try:
+            rows = load_rows(path)
+        except FileNotFoundError:   # a run that stored nothing (killed at once)
+            continue
+        for key, values in sorted(values_by_key(rows).items()):
+            if key[-1] == metric and (point is None or point in label(key)):
+                seen.append(Seen(run_id, label(key), summarize(values)))
+    return seen
