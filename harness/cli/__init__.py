@@ -474,15 +474,18 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit) -> N
 @with_config
 @click.argument("run_ids", nargs=-1, required=True)
 @click.option("--out", type=click.Path(path_type=Path), help="Where to write (default: report.html in the first run).")
-def report(config_path, overrides, run_ids, out) -> None:
-    """One self-contained HTML report of one or more runs."""
+@click.option("--prefer", type=click.Choice(["iops", "latency", "efficiency"]), default="iops", show_default=True,
+              help="The priority the recommendation is made under: the headline metric (IOPS, bandwidth, TPS), "
+                   "p99 latency, or I/Os per CPU-second.")
+def report(config_path, overrides, run_ids, out, prefer) -> None:
+    """One self-contained HTML report of one or more runs, the verdict first."""
     from harness.report import html as html_report
     from harness.results.store import write_atomic
     cfg = load(config_path, overrides)
     runs = [resolve_run(cfg, r) for r in run_ids]
     path = out or runs[0] / "report.html"
     from harness.experiments import registry
-    write_atomic(path, html_report.render(runs, {name: e.headline for name, e in registry().items()}))
+    write_atomic(path, html_report.render(runs, {name: e.headline for name, e in registry().items()}, prefer))
     console.print(f"report: {path}", markup=False)
 
 

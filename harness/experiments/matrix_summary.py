@@ -164,6 +164,7 @@ def backends_bars(rows: list[dict], path: Path, metric: str, title: str) -> Path
     envs = ["host"] + sorted({b for r in rows for b in r["results"] if b != "host"})
     fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(rows) * max(1, len(envs)) / 3), 4.5))
     width = 0.8 / len(envs)
+    plotted = []
     for i, env in enumerate(envs):
         xs, ys, errs, noisy = [], [], [], []
         for x, r in enumerate(rows):
@@ -176,10 +177,12 @@ def backends_bars(rows: list[dict], path: Path, metric: str, title: str) -> Path
         ax.bar(xs, ys, width, yerr=errs, capsize=3, label=env, color="black" if env == "host" else None,
                ecolor="gray")
         plots.mark_noisy(ax, xs, ys, noisy)
+        plotted += ys
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r["label"] for r in rows], fontsize=8)
     ax.set_ylabel({"lat_mean": "mean latency (us)", "iops": "IOPS", "bw": "bandwidth (KiB/s)"}.get(metric, metric))
-    ax.grid(axis="y", alpha=0.3)
+    plots.log_if_spread(ax, plotted)
+    ax.grid(axis="y", alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     plots.title(ax, title)
     return plots.save(fig, path)

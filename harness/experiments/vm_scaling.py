@@ -279,8 +279,9 @@ def _panel(ax, rows: list[dict], name: str) -> None:
     ax.set_xlabel("VM count (host slots for physical)")
     ax.set_ylabel(f"IOPS, {name}" if name else "IOPS")
     ax.set_xticks(sorted({r["vm_count"] for r in rows}))
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
+    if not plots.log_if_spread(ax, [r.get(k) for r in rows for k in ("virtual_aggregate_iops", "physical_aggregate_iops")]):
+        ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
 
 

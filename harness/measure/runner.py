@@ -21,9 +21,10 @@ from harness.fleet.multi_host import MultiHostFleet
 from harness.fleet.testbed import Testbed
 from harness.hosts import LocalHost
 from harness.hosts.folders import state_dir_problem
+from harness.report import tables
 from harness.resources import nested_l1
 from harness.results import environment
-from harness.results.store import RunStore, new_run_id, owner
+from harness.results.store import RunStore, new_run_id, owner, write_atomic
 
 
 def _terminate(signum, _frame):
@@ -113,7 +114,10 @@ def _summarize(experiment, ctx: RunContext, replaces_nothing: bool) -> None:
     """The run's summary. When the run itself failed or was stopped, a summary that fails too is
     only reported: the run's own error is the one the user sees."""
     try:
-        experiment.summarize(ctx)
+        with tables.recorded() as shown:
+            experiment.summarize(ctx)
+        if shown:   # the same tables as data, for the HTML report
+            write_atomic(ctx.store.dir / "summary.json", json.dumps(shown, indent=1))
     except Exception as e:
         if replaces_nothing:
             raise

@@ -28,6 +28,17 @@ def title(ax, text: str, width: int = 80) -> None:
     ax.set_title(textwrap.fill(text, width), fontsize=9)
 
 
+def log_if_spread(ax, values: list[float]) -> bool:
+    """A log value axis where the plotted magnitudes differ by more than 10x (a VM under TCG at
+    0.02x of its host would be a sliver on a linear one); True when it is log."""
+    shown = [v for v in values if v and v > 0]
+    if not shown or max(shown) <= 10 * min(shown):
+        return False
+    ax.set_yscale("log")
+    ax.set_ylabel(f"{ax.get_ylabel()} (log scale)")
+    return True
+
+
 STATS, NOISY = "#stats", "#noisy"  # the keys harness.report.tables puts beside a mean
 
 

@@ -2,6 +2,10 @@
 flag and its notes, failed and unmeasured cells, and rendering to the terminal and summary.txt."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -52,9 +56,35 @@ def means(d: dict) -> dict:
 
 
 
+# the tables a run's summary renders, kept as data too (summary.json) for the HTML report's own tables
+_RECORDED: ContextVar[list[dict] | None] = ContextVar("recorded_tables", default=None)
+
+
+@contextmanager
+def recorded() -> Iterator[list[dict]]:
+    """Every table `render` prints inside the block, as {title, caption, columns, rows, notes, failures}."""
+    kept: list[dict] = []
+    token = _RECORDED.set(kept)
+    try:
+        yield kept
+    finally:
+        _RECORDED.reset(token)
+
+
+def as_data(t: Table) -> dict:
+    columns = [str(c.header) for c in t.columns]
+    cells = [[str(x) for x in c.cells] for c in t.columns]
+    return {"title": str(t.title or ""), "caption": str(t.caption or ""), "columns": columns,
+            "right": [c.justify == "right" for c in t.columns], "rows": [list(r) for r in zip(*cells)]}
+
+
 def render(tables: list[Table], failures: list[tuple[str, str]], width: int = 100,
             notes: list[tuple[str, str]] = ()) -> str:
     """Prints the tables, the noisy points and the failures under them; returns the same as plain text."""
+    if (kept := _RECORDED.get()) is not None:
+        data = [as_data(t) for t in tables] or [{"title": "", "caption": "", "columns": [], "right": [], "rows": []}]
+        data[-1].update(notes=[list(n) for n in notes], failures=[list(f) for f in failures])
+        kept += data
     console = Console(record=True, highlight=False, width=max(shared.width, width))
     for t in tables:
         console.print(t)

@@ -247,6 +247,9 @@ def test_repeats_and_compare(fleet, tmp_path):
     page = run / "report.html"
     text = page.read_text()
     assert "Physical against virtual" in text and "data:image/png;base64," in text and "±" in text
+    # the verdict first; the summary's tables as HTML tables (summary.json), no terminal text in a <pre>
+    assert text.index("Verdict") < text.index("Physical against virtual") and (run / "summary.json").exists()
+    assert "<caption>vm-scaling (accel=" in text and text.count("<pre>") == 1   # the configuration's
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0"]

@@ -113,11 +113,11 @@ def test_html_pe_ve_table_keeps_a_sweeps_blocks_apart():
              "env": env, "scope": "aggregate", "status": "ok", "metric": "aggregate_bw", "headline": "aggregate_bw",
              "repeat": 0, "value": value} for n, env, value in ((2, "physical", 100.0), (3, "physical", 300.0),
                                                                  (2, "virtual", 50.0), (3, "virtual", 150.0))]
-    page = pe_ve_table(rows, {})
+    page = str(pe_ve_table(rows, {}))   # its rows as data, for the template
     assert "ceph-scaling n2-uncapped write-4k-j1" in page and "ceph-scaling n3-uncapped write-4k-j1" in page
     assert "100.0" in page and "300.0" in page and "200.0" not in page   # never averaged over node counts
     matrix = [{**r, "block": "rbd"} for r in rows[:1]]   # fio's matrix: the block is the backend, a column
-    assert "ceph-scaling write-4k-j1" in pe_ve_table(matrix, {})
+    assert "ceph-scaling write-4k-j1" in str(pe_ve_table(matrix, {}))
 
 
 def test_three_repeats_a_side_decide_a_20_percent_drop(tmp_path):

@@ -1,0 +1,73 @@
+"""The report's verdict: per workload, the backends ranked against bare metal, a winner named only
+where Welch's test (Holm over the workloads) allows, a tie otherwise, and one recommendation per
+priority; the page opens with it, and every summary table is an HTML table."""
+import json
+import re
+
+from harness.report import tables, verdict
+from harness.report.html import render
+from harness.results.store import RunStore
+
+
+def matrix_rows(shift: dict[str, float], point: str = "randread-qd16", reps=(0.0, 2.0, -1.5)) -> list[dict]:
+    """A backends run as the pipeline stores it: per backend's block, host and VM repeats of the
+    headline, p99 and I/Os per CPU-second."""
+    rows = []
+    for backend, factor in shift.items():
+        for i, jitter in enumerate(reps):
+            base = {"experiment": "backends", "group": "iops", "point": point, "block": backend, "repeat": i,
+                    "status": "ok", "headline": "iops", "better": "higher", "scope": "vm"}
+            rows.append({**base, "env": "physical", "backend": "host", "metric": "iops", "value": 1000 + jitter})
+            rows.append({**base, "env": "virtual", "backend": backend, "metric": "iops", "value": factor * (100 + jitter)})
+            rows.append({**base, "env": "virtual", "backend": backend, "metric": "lat_p99", "value": 500 / factor})
+            rows.append({**base, "env": "virtual", "backend": backend, "metric": "ios_per_cpu_s",
+                         "value": 50 * factor + jitter})
+    return rows
+
+
+def test_three_repeats_name_a_clear_winner_with_its_share_of_bare_metal():
+    (w,) = verdict.workloads(matrix_rows({"virtio-blk": 2.0, "nvme": 1.0}))
+    assert [e.backend for e in w.entries] == ["virtio-blk", "nvme"]
+    assert w.winner["iops"] == "virtio-blk" and w.said["iops"].startswith("virtio-blk: iops +100%")
+    share = w.entries[0].of_host
+    assert 0.19 < share.low < share.ratio < share.high < 0.21   # 0.2x bare metal, with its CI
+    assert w.winner["latency"] == "virtio-blk" and w.winner["efficiency"] == "virtio-blk"
+    assert verdict.recommendation([w], "iops").startswith("Prefer virtio-blk for the headline metric: significantly "
+                                                          "best on 1 of 1 workload(s)")
+
+
+def test_a_difference_within_the_noise_is_a_tie_with_its_bound():
+    (w,) = verdict.workloads(matrix_rows({"virtio-blk": 1.01, "nvme": 1.0}, reps=(0.0, 9.0, -8.0)))
+    assert w.winner["iops"] is None and re.match(r"tie: virtio-blk and nvme differ by no more than \d+% in iops",
+                                                  w.said["iops"])
+    assert "No backend is significantly ahead" in verdict.recommendation([w], "iops")
+
+
+def test_holm_over_many_workloads_can_withhold_a_winner_a_single_test_would_name():
+    edge = {"virtio-blk": 1.08, "nvme": 1.0}
+    (alone,) = verdict.workloads(matrix_rows(edge, reps=(0.0, 3.0, -3.0)))
+    many = verdict.workloads(matrix_rows(edge, reps=(0.0, 3.0, -3.0)) + [
+        r for i in range(8) for r in matrix_rows({"virtio-blk": 1.0, "nvme": 1.0}, point=f"p{i}", reps=(0.0, 9.0, -8.0))])
+    assert alone.winner["iops"] == "virtio-blk"
+    assert next(w for w in many if w.name.endswith("randread-qd16")).winner["iops"] is None
+
+
+def test_the_page_opens_with_the_verdict_and_every_summary_table_is_html(tmp_path):
+    store = RunStore(tmp_path, "r")
+    (store.dir / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in matrix_rows(
+        {"virtio-blk": 2.0, "nvme": 1.0})))
+    store.update_manifest(experiment="backends", status="completed", environment={"accel": "tcg"}, config={"a": 1})
+    from rich.table import Table
+    t = Table(title="iops: iops (IOPS)", caption="mean ± 95% CI")
+    t.add_column("point")
+    t.add_column("host", justify="right")
+    t.add_row("randread-qd16", "1,000.2 ±4.3 (CV 0%)")
+    with tables.recorded() as shown:
+        tables.render([t], [("randread-qd16", "vm0: boom")], notes=[("randread-qd16 host iops", "CV 12% > 10%")])
+    (store.dir / "summary.json").write_text(json.dumps(shown))
+    page = render([store.dir], prefer="latency")
+    assert page.index("Verdict") < page.index("Physical against virtual") < page.index("<h3>Summary")
+    assert "Prefer virtio-blk for p99 latency" in page and "0.20x (0.19-0.2" in page
+    assert "<caption>iops: iops (IOPS)</caption>" in page and "<td class=\"l\">randread-qd16</td>" in page
+    assert "vm0: boom" in page and "CV 12% &gt; 10%" in page
+    assert page.count("<pre>") == 1 and "<details><summary>Configuration</summary><pre>" in page   # only the config
