@@ -546,6 +546,18 @@ def resolve_run(cfg, arg: str) -> Path:
     return found
 
 
+@cli.group()
+def config() -> None:
+    """The configuration: its reference."""
+
+
+@config.command("reference")
+def config_reference() -> None:
+    """Every section and field, with type, default, range and description, as Markdown (from the schema)."""
+    from harness.config.reference import markdown
+    click.echo(markdown(), nl=False)
+
+
 @cli.command()
 @with_config
 def doctor(config_path, overrides) -> None:
