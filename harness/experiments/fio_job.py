@@ -32,7 +32,7 @@ class Settings(Section):
                                                                 "the file's own)")
     capture: bool = Field(False, description="each measured job writes its iolog into the run folder (raw/, beside "
                                              "fio's report), offsets relative to the slice: `harness run replay "
-                                             "--trace` replays it anywhere")
+                                             "--trace FILE` replays it anywhere")
     precondition: bool = Field(False, description="before the measured run, the SNIA way: a sequential fill of the "
                                                   "target, then each job until fio finds it steady")
     steady_criterion: str = Field("iops_slope:10%", pattern=r"^(iops|bw)(_slope)?:\d+(\.\d+)?%?$",

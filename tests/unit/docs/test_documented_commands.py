@@ -29,6 +29,7 @@ def documented() -> list[tuple[str, str]]:
                 line, n = line.rstrip()[:-1] + " " + lines[n].strip(), n + 1
             code = [line.strip()] if block else re.findall(r"`([^`]+)`", line)
             for span in code:
+                span = re.sub(r'"\$\([^)]*\)"', "RUN", span)   # "$(ls -d ... | tail -1)": a run
                 for part in re.split(r"&&|\|\||;|\|", span):
                     part = part.strip().removeprefix("$ ").removeprefix(".venv/bin/")
                     if part.startswith("harness ") and not part.startswith("harness/"):
@@ -39,8 +40,8 @@ def documented() -> list[tuple[str, str]]:
 def parse(line: str) -> None:
     """As click would parse it, stopping before the command runs; placeholders (NAME, FILE, ...)
     and elisions stand for values."""
-    words = [w for w in shlex.split(line.split(" # ")[0], comments=False)[1:] if w not in ("...", "[...]")]
-    words = [w for w in words if not re.fullmatch(r"\[.*\]", w)]   # [--optional ...] shown as such
+    line = re.sub(r"\s\[(-|\.\.\.)[^\]]*\]", "", line.split(" # ")[0].split(" > ")[0])   # [--optional P], > file
+    words = [w for w in shlex.split(line)[1:] if w not in ("...", "[...]")]
     command, ctx_parent = cli, None
     while isinstance(command, click.Group) and words and not words[0].startswith("-"):
         name, words = words[0], words[1:]
@@ -53,7 +54,7 @@ def parse(line: str) -> None:
     if not words:
         return   # a command named in prose (`harness compare`): it exists
     # placeholders: --runtime N, PLAN.json (a file the command would read: any that exists)
-    words = ["1" if re.fullmatch(r"N|[A-Z]", w) else str(REPO / "README.md") if re.fullmatch(r"[A-Z_]+\.\w+", w)
+    words = ["1" if re.fullmatch(r"N|[A-Z]|\$\w+", w) else str(REPO / "README.md") if re.fullmatch(r"[A-Z_]+\.\w+", w)
              else w for w in words]
     try:
         command.make_context(command.name, words, parent=ctx_parent, resilient_parsing=False)
@@ -71,3 +72,16 @@ def test_a_documented_command_parses(where, line):
 
 def test_the_docs_have_commands_to_check():
     assert len(documented()) > 50
+
+
+def test_every_relative_link_in_the_docs_leads_to_a_file():
+    broken = []
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if not re.match(r"[a-z]+:", target) and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert broken == []
+
+
+def test_the_readme_stays_short():
+    assert len((REPO / "README.md").read_text().splitlines()) <= 200

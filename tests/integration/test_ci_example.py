@@ -1,0 +1,75 @@
+"""The CI example in docs/ci.md, run: its steps' commands (not its YAML), in order, on this
+repository's CI configuration with 1-second points; then a second push's Measure and Gate against
+the baseline the first one saved. `make testbed up|down` stand for the harness commands they run
+after the set-up `make test` has already done (and `make testbed down` would also stop the
+libvirtd the other tests use)."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from junitparser import JUnitXml
+
+from harness.fleet import gc
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).parents[2]
+CONFIG = REPO / "tests" / "ci.toml"
+
+
+def steps() -> dict[str, str]:
+    """name -> the shell commands of each step of the workflow in docs/ci.md."""
+    text = (REPO / "docs" / "ci.md").read_text()
+    workflow = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    found, name, lines = {}, None, workflow.splitlines()
+    for i, line in enumerate(lines):
+        if m := re.match(r"\s+- name: (.+)", line):
+            name = m.group(1)
+        elif name and (m := re.match(r"(\s+)run: (.*)", line)):
+            if m.group(2) != "|":
+                found[name] = m.group(2)
+                continue
+            block = []
+            for nxt in lines[i + 1:]:
+                if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= len(m.group(1)):
+                    break
+                block.append(nxt.strip())
+            found[name] = "\n".join(block)
+    return found
+
+
+def test_the_ci_example_gates_reports_and_keeps_a_baseline(tmp_path):
+    commands = steps()
+    assert list(commands) == ["Testbed", "Measure", "Gate", "Report", "Baseline", "Down"]
+    (tmp_path / "harness.toml").write_text(CONFIG.read_text())   # the example's commands read ./harness.toml
+    env = {**os.environ, "RESULTS": str(tmp_path / "results"), "RUNTIME": "1",
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+    def step(name: str) -> subprocess.CompletedProcess:
+        script = re.sub(r"^make testbed (up|down)$", r"harness testbed \1", commands[name], flags=re.M)
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=900)
+        print(f"--- {name}\n{done.stdout}{done.stderr}")
+        return done
+
+    try:
+        for name in ("Testbed", "Measure", "Gate", "Report", "Baseline"):   # the first push, on main
+            assert step(name).returncode == 0, name
+        assert "no baseline yet" in step("Gate").stdout
+        assert (tmp_path / "results" / "baselines" / "main" / "samples.jsonl").exists()
+        page = (tmp_path / "report.html").read_text()
+        assert page.index("Verdict") < page.index("Physical against virtual")
+        assert step("Measure").returncode == 0   # the next push: gated against main
+        gate = step("Gate")
+        assert gate.returncode in (0, 1) and "compared metric(s)" in gate.stdout   # 1: a regression, as CI reads it
+        (suite,) = list(JUnitXml.fromfile(str(tmp_path / "compare.xml")))
+        names = {case.name for case in suite}
+        assert {f"qd1-latency/read {b} iops" for b in ("virtio-blk", "virtio-scsi")} <= {
+            re.sub(r"^fio-job/", "", n) for n in names}, names
+    finally:
+        assert step("Down").returncode == 0
+    assert gc.leftovers("vtb-ci-") == [] and gc.leftovers("vtb-sw-ci-") == []
