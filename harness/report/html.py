@@ -13,7 +13,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from harness.analysis.stats import noisy_reason, summarize
-from harness.report import tables, verdict
+from harness.report import ratio_plot, tables, verdict
 
 
 def _natural(key: tuple) -> list:
@@ -86,8 +86,9 @@ def verdict_view(rows: list[dict], prefer: str) -> dict:
                    for e in w.entries]
         shown.append({"name": w.name, "metric": w.metric, "better": w.better.value, "said": w.said[prefer],
                       "host": _mean(w.host), "entries": entries})
+    picture = ratio_plot.png(found)
     return {"recommendation": verdict.recommendation(found, prefer), "workloads": shown,
-            "priority": verdict.PRIORITIES[prefer]}
+            "priority": verdict.PRIORITIES[prefer], "plot": base64.b64encode(picture).decode() if picture else None}
 
 
 def run_view(run: Path, headlines: dict[str, str], prefer: str) -> dict:

@@ -70,6 +70,13 @@ def test_the_ci_example_gates_reports_and_keeps_a_baseline(tmp_path):
         names = {case.name for case in suite}
         assert {f"qd1-latency/read {b} iops" for b in ("virtio-blk", "virtio-scsi")} <= {
             re.sub(r"^fio-job/", "", n) for n in names}, names
+        # what changed, and when: both pushes' runs, oldest first
+        trend = subprocess.run(["harness", "trend", "iops", "--point", "qd1-latency", "--set", f"results_dir={env['RESULTS']}"],
+                               cwd=tmp_path, env={**env, "COLUMNS": "250"}, capture_output=True, text=True, timeout=120)
+        assert trend.returncode == 0, trend.stdout + trend.stderr
+        runs = sorted(p.name for p in (tmp_path / "results").glob("*-fio-job-*"))
+        assert len(runs) == 2 and trend.stdout.index(runs[0]) < trend.stdout.index(runs[1])
+        assert (tmp_path / "results" / "trend-iops.png").exists()
     finally:
         assert step("Down").returncode == 0
     assert gc.leftovers("vtb-ci-") == [] and gc.leftovers("vtb-sw-ci-") == []
