@@ -68,10 +68,9 @@ def test_the_ci_example_gates_reports_and_keeps_a_baseline(tmp_path):
         assert gate.returncode in (0, 1) and "compared metric(s)" in gate.stdout   # 1: a regression, as CI reads it
         (suite,) = list(JUnitXml.fromfile(str(tmp_path / "compare.xml")))
         names = {case.name for case in suite}
-        assert {f"qd1-latency/read {b} iops" for b in ("virtio-blk", "virtio-scsi")} <= {
-            re.sub(r"^fio-job/", "", n) for n in names}, names
+        assert {f"fio-job/qd1-randread/read {b} iops" for b in ("physical", "virtio-blk", "virtio-scsi")} <= names, names
         # what changed, and when: both pushes' runs, oldest first
-        trend = subprocess.run(["harness", "trend", "iops", "--point", "qd1-latency", "--set", f"results_dir={env['RESULTS']}"],
+        trend = subprocess.run(["harness", "trend", "iops", "--point", "qd1-randread", "--set", f"results_dir={env['RESULTS']}"],
                                cwd=tmp_path, env={**env, "COLUMNS": "250"}, capture_output=True, text=True, timeout=120)
         assert trend.returncode == 0, trend.stdout + trend.stderr
         runs = sorted(p.name for p in (tmp_path / "results").glob("*-fio-job-*"))
