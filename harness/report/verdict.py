@@ -65,8 +65,9 @@ def _collect(rows: list[dict]) -> dict[str, dict]:
         w = found.setdefault(name, {"metric": None, "better": None, "at": {}})
         if r.get("headline"):
             w["metric"], w["better"] = r["headline"], r.get("better")
-        # a host baseline measured in each backend's block pairs with that backend
-        at = f"host@{r['block']}" if where == "host" and r.get("block") else where
+        # the fio matrix measures a host baseline in each backend's block: it pairs with that backend
+        # (elsewhere a block, such as a node count, names the workload itself)
+        at = f"host@{r['block']}" if where == "host" and r.get("group") and r.get("block") else where
         w["at"].setdefault(at, {}).setdefault(r["metric"], []).append(float(r["value"]))
     return found
 

@@ -71,3 +71,15 @@ def test_the_page_opens_with_the_verdict_and_every_summary_table_is_html(tmp_pat
     assert "<caption>iops: iops (IOPS)</caption>" in page and "<td class=\"l\">randread-qd16</td>" in page
     assert "vm0: boom" in page and "CV 12% &gt; 10%" in page
     assert page.count("<pre>") == 1 and "<details><summary>Configuration</summary><pre>" in page   # only the config
+
+
+def test_a_sweeps_block_names_the_workload_and_its_host_baseline_pairs_with_it():
+    """ceph-scaling: the block (a node count) names the workload, host and rbd alike."""
+    rows = [{"experiment": "ceph-scaling", "point": "write-4k-j1", "block": f"n{n}-uncapped", "repeat": i,
+             "backend": "host" if env == "physical" else "rbd", "env": env, "scope": "aggregate", "status": "ok",
+             "metric": "aggregate_bw", "headline": "aggregate_bw", "better": "higher", "value": value + i}
+            for n, env, value in ((2, "physical", 100.0), (3, "physical", 300.0), (2, "virtual", 50.0),
+                                  (3, "virtual", 150.0)) for i in range(3)]
+    found = {w.name: w for w in verdict.workloads(rows)}
+    assert set(found) == {"ceph-scaling n2-uncapped write-4k-j1", "ceph-scaling n3-uncapped write-4k-j1"}
+    assert all(0.45 < w.entries[0].of_host.ratio < 0.55 for w in found.values())
