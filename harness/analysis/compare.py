@@ -36,10 +36,13 @@ def key(row: dict) -> tuple | None:
 
 
 def values_by_key(rows: list[dict]) -> dict[tuple, list[float]]:
+    """Each point's values of each metric over its repeats; a point of several participants (its
+    `aggregate_*` figures) by its own figures only, never each participant's as more repeats."""
+    keyed = [(key(r), r) for r in rows]
+    summed = {k[:-1] for k, r in keyed if k and r.get("scope") == "aggregate" and k[-1].startswith("aggregate_")}
     out: dict[tuple, list[float]] = {}
-    for r in rows:
-        k = key(r)
-        if k is not None:
+    for k, r in keyed:
+        if k is not None and not (r.get("scope") in ("vm", "slot") and k[:-1] in summed):
             out.setdefault(k, []).append(float(r["value"]))
     return out
 
@@ -49,7 +52,7 @@ class Change:
     key: tuple
     a: list[float]
     b: list[float]
-    rel_change: float           # mean(b) / mean(a) - 1
+    rel_change: float           # B over A - 1 (geometric means where tested, else arithmetic)
     p_value: float | None       # Holm-adjusted over the comparison; None when a side has a single value
     diff: Difference | None     # the ratio of B to A with its CI (and its own p)
     regression: bool
@@ -66,7 +69,7 @@ def compare(a_rows: list[dict], b_rows: list[dict], alpha: float, min_change: fl
     adjusted = holm([d.p_value if d else None for d in diffs])
     for k, d, p in zip(paired, diffs, adjusted):
         ma, mb = summarize(a[k]).mean, summarize(b[k]).mean
-        rel = mb / ma - 1 if ma else float("inf")
+        rel = d.change if d else mb / ma - 1 if ma else float("inf")   # the change shown, with its CI
         significant = p is not None and p < alpha and abs(rel) >= min_change
         better = direction(k[-1], declared)
         judged = significant and better is not None   # a metric of unknown direction is not judged

@@ -77,19 +77,31 @@ class Difference:
 
 
 def difference(a: list[float], b: list[float]) -> Difference | None:
-    """B against A, or None when a side has one value (no spread, no test) or a value is not
-    positive (no log). Three repeats a side decide a difference that is large against the noise."""
-    if len(a) < 2 or len(b) < 2 or min(*a, *b) <= 0:
+    """B against A, or None when no test can be made: a side with one value, or neither side with
+    any spread (figures quantized alike, e.g. histogram percentiles). Three repeats a side decide a
+    difference that is large against the noise. Where a value is 0 (a collapsed throughput, no
+    errors), the test is Welch's on the values themselves and the ratio's CI that of the difference
+    of means over A's mean."""
+    if len(a) < 2 or len(b) < 2:
         return None
-    la, lb = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
-    shift = float(lb.mean() - la.mean())
-    if np.ptp(la) == 0 and np.ptp(lb) == 0:   # no noise at all: the shift is exact
-        return Difference(math.exp(shift), math.exp(shift), math.exp(shift), 1.0 if shift == 0 else 0.0)
+    x, y = np.asarray(a, float), np.asarray(b, float)
+    if np.ptp(x) == 0 and np.ptp(y) == 0:
+        return None
+    logs = min(x.min(), y.min()) > 0
+    if logs:
+        x, y = np.log(x), np.log(y)
     with warnings.catch_warnings():   # one side without spread: its variance is 0, which scipy warns of
         warnings.filterwarnings("ignore", "Precision loss", RuntimeWarning)
-        res = stats.ttest_ind(lb, la, equal_var=False)
+        res = stats.ttest_ind(y, x, equal_var=False)
     ci = res.confidence_interval(0.95)
-    return Difference(math.exp(shift), math.exp(float(ci.low)), math.exp(float(ci.high)), float(res.pvalue))
+    if logs:
+        shift = float(y.mean() - x.mean())
+        return Difference(math.exp(shift), math.exp(float(ci.low)), math.exp(float(ci.high)), float(res.pvalue))
+    ma, mb = float(x.mean()), float(y.mean())
+    if ma <= 0:   # from nothing: any rise is infinite as a ratio
+        inf = math.inf if mb > ma else 1.0
+        return Difference(inf, inf, inf, float(res.pvalue))
+    return Difference(mb / ma, 1 + float(ci.low) / ma, 1 + float(ci.high) / ma, float(res.pvalue))
 
 
 def p_text(p: float) -> str:

@@ -483,6 +483,9 @@ def report(config_path, overrides, run_ids, out, prefer) -> None:
     from harness.results.store import write_atomic
     cfg = load(config_path, overrides)
     runs = [resolve_run(cfg, r) for r in run_ids]
+    if bare := [str(r) for r in runs if not (r / "run.json").is_file()]:
+        raise click.ClickException(f"{', '.join(bare)}: no run.json (a samples file, or a baseline saved from one): "
+                                   "the report needs a run folder. Fix: give the run's folder or id (`harness runs`)")
     path = out or runs[0] / "report.html"
     from harness.experiments import registry
     write_atomic(path, html_report.render(runs, {name: e.headline for name, e in registry().items()}, prefer))

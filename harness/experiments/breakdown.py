@@ -79,6 +79,7 @@ class Breakdown(FioMatrix):
         step(f"plot: {png}")
         write_atomic(ctx.store.dir / "summary.txt",
                      print_layers(per_backend, accel) + "\nMethod and limits:\n" + breakdown.__doc__)
+        tables.record_text("Method and limits", breakdown.__doc__.split("\n\n"))
 
 
 # --- its summary: rows over repeats, the table, the plot --------------------

@@ -54,8 +54,10 @@ class Filesystems(RaidSweep):
         super().summarize(ctx)
         lines = f2fs_over_ext4(raid_rows(ctx.store.samples))
         if lines:
-            text = "\n".join(["F2FS against EXT4, buffered random writes (bandwidth ratio, mean over repeats):", *lines])
+            title = "F2FS against EXT4, buffered random writes (bandwidth ratio, mean over repeats):"
+            text = "\n".join([title, *lines])
             console.print(text)
+            tables.record_text(title, lines)
             summary = ctx.store.dir / "summary.txt"
             write_atomic(summary, (summary.read_text() if summary.exists() else "") + "\n" + text + "\n")
 
@@ -78,7 +80,7 @@ def f2fs_over_ext4(rows: list[dict], point: str = "randwrite-buffered") -> list[
     lines = []
     for (setup, label, ratio, diff), p in zip(found, holm([d.p_value if d else None for *_, d in found])):
         level = None if setup == SINGLE else int(setup.split("-")[0].removeprefix("raid"))
-        verdict = ("one repeat: no test" if p is None else
+        verdict = ("no test: one repeat, or no spread" if p is None else
                    f"significant, {diff.percent()}, {p_text(p)}" if p < ALPHA else
                    f"not significant, p={p:.2f}: no difference larger than {diff.bound:.0%} at this noise")
         study = f"; the study: {STUDY[level]}" if level in STUDY else ""

@@ -104,7 +104,7 @@ def _verdict(cands: list, diff: Difference | None, p: float | None, metric: str,
     if runner_up is None:
         return f"{best}{ratio}, the only one measured"
     if diff is None or p is None:
-        return f"no test: one repeat (set repeat.count >= 2); best mean {best}"
+        return f"no test: one repeat, or no spread in the repeats (set repeat.count >= 2); best mean {best}"
     if p < alpha:
         return f"{best}{ratio}: {metric} {diff.percent()} against {runner_up}, {p_text(p)}"
     return f"tie: {best} and {runner_up} differ by no more than {diff.bound:.0%} at this noise (p={p:.2f})"

@@ -7,6 +7,7 @@ with as many host slots as that host has VMs in the point. The aggregate is the 
 also shows each host's share."""
 from __future__ import annotations
 
+import re
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -80,10 +81,11 @@ class VmScaling:
             return fio_jobfile.ON_RBD
         return fio_jobfile.refusal(lambda: self.workload(cfg))
 
-    def _common(self, job: fio.FioJob | fio.JobFile) -> dict:
-        """How a point of this job is read: one figure per VM, or each job and direction apart."""
-        return dict(parse=fio.parse if isinstance(job, fio.FioJob) else fio.parse_jobs,
-                    aggregate=aggregate.aggregate, headline=self.headline)
+    def _common(self, job: fio.FioJob | fio.JobFile, n: int) -> dict:
+        """How a point of this job is read: one figure per VM, or each job and direction apart,
+        named for the VM count (n2/<job>/<direction>: never pooled with another count's)."""
+        parse = fio.parse if isinstance(job, fio.FioJob) else partial(fio.parse_jobs, prefix=f"n{n}/")
+        return dict(parse=parse, aggregate=aggregate.aggregate, headline=self.headline)
 
     def points(self, ctx: RunContext) -> list[Point]:
         if len(ctx.testbeds) > 1:
@@ -93,7 +95,7 @@ class VmScaling:
         points = []
         for n in ctx.cfg.vm_scaling.vm_counts:
             vms = tb.vms[:n]
-            common = self._common(job)
+            common = self._common(job, n)
             points.append(Point(f"physical-n{n}", PHYSICAL, "host", (), **common,
                                 meta={"point": f"physical-n{n}", "vm_count": n, **job_meta},
                                 run=partial(fio.on_host, ctx.host, job, device=tb.device_path,
@@ -109,9 +111,9 @@ class VmScaling:
         job_meta = fio.job_meta(job)
         fleet = sorted(((vm, host, tb) for host, tb in zip(ctx.hosts, ctx.testbeds) for vm in tb.vms),
                        key=lambda x: x[0].index)
-        common = self._common(job)
         points = []
         for n in ctx.cfg.vm_scaling.vm_counts:
+            common = self._common(job, n)
             chosen = fleet[:n]
             groups = [(host, tb, [vm for vm, h, _ in chosen if h is host]) for host, tb in zip(ctx.hosts, ctx.testbeds)]
             groups = [g for g in groups if g[2]]
@@ -159,8 +161,9 @@ class VmScaling:
 
 # --- its summary: rows over repeats, the table, the plot --------------------
 def facet(meta: dict) -> str:
-    """A job file's job and direction the sample is of ("" for vtb's own job): never merged."""
-    return meta.get("point", "") if "#" in meta.get("point_id", "") else ""
+    """A job file's job and direction the sample is of ("" for vtb's own job), without the VM
+    count its point is named for: a row per count, a curve per facet."""
+    return re.sub(r"^n\d+/", "", meta.get("point", "")) if "#" in meta.get("point_id", "") else ""
 
 
 def vm_scaling_rows(samples: list[Sample]) -> list[dict]:

@@ -74,14 +74,14 @@ def _mean(values: list[float], digits: int = 1) -> str:
     return summarize(values).format(digits) if values else "-"
 
 
-def verdict_view(rows: list[dict], prefer: str) -> dict:
+def verdict_view(rows: list[dict], prefer: str, headlines: dict[str, str]) -> dict:
     """The verdict's tables: per workload, its backends best first, with their share of bare metal."""
-    found = verdict.workloads(rows)
+    found = verdict.workloads(rows, headlines)
     shown = []
     for w in found:
         entries = [{"backend": e.backend, "headline": _mean(e.values),
                     "share": (f"{e.of_host.ratio:.2f}x ({e.of_host.low:.2f}-{e.of_host.high:.2f})" if e.of_host else
-                              f"{e.ratio:.2f}x (one repeat: no CI)" if e.ratio is not None else "-"),
+                              f"{e.ratio:.2f}x (no CI)" if e.ratio is not None else "-"),
                     "p99": _mean(e.p99), "per_cpu": _mean(e.per_cpu, 0), "winner": w.winner[prefer] == e.backend}
                    for e in w.entries]
         shown.append({"name": w.name, "metric": w.metric, "better": w.better.value, "said": w.said[prefer],
@@ -100,12 +100,12 @@ def run_view(run: Path, headlines: dict[str, str], prefer: str) -> dict:
     return {
         "id": manifest["run_id"], "experiment": manifest.get("experiment"), "status": manifest.get("status"),
         "environment": manifest.get("environment") or {},
-        "verdict": verdict_view(rows, prefer), "pe_ve": pe_ve_table(rows, headlines),
+        "verdict": verdict_view(rows, prefer, headlines), "pe_ve": pe_ve_table(rows, headlines),
         "failures": [r for r in rows if r.get("status") != "ok"],
         "retried": [(r.get("repeat"), pid, r["retried_after"].splitlines()[0]) for (pid, _), r in retried.items()],
         "skipped": manifest.get("skipped") or {},
         "summary": json.loads(summary.read_text()) if summary.exists() else None,
-        "has_summary_text": (run / "summary.txt").exists(),
+        "summary_text": (run / "summary.txt").read_text() if (run / "summary.txt").exists() else "",
         "plots": [{"name": png.name, "data": base64.b64encode(png.read_bytes()).decode()}
                   for png in sorted(run.glob("*.png"))],
         "config": json.dumps(manifest.get("config"), indent=2),

@@ -15,7 +15,7 @@ from harness.results.store import write_atomic
 def numbers(c: Change) -> str:
     """What the case measured: both means, the change with its CI, and the test's p."""
     change = c.diff.percent() if c.diff else f"{c.rel_change:+.1%}"
-    tested = f", {p_text(c.p_value)} (Holm-adjusted)" if c.p_value is not None else ", no test (one repeat a side)"
+    tested = f", {p_text(c.p_value)} (Holm-adjusted)" if c.p_value is not None else ", no test (one repeat a side, or no spread)"
     return f"A {summarize(c.a).mean:,.1f} (n={len(c.a)}) -> B {summarize(c.b).mean:,.1f} (n={len(c.b)}): {change}{tested}"
 
 

@@ -71,6 +71,13 @@ def recorded() -> Iterator[list[dict]]:
         _RECORDED.reset(token)
 
 
+def record_text(title: str, paragraphs: list[str]) -> None:
+    """What a summary says that is not a table (a study's comparison, a method's limits), kept for
+    the report beside its tables."""
+    if (kept := _RECORDED.get()) is not None:
+        kept.append({"title": title, "text": [" ".join(p.split()) for p in paragraphs if p.strip()]})
+
+
 def as_data(t: Table) -> dict:
     columns = [str(c.header) for c in t.columns]
     cells = [[str(x) for x in c.cells] for c in t.columns]

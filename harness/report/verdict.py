@@ -39,6 +39,7 @@ class Workload:
     host: list[float]
     entries: list[Entry]             # best first, by the headline's mean
     winner: dict[str, str | None] = field(default_factory=dict)   # priority -> backend named, or None
+    tested: dict[str, bool] = field(default_factory=dict)         # priority -> whether a test could be made
     said: dict[str, str] = field(default_factory=dict)            # priority -> the verdict in words
 
 
@@ -47,13 +48,15 @@ def _key(row: dict) -> tuple[str, str] | None:
     if row.get("status") != "ok" or row.get("repeat") == "all" or "env" not in row:
         return None
     block = "" if row.get("group") or row.get("block") in (None, "", row.get("backend")) else f" {row['block']}"
+    setup = f" {row['setup']}" if row.get("setup") else ""   # a RAID sweep's array: a workload of its own
     point = str(row.get("point", "")).replace("virtual-", "").replace("physical-", "")
-    name = f"{row.get('group') or row.get('experiment', '')}{block} {point}"
+    name = f"{row.get('group') or row.get('experiment', '')}{block}{setup} {point}"
     return name, "host" if row["env"] == "physical" else row.get("backend", "")
 
 
-def _collect(rows: list[dict]) -> dict[str, dict]:
-    """workload -> its headline and, per place (host per block, or backend), metric -> values."""
+def _collect(rows: list[dict], headlines: dict[str, str]) -> dict[str, dict]:
+    """workload -> its headline and, per place (host per block, or backend), metric -> values.
+    `headlines` ({experiment or group: its headline}) serves samples that predate recording theirs."""
     found: dict[str, dict] = {}
     aggregated = {(_key(r), r["metric"]) for r in rows if r.get("scope") == "aggregate" and _key(r)}
     for r in rows:
@@ -65,6 +68,8 @@ def _collect(rows: list[dict]) -> dict[str, dict]:
         w = found.setdefault(name, {"metric": None, "better": None, "at": {}})
         if r.get("headline"):
             w["metric"], w["better"] = r["headline"], r.get("better")
+        elif w["metric"] is None:
+            w["metric"] = headlines.get(r.get("group") or r.get("experiment", ""))
         # the fio matrix measures a host baseline in each backend's block: it pairs with that backend
         # (elsewhere a block, such as a node count, names the workload itself)
         at = f"host@{r['block']}" if where == "host" and r.get("group") and r.get("block") else where
@@ -72,10 +77,10 @@ def _collect(rows: list[dict]) -> dict[str, dict]:
     return found
 
 
-def workloads(rows: list[dict]) -> list[Workload]:
+def workloads(rows: list[dict], headlines: dict[str, str] | None = None) -> list[Workload]:
     """Every workload with at least one backend measured, its backends ranked, and the verdicts."""
     out = []
-    for name, w in _collect(rows).items():
+    for name, w in _collect(rows, headlines or {}).items():
         metric = w["metric"]
         if metric is None:
             continue
@@ -112,13 +117,14 @@ def _decide(found: list[Workload], priority: str) -> None:
     adjusted = holm([d.p_value if d else None for _, _, d in tests])
     for (w, ranked, diff), p in zip(tests, adjusted):
         what = {"iops": w.metric, "latency": "p99 latency", "efficiency": "I/Os per CPU-second"}[priority]
-        w.winner[priority] = None
+        w.winner[priority], w.tested[priority] = None, p is not None
         if not ranked:
             w.said[priority] = f"not measured ({what})"
         elif len(ranked) == 1:
             w.said[priority] = f"{ranked[0].backend}, the only backend measured"
         elif diff is None or p is None:
-            w.said[priority] = f"no test: one repeat (set repeat.count >= 2); best mean {ranked[0].backend}"
+            w.said[priority] = (f"no test: one repeat, or no spread in the repeats (set repeat.count >= 2); best mean "
+                                f"{ranked[0].backend}")
         elif p < ALPHA:
             w.winner[priority] = ranked[0].backend
             w.said[priority] = f"{ranked[0].backend}: {what} {diff.percent()} against {ranked[1].backend}, {p_text(p)}"
@@ -134,14 +140,20 @@ def recommendation(found: list[Workload], priority: str) -> str:
         return "No workload was measured on a backend."
     if len(backends) == 1:
         return f"Only {backends[0]} was measured: no choice to make; its share of bare metal is below."
-    wins = {b: sum(w.winner.get(priority) == b for w in found) for b in backends}
+    tested = [w for w in found if w.tested.get(priority)]
+    if not tested:
+        return (f"No workload could be tested on {PRIORITIES[priority]} (not measured, or too few repeats with "
+                "spread): no recommendation. " + ("Fix: repeat.count >= 2." if any(w.entries[0].judged(priority)
+                                                                                  for w in found) else ""))
+    wins = {b: sum(w.winner.get(priority) == b for w in tested) for b in backends}
     best = max(wins.values())
-    ties = len(found) - sum(wins.values())
+    ties = len(tested) - sum(wins.values())
+    untested = f" ({len(found) - len(tested)} workload(s) could not be tested)" if len(tested) < len(found) else ""
     if best == 0:
-        return (f"No backend is significantly ahead on {PRIORITIES[priority]} in any of the {len(found)} workload(s) "
-                "at this noise: a tie. More repeats (repeat.count) narrow the intervals.")
+        return (f"No backend is significantly ahead on {PRIORITIES[priority]} in any of the {len(tested)} tested "
+                f"workload(s) at this noise: a tie{untested}. More repeats (repeat.count) narrow the intervals.")
     leaders = [b for b, n in wins.items() if n == best]
     lead = " and ".join(leaders)
-    return (f"Prefer {lead} for {PRIORITIES[priority]}: significantly best on {best} of {len(found)} workload(s)"
-            + (f", no significant difference on {ties}" if ties else "") + "." +
+    return (f"Prefer {lead} for {PRIORITIES[priority]}: significantly best on {best} of {len(tested)} tested "
+            f"workload(s)" + (f", no significant difference on {ties}" if ties else "") + f"{untested}." +
             (" Equal wins: look at the workloads that matter to you." if len(leaders) > 1 else ""))

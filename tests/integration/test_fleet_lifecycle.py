@@ -273,13 +273,13 @@ def test_vm_scaling_of_a_shipped_profile_keeps_its_jobs_and_directions_apart(fle
     assert json.loads((run / "run.json").read_text())["status"] == "completed"
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     agg = {(r["point"], r["env"], r["vm_count"]) for r in rows if r["metric"] == "aggregate_iops"}
-    assert agg == {(f"oltp-70-30/{d}", e, n) for d in ("read", "write") for e in ("physical", "virtual")
-                   for n in (1, 2)}
+    assert agg == {(f"n{n}/oltp-70-30/{d}", e, n) for d in ("read", "write") for e in ("physical", "virtual")
+                   for n in (1, 2)}   # named for the count: never pooled with another count's by compare or trend
     assert all(r["status"] == "ok" for r in rows)
     two = [r for r in rows if r["metric"] == "lat_p99" and r["scope"] == "aggregate" and r["vm_count"] == 2]
     assert two and all(r["percentiles_from"] == "the merged histograms of 2" for r in two)
     assert {(r["point"], r["vm_count"]) for r in rows if r["metric"] == "ve_pe_ratio"} == {
-        (f"oltp-70-30/{d}", n) for d in ("read", "write") for n in (1, 2)}
+        (f"n{n}/oltp-70-30/{d}", n) for d in ("read", "write") for n in (1, 2)}
     assert "oltp-70-30/write" in (run / "summary.txt").read_text()
 
 

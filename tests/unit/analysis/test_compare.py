@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.analysis.compare import compare, load_rows
+from harness.analysis.compare import compare, load_rows, values_by_key
 from harness.analysis.trend import trend
 from harness.results.samples import Sample
 from harness.results.store import RunIndex, RunStore
@@ -175,3 +175,17 @@ def test_trend_follows_each_point_over_runs_oldest_first(tmp_path):
     assert out.returncode == 0 and "r3" in out.stdout and (tmp_path / "trend-aggregate_iops.png").exists()
     none = harness("trend", "tps", tmp_path=tmp_path)
     assert none.returncode != 0 and "no run has tps" in none.stderr and "Fix:" in none.stderr
+
+
+def test_a_point_of_several_vms_is_compared_on_its_own_figures_not_each_vms():
+    rows = []
+    for rep in range(3):
+        meta = {"experiment": "fio-job", "group": "fio-job", "point": "n2/a/read", "backend": "virtio-blk",
+                "env": "virtual", "status": "ok", "repeat": rep}
+        rows += [{**meta, "scope": "vm", "vm": v, "metric": "iops", "value": 100.0 + rep} for v in ("vm0", "vm1")]
+        rows += [{**meta, "scope": "aggregate", "metric": "aggregate_iops", "value": 200.0 + 2 * rep},
+                 {**meta, "scope": "aggregate", "metric": "lat_mean", "value": 50.0}]
+    values = values_by_key(rows)
+    assert {k[-1]: len(v) for k, v in values.items()} == {"aggregate_iops": 3, "lat_mean": 3}
+    one = [{**r, "point": "a/read"} for r in rows if r["scope"] == "vm" and r["vm"] == "vm0"]
+    assert {k[-1]: len(v) for k, v in values_by_key(one).items()} == {"iops": 3}   # one VM: its own figures

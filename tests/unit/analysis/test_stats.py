@@ -49,10 +49,16 @@ def test_the_ci_of_the_ratio_is_welchs_interval_on_the_logs():
     assert (d.low, d.high) == pytest.approx((np.exp(ci.low), np.exp(ci.high)))
 
 
-def test_no_test_on_single_values_or_non_positive_ones():
-    assert difference([1.0], [2.0, 3.0]) is None and difference([0.0, 1.0], [2.0, 3.0]) is None
-    exact = difference([2.0, 2.0], [3.0, 3.0])
-    assert exact.ratio == pytest.approx(1.5) and exact.p_value == 0.0
+def test_no_test_on_single_values_or_without_any_spread():
+    assert difference([1.0], [2.0, 3.0]) is None
+    assert difference([2.0, 2.0], [3.0, 3.0]) is None   # quantized alike: the noise cannot be known
+
+
+def test_a_collapse_to_zero_and_a_rise_from_zero_are_tested_on_the_values():
+    gone = difference([1000.0, 1010.0, 990.0], [0.0, 0.0, 0.0])
+    assert gone.ratio == 0 and gone.p_value < 0.001 and gone.high < 0.05
+    errors = difference([0.0, 0.0, 0.0], [50.0, 52.0, 51.0])
+    assert errors.ratio == float("inf") and errors.p_value < 0.001
 
 
 def test_holm_adjusts_a_family_step_down():

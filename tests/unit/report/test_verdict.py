@@ -19,7 +19,7 @@ def matrix_rows(shift: dict[str, float], point: str = "randread-qd16", reps=(0.0
                     "status": "ok", "headline": "iops", "better": "higher", "scope": "vm"}
             rows.append({**base, "env": "physical", "backend": "host", "metric": "iops", "value": 1000 + jitter})
             rows.append({**base, "env": "virtual", "backend": backend, "metric": "iops", "value": factor * (100 + jitter)})
-            rows.append({**base, "env": "virtual", "backend": backend, "metric": "lat_p99", "value": 500 / factor})
+            rows.append({**base, "env": "virtual", "backend": backend, "metric": "lat_p99", "value": 500 / factor + jitter})
             rows.append({**base, "env": "virtual", "backend": backend, "metric": "ios_per_cpu_s",
                          "value": 50 * factor + jitter})
     return rows
@@ -33,7 +33,7 @@ def test_three_repeats_name_a_clear_winner_with_its_share_of_bare_metal():
     assert 0.19 < share.low < share.ratio < share.high < 0.21   # 0.2x bare metal, with its CI
     assert w.winner["latency"] == "virtio-blk" and w.winner["efficiency"] == "virtio-blk"
     assert verdict.recommendation([w], "iops").startswith("Prefer virtio-blk for the headline metric: significantly "
-                                                          "best on 1 of 1 workload(s)")
+                                                          "best on 1 of 1 tested workload(s)")
 
 
 def test_a_difference_within_the_noise_is_a_tie_with_its_bound():
@@ -64,6 +64,7 @@ def test_the_page_opens_with_the_verdict_and_every_summary_table_is_html(tmp_pat
     t.add_row("randread-qd16", "1,000.2 ±4.3 (CV 0%)")
     with tables.recorded() as shown:
         tables.render([t], [("randread-qd16", "vm0: boom")], notes=[("randread-qd16 host iops", "CV 12% > 10%")])
+        tables.record_text("Method and limits", ["The first\nparagraph.", "", "The second."])
     (store.dir / "summary.json").write_text(json.dumps(shown))
     page = render([store.dir], prefer="latency")
     assert page.index("Verdict") < page.index("Physical against virtual") < page.index("<h3>Summary")
@@ -71,6 +72,10 @@ def test_the_page_opens_with_the_verdict_and_every_summary_table_is_html(tmp_pat
     assert "<caption>iops: iops (IOPS)</caption>" in page and "<td class=\"l\">randread-qd16</td>" in page
     assert "vm0: boom" in page and "CV 12% &gt; 10%" in page
     assert page.count("<pre>") == 1 and "<details><summary>Configuration</summary><pre>" in page   # only the config
+    assert "<h4>Method and limits</h4><p>The first paragraph.</p><p>The second.</p>" in page
+    (store.dir / "summary.json").unlink()   # a run from before: its summary.txt, kept whole
+    (store.dir / "summary.txt").write_text("┏━━┓ old table")
+    assert "<summary>summary.txt</summary><pre>┏━━┓ old table</pre>" in render([store.dir])
 
 
 def test_a_sweeps_block_names_the_workload_and_its_host_baseline_pairs_with_it():
@@ -83,3 +88,19 @@ def test_a_sweeps_block_names_the_workload_and_its_host_baseline_pairs_with_it()
     found = {w.name: w for w in verdict.workloads(rows)}
     assert set(found) == {"ceph-scaling n2-uncapped write-4k-j1", "ceph-scaling n3-uncapped write-4k-j1"}
     assert all(0.45 < w.entries[0].of_host.ratio < 0.55 for w in found.values())
+
+
+def test_raid_setups_are_workloads_of_their_own_and_old_runs_get_their_headline():
+    rows = [{**r, "setup": setup, "value": r["value"] * k} for setup, k in (("single", 1), ("raid0-n4-c512k", 3))
+            for r in matrix_rows({"virtio-blk": 2.0, "nvme": 1.0})]
+    names = {w.name for w in verdict.workloads(rows)}
+    assert names == {"iops single randread-qd16", "iops raid0-n4-c512k randread-qd16"}
+    old = [{k: v for k, v in r.items() if k not in ("headline", "better")} for r in matrix_rows({"virtio-blk": 2.0})]
+    assert verdict.workloads(old) == [] and verdict.workloads(old, {"iops": "iops"})[0].entries[0].backend == "virtio-blk"
+
+
+def test_a_priority_nothing_measured_makes_no_recommendation():
+    rows = [r for r in matrix_rows({"virtio-blk": 2.0, "nvme": 1.0}) if r["metric"] != "ios_per_cpu_s"]
+    found = verdict.workloads(rows)
+    assert verdict.recommendation(found, "efficiency").startswith("No workload could be tested on I/Os per CPU-second")
+    assert found[0].said["efficiency"] == "not measured (I/Os per CPU-second)"
