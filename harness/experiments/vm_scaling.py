@@ -76,7 +76,8 @@ class VmScaling:
         if c.job_file is None and c.profile is None:
             return None
         if c.job_file is not None and c.profile is not None:
-            return "vm-scaling runs a job file or a profile, not both (vm_scaling.job_file, vm_scaling.profile)"
+            return ("vm-scaling runs a job file or a profile, not both (vm_scaling.job_file, vm_scaling.profile). "
+                    "Fix: drop --job or --profile")
         if cfg.disk.backend == "rbd":
             return fio_jobfile.ON_RBD
         return fio_jobfile.refusal(lambda: self.workload(cfg))
