@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.analysis.stats import Difference, difference, holm, summarize
 from harness.results.metrics import LOWER, Direction, direction
+from harness.results.samples import one_participants, summed_points
 
 DERIVED = {"ve_pe_ratio"}          # follows from other metrics; compared through them
 
@@ -38,13 +39,23 @@ def key(row: dict) -> tuple | None:
 def values_by_key(rows: list[dict]) -> dict[tuple, list[float]]:
     """Each point's values of each metric over its repeats; a point of several participants (its
     `aggregate_*` figures) by its own figures only, never each participant's as more repeats."""
-    keyed = [(key(r), r) for r in rows]
-    summed = {k[:-1] for k, r in keyed if k and r.get("scope") == "aggregate" and k[-1].startswith("aggregate_")}
+    summed = summed_points(rows)
     out: dict[tuple, list[float]] = {}
-    for k, r in keyed:
-        if k is not None and not (r.get("scope") in ("vm", "slot") and k[:-1] in summed):
+    for r in rows:
+        if (k := key(r)) is not None and not one_participants(r, summed):
             out.setdefault(k, []).append(float(r["value"]))
     return out
+
+
+def place(k: tuple) -> str:
+    """Where a compared point ran: "physical" (the host), or its backend."""
+    _, _, _, backend, env, _ = k
+    return backend if env == "virtual" and backend else env
+
+
+def point_name(k: tuple) -> str:
+    experiment, group, point, *_ = k
+    return f"{group}/{point}" if group else point
 
 
 @dataclass(frozen=True)

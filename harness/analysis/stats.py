@@ -104,6 +104,18 @@ def difference(a: list[float], b: list[float]) -> Difference | None:
     return Difference(mb / ma, 1 + float(ci.low) / ma, 1 + float(ci.high) / ma, float(res.pvalue))
 
 
+def ranked_tests(families: list[list[tuple[str, list[float]]]], lower: list[bool]
+                 ) -> list[tuple[list[str], Difference | None, float | None]]:
+    """For each family of candidates (name, values): the names best first by mean (`lower` says
+    which way is better), the best against the runner-up, and its p Holm-adjusted over the families."""
+    ranked, diffs = [], []
+    for cands, low in zip(families, lower):
+        order = sorted((c for c in cands if c[1]), key=lambda c: summarize(c[1]).mean, reverse=not low)
+        ranked.append([name for name, _ in order])
+        diffs.append(difference(order[1][1], order[0][1]) if len(order) > 1 else None)
+    return list(zip(ranked, diffs, holm([d.p_value if d else None for d in diffs])))
+
+
 def p_text(p: float) -> str:
     return f"p={p:.3f}" if p >= 0.001 else "p<0.001"
 

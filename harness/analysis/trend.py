@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.analysis.compare import load_rows, values_by_key
+from harness.analysis.compare import load_rows, place, point_name, values_by_key
 from harness.analysis.stats import Summary, summarize
 
 
@@ -17,9 +17,7 @@ class Seen:
 
 
 def label(key: tuple) -> str:
-    experiment, group, point, backend, env, _ = key
-    where = backend if env == "virtual" and backend else env
-    return f"{experiment} {group + '/' if group else ''}{point} {where}"
+    return f"{key[0]} {point_name(key)} {place(key)}"
 
 
 def trend(runs: list[tuple[str, Path]], metric: str, point: str | None = None) -> list[Seen]:

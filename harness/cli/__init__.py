@@ -446,10 +446,9 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit) -> N
     for col in ("experiment", "point", "env/backend", "metric", "A", "B", "change (95% CI)", "p", "verdict"):
         table.add_column(col, justify="right" if col in ("A", "B", "change (95% CI)", "p") else "left")
     for c in changes:
-        exp, group, point, backend, env, metric = c.key
         verdict = "[red]regression[/red]" if c.regression else "[green]improvement[/green]" if c.improvement else ""
-        table.add_row(exp, f"{group}/{point}" if group else point, backend if env == "virtual" and backend else env,
-                      metric, f"{sum(c.a) / len(c.a):,.1f} (n={len(c.a)})", f"{sum(c.b) / len(c.b):,.1f} (n={len(c.b)})",
+        table.add_row(c.key[0], cmp.point_name(c.key), cmp.place(c.key), c.key[-1],
+                      f"{sum(c.a) / len(c.a):,.1f} (n={len(c.a)})", f"{sum(c.b) / len(c.b):,.1f} (n={len(c.b)})",
                       c.diff.percent() if c.diff else f"{c.rel_change:+.1%}",
                       "-" if c.p_value is None else p_text(c.p_value).removeprefix("p="), verdict)
     table.caption = (f"change: B over A (geometric means); p: Welch's t-test on log values, Holm-adjusted over the "

@@ -8,12 +8,13 @@ from pathlib import Path
 from rich.table import Table
 
 from harness import backends
-from harness.analysis.stats import Difference, difference, holm, p_text
+from harness.analysis.stats import ranked_tests
 from harness.report import plots, tables
 from harness.report.plots import plt
+from harness.report.verdict import said
 from harness.results.environment import tcg_caveat
 from harness.results.metrics import LOWER, direction
-from harness.results.samples import Sample
+from harness.results.samples import Sample, one_participants, summed_points
 
 # a summed point's figures, in the columns of a single participant's
 AS_ONE = {"aggregate_iops": "iops", "aggregate_bw": "bw"}
@@ -25,12 +26,10 @@ def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
     rows: dict[str, dict] = {}
     unquiet: dict[tuple[str, str], dict] = {}   # (point, backend) -> repeat -> why it was not clean
     threshold = 0.10
-    # a point of several participants (VMs, host slots): its figures over them, not each one's
-    summed = {(s.metadata["point"], s.metadata["backend"]) for s in samples
-              if s.metadata.get("group") == group and s.metadata.get("scope") == "aggregate" and s.metric in AS_ONE}
+    summed = summed_points({**s.metadata, "metric": s.metric} for s in samples)
     for s in samples:
         m = s.metadata
-        if m.get("group") != group or ((m["point"], m["backend"]) in summed and m.get("scope") in ("vm", "slot")):
+        if m.get("group") != group or one_participants(m, summed):
             continue
         s = dataclasses.replace(s, metric=AS_ONE.get(s.metric, s.metric))
         row = rows.setdefault(m["point"], {"label": m["point"], "results": {}, "errors": [], "daemon_cpu": {}})
@@ -85,29 +84,15 @@ def best_backends(rows: list[dict], metric: str, alpha: float = 0.05) -> list[st
     """Each row's best backend by the metric's direction, against its runner-up: named only where
     Welch's t-test on log values says so, its p Holm-adjusted over the rows; otherwise a tie, with
     the largest difference the CI allows (or why no test could be made)."""
-    picks = []
-    for row in rows:
-        cands = sorted(((b, r) for b, r in row["results"].items() if b != "host" and r.get(metric) is not None),
-                       key=lambda c: c[1][metric], reverse=direction(metric) is not LOWER)
-        diff = difference(*(r.get(metric + tables.VALUES, [r[metric]]) for _, r in (cands[1], cands[0]))) \
-            if len(cands) > 1 else None
-        picks.append((cands, diff))
-    adjusted = holm([diff.p_value if diff else None for _, diff in picks])
-    return [_verdict(cands, diff, p, metric, alpha) for (cands, diff), p in zip(picks, adjusted)]
-
-
-def _verdict(cands: list, diff: Difference | None, p: float | None, metric: str, alpha: float) -> str:
-    if not cands:
-        return "-"
-    (best, res), runner_up = cands[0], cands[1][0] if len(cands) > 1 else None
-    ratio = f" ({res['ve_pe_ratio']:.2f}x bare metal)" if res.get("ve_pe_ratio") is not None else ""
-    if runner_up is None:
-        return f"{best}{ratio}, the only one measured"
-    if diff is None or p is None:
-        return f"no test: one repeat, or no spread in the repeats (set repeat.count >= 2); best mean {best}"
-    if p < alpha:
-        return f"{best}{ratio}: {metric} {diff.percent()} against {runner_up}, {p_text(p)}"
-    return f"tie: {best} and {runner_up} differ by no more than {diff.bound:.0%} at this noise (p={p:.2f})"
+    families = [[(b, r.get(metric + tables.VALUES, [r[metric]])) for b, r in row["results"].items()
+                 if b != "host" and r.get(metric) is not None] for row in rows]
+    tests = ranked_tests(families, [direction(metric) is LOWER] * len(rows))
+    out = []
+    for row, (ranked, diff, p) in zip(rows, tests):
+        share = row["results"][ranked[0]].get("ve_pe_ratio") if ranked else None
+        note = f" ({share:.2f}x bare metal)" if share is not None else ""
+        out.append(said(ranked, diff, p, metric, note, alpha) if ranked else "-")
+    return out
 
 
 def best_backend(row: dict, metric: str, alpha: float = 0.05) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from harness.analysis.compare import Change
+from harness.analysis.compare import Change, place, point_name
 from harness.analysis.stats import p_text, summarize
 from harness.results.store import write_atomic
 
@@ -20,9 +20,7 @@ def numbers(c: Change) -> str:
 
 
 def case(c: Change) -> TestCase:
-    experiment, group, point, backend, env, metric = c.key
-    where = backend if env == "virtual" and backend else env
-    test = TestCase(f"{group + '/' if group else ''}{point} {where} {metric}", f"vtb.{experiment}")
+    test = TestCase(f"{point_name(c.key)} {place(c.key)} {c.key[-1]}", f"vtb.{c.key[0]}")
     if c.regression:
         test.result = [Failure(f"regression: {numbers(c)}", "regression")]
     elif c.p_value is None:

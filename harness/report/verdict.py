@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.analysis.stats import Difference, difference, holm, p_text, summarize
+from harness.analysis.stats import Difference, difference, p_text, ranked_tests, summarize
 from harness.results.metrics import HIGHER, LOWER, Direction, direction
+from harness.results.samples import one_participants, summed_points
 
 ALPHA = 0.05
 # what each priority judges: the point's own headline, its p99 latency, its I/Os per CPU-second
@@ -58,12 +59,10 @@ def _collect(rows: list[dict], headlines: dict[str, str]) -> dict[str, dict]:
     """workload -> its headline and, per place (host per block, or backend), metric -> values.
     `headlines` ({experiment or group: its headline}) serves samples that predate recording theirs."""
     found: dict[str, dict] = {}
-    aggregated = {(_key(r), r["metric"]) for r in rows if r.get("scope") == "aggregate" and _key(r)}
+    summed = summed_points(rows)
     for r in rows:
-        if (k := _key(r)) is None or r.get("value") is None:
+        if (k := _key(r)) is None or r.get("value") is None or one_participants(r, summed):
             continue
-        if r.get("scope") in ("vm", "slot") and (k, r["metric"]) in aggregated:
-            continue   # several participants: the point's own figures, not each one's
         name, where = k
         w = found.setdefault(name, {"metric": None, "better": None, "at": {}})
         if r.get("headline"):
@@ -105,32 +104,28 @@ def workloads(rows: list[dict], headlines: dict[str, str] | None = None) -> list
     return out
 
 
+def said(ranked: list[str], diff: Difference | None, p: float | None, what: str, note: str = "",
+         alpha: float = ALPHA) -> str:
+    """A best-against-runner-up test in words: the winner with its effect and CI, a tie with the
+    largest difference the noise allows, or why no test was made; `note` follows the best's name."""
+    if len(ranked) == 1:
+        return f"{ranked[0]}{note}, the only backend measured"
+    if diff is None or p is None:
+        return f"no test: one repeat, or no spread in the repeats (set repeat.count >= 2); best mean {ranked[0]}"
+    if p < alpha:
+        return f"{ranked[0]}{note}: {what} {diff.percent()} against {ranked[1]}, {p_text(p)}"
+    return f"tie: {ranked[0]} and {ranked[1]} differ by no more than {diff.bound:.0%} in {what} at this noise ({p_text(p)})"
+
+
 def _decide(found: list[Workload], priority: str) -> None:
     """Each workload's best backend on `priority` against its runner-up, Holm over the workloads."""
-    tests = []
-    for w in found:
-        lower = priority == "latency" or (priority == "iops" and w.better is LOWER)
-        ranked = sorted((e for e in w.entries if e.judged(priority)), key=lambda e: summarize(e.judged(priority)).mean,
-                        reverse=not lower)
-        diff = difference(ranked[1].judged(priority), ranked[0].judged(priority)) if len(ranked) > 1 else None
-        tests.append((w, ranked, diff))
-    adjusted = holm([d.p_value if d else None for _, _, d in tests])
-    for (w, ranked, diff), p in zip(tests, adjusted):
+    lower = [priority == "latency" or (priority == "iops" and w.better is LOWER) for w in found]
+    tests = ranked_tests([[(e.backend, e.judged(priority)) for e in w.entries] for w in found], lower)
+    for w, (ranked, diff, p) in zip(found, tests):
         what = {"iops": w.metric, "latency": "p99 latency", "efficiency": "I/Os per CPU-second"}[priority]
-        w.winner[priority], w.tested[priority] = None, p is not None
-        if not ranked:
-            w.said[priority] = f"not measured ({what})"
-        elif len(ranked) == 1:
-            w.said[priority] = f"{ranked[0].backend}, the only backend measured"
-        elif diff is None or p is None:
-            w.said[priority] = (f"no test: one repeat, or no spread in the repeats (set repeat.count >= 2); best mean "
-                                f"{ranked[0].backend}")
-        elif p < ALPHA:
-            w.winner[priority] = ranked[0].backend
-            w.said[priority] = f"{ranked[0].backend}: {what} {diff.percent()} against {ranked[1].backend}, {p_text(p)}"
-        else:
-            w.said[priority] = (f"tie: {ranked[0].backend} and {ranked[1].backend} differ by no more than "
-                                f"{diff.bound:.0%} in {what} at this noise ({p_text(p)})")
+        w.tested[priority] = p is not None
+        w.winner[priority] = ranked[0] if p is not None and p < ALPHA else None
+        w.said[priority] = said(ranked, diff, p, what) if ranked else f"not measured ({what})"
 
 
 def recommendation(found: list[Workload], priority: str) -> str:

@@ -16,3 +16,15 @@ class Sample:
     def row(self) -> dict:
         return {"metric": self.metric, "value": self.value, "unit": self.unit, "status": self.status,
                 "error": self.error, **self.metadata}
+
+
+def summed_points(metas) -> set[str]:
+    """The points whose figures are summed over their participants (VMs, host slots): their own
+    `aggregate_*` samples stand for the point, their participants' are each one's share."""
+    return {m.get("point_id") for m in metas if m.get("scope") == "aggregate"
+            and str(m.get("metric", "")).startswith("aggregate_")} - {None}
+
+
+def one_participants(meta: dict, summed: set[str]) -> bool:
+    """A participant's own sample of a summed point: never a repeat of the point."""
+    return meta.get("scope") in ("vm", "slot") and meta.get("point_id") in summed

@@ -181,7 +181,7 @@ def test_a_point_of_several_vms_is_compared_on_its_own_figures_not_each_vms():
     rows = []
     for rep in range(3):
         meta = {"experiment": "fio-job", "group": "fio-job", "point": "n2/a/read", "backend": "virtio-blk",
-                "env": "virtual", "status": "ok", "repeat": rep}
+                "env": "virtual", "status": "ok", "repeat": rep, "point_id": "fio-job/x-n2/virtio-blk#n2/a/read"}
         rows += [{**meta, "scope": "vm", "vm": v, "metric": "iops", "value": 100.0 + rep} for v in ("vm0", "vm1")]
         rows += [{**meta, "scope": "aggregate", "metric": "aggregate_iops", "value": 200.0 + 2 * rep},
                  {**meta, "scope": "aggregate", "metric": "lat_mean", "value": 50.0}]

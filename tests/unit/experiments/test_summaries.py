@@ -92,7 +92,8 @@ def test_a_matrix_point_of_several_vms_is_judged_on_their_sum():
     samples = []
     for backend, env, scope_of in (("host", "physical", "slot"), ("virtio-blk", "virtual", "vm")):
         for rep in range(2):
-            meta = {"group": "fio-job", "point": "n2/a/read", "backend": backend, "env": env, "repeat": rep}
+            meta = {"group": "fio-job", "point": "n2/a/read", "backend": backend, "env": env, "repeat": rep,
+                    "point_id": f"fio-job/x-n2/{backend}#n2/a/read"}   # as the pipeline names it
             samples += [Sample("iops", 100.0 + rep, "IOPS", {**meta, "scope": scope_of, "vm": w}) for w in ("0", "1")]
             samples += [Sample("aggregate_iops", 200.0 + 2 * rep, "IOPS", {**meta, "scope": "aggregate"}),
                         Sample("lat_mean", 50.0, "us", {**meta, "scope": "aggregate"})]
