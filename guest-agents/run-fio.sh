@@ -31,5 +31,5 @@ fname=$dev
 [ -z "${rbd_image:-}" ] || fname=${rbd_image#*/}
 before=$(dmesg | wc -l)
 printf '%s\n' "$job" | FIO_FILENAME=$fname fio --output-format=json+ - || exit $?
-bad=$(dmesg | tail -n +$((before + 1)) | grep -iE 'timeout|I/O error|abort|reset' | head -3)
+bad=$(dmesg | awk -v n="$before" 'NR > n && tolower($0) ~ /timeout|i\/o error|abort|reset/ { print; if (++k == 3) exit }')
 [ -z "$bad" ] || { echo "run-fio: the guest kernel reported I/O trouble during the run: $bad" >&2; exit 4; }
