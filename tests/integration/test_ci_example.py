@@ -1,7 +1,7 @@
 """The CI example in docs/ci.md, run: its steps' commands (not its YAML), in order, on this
 repository's CI configuration with 1-second points; then a second push's Measure and Gate against
-the baseline the first one saved. `make testbed up|down` stand for the harness commands they run
-after the set-up `make test` has already done (and `make testbed down` would also stop the
+the baseline the first one saved. `make bootstrap` is the set-up `make test` has already done, and
+`make testbed down` stands for the harness command it runs after it (it would also stop the
 libvirtd the other tests use)."""
 from __future__ import annotations
 
@@ -44,20 +44,21 @@ def steps() -> dict[str, str]:
 
 def test_the_ci_example_gates_reports_and_keeps_a_baseline(tmp_path):
     commands = steps()
-    assert list(commands) == ["Testbed", "Measure", "Gate", "Report", "Baseline", "Down"]
+    assert list(commands) == ["Set-up", "Measure", "Gate", "Report", "Baseline", "Down"]
     (tmp_path / "harness.toml").write_text(CONFIG.read_text())   # the example's commands read ./harness.toml
     env = {**os.environ, "RESULTS": str(tmp_path / "results"), "RUNTIME": "1",
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
 
     def step(name: str) -> subprocess.CompletedProcess:
-        script = re.sub(r"^make testbed (up|down)$", r"harness testbed \1", commands[name], flags=re.M)
+        script = re.sub(r"^make bootstrap$", "true", commands[name], flags=re.M)
+        script = re.sub(r"^make testbed down$", "harness testbed down", script, flags=re.M)
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=900)
         print(f"--- {name}\n{done.stdout}{done.stderr}")
         return done
 
     try:
-        first = {name: step(name) for name in ("Testbed", "Measure", "Gate", "Report", "Baseline")}   # on main
+        first = {name: step(name) for name in ("Set-up", "Measure", "Gate", "Report", "Baseline")}   # on main
         assert [name for name, done in first.items() if done.returncode != 0] == []
         assert "no baseline yet" in first["Gate"].stdout
         assert (tmp_path / "results" / "baselines" / "main" / "samples.jsonl").exists()
