@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.analysis.stats import Difference, difference, holm, summarize
 from harness.results.metrics import LOWER, Direction, direction
-from harness.results.samples import one_participants, summed_points
+from harness.results.samples import participant_sample, summed_points
 
 DERIVED = {"ve_pe_ratio"}          # follows from other metrics; compared through them
 
@@ -42,7 +42,7 @@ def values_by_key(rows: list[dict]) -> dict[tuple, list[float]]:
     summed = summed_points(rows)
     out: dict[tuple, list[float]] = {}
     for r in rows:
-        if (k := key(r)) is not None and not one_participants(r, summed):
+        if (k := key(r)) is not None and not participant_sample(r, summed):
             out.setdefault(k, []).append(float(r["value"]))
     return out
 

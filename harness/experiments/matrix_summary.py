@@ -14,7 +14,7 @@ from harness.report.plots import plt
 from harness.report.verdict import said
 from harness.results.environment import tcg_caveat
 from harness.results.metrics import LOWER, direction
-from harness.results.samples import Sample, one_participants, summed_points
+from harness.results.samples import Sample, participant_sample, summed_points
 
 # a summed point's figures, in the columns of a single participant's
 AS_ONE = {"aggregate_iops": "iops", "aggregate_bw": "bw"}
@@ -26,10 +26,10 @@ def matrix_rows(samples: list[Sample], group: str) -> list[dict]:
     rows: dict[str, dict] = {}
     unquiet: dict[tuple[str, str], dict] = {}   # (point, backend) -> repeat -> why it was not clean
     threshold = 0.10
-    summed = summed_points({**s.metadata, "metric": s.metric} for s in samples)
+    summed = summed_points(s.row() for s in samples)
     for s in samples:
         m = s.metadata
-        if m.get("group") != group or one_participants(m, summed):
+        if m.get("group") != group or participant_sample(m, summed):
             continue
         s = dataclasses.replace(s, metric=AS_ONE.get(s.metric, s.metric))
         row = rows.setdefault(m["point"], {"label": m["point"], "results": {}, "errors": [], "daemon_cpu": {}})

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from harness.analysis.stats import Difference, difference, p_text, ranked_tests, summarize
 from harness.results.metrics import HIGHER, LOWER, Direction, direction
-from harness.results.samples import one_participants, summed_points
+from harness.results.samples import participant_sample, summed_points
 
 ALPHA = 0.05
 # what each priority judges: the point's own headline, its p99 latency, its I/Os per CPU-second
@@ -61,7 +61,7 @@ def _collect(rows: list[dict], headlines: dict[str, str]) -> dict[str, dict]:
     found: dict[str, dict] = {}
     summed = summed_points(rows)
     for r in rows:
-        if (k := _key(r)) is None or r.get("value") is None or one_participants(r, summed):
+        if (k := _key(r)) is None or r.get("value") is None or participant_sample(r, summed):
             continue
         name, where = k
         w = found.setdefault(name, {"metric": None, "better": None, "at": {}})

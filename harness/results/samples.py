@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -18,13 +19,14 @@ class Sample:
                 "error": self.error, **self.metadata}
 
 
-def summed_points(metas) -> set[str]:
-    """The points whose figures are summed over their participants (VMs, host slots): their own
-    `aggregate_*` samples stand for the point, their participants' are each one's share."""
-    return {m.get("point_id") for m in metas if m.get("scope") == "aggregate"
-            and str(m.get("metric", "")).startswith("aggregate_")} - {None}
+def summed_points(rows: Iterable[dict]) -> set[str]:
+    """The point ids (of sample rows, `Sample.row()`) whose figures are summed over their
+    participants (VMs, host slots): their own `aggregate_*` samples stand for the point, their
+    participants' are each one's share."""
+    return {r.get("point_id") for r in rows if r.get("scope") == "aggregate"
+            and str(r.get("metric", "")).startswith("aggregate_")} - {None}
 
 
-def one_participants(meta: dict, summed: set[str]) -> bool:
-    """A participant's own sample of a summed point: never a repeat of the point."""
-    return meta.get("scope") in ("vm", "slot") and meta.get("point_id") in summed
+def participant_sample(row: dict, summed: set[str]) -> bool:
+    """Whether the row is one participant's own sample of a summed point: never a repeat of the point."""
+    return row.get("scope") in ("vm", "slot") and row.get("point_id") in summed
