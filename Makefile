@@ -24,9 +24,13 @@ down:
 
 # The lint gate first (seconds), so that a style or import error fails before any guest boots.
 # The tests also boot a nested host (RAID on emulated NVMe): build its image up front.
+# Two lanes at once (tests/conftest.py says which and why), then the tests marked `alone`, one at a
+# time; both parts always run, and either failing fails the target (5: no test selected by PYTEST_ARGS).
 test: venv lint bootstrap host-image
 	scripts/host-packages.sh --test
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -m "not alone" $(PYTEST_ARGS); lanes=$$?; \
+	$(VENV)/bin/pytest -m alone $(PYTEST_ARGS); alone=$$?; \
+	for rc in $$lanes $$alone; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
 
 lint: venv
 	$(VENV)/bin/ruff check harness tests

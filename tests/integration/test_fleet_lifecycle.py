@@ -346,6 +346,7 @@ def test_a_stopped_qemu_fails_its_point_then_the_guest_is_restarted_and_the_run_
 LIBVIRTD_STOP_S = 40   # how long libvirtd stays stopped: longer than keepalive's 20 s and a connection's 30 s bound
 
 
+@pytest.mark.alone   # stops this machine's libvirtd
 def test_libvirtd_stopped_mid_point_fails_the_point_within_keepalive_and_the_run_goes_on(fleet, tmp_path):
     """libvirtd stopped with SIGSTOP while fio runs in a guest: it keeps its socket open, so only
     keepalive (on every connection, a local one too) turns the guest-agent call that waits on it
@@ -441,6 +442,7 @@ def test_ctrl_c_and_sigterm_stop_a_run_and_its_exit_status_says_so(fleet, tmp_pa
         assert paused_domains() == []
 
 
+@pytest.mark.alone   # `harness gc` on this machine
 def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set",
                              f"results_dir={tmp_path}", "--runtime", "30"], start_new_session=True,

@@ -131,6 +131,7 @@ def test_every_refusal_names_the_device_and_the_reason(host):
         host.run(["wipefs", "-a", "-q", d[0]])
 
 
+@pytest.mark.alone   # `harness gc` collects on this machine too
 def test_gc_reaches_into_the_nested_host(host):
     """A leftover inside the L1 (here a pool a killed run left behind) is found by `harness gc`
     through the L1's libvirt and commands, like one on this machine; the L1 itself is kept."""
@@ -150,6 +151,7 @@ def test_gc_reaches_into_the_nested_host(host):
     assert DOMAIN in l0_domains()
 
 
+@pytest.mark.alone   # `harness gc` collects on this machine too
 def test_gc_stops_an_array_a_killed_run_left_by_its_plan(host):
     """A run killed after its array was made leaves the array in the L1 and its plan here (written
     before the array): `harness gc` finds it by the plan, stops it and zeroes only its members."""
@@ -379,6 +381,7 @@ def test_a_nested_host_that_died_is_booted_anew_where_the_run_reaches_it(host):
     connect(host.uri).close()
 
 
+@pytest.mark.alone   # gc --all
 @pytest.mark.timeout(1500)   # two L1s booted, a Ceph cluster over them, two runs on it
 def test_vm_scaling_on_ceph_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_path):
     """Two nested hosts driven as `ssh` hosts (the path a user's own servers take): vm-scaling

@@ -12,6 +12,8 @@ from harness.fleet import gc
 from harness.hosts import LocalHost
 from harness.results.store import owner
 
+pytestmark = pytest.mark.alone   # collects on this machine (pools, loops, mounts, the brd module)
+
 
 def fleet(state, name, who=None):
     d = state / name
