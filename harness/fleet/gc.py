@@ -93,15 +93,21 @@ def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[lis
                                    *([LIBVIRT_QEMU_RUN] if exe.startswith("qemu-system") else [])])
     found = host.run(["sh", "-c", _PID_FILES, "-", LIBVIRT_QEMU_RUN, OWNER_NS], input=lines.encode(), timeout=60,
                      check=False).stdout.decode(errors="replace")
-    roots, recorded = _state_roots(host), set()
+    roots, recorded, others = _state_roots(host), set(), set()
     for line in found.splitlines():
         pid, _, f = line.partition("\t")
-        if f.startswith(LIBVIRT_QEMU_RUN + "/") or any(_made_by_vtb(p, prefix, keep, roots, SCRATCH_MOUNT_DIRS)
-                                                      for p in (f, os.path.dirname(f))):
+        if f.startswith(LIBVIRT_QEMU_RUN + "/"):
+            # libvirt names the pid file for its domain: a QEMU is the prefix's by that name, not by a
+            # path in its arguments (the nested host's L1 runs on /var/tmp/vtb-ci-nested/..., which
+            # names the ci fleet's prefix; its teardown killed the L1 while both ran)
+            domain = Path(f).stem
+            (recorded if domain.startswith(prefix) and not domain.startswith(keep) else others).add(int(pid))
+        elif any(_made_by_vtb(p, prefix, keep, roots, SCRATCH_MOUNT_DIRS) for p in (f, os.path.dirname(f))):
             recorded.add(int(pid))
     ours = [(pid, exe) for pid, (exe, _) in candidates.items() if pid in recorded]
     notes = [f"(process {pid} ({exe}) not stopped: its command line names {prefix} but no pid file of vtb's holds "
-             f"it; if it is yours to stop, `kill {pid}`)" for pid, (exe, _) in candidates.items() if pid not in recorded]
+             f"it; if it is yours to stop, `kill {pid}`)" for pid, (exe, _) in candidates.items()
+             if pid not in recorded | others]
     return ours, notes
 
 

@@ -116,6 +116,31 @@ def _named_process(name: str, arg: str, as_user: str | None = None) -> subproces
     return subprocess.Popen([*drop, "bash", "-c", f"exec -a {name} /bin/sh -c 'sleep 60; :' {arg}"])
 
 
+def test_a_domains_qemu_is_the_prefixs_only_by_the_domains_name(tmp_path, monkeypatch):
+    """A QEMU libvirt runs for another vtb domain is not the prefix's because its arguments name the
+    prefix: the nested host's L1 (domain vtb-nested) runs on /var/tmp/vtb-ci-nested/..., and the ci
+    fleet's teardown (prefix vtb-ci-) killed it while the two ran at once. Nor is it listed."""
+    from harness.libvirt.libvirt_xml import OWNER_NS
+    run = tmp_path / "libvirt-qemu"
+    run.mkdir()
+    monkeypatch.setattr(gc, "LIBVIRT_QEMU_RUN", str(run))
+    monkeypatch.setattr(gc, "state_dirs", lambda: [])
+    l1 = _named_process("qemu-system-x86_64", "-name guest=vtb-gctl1 -drive file=/var/tmp/vtb-gct-nested/d.raw")
+    vm = _named_process("qemu-system-x86_64", "-name guest=vtb-gct-vm0")
+    for domain, proc in (("vtb-gctl1", l1), ("vtb-gct-vm0", vm)):
+        (run / f"{domain}.pid").write_text(f"{proc.pid}\n")
+        (run / f"{domain}.xml").write_text(f"<domstatus><metadata xmlns:vtb='{OWNER_NS}'/></domstatus>")
+    try:
+        time.sleep(0.5)   # both exec'd
+        found, notes = gc._processes(LocalHost(), "vtb-gct-")
+        assert [pid for pid, _ in found] == [vm.pid] and notes == []
+        assert gc._processes(LocalHost(), "vtb-gct-", keep=("vtb-gct-vm",)) == ([], [])
+    finally:
+        for p in (l1, vm):
+            p.kill()
+            p.wait()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs a process as another user")
 def test_a_process_is_vtbs_only_by_a_pid_file_of_vtbs_that_holds_its_pid(tmp_path, monkeypatch):
     """#28: a `vtb-` in a command line alone never makes a process vtb's. Root's daemon whose own
