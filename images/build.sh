@@ -21,9 +21,12 @@ KERNELS=linux-image-cloud-amd64,linux-image-amd64
 PACKAGES=initramfs-tools,kmod,procps,util-linux,qemu-guest-agent,fio,sysbench,mariadb-server,mdadm,xfsprogs,btrfs-progs,f2fs-tools,e2fsprogs,nilfs-tools,rocksdb-tools
 hooks=()
 free_mib=1024
+# The hash of build.sh, the initramfs module list and the files of the folders named
+recipe_key() { (cd "$here" && cat build.sh initramfs-modules && for d; do cat "$d"/*; done) | sha256sum | cut -c1-16; }
+guest_key=$(recipe_key guest)
 case $role in
 guest)
-  key=$( (cd "$here" && cat build.sh initramfs-modules guest/*) | sha256sum | cut -c1-16)
+  key=$guest_key
   link=current ;;
 host)
   # libvirtd (no systemd: qemu.conf as scripts/libvirtd.sh sets it; no TCP listener: reached as
@@ -40,8 +43,8 @@ host)
          --customize-hook='printf "user = \"root\"\ngroup = \"root\"\nstdio_handler = \"file\"\n" >> "$1/etc/libvirt/qemu.conf"'
          --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*'
          --customize-hook='printf "log_outputs = \"3:file:/var/log/libvirt/libvirtd.log\"\n" >> "$1/etc/libvirt/libvirtd.conf"')
-  free_mib=3072   # room for the L2 pool: the uploaded guest image and overlays
-  key=host-$( (cd "$here" && cat build.sh initramfs-modules guest/* host/*) | sha256sum | cut -c1-16)
+  free_mib=3072   # room for the L2 fleets' overlays, and a guest image of another recipe uploaded
+  key=host-$(recipe_key guest host)
   link=host-current ;;
 *) echo "usage: $0 [guest|host]" >&2; exit 2 ;;
 esac
@@ -55,6 +58,15 @@ fi
 for t in mmdebstrap mkfs.ext4 qemu-img; do
   command -v $t >/dev/null || { echo "error: $t is missing: run scripts/host-packages.sh" >&2; exit 1; }
 done
+if [ "$role" = host ]; then
+  # The guest image the nested host serves its L2 fleets, already where harness/fleet/host_images.py
+  # would upload it (/var/lib/vtb/images/<recipe>-<file>): that upload, through libvirt over ssh
+  # into a TCG L1, took 30-97 s per host. Its recipe is part of this image's key.
+  "$here/build.sh" guest
+  guest=$CACHE/images/$guest_key
+  hooks+=(--customize-hook="mkdir -p \"\$1/var/lib/vtb/images\" && for f in rootfs.qcow2 vmlinuz initrd.img \
+vmlinuz-generic initrd-generic.img; do cp '$guest/'\$f \"\$1/var/lib/vtb/images/$guest_key-\$f\"; done")
+fi
 work=$(mktemp -d "$CACHE/images/.build-XXXXXX")
 # An interrupted mmdebstrap can leave /proc, /sys or /dev mounted in the tree: unmount before removing,
 # and never let rm cross into another filesystem.

@@ -1,6 +1,7 @@
-"""The guest image kept inside a nested host: uploaded through libvirt once per image recipe, into
-a pool that lives as long as the L1, instead of into every L2 fleet's own pool (the 580 MB root
-image took some 17 s per fleet under TCG). Fleets' root overlays are backed by it.
+"""The guest image kept inside a nested or SSH host, in a pool that lives as long as the host,
+instead of in every L2 fleet's own pool (the 580 MB root image took some 17 s per fleet under
+TCG). Fleets' root overlays are backed by it. A nested host's image carries it already
+(images/build.sh host); an SSH host of the user's gets it uploaded through libvirt once per recipe.
 
 The pool has no `vtb-` prefix, so `gc` never takes it for a fleet's leftover: it goes with the L1."""
 from __future__ import annotations
