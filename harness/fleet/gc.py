@@ -93,7 +93,7 @@ def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[lis
                                    *([LIBVIRT_QEMU_RUN] if exe.startswith("qemu-system") else [])])
     found = host.run(["sh", "-c", _PID_FILES, "-", LIBVIRT_QEMU_RUN, OWNER_NS], input=lines.encode(), timeout=60,
                      check=False).stdout.decode(errors="replace")
-    roots, recorded, others = _state_roots(host), set(), set()
+    roots, recorded, other_domains = _state_roots(host), set(), set()
     for line in found.splitlines():
         pid, _, f = line.partition("\t")
         if f.startswith(LIBVIRT_QEMU_RUN + "/"):
@@ -101,13 +101,13 @@ def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[lis
             # path in its arguments (the nested host's L1 runs on /var/tmp/vtb-ci-nested/..., which
             # names the ci fleet's prefix; its teardown killed the L1 while both ran)
             domain = Path(f).stem
-            (recorded if domain.startswith(prefix) and not domain.startswith(keep) else others).add(int(pid))
+            (recorded if domain.startswith(prefix) and not domain.startswith(keep) else other_domains).add(int(pid))
         elif any(_made_by_vtb(p, prefix, keep, roots, SCRATCH_MOUNT_DIRS) for p in (f, os.path.dirname(f))):
             recorded.add(int(pid))
     ours = [(pid, exe) for pid, (exe, _) in candidates.items() if pid in recorded]
     notes = [f"(process {pid} ({exe}) not stopped: its command line names {prefix} but no pid file of vtb's holds "
              f"it; if it is yours to stop, `kill {pid}`)" for pid, (exe, _) in candidates.items()
-             if pid not in recorded | others]
+             if pid not in recorded | other_domains]
     return ours, notes
 
 

@@ -19,7 +19,8 @@ from harness.libvirt.libvirt_conn import connect
 
 POOL = "images"
 POOL_DIR = "/var/lib/vtb/images"
-FILES = {"rootfs": "rootfs.qcow2", "kernel": "vmlinuz", "initrd": "initrd.img",   # the image's files (build.sh)
+# the image's files (images/build.sh, which copies the same into the nested host's image)
+FILES = {"rootfs": "rootfs.qcow2", "kernel": "vmlinuz", "initrd": "initrd.img",
          "kernel_generic": "vmlinuz-generic", "initrd_generic": "initrd-generic.img"}
 
 
