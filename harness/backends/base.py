@@ -122,6 +122,12 @@ class Backend:
         fails the point at once, rather than leaving its I/O waiting."""
         return None
 
+    def guest_view(self, plan: HostPlan, vm: VmSlot) -> dict:
+        """What a VM's guest sees of its data disk: its size and every [disk] field this backend
+        honours (queues, block sizes, serial). A disk served from outside QEMU has these on a daemon's
+        command line, not in the domain XML, so a restored guest is keyed by them too."""
+        return {"backend": self.name, "size": vm.size, "disk": {k: plan.disk.get(k) for k in sorted(self.options)}}
+
     def metadata(self, disk) -> dict:
         """Every knob a result row records; n/a where this backend has no such knob."""
         knobs = ("cache", "aio", "iothreads", "num_queues")

@@ -390,13 +390,22 @@ class Testbed:
         conditions.flush(self.host)  # the prefilled device is written back now, not during the first point
         vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
                       str(self.host_dir / "consoles" / f"{vm.name}.log"), vm.index, self.host.name) for vm in plan.vms]
+        views = {vm.name: json.dumps(backend.guest_view(plan, vm), sort_keys=True) for vm in plan.vms}
         started, ready, boot_restarts = {}, {}, {}
         try:
             if vms:   # none: a sweep measured on the host only wants the disk, not a VM
-                started = self._start([v.name for v in vms])
+                started = self._start(views)
                 ready, boot_restarts = self._wait_agents([v.name for v in vms], t0)
-                self._personalize([v for v in vms if v.name in started and started[v.name].how == "restored"])
-        except (AgentError, libvirt.libvirtError) as e:
+                def restored(among) -> list[VmInfo]:
+                    return [v for v in vms if v.name in among and v.name in started and started[v.name].how == "restored"]
+                if wrong := self._personalize(restored(started)):
+                    started.update(self._start_afresh(wrong, started, views))
+                    again, restarts = self._wait_agents(list(wrong), t0)
+                    ready.update(again)
+                    boot_restarts.update(restarts)
+                    if still := self._personalize(restored(wrong)):
+                        raise AgentError("; ".join(still.values()))
+        except (AgentError, libvirt.libvirtError, vm_start.TemplateError) as e:
             raise TestbedError(f"{vm_start.message(e)}; {self._keep_consoles_and_undo()}") from None
         record = TestbedRecord(
             prefix=self.cfg.prefix, uri=self.host.uri, vms=vms, device_path=plan.device.path,
@@ -462,13 +471,13 @@ class Testbed:
             return "fleet.restore is false"
         return self.host.no_restore
 
-    def _start(self, names: list[str]) -> dict[str, vm_start.Started]:
+    def _start(self, guest_views: dict[str, str]) -> dict[str, vm_start.Started]:
         """Starts the stopped domains: restored where allowed. (Terraform started them when not.)"""
         why_not = self._why_no_restore()
         conn = connect(self.host.uri)
         try:
             image = f"{(paths.IMAGE_DIR / 'recipe.sha').read_text().strip()} {self.cfg.fleet.kernel}"
-            started = vm_start.start(self.host, conn, names, image=image,
+            started = vm_start.start(self.host, conn, guest_views, image=image,
                                      work_dir=str(self.host_dir), restore=why_not)
         finally:
             conn.close()
@@ -495,11 +504,37 @@ class Testbed:
                 before[n] if before.get(n, {}).get("uuid") == uuids[n] else {**booted, "uuid": uuids[n]}
                 for n in names}
 
-    def _personalize(self, vms: list[VmInfo]) -> None:
+    def _personalize(self, vms: list[VmInfo]) -> dict[str, str]:
+        """Each restored guest made its own; the ones whose guest shows the restore to be wrong, with why."""
         if not vms:
-            return
+            return {}
+
+        def one(i: int) -> str | None:
+            try:
+                vm_start.personalize(agents[i], vms[i].slice_bytes, vms[i].locator)
+            except vm_start.WrongRestore as e:
+                return str(e)
+            return None
         with guests(self.host.uri, [v.name for v in vms]) as agents:
-            in_parallel(lambda i: vm_start.personalize(agents[i], vms[i].slice_bytes, vms[i].locator), range(len(vms)))
+            said = in_parallel(one, range(len(vms)))
+        return {v.name: why for v, why in zip(vms, said) if why}
+
+    def _start_afresh(self, wrong: dict[str, str], started: dict[str, vm_start.Started],
+                      guest_views: dict[str, str]) -> dict[str, vm_start.Started]:
+        """Restored guests that proved wrong: their template thrown away, each booted anew (the first
+        saves a fitting template, which the others restore from), said as it happens."""
+        for name, why in wrong.items():
+            warn(f"{why}: its template ({started[name].template}) is thrown away and {name} boots anew")
+        conn = connect(self.host.uri)
+        try:
+            for name in wrong:
+                vm_start.boot_afresh(self.host, conn, name, started[name].template)
+        finally:
+            conn.close()
+        again = self._start({n: guest_views[n] for n in wrong})
+        for name, st in again.items():
+            st.reason = st.reason or f"a first restore was wrong ({wrong[name]}): restored from a new template"
+        return again
 
     def _wait_agents(self, names: list[str], t0: float) -> tuple[dict[str, float], dict[str, str]]:
         """Seconds from apply until each guest's agent answered, and the guests restarted on the way.

@@ -47,6 +47,10 @@ class TemplateError(RuntimeError):
     """A file step of making or using a template failed on the host."""
 
 
+class WrongRestore(AgentError):
+    """A restored guest that does not see the machine it was restored into (its data disk, its size)."""
+
+
 class SaveRefused(RuntimeError):
     """libvirt would not save the booted guest: its shape cannot be restored (a non-migratable device)."""
 
@@ -56,6 +60,7 @@ class Started:
     how: str            # "restored" or "booted"
     reason: str = ""    # why it was booted, when a restore was wanted
     uuid: str = ""      # the domain it describes (a replaced domain is another one)
+    template: str = ""  # the template it was restored from
 
 
 def _strip_vm_identity(xml: str) -> ET.Element:
@@ -87,10 +92,12 @@ def _strip_vm_identity(xml: str) -> ET.Element:
     return root
 
 
-def template_key(inactive_xml: str, image: str, versions: str) -> str:
-    """Which template a domain can be restored from: its shape, the image, libvirt's and QEMU's versions."""
+def template_key(inactive_xml: str, image: str, versions: str, guest_view: str = "") -> str:
+    """Which template a domain can be restored from: its shape, what its guest sees that the XML does
+    not say (a disk served from outside QEMU: its size and settings, as its backend declares them), the
+    image, libvirt's and QEMU's versions."""
     shape = ET.tostring(_strip_vm_identity(inactive_xml), encoding="unicode")
-    return hashlib.sha256(f"{RECIPE}\n{image}\n{versions}\n{shape}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{RECIPE}\n{image}\n{versions}\n{guest_view}\n{shape}".encode()).hexdigest()[:16]
 
 
 # --- files on the fleet's host ---------------------------------------------------------------
@@ -171,11 +178,12 @@ def _restore(host: Host, conn: libvirt.virConnect, dom: libvirt.virDomain, templ
     restore_saved(conn, dom.name(), work_save, domain_call(dom, "XMLDesc", libvirt.VIR_DOMAIN_XML_SECURE))
 
 
-def start(host: Host, conn: libvirt.virConnect, names: list[str], *, image: str, work_dir: str,
+def start(host: Host, conn: libvirt.virConnect, guest_views: dict[str, str], *, image: str, work_dir: str,
           restore: str | None) -> dict[str, Started]:
-    """Starts every domain of `names` that is not running, and says how, per domain it started.
+    """Starts every domain named in `guest_views` (each VM's view of its disk, as its backend
+    declares it) that is not running, and says how, per domain it started.
     restore: None to restore where allowed, else the reason every VM boots (the config, the host)."""
-    doms = [conn.lookupByName(n) for n in names]
+    doms = [conn.lookupByName(n) for n in guest_views]
     stopped = [d for d in doms if not d.isActive()]
     started: dict[str, Started] = {}
     if restore is not None:
@@ -186,7 +194,8 @@ def start(host: Host, conn: libvirt.virConnect, names: list[str], *, image: str,
         versions = f"libvirt {conn.getLibVersion()} qemu {conn.getVersion()}"
         groups: dict[str, list[libvirt.virDomain]] = {}
         for d in stopped:
-            groups.setdefault(template_key(d.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE), image, versions), []).append(d)
+            key = template_key(d.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE), image, versions, guest_views[d.name()])
+            groups.setdefault(key, []).append(d)
         for key, group in groups.items():
             started.update(_start_group(host, conn, key, group, image, work_dir))
     for d in doms:
@@ -235,7 +244,7 @@ def _start_group(host: Host, conn: libvirt.virConnect, key: str, group: list, im
         for d in group:
             try:
                 _restore(host, conn, d, template, work_save)
-                started[d.name()] = Started("restored")
+                started[d.name()] = Started("restored", template=key)
             except (libvirt.libvirtError, SaveImageError, TemplateError) as e:
                 reason = f"restoring {d.name()} failed: {message(e)}"
                 warn(f"{reason}; it boots")
@@ -264,9 +273,26 @@ def personalize(agent: GuestAgent, size_bytes: int, locator: str) -> None:
     out = agent.run(["/bin/sh", "-c", guest_script(paths.GUEST_AGENTS / "personalize.sh"), "personalize", locator,
                      agent.vm], input=os.urandom(512), timeout=60, check=False)
     if out.returncode != 0:
-        raise AgentError(f"{agent.vm}: making the restored guest its own failed: "
-                         f"{out.stderr.decode(errors='replace').strip()}")
+        raise WrongRestore(f"{agent.vm}: making the restored guest its own failed: "
+                           f"{out.stderr.decode(errors='replace').strip()}")
     seen = int(out.stdout.split()[-1])
     if seen != size_bytes:
-        raise AgentError(f"{agent.vm}: its data disk ({locator}) has {seen} bytes and its slice {size_bytes}: "
-                         "the restored guest does not see its own disk")
+        raise WrongRestore(f"{agent.vm}: its data disk ({locator}) has {seen} bytes and its slice {size_bytes}: "
+                           "the restored guest does not see its own disk")
+
+
+def boot_afresh(host: Host, conn: libvirt.virConnect, name: str, template: str) -> None:
+    """A restored guest that proved wrong: its template thrown away (the next start saves a fitting
+    one), the domain stopped and its root overlay emptied over its own backing file, as Terraform
+    made it, so that it can boot."""
+    host.run(["rm", "-rf", f"{SAVES}/{template}"], timeout=120, check=False)
+    dom = conn.lookupByName(name)
+    if dom.isActive():
+        domain_call(dom, "destroy")
+    root = _root_path(conn, dom)
+    info = json.loads(_sh(host, 'qemu-img info --force-share --output=json "$1"', root))
+    backing = info.get("full-backing-filename") or info.get("backing-filename")
+    if not backing:
+        raise TemplateError(f"{name}: its root disk {root} has no backing file")
+    _sh(host, 'qemu-img create -q -f qcow2 -F qcow2 -b "$2" "$1.fresh" "$3" && mv "$1.fresh" "$1"',
+        root, backing, str(info["virtual-size"]))

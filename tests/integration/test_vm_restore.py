@@ -64,3 +64,36 @@ def test_a_shape_libvirt_cannot_save_boots_with_the_reason():
 def test_restore_off_boots():
     record = up("fleet.restore=false")
     assert all((s["how"], s["reason"]) == ("booted", "fleet.restore is false") for s in record["started"].values())
+
+
+SAVES = Path("/var/cache/vtb/saves")
+
+
+def _templates(record: dict) -> set[str]:
+    return {s["template"] for s in record["started"].values() if s["how"] == "restored"}
+
+
+@pytest.mark.parametrize("backend", ["vhost-user-blk-qsd", "nbd", "iscsi"])
+def test_a_disk_served_from_outside_qemu_restores_only_from_a_template_of_its_size(backend):
+    """Such a disk's size is on the daemon's command line, not in the domain XML: two sizes of one
+    shape make two templates, and each fleet restores from its own (its guests see their own slices)."""
+    small, large = up(f"disk.backend={backend}", "fleet.disk_size_mib=64"), up(f"disk.backend={backend}")
+    for record in (small, large):
+        assert {s["how"] for s in record["started"].values()} == {"restored"}, record["started"]
+    assert len(_templates(small)) == len(_templates(large)) == 1
+    assert _templates(small) != _templates(large)
+
+
+def test_a_restore_the_guest_shows_wrong_boots_anew_and_saves_a_fitting_template():
+    """A template that lies (it holds a guest that saw a 64 MiB disk, under the key of a 128 MiB one):
+    the restored guests see the wrong size, the template is thrown away, the VMs boot, a fitting
+    template is saved and restored from, and the record says so."""
+    small, large = up("disk.backend=nbd", "fleet.disk_size_mib=64"), up("disk.backend=nbd")
+    (lie,), (fit,) = _templates(small), _templates(large)
+    harness("testbed", "down", *FLEET)
+    for name in ("state.save", "root.qcow2"):
+        (SAVES / fit / name).write_bytes((SAVES / lie / name).read_bytes())
+    record = up("disk.backend=nbd")
+    assert {s["how"] for s in record["started"].values()} == {"restored"}, record["started"]
+    assert all("a first restore was wrong" in s["reason"] and "bytes and its slice" in s["reason"]
+               for s in record["started"].values()), record["started"]

@@ -140,3 +140,16 @@ def test_rbd_slices_of_one_image_through_qemus_rbd_driver(tmp_path):
     assert f"driver=raw,node-name=vtbdata,file=vtbdata-rbd,offset={64 * MIB},size={64 * MIB}" in args
     assert "virtio-blk-pci,drive=vtbdata,serial=vtb-data,num-queues=2,iothread=vtbio0,bus=pci.0,addr=0x10" in args
     assert a.locator == "serial:vtb-data" and HostPlan.from_json(p.to_json()) == p
+
+
+@pytest.mark.parametrize("name", sorted(backends.all_backends()))
+def test_what_a_guest_sees_of_its_disk_names_its_size_and_every_option_its_backend_honours(tmp_path, name):
+    """A restored guest's template is keyed by this (vm_start.template_key): a disk served from
+    outside QEMU has its size and settings only on the daemon's command line."""
+    b = backends.get(name)
+    p = plan(tmp_path, name)
+    view = b.guest_view(p, p.vms[0])
+    assert view["size"] == 64 * MIB and set(view["disk"]) == set(b.options)
+    bigger = VmSlot(0, "vtb-x-vm0", 0, 128 * MIB)
+    assert b.guest_view(p, bigger) != view
+    assert b.guest_view(p, p.vms[1]) == {**view, "size": p.vms[1].size}   # each VM of one shape alike
