@@ -11,10 +11,11 @@ from typing import Callable, ClassVar
 
 from harness.common import paths
 from harness.common.cancel import CANCEL, Cancelled
-from harness.hosts import sessions
+from harness.hosts import scopes, sessions
 
 POLL_S = 0.25
 STOP_GRACE_S = 30   # after SIGTERM, for runners' traps (stop a database server, unmount, detach a loop)
+KILLED_WAIT_S = 10  # after SIGKILL, for the pipes to close
 
 
 class Stopped(RuntimeError):
@@ -46,12 +47,19 @@ class LocalHost:
         """As subprocess.run, in its own process group, which is stopped (SIGTERM, then SIGKILL after
         a grace) on timeout, on Ctrl-C, when the run is cancelled from another thread, and when
         `stop_when` (asked every check_every_s) gives a reason: then it raises Stopped."""
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        with sessions.recorded(pid=proc.pid, command=os.path.basename(argv[0])):   # for gc, after a SIGKILL here
-            return self._wait(proc, argv, input, timeout, check, stop_when, check_every_s)
+        scope = scopes.Scope.open()
+        try:
+            proc = subprocess.Popen(scope.wrap(argv) if scope else argv, env=env,
+                                    stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            with sessions.recorded(pid=proc.pid, command=os.path.basename(argv[0])):   # for gc, after a SIGKILL here
+                return self._wait(proc, scope, argv, input, timeout, check, stop_when, check_every_s)
+        finally:
+            if scope:
+                scope.close()   # what the command left running (a daemon it started) goes with it
 
-    def _wait(self, proc: subprocess.Popen, argv: list[str], input: bytes | None, timeout: float | None, check: bool,
+    def _wait(self, proc: subprocess.Popen, scope: scopes.Scope | None, argv: list[str], input: bytes | None,
+              timeout: float | None, check: bool,
               stop_when: Callable[[], str | None] | None, check_every_s: float) -> subprocess.CompletedProcess:
         deadline = None if timeout is None else time.monotonic() + timeout
         next_check = time.monotonic() + check_every_s
@@ -64,19 +72,19 @@ class LocalHost:
                 except subprocess.TimeoutExpired:
                     pending = None  # sent on the first call
                 if CANCEL.is_set():
-                    _stop(proc)
+                    _stop(proc, scope)
                     raise Cancelled(f"{argv[0]} on {self.label}: stopped, the run is being stopped")
                 if deadline is not None and time.monotonic() > deadline:
-                    out, err = _stop(proc)
+                    out, err = _stop(proc, scope)
                     raise subprocess.TimeoutExpired(argv, timeout, out, err)
                 if stop_when is not None and time.monotonic() >= next_check:
                     if reason := stop_when():
-                        out, err = _stop(proc)
+                        out, err = _stop(proc, scope)
                         raise Stopped(reason, out, err)
                     next_check = time.monotonic() + check_every_s
         except BaseException:
             if proc.poll() is None:
-                _stop(proc)  # Ctrl-C: the group is not in the terminal's, so it is stopped here
+                _stop(proc, scope)  # Ctrl-C: the group is not in the terminal's, so it is stopped here
             raise
         done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
         if check:
@@ -103,18 +111,25 @@ class LocalHost:
         return None  # this machine is running this code
 
 
-def _stop(proc: subprocess.Popen) -> tuple[bytes, bytes]:
-    """SIGTERM to the process group, SIGKILL after the grace; returns what it printed."""
-    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
+def _stop(proc: subprocess.Popen, scope: scopes.Scope | None) -> tuple[bytes, bytes]:
+    """SIGTERM to the process group and to everything in the command's scope, SIGKILL to all of it
+    after the grace; returns what it printed. Every wait is bounded: a process outside the scope
+    that holds the pipes open is left, and what was read is returned."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, KILLED_WAIT_S)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             pass
+        if scope:
+            scope.signal(sig) if sig == signal.SIGTERM else scope.kill()
         try:
             return proc.communicate(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    return b"", b""
+        except subprocess.TimeoutExpired as e:
+            said = (e.stdout or b"", e.stderr or b"")
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe:
+            pipe.close()
+    return said
 
 
 HOST = LocalHost

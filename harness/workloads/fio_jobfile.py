@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from harness.common import paths
+from harness.common.console import step
+from harness.workloads import fio_options
 from harness.workloads.fio_output import PERCENTILE_LIST
 
 PROFILES = paths.REPO / "profiles" / "fio"
-# Engines in the guest image's fio (and the host's), that reach the disk vtb gives
-ENGINES = {"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "posixaio", "vsync", "mmap", "null"}
-# Options that name files or run commands: vtb sets the one file, and runs nothing the user did not see
-FORBIDDEN = {
-    "filename": "vtb sets each participant's file: its disk in a VM, its slice of the device on the host",
-    "directory": "vtb sets each participant's file: its disk in a VM, its slice of the device on the host",
+# Why an option is refused, where there is more to say than fio_options.refused's rule
+REASONS = {
     "filename_format": "vtb sets each participant's file", "opendir": "vtb sets each participant's file",
     "exec_prerun": "it would run a command on the host and in every VM",
     "exec_postrun": "it would run a command on the host and in every VM",
@@ -42,6 +39,9 @@ FORBIDDEN = {
     "lat_percentiles": "vtb's samples take completion-latency (clat) percentiles",
     "clat_percentiles": "vtb's samples take completion-latency (clat) percentiles",
 }
+# A user's own disk: replaced by each participant's target, and said so in the run's log
+TARGET_OPTIONS = ("filename", "directory")
+_TARGET = "/vtb-target"   # what the target placeholders stand for while fio resolves the file
 ALIGN = 4096   # a % offset becomes bytes rounded down to this (direct I/O needs aligned offsets)
 MARGIN_S = 60
 ON_RBD = ("a job file does not run on the rbd backend yet: the host's librbd engine would reach only the last job "
@@ -106,9 +106,12 @@ def _sections(text: str, where: str) -> list[Section]:
                 sections.append(Section(name, start, tuple(options)))
             name, start, options = m.group(1).strip(), n, []
             continue
-        if line.startswith("include "):
-            raise JobFileError(f"{where} line {n}: `{line}`: an included file is not checked. Fix: put its "
+        if line[:7].lower() == "include":   # fio takes any line that starts so as an include
+            raise JobFileError(f"{where} line {n}: an include: an included file is not checked. Fix: put its "
                                "options into this file")
+        if "$" in line:
+            raise JobFileError(f"{where} line {n}: `$`: fio puts environment variables and its own values ($ncpus, "
+                               "$mb_memory) into a line before it reads the line. Fix: write the value out")
         if name is None:
             raise JobFileError(f"{where} line {n}: `{line}` comes before any [section]. Fix: put it under [global] "
                                "or a job's [name]")
@@ -120,14 +123,30 @@ def _sections(text: str, where: str) -> list[Section]:
 
 
 def _bytes(opt: Option, slice_bytes: int, where: str) -> int:
-    """An option's size in bytes: fio's suffixes (base 1024), or a % of the participant's slice."""
+    """An option's size in bytes, in the forms vtb and fio read alike (checked against fio's own
+    reading): a whole number, with fio's suffixes k m g t p (base 1024, an optional b), in hex
+    (0x...), or a whole % of the participant's slice. Not KiB (fio's default reads it as 1000), not
+    a fraction (fio reads 1.5m as 1), not a space before the suffix (fio reads `4 k` as 4)."""
     value = (opt.value or "").strip().lower()
-    if m := re.fullmatch(r"(\d+(?:\.\d+)?)%", value):
-        return int(slice_bytes * float(m.group(1)) / 100) // ALIGN * ALIGN
-    if m := re.fullmatch(r"(\d+)\s*([kmgtp]?)b?", value):   # not KiB: fio's default reads it as 1000
-        return int(m.group(1)) * _UNITS[m.group(2)]
-    raise JobFileError(f"{where} line {opt.line}: `{opt.key}={opt.value}`: vtb reads it as bytes (4k, 512m, 1g) or "
-                       "a % of the participant's slice. Fix: write it so")
+    if m := re.fullmatch(r"(\d+)%", value):
+        return int(slice_bytes * int(m.group(1)) / 100) // ALIGN * ALIGN
+    if m := re.fullmatch(r"(\d+)(?:([kmgtp])b?)?", value):
+        return int(m.group(1)) * _UNITS[m.group(2) or ""]
+    if re.fullmatch(r"0x[0-9a-f]+", value):
+        return int(value, 16)
+    raise JobFileError(f"{where} line {opt.line}: `{opt.key}={opt.value}`: vtb reads it as bytes (4096, 4k, 512m, 1g, "
+                       "0x1000) or a whole % of the participant's slice. Fix: write it so")
+
+
+def _count(opt: Option | None, where: str) -> int:
+    """A count (numjobs) as fio reads it: decimal or hex; 1 when not set."""
+    value = (opt.value or "").strip().lower() if opt else "1"
+    if re.fullmatch(r"\d+", value):
+        return int(value)
+    if re.fullmatch(r"0x[0-9a-f]+", value):
+        return int(value, 16)
+    raise JobFileError(f"{where} line {opt.line}: `{opt.key}={opt.value}`: vtb reads a count as a whole number "
+                       "(8, or 0x8). Fix: write it so")
 
 
 def _seconds(opt: Option, where: str) -> float:
@@ -184,6 +203,7 @@ class JobFile:
         pre = self.precondition
         return {"job_file": self.source, "job_file_sha256": hashlib.sha256(self.text.encode()).hexdigest()[:16],
                 "jobs": [j.name for j in self.jobs], **({"job_overrides": dict(self.overrides)} if self.overrides else {}),
+                **({"job_file_target_replaced": self.replaced} if self.replaced else {}),
                 "precondition": {"criterion": pre.criterion, "window_s": pre.window_s, "ramp_s": pre.ramp_s,
                                  "max_s": pre.max_s} if pre else None}
 
@@ -192,7 +212,7 @@ class JobFile:
         [global]; the range, each job's own from extent()) and the options in `drop`."""
         over, out = dict(self.overrides), []
         for opt in section.options if section else ():
-            if opt.key in over or opt.key in ("offset", "size", *drop):
+            if opt.key in over or opt.key in ("offset", "size", *TARGET_OPTIONS, *drop):
                 continue
             out.append(opt.key if opt.value is None else f"{opt.key}={opt.value}")
         return out
@@ -208,7 +228,7 @@ class JobFile:
         if increment and "%" in (increment.value or ""):
             raise JobFileError(f"{self.source} line {increment.line}: offset_increment={increment.value}: a % is of the "
                                "whole device on the host. Fix: give it in bytes (4m)")
-        clones = int(numjobs.value) if numjobs and (numjobs.value or "").isdigit() else 1
+        clones = _count(numjobs, self.source)
         spread = _bytes(increment, limit, self.source) * (clones - 1) if increment else 0
         if start + spread + length > limit or length <= 0:
             culprit = size or offset or increment
@@ -248,6 +268,11 @@ class JobFile:
                     *([f"write_iolog=${{FIO_IOLOG}}.{job.name}"] if self.capture else []), *ranged(job)]
         return "\n".join(out) + "\n"
 
+    @property
+    def replaced(self) -> list[str]:
+        """The lines that named the user's own disk, which each participant's target replaces."""
+        return [f"line {o.line}: {o.key}={o.value}" for s in self.sections for o in s.options if o.key in TARGET_OPTIONS]
+
     def _set_anywhere(self, key: str) -> bool:
         return any(s.get(key) for s in self.sections)
 
@@ -281,17 +306,18 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
             raise JobFileError(f"{where} line {s.line}: [{s.name}]: vtb names its precondition's jobs so. Fix: "
                                "rename the job")
         for opt in s.options:
-            if opt.key in FORBIDDEN:
-                raise JobFileError(f"{where} line {opt.line}: `{opt.key}`: {FORBIDDEN[opt.key]}. Fix: remove the line")
+            if opt.key in REASONS:
+                raise JobFileError(f"{where} line {opt.line}: `{opt.key}`: {REASONS[opt.key]}. Fix: remove the line")
             if opt.key == "percentile_list" and not {50.0, 99.0, 99.9} <= set(_floats(opt.value)):
                 raise JobFileError(f"{where} line {opt.line}: percentile_list={opt.value} lacks 50, 99 or 99.9, which "
                                    "vtb's tables report. Fix: add them, or remove the line (vtb asks for 18)")
-            if capture and opt.key == "numjobs" and (opt.value or "1") != "1":
+            if capture and opt.key == "numjobs" and _count(opt, where) != 1:
                 raise JobFileError(f"{where} line {opt.line}: numjobs={opt.value} with --capture: fio's clones of a job "
                                    "write one iolog together, interleaved. Fix: numjobs=1, or no capture")
-            if opt.key == "ioengine" and (opt.value or "") not in ENGINES:
+            # before fio reads the file: fio loads an engine as it parses (ioengine=external:/lib.so)
+            if opt.key == "ioengine" and (opt.value or "") not in fio_options.ENGINES:
                 raise JobFileError(f"{where} line {opt.line}: ioengine={opt.value} is not in the guest image's fio. "
-                                   f"Fix: use one of {', '.join(sorted(ENGINES))}")
+                                   f"Fix: use one of {', '.join(sorted(fio_options.ENGINES))}")
     for j in job.jobs:
         runtime = job._effective(j, "runtime")
         if runtime is None:
@@ -310,24 +336,35 @@ def _floats(value: str | None) -> list[float]:
 
 
 def parse_only(job: JobFile, fio: str = "fio") -> None:
-    """fio's own check of the rendered file (its syntax, its option values): its message if not."""
-    text = job.render(0).replace("${FIO_FILENAME}", "/dev/null").replace("${FIO_RANDSEED}", "1") \
-        .replace("${FIO_IOLOG}", "/dev/null")
+    """The rendered file as fio reads it (fio_options.resolve): fio's own message where it does not
+    take the file, else each option it resolved on the allowlist, naming the user's line."""
+    text = job.render(0).replace("${FIO_FILENAME}", _TARGET).replace("${FIO_RANDSEED}", "1") \
+        .replace("${FIO_IOLOG}", _TARGET)
     try:
-        done = subprocess.run([fio, "--parse-only", "-"], input=text, capture_output=True, text=True, timeout=30)
-    except FileNotFoundError:
-        raise JobFileError(f"{job.source}: fio is not installed here to check it. Fix: make testbed up") from None
-    except subprocess.TimeoutExpired:
-        raise JobFileError(f"{job.source}: fio --parse-only did not answer within 30 s") from None
-    said = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if line.strip())
-    if done.returncode != 0 or "failed parsing" in said or "dropped" in said:
-        where = job.source
+        resolved = fio_options.resolve(text, fio)
+    except fio_options.FioRefused as e:
+        where, said = job.source, str(e)
         if m := re.search(r"failed parsing (\S+?)=(.*)", said):   # the user's line that says it
             key, value = m.group(1).lower(), m.group(2).strip()
             line = next((o.line for s in job.sections for o in s.options if o.key == key and o.value == value), None)
             where += f" line {line}: `{key}={value}`" if line else f": `{key}={value}`"
-        raise JobFileError(f"{where}: fio cannot parse it; fio says:\n{said.strip()[-1500:]}\n"
-                           "Fix: correct the option fio names")
+        raise JobFileError(f"{where}: fio cannot parse it; fio says:\n{said}\nFix: correct the option fio names") from None
+    for option in resolved:
+        if option.key == "filename" and option.value == _TARGET or \
+                option.key == "write_iolog" and (option.value or "").startswith(f"{_TARGET}.") and job.capture:
+            continue   # vtb's own target and capture
+        if why := REASONS.get(option.key) or fio_options.refused(option):
+            raise JobFileError(f"{job.source}{_line_of(job, option)}: fio reads `{option.key}"
+                               f"{'' if option.value is None else '=' + option.value}` there: {why}. Fix: remove it")
+
+
+def _line_of(job: JobFile, option: fio_options.Resolved) -> str:
+    """Where the user's file sets an option fio resolved (by its name, else its value), as ` line N`."""
+    sections = [s for s in job.sections if s.name == (option.job or "global")] or list(job.sections)
+    for match in (lambda o: o.key == option.key, lambda o: o.value == option.value):
+        if found := next((o for s in sections for o in reversed(s.options) if match(o)), None):
+            return f" line {found.line}"
+    return f" [{option.job or 'global'}]"
 
 
 def chosen(path: Path | None, profile_name: str | None, slice_bytes: int, **options) -> JobFile:
@@ -340,9 +377,13 @@ def chosen(path: Path | None, profile_name: str | None, slice_bytes: int, **opti
 def refusal(make: Callable[[], JobFile]) -> str | None:
     """Why the job file cannot run (its line and the fix; fio's own parse included), or None."""
     try:
-        parse_only(make())
+        job = make()
+        parse_only(job)
     except JobFileError as e:
         return str(e)
+    if job.replaced:
+        step(f"{job.source}: {'; '.join(job.replaced)}: each participant's own target replaces it "
+             "(its disk in a VM, its slice of the device on the host)")
     return None
 
 

@@ -62,8 +62,6 @@ def test_overrides_set_every_jobs_runtime(tmp_path):
 
 
 @pytest.mark.parametrize("text, said", [
-    ("[a]\nruntime=1\nfilename=/dev/sda\n", "my.fio line 3: `filename`: vtb sets each participant's file"),
-    ("[a]\nruntime=1\ndirectory=/tmp\n", "line 3: `directory`"),
     ("[global]\nexec_prerun=rm -rf /\n[a]\nruntime=1\n", "line 2: `exec_prerun`: it would run a command"),
     ("[a]\nruntime=1\nwrite_lat_log=/tmp/x\n", "line 3: `write_lat_log`: a log file would be written outside"),
     ("[a]\nruntime=1\nioengine=rdma\n", "line 3: ioengine=rdma is not in the guest image's fio. Fix: use one of"),
@@ -71,7 +69,7 @@ def test_overrides_set_every_jobs_runtime(tmp_path):
     ("[a]\nruntime=1\noffset=60m\nsize=8m\n", "line 4: [a] reaches byte 71,303,168"),
     ("[a]\nrw=read\n", "[a] (line 1): no runtime, so no bound. Fix: add runtime=N"),
     ("rw=read\n[a]\n", "line 1: `rw=read` comes before any [section]"),
-    ("include other.fio\n[a]\nruntime=1\n", "line 1: `include other.fio`: an included file is not checked"),
+    ("include other.fio\n[a]\nruntime=1\n", "line 1: an include: an included file is not checked"),
     ("[global]\nruntime=1\n", "no job section"),
     ("[a]\nruntime=1\nsize=lots\n", "line 3: `size=lots`: vtb reads it as bytes"),
     ("[a]\nruntime=1\nsize=4KiB\n", "line 3: `size=4KiB`: vtb reads it as bytes"),
@@ -148,3 +146,135 @@ def test_a_capture_refuses_clones_that_would_share_one_iolog(tmp_path):
         job(tmp_path, "[a]\nruntime=1\nnumjobs=2\n", capture=True)
     text = job(tmp_path, "[a]\nruntime=1\n", capture=True).render(0)
     assert "write_iolog=${FIO_IOLOG}.a" in text
+
+
+# --- judged as fio reads the file -------------------------------------------------------------
+def refusal_of(tmp_path, text: str) -> str:
+    with pytest.raises(JobFileError) as e:
+        parse_only(job(tmp_path, text))
+    return str(e.value)
+
+
+@pytest.mark.parametrize("line", ["exec_pre${X}run=touch /tmp/x", "filena${X}me=/dev/sda", "ioeng${X}ine=exec",
+                                  "bs=$pagesize", "numjobs=${ncpus}"])
+def test_a_dollar_is_refused_since_fio_substitutes_it_before_reading_the_line(tmp_path, line):
+    said = refusal_of(tmp_path, f"[a]\nruntime=1\n{line}\n")
+    assert "my.fio line 3: `$`" in said and "Fix: write the value out" in said
+
+
+@pytest.mark.parametrize("line", ["include other.fio", "include=/etc/shadow", "include\t/etc/shadow", "Include x",
+                                  "  INCLUDE /etc/shadow"])
+def test_an_include_in_any_form_is_refused_without_reading_it(tmp_path, line):
+    said = refusal_of(tmp_path, f"{line}\n[a]\nruntime=1\n")
+    assert "line 1: an include" in said and "shadow" not in said and "root:" not in said
+
+
+@pytest.mark.parametrize("line, said", [
+    ("mem=mmap:/tmp/vtb-x", "fio reads `mem=mmap:/tmp/vtb-x` there: its value may name a file"),
+    ("iomem=mmap:/tmp/vtb-x", "fio reads `mem=mmap:/tmp/vtb-x` there"),              # an alias, resolved by fio
+    ("cgroup=../../x", "fio reads `cgroup=../../x` there: vtb runs only options that shape the I/O"),
+    ("buffer_pattern='/etc/passwd'", "fio reads `buffer_pattern='/etc/passwd'` there: its value may name a file"),
+    ("verify_state_load=1", "fio reads `verify_state_load=1`"),
+    ("lockmem=1g", "fio reads `lockmem=1g`"),
+    ("ioengine=exec", "ioengine=exec is not in the guest image's fio"),
+    ("ioengine=external:/tmp/x.so", "ioengine=external:/tmp/x.so is not in the guest image's fio"),
+    ("exec_prerun=touch /tmp/x", "`exec_prerun`: it would run a command"),
+])
+def test_options_that_reach_outside_the_target_are_refused_by_the_name_fio_resolves(tmp_path, line, said):
+    got = refusal_of(tmp_path, f"[a]\nruntime=1\n{line}\n")
+    assert said in got and "my.fio line 3" in got and "Fix:" in got
+
+
+def test_a_users_own_disk_is_replaced_by_each_participants_target_and_said(tmp_path):
+    j = job(tmp_path, "[global]\nfilename=/dev/sda\n[a]\nruntime=1\ndirectory=/mnt\nrw=read\n")
+    parse_only(j)
+    assert "/dev/sda" not in j.render(0) and "/mnt" not in j.render(0)
+    assert j.meta()["job_file_target_replaced"] == ["line 2: filename=/dev/sda", "line 5: directory=/mnt"]
+    assert fio_jobfile.refusal(lambda: j) is None
+
+
+def test_a_hex_count_of_clones_is_read_as_fio_reads_it(tmp_path):
+    said = refusal_of(tmp_path, "[a]\nruntime=1\nnumjobs=0x8\noffset_increment=9m\nsize=8m\n")
+    assert f"reaches byte {71 << 20:,}, beyond the participant's slice" in said
+
+
+@pytest.mark.parametrize("value", ["4k", "4kb", "4K", "4m", "4mb", "4kB", "0x1000", "8192", "1g"])
+def test_a_size_vtb_takes_is_the_size_fio_reads(tmp_path, value):
+    """fio's own reading: its null engine does `size` bytes of I/O and says how many."""
+    import json
+    import subprocess
+    opt = fio_jobfile.Option("size", value, 1)
+    text = f"[j]\nioengine=null\nfilename=/dev/null\nrw=read\nbs=512\nsize={value}\n"
+    out = subprocess.run(["fio", "--output-format=json", "-"], input=text, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["jobs"][0]["read"]["io_bytes"] == fio_jobfile._bytes(opt, SLICE, "f")
+
+
+@pytest.mark.parametrize("value", ["4KiB", "1.5m", "4 k", "0x1k", "(4*1024)"])
+def test_a_size_fio_reads_otherwise_is_refused(tmp_path, value):
+    with pytest.raises(JobFileError, match="vtb reads it as bytes"):
+        fio_jobfile._bytes(fio_jobfile.Option("size", value, 1), SLICE, "f")
+
+
+# A property of the gate, against fio's own reading: for every file vtb accepts, fio resolves from
+# the rendered file only options on the allowlist (or vtb's own target), and every range it
+# resolves stays inside the slice. Variants come from refused options and their aliases.
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from harness.workloads import fio_options  # noqa: E402
+
+REFUSED_LINES = ["exec_prerun=touch /tmp/vtb-x", "exec_postrun=id", "filename_format=/tmp/x", "opendir=/etc",
+                 "mem=mmap:/tmp/vtb-x", "iomem=mmap:/tmp/vtb-x", "cgroup=../../x", "buffer_pattern='/etc/passwd'",
+                 "verify_state_load=1", "ioengine=exec", "ioengine=external:/tmp/x.so", "fileoffset=1g",
+                 "filesize=1g", "write_iolog=/tmp/x", "write_lat_log=/tmp/x", "read_iolog=/tmp/x", "fill_device=1",
+                 "numjobs=0x10", "offset_increment=0x800000", "size=0x2000000", "offset=3m", "uid=1000",
+                 "lockmem=1g", "profile=tiobench", "verify_dump=1", "include /etc/shadow", "ioscheduler=none",
+                 "rw=randrw", "bs=4k", "iodepth=0x4", "unlink=1", "kb_base=1000", "zonemode=strided"]
+
+
+@st.composite
+def variant(draw) -> str:
+    line = draw(st.sampled_from(REFUSED_LINES))
+    key, eq, value = line.partition("=")
+    how = draw(st.sampled_from(["as is", "upper", "title", "dollar", "pad", "tab", "hex"]))
+    if how == "upper":
+        key = key.upper()
+    elif how == "title":
+        key = key.title()
+    elif how == "dollar":
+        cut = draw(st.integers(0, len(key)))
+        key = key[:cut] + draw(st.sampled_from(["${X}", "$X", "${ncpus}", "$mb_memory"])) + key[cut:]
+    elif how == "pad":
+        key = f"  {key} "
+    elif how == "tab":
+        key = f"\t{key}\t"
+    elif how == "hex" and value.isdigit():
+        value = hex(int(value))
+    return f"{key}{eq}{value}"
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(variant(), min_size=1, max_size=4), in_global=st.booleans())
+def test_every_file_vtb_accepts_resolves_in_fio_to_allowed_options_inside_the_slice(tmp_path, lines, in_global):
+    body = "\n".join(lines)
+    text = f"[global]\n{body}\n[a]\nruntime=1\n" if in_global else f"[a]\nruntime=1\n{body}\n"
+    try:
+        j = job(tmp_path, text)
+        parse_only(j)
+    except JobFileError:
+        return
+    rendered = j.render(0).replace("${FIO_FILENAME}", "/vtb-target").replace("${FIO_RANDSEED}", "1")
+    import os
+    import subprocess
+    shown = subprocess.run(["fio", "--showcmd", "-"], input=rendered, capture_output=True, text=True,
+                           env={**os.environ, "X": "exec_prerun"}).stdout
+    options = fio_options._options(next(l for l in shown.splitlines() if l.startswith("fio "))[3:])
+    for o in options:
+        assert o.key in fio_options.ALLOWED or (o.key, o.value) == ("filename", "/vtb-target"), (text, o)
+        assert fio_options.refused(o) is None or o.key == "filename", (text, o)
+    jobs = {o.job for o in options if o.job}
+    for name in jobs:
+        mine = {o.key: o.value for o in options if o.job in (None, name)}   # the job's own come later, and win
+        clones = fio_jobfile._count(fio_jobfile.Option("numjobs", mine.get("numjobs", "1"), 0), "f")
+        step = fio_jobfile._bytes(fio_jobfile.Option("o", mine.get("offset_increment", "0"), 0), SLICE, "f")
+        assert int(mine["offset"]) + step * (clones - 1) + int(mine["size"]) <= SLICE, (text, mine)

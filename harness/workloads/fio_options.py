@@ -1,0 +1,116 @@
+"""Which fio options a user's job file may set, judged as fio reads the file: fio itself resolves
+the rendered file (`fio --showcmd`, as an unprivileged user, in an empty environment and folder),
+and every option it resolved, by its canonical name (an alias resolves to it), must be on the
+allowlist, with its value where a value could name a file, a command, a directory or a library."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+NOBODY = 65534
+TIMEOUT_S = 30
+ENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "posixaio", "vsync", "mmap", "null"})
+_ANY = None   # any value fio accepts: the option shapes the I/O, and names nothing outside the target
+_BOOL = re.compile(r"[01]|true|false|yes|no|on|off", re.I)
+_NUMBERS = re.compile(r"[\w.:,%/+-]*")                         # sizes, ranges, splits, percentages, lists
+_PATTERN = re.compile(r'(0x[0-9a-fA-F]+|\d+|"[^"\'\\]*")(\|?(0x[0-9a-fA-F]+|\d+|"[^"\'\\]*"))*')  # never 'FILE'
+
+# The workload's shape: what it reads and writes, how, how fast, how long, and what fio reports.
+ALLOWED: dict[str, re.Pattern | frozenset | None] = {
+    **dict.fromkeys((
+        "description", "name", "wait_for", "stonewall", "new_group", "numjobs", "group_reporting", "thread",
+        "rw", "rw_sequencer", "bs", "ba", "bsrange", "bssplit", "bs_unaligned", "bs_is_seq_rand", "blockalign",
+        "randrepeat", "allrandrepeat", "randseed", "norandommap", "random_generator", "random_distribution",
+        "percentage_random", "ignore_error", "continue_on_error", "iodepth", "iodepth_batch",
+        "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low", "serialize_overlap",
+        "io_submit_mode", "size", "io_size", "offset", "offset_increment", "number_ios", "fsync", "fdatasync",
+        "write_barrier", "direct", "atomic", "buffered", "overwrite", "loops", "startdelay", "runtime", "time_based",
+        "ramp_time", "clocksource", "verify", "do_verify", "verify_interval", "verify_offset", "verify_fatal",
+        "verify_async", "verify_backlog", "verify_backlog_batch", "verify_only", "experimental_verify",
+        "trim_percentage", "trim_verify_zero", "trim_backlog", "trim_backlog_batch", "rwmixread", "rwmixwrite",
+        "nice", "prio", "prioclass", "thinktime", "thinktime_spin", "thinktime_blocks", "thinktime_blocks_type",
+        "thinktime_iotime", "rate", "rate_min", "rate_process", "rate_cycle", "rate_ignore_thinktime", "rate_iops",
+        "rate_iops_min", "max_latency", "latency_target", "latency_window", "latency_percentile", "latency_run",
+        "invalidate", "sync", "pre_read", "cpumask", "cpus_allowed", "cpus_allowed_policy", "end_fsync",
+        "fsync_on_close", "exitall", "exit_what", "exitall_on_error", "zero_buffers", "refill_buffers",
+        "scramble_buffers", "buffer_compress_percentage", "buffer_compress_chunk", "dedupe_percentage",
+        "dedupe_mode", "dedupe_working_set_percentage", "dedupe_global", "percentile_list", "gtod_reduce",
+        "disable_lat", "disable_clat", "disable_slat", "disable_bw_measurement", "unified_rw_reporting",
+        "fadvise_hint", "fallocate", "file_service_type", "mem_align", "iomem_align", "create_serialize",
+        "create_fsync", "create_on_open",
+        "fill_device",   # ENOSPC ends the job, not an error; vtb's size still ends it at the slice
+        "steadystate", "steadystate_duration", "steadystate_ramp_time",
+        # the engines' own (io_uring, libaio, pvsync2)
+        "hipri", "hipri_percentage", "cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_bssplit",
+        "fixedbufs", "registerfiles", "sqthread_poll", "sqthread_poll_cpu", "nonvectored", "uncached", "nowait",
+        "force_async", "userspace_reap"), _NUMBERS),
+    "description": _ANY, "name": re.compile(r"[\w.+-]+"), "wait_for": re.compile(r"[\w.+-]+"),
+    "verify_state_save": _BOOL,
+    "ioengine": ENGINES,
+    "mem": frozenset({"malloc", "shm", "shmhuge", "mmap", "mmapshared"}),   # never mmap:FILE
+    "buffer_pattern": _PATTERN, "verify_pattern": _PATTERN,
+}
+ALLOWED["verify"] = re.compile(r"\w+")
+ALLOWED["random_distribution"] = re.compile(r"[\w.:,/%]+")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    job: str | None      # None for the options fio reads before the first job (the global ones)
+    key: str             # fio's canonical name
+    value: str | None    # None for a bare option
+
+
+class FioRefused(ValueError):
+    """fio did not take the file: its own message."""
+
+
+def resolve(text: str, fio: str = "fio") -> list[Resolved]:
+    """The options fio resolves from a job file, in order: fio's own parse (`--showcmd`, which
+    runs nothing), as user nobody with no environment, in an empty folder."""
+    with tempfile.TemporaryDirectory(prefix="vtb-fio-check-") as cwd:
+        os.chmod(cwd, 0o755)
+        # only root can change users; anyone else runs fio as themselves
+        drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"] if os.geteuid() == 0 else []
+        try:
+            done = subprocess.run([*drop, fio, "--showcmd", "-"], input=text, capture_output=True, text=True,
+                                  timeout=TIMEOUT_S, env={"PATH": "/usr/bin:/bin"}, cwd=cwd)
+        except FileNotFoundError:
+            raise FioRefused("fio (or setpriv) is not installed here to check it. Fix: make testbed up") from None
+        except subprocess.TimeoutExpired:
+            raise FioRefused(f"fio --showcmd did not answer within {TIMEOUT_S} s") from None
+    said = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if line.strip())
+    if done.returncode != 0 or re.search(r"failed parsing|dropped|Bad option", said):
+        raise FioRefused(said.strip()[-1500:])
+    command = next((line for line in done.stdout.splitlines() if line.startswith("fio ")), "fio ")
+    return _options(command[len("fio"):])
+
+
+def _options(line: str) -> list[Resolved]:
+    """fio's --showcmd line as options. fio prints ` --name[=value]` for each, values unquoted: a
+    value that itself holds ` --` is split here into more options, which are then judged too, so a
+    split never hides an option."""
+    out, job = [], None
+    for part in re.split(r" --(?=[\w-]+(?:=| |$))", line)[1:]:
+        key, eq, value = part.rstrip().partition("=")
+        if key == "name":
+            job = value
+        out.append(Resolved(job, key, value if eq else None))
+    return out
+
+
+def refused(option: Resolved) -> str | None:
+    """Why vtb does not run this option, or None."""
+    if option.key not in ALLOWED:
+        return "vtb runs only options that shape the I/O on the target it gives (docs/workloads.md lists them)"
+    rule, value = ALLOWED[option.key], (option.value or "").strip()
+    if rule is None or option.value is None:
+        return None
+    ok = value in rule if isinstance(rule, frozenset) else rule.fullmatch(value)
+    if not ok:
+        allowed = ", ".join(sorted(rule)) if isinstance(rule, frozenset) else "a number, size, range or list"
+        return f"its value may name a file, a command or a library; vtb takes {allowed}"
+    return None
