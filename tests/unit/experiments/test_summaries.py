@@ -78,9 +78,9 @@ def test_vm_scaling_takes_a_job_file_with_its_runtime_over_the_files(tmp_path):
     job = EXPERIMENT.workload(cfg)
     assert job.overrides == (("runtime", "3"),) and "runtime=3" in job.render(0)
     bad = tmp_path / "bad.fio"
-    bad.write_text("[a]\nrw=randread\nruntime=1\nfilename=/dev/sda\n")
+    bad.write_text("[a]\nrw=randread\nruntime=1\nexec_prerun=id\n")
     said = EXPERIMENT.refusal(settings.load(None, [f"vm_scaling.job_file={bad}"]))
-    assert said.startswith(f"{bad} line 4: `filename`") and "Fix:" in said
+    assert said.startswith(f"{bad} line 4: `exec_prerun`") and "Fix:" in said
     assert "not both" in EXPERIMENT.refusal(settings.load(None, [f"vm_scaling.job_file={bad}",
                                                                  "vm_scaling.profile=oltp-70-30"]))
     assert "rbd" in EXPERIMENT.refusal(settings.load(None, ["vm_scaling.profile=oltp-70-30", "disk.backend=rbd"]))
