@@ -76,18 +76,30 @@ class Difference:
         return f"{self.change:+.0%} (95% CI {self.low - 1:+.0%} to {self.high - 1:+.0%})"
 
 
-def difference(a: list[float], b: list[float]) -> Difference | None:
+def on_logs(*sides: list[float]) -> bool:
+    """Whether values are compared on their logs: where every one is positive (a 0 has no log)."""
+    return all(min(side) > 0 for side in sides if len(side))
+
+
+def center(values: list[float], logs: bool) -> float:
+    """What a test compares, and so what a ranking sorts by: the geometric mean (the mean of the
+    logs) on logs, else the mean. An arithmetic mean can order two sides against their test: ten
+    1s and ten 100s have the larger mean (50.5) but the smaller geometric mean (10) than 36..44."""
+    return float(np.exp(np.mean(np.log(values)))) if logs else float(np.mean(values))
+
+
+def difference(a: list[float], b: list[float], logs: bool | None = None) -> Difference | None:
     """B against A, or None when no test can be made: a side with one value, or neither side with
     any spread (figures quantized alike, e.g. histogram percentiles). Three repeats a side decide a
     difference that is large against the noise. Where a value is 0 (a collapsed throughput, no
     errors), the test is Welch's on the values themselves and the ratio's CI that of the difference
-    of means over A's mean."""
+    of means over A's mean; `logs=False` asks for that scale too (a ranking whose family has a 0)."""
     if len(a) < 2 or len(b) < 2:
         return None
     x, y = np.asarray(a, float), np.asarray(b, float)
     if np.ptp(x) == 0 and np.ptp(y) == 0:
         return None
-    logs = min(x.min(), y.min()) > 0
+    logs = logs is not False and on_logs(a, b)
     if logs:
         x, y = np.log(x), np.log(y)
     with warnings.catch_warnings():   # one side without spread: its variance is 0, which scipy warns of
@@ -106,14 +118,27 @@ def difference(a: list[float], b: list[float]) -> Difference | None:
 
 def ranked_tests(families: list[list[tuple[str, list[float]]]], lower: list[bool]
                  ) -> list[tuple[list[str], Difference | None, float | None]]:
-    """For each family of candidates (name, values): the names best first by mean (`lower` says
-    which way is better), the best against the runner-up, and its p Holm-adjusted over the families."""
+    """For each family of candidates (name, values): the names best first by the statistic the test
+    compares (`center`, on one scale for the whole family; `lower` says which way is better), the
+    best against the runner-up, and its p Holm-adjusted over the families. `wins` says whether the
+    best is named."""
     ranked, diffs = [], []
     for cands, low in zip(families, lower):
-        order = sorted((c for c in cands if c[1]), key=lambda c: summarize(c[1]).mean, reverse=not low)
+        cands = [c for c in cands if c[1]]
+        logs = on_logs(*(values for _, values in cands))
+        order = sorted(cands, key=lambda c: center(c[1], logs), reverse=not low)
         ranked.append([name for name, _ in order])
-        diffs.append(difference(order[1][1], order[0][1]) if len(order) > 1 else None)
+        diffs.append(difference(order[1][1], order[0][1], logs) if len(order) > 1 else None)
     return list(zip(ranked, diffs, holm([d.p_value if d else None for d in diffs])))
+
+
+def wins(diff: Difference | None, p: float | None, lower: bool, alpha: float = 0.05) -> bool:
+    """Whether a ranking's best is named over its runner-up (`diff`: best over runner-up, `p`: its
+    adjusted p): p below alpha and the ratio's whole 95% CI on the better side. A p alone also
+    passes a difference the other way, or one whose CI still holds no change (alpha above 0.05)."""
+    if diff is None or p is None or not p < alpha:
+        return False
+    return diff.high < 1 if lower else diff.low > 1
 
 
 def p_text(p: float) -> str:
@@ -121,11 +146,13 @@ def p_text(p: float) -> str:
 
 
 def holm(p_values: list[float | None]) -> list[float | None]:
-    """Holm's step-down adjustment of a family of p-values (None: not tested), so that the chance
-    of any false call over the family stays at alpha. scipy has only Benjamini-Hochberg (which
-    controls a rate, not the chance), and statsmodels would be a dependency for these lines."""
-    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
-    out: list[float | None] = [None] * len(p_values)
+    """Holm's step-down adjustment of a family of p-values, so that the chance of any false call
+    over the family stays at alpha. None or NaN: not tested, kept as given and outside the family
+    (a NaN would otherwise sort anywhere and, multiplied, set every p after it to 1). scipy has only
+    Benjamini-Hochberg (which controls a rate, not the chance), and statsmodels would be a
+    dependency for these lines."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None and not math.isnan(p))
+    out = list(p_values)
     running = 0.0
     for rank, (p, i) in enumerate(tested):
         running = max(running, min(1.0, (len(tested) - rank) * p))

@@ -535,17 +535,27 @@ def predict(config_path, overrides, run_id, metric, at) -> None:
 
 
 def resolve_run(cfg, arg: str) -> Path:
-    """A run folder, a samples.jsonl file, a run id in the results folder, or a baseline's name."""
+    """A run folder, a samples.jsonl file, a run id in the results folder, or a baseline's name;
+    `baseline:NAME` names only a baseline, and a path with a / only a path. A bare name that means
+    two of these is refused: a folder in the working directory must not stand in for a baseline."""
     from harness.results import baselines
     from harness.results.store import RunIndex
+    if arg.startswith("baseline:"):
+        if (found := baselines.find(cfg.results_dir, arg.removeprefix("baseline:"))) is None:
+            raise click.ClickException(f"{arg}: no baseline of that name in {cfg.results_dir} (see `harness baseline list`)")
+        return found
     path = Path(arg)
-    found = path if path.exists() else (cfg.results_dir / arg if (cfg.results_dir / arg).exists()
-                                         else RunIndex(cfg.results_dir).find(arg) or baselines.find(cfg.results_dir, arg))
-    if found is None:
+    meant = [path if path.exists() else cfg.results_dir / arg] if "/" in arg else [
+        path, cfg.results_dir / arg, RunIndex(cfg.results_dir).find(arg), baselines.find(cfg.results_dir, arg)]
+    found = list(dict.fromkeys(p.resolve() for p in meant if p is not None and p.exists()))
+    if not found:
         raise click.ClickException(f"{arg}: not a run folder, a samples.jsonl file, a run id in "
                                    f"{cfg.results_dir} or a baseline's name (see `harness runs`, "
                                    "`harness baseline list`)")
-    return found
+    if len(found) > 1:
+        raise click.ClickException(f"{arg} names {' and '.join(map(str, found))}. Fix: ./{arg} (a path) for the "
+                                   f"one here, baseline:{arg} for the baseline, or the run's whole path")
+    return found[0]
 
 
 @cli.group()

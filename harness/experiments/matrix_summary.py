@@ -86,12 +86,13 @@ def best_backends(rows: list[dict], metric: str, alpha: float = 0.05) -> list[st
     the largest difference the CI allows (or why no test could be made)."""
     families = [[(b, r.get(metric + tables.VALUES, [r[metric]])) for b, r in row["results"].items()
                  if b != "host" and r.get(metric) is not None] for row in rows]
-    tests = ranked_tests(families, [direction(metric) is LOWER] * len(rows))
+    lower = direction(metric) is LOWER
+    tests = ranked_tests(families, [lower] * len(rows))
     out = []
     for row, (ranked, diff, p) in zip(rows, tests):
         share = row["results"][ranked[0]].get("ve_pe_ratio") if ranked else None
         note = f" ({share:.2f}x bare metal)" if share is not None else ""
-        out.append(said(ranked, diff, p, metric, note, alpha) if ranked else "-")
+        out.append(said(ranked, diff, p, metric, note, alpha, lower=lower) if ranked else "-")
     return out
 
 

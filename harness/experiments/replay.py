@@ -16,7 +16,7 @@ from harness.workloads import fio, fio_trace
 
 
 class Settings(Section):
-    trace: Path | None = Field(None, description="the iolog to replay (fio's write_iolog, version 2 or 3)")
+    trace: Path | None = Field(None, description="the iolog to replay (fio's write_iolog, version 2 or 3; plain or gzipped)")
     backends: BackendNames = Field([], description="backends to compare; empty = disk.backend")
     iodepth: int = Field(16, ge=1, le=4096, description="I/Os in flight while replaying")
     max_s: int = Field(600, ge=1, le=86400, description="a replay ends here even if the trace goes on")

@@ -11,7 +11,8 @@ def aggregate(results: list[FioResult]) -> dict[str, tuple]:
     The latency mean is weighted by IOPS (it is the mean over all I/Os). The percentiles are those
     of every participant's I/Os together, from their merged histograms (fio's json+), never a mean
     of their percentiles; without a histogram from each, none is reported. The worst
-    participant's p99 is reported too, as its tail.
+    participant's p99 is reported too, as its tail. A latency some participant has no figure of
+    (fio timed none of its I/Os) is not reported for the point: it would be of the others alone.
     """
     if not results:
         raise ValueError("no results to aggregate")
@@ -21,9 +22,11 @@ def aggregate(results: list[FioResult]) -> dict[str, tuple]:
         "aggregate_iops": (total, "IOPS"),
         "iops_per_vm": (total / n, "IOPS"),
         "aggregate_bw": (sum(r.bw_kib_s for r in results), "KiB/s"),
-        "lat_mean": (sum(r.lat_mean_us * r.iops for r in results) / total, "us"),
-        "lat_p99_max": (max(r.lat_p99_us for r in results), "us"),
     }
+    if all(r.lat_mean_us is not None for r in results):
+        out["lat_mean"] = (sum(r.lat_mean_us * r.iops for r in results) / total, "us")
+    if all(r.lat_p99_us is not None for r in results):
+        out["lat_p99_max"] = (max(r.lat_p99_us for r in results), "us")
     if all(r.bins_ns for r in results):
         pct = merged_percentiles(r.bins_ns for r in results)
         kept = {"percentiles_us": percentiles_meta(pct), "percentiles_from": f"the merged histograms of {n}"}

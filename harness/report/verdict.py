@@ -4,12 +4,13 @@ per CPU-second, and a winner named only where the statistics allow; then one rec
 a stated priority (iops, latency or efficiency).
 
 Every test is Welch's t-test on log values (analysis/stats.py), Holm-adjusted over the
-workloads of the table it decides."""
+workloads of the table it decides; backends are ranked by the geometric mean that test compares,
+and a winner needs the ratio's whole CI on the better side as well as the adjusted p."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.analysis.stats import Difference, difference, p_text, ranked_tests, summarize
+from harness.analysis.stats import Difference, center, difference, on_logs, p_text, ranked_tests, summarize, wins
 from harness.results.metrics import HIGHER, LOWER, Direction, direction
 from harness.results.samples import participant_sample, summed_points
 
@@ -38,7 +39,7 @@ class Workload:
     metric: str
     better: Direction
     host: list[float]
-    entries: list[Entry]             # best first, by the headline's mean
+    entries: list[Entry]             # best first, by the headline's geometric mean (what the test compares)
     winner: dict[str, str | None] = field(default_factory=dict)   # priority -> backend named, or None
     tested: dict[str, bool] = field(default_factory=dict)         # priority -> whether a test could be made
     said: dict[str, str] = field(default_factory=dict)            # priority -> the verdict in words
@@ -95,7 +96,8 @@ def workloads(rows: list[dict], headlines: dict[str, str] | None = None) -> list
                                  figures.get("lat_p99", []), figures.get("ios_per_cpu_s", [])))
         if not entries:
             continue
-        entries.sort(key=lambda e: summarize(e.values).mean, reverse=better is not LOWER)
+        logs = on_logs(*(e.values for e in entries))
+        entries.sort(key=lambda e: center(e.values, logs), reverse=better is not LOWER)
         host = next((f.get(metric, []) for p, f in places.items() if p.startswith("host")), [])
         out.append(Workload(name, metric, better, host, entries))
     out.sort(key=lambda w: w.name)
@@ -105,14 +107,15 @@ def workloads(rows: list[dict], headlines: dict[str, str] | None = None) -> list
 
 
 def said(ranked: list[str], diff: Difference | None, p: float | None, what: str, note: str = "",
-         alpha: float = ALPHA) -> str:
+         alpha: float = ALPHA, *, lower: bool) -> str:
     """A best-against-runner-up test in words: the winner with its effect and CI, a tie with the
-    largest difference the noise allows, or why no test was made; `note` follows the best's name."""
+    largest difference the noise allows, or why no test was made; `note` follows the best's name,
+    `lower` says which way is better."""
     if len(ranked) == 1:
         return f"{ranked[0]}{note}, the only backend measured"
     if diff is None or p is None:
-        return f"no test: one repeat, or no spread in the repeats (set repeat.count >= 2); best mean {ranked[0]}"
-    if p < alpha:
+        return f"no test: one repeat, or no spread in the repeats (set repeat.count >= 2); best {ranked[0]}"
+    if wins(diff, p, lower, alpha):
         return f"{ranked[0]}{note}: {what} {diff.percent()} against {ranked[1]}, {p_text(p)}"
     return f"tie: {ranked[0]} and {ranked[1]} differ by no more than {diff.bound:.0%} in {what} at this noise ({p_text(p)})"
 
@@ -121,11 +124,11 @@ def _decide(found: list[Workload], priority: str) -> None:
     """Each workload's best backend on `priority` against its runner-up, Holm over the workloads."""
     lower = [priority == "latency" or (priority == "iops" and w.better is LOWER) for w in found]
     tests = ranked_tests([[(e.backend, e.judged(priority)) for e in w.entries] for w in found], lower)
-    for w, (ranked, diff, p) in zip(found, tests):
+    for w, low, (ranked, diff, p) in zip(found, lower, tests):
         what = {"iops": w.metric, "latency": "p99 latency", "efficiency": "I/Os per CPU-second"}[priority]
         w.tested[priority] = p is not None
-        w.winner[priority] = ranked[0] if p is not None and p < ALPHA else None
-        w.said[priority] = said(ranked, diff, p, what) if ranked else f"not measured ({what})"
+        w.winner[priority] = ranked[0] if wins(diff, p, low, ALPHA) else None
+        w.said[priority] = said(ranked, diff, p, what, lower=low) if ranked else f"not measured ({what})"
 
 
 def recommendation(found: list[Workload], priority: str) -> str:

@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.common.pids import boot_id, start_ticks
 from harness.results.samples import Sample
 
 
@@ -30,31 +31,16 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return "unknown"
-
-
-def _start_ticks(pid: int) -> int | None:
-    """When the process started (clock ticks after boot): tells a live owner from a reused pid."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def owner() -> dict:
     """Who is writing a run: enough to tell later whether it is still alive."""
-    return {"pid": os.getpid(), "host": socket.gethostname(), "boot_id": _boot_id(), "start": _start_ticks(os.getpid())}
+    return {"pid": os.getpid(), "host": socket.gethostname(), "boot_id": boot_id(), "start": start_ticks(os.getpid())}
 
 
 def owner_alive(who: dict) -> bool:
     """Whether the process an owner() record names still runs (another machine's: assumed so)."""
     if who.get("host") != socket.gethostname():
         return True
-    return who.get("boot_id") == _boot_id() and _start_ticks(who["pid"]) == who.get("start")
+    return who.get("boot_id") == boot_id() and start_ticks(who["pid"]) == who.get("start")
 
 
 def status_of(manifest: dict) -> str:
@@ -87,8 +73,8 @@ class RunStore:
         self.samples: list[Sample] = []
         self.manifest: dict = {"run_id": run_id, "status": "running", "started": time.time()}
 
-    def save_raw(self, relpath: str, text: str) -> str:
-        write_atomic(self.dir / "raw" / relpath, text)
+    def save_raw(self, relpath: str, data: str | bytes) -> str:
+        write_atomic(self.dir / "raw" / relpath, data)
         return f"raw/{relpath}"
 
     def add(self, samples: list[Sample]) -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -53,10 +52,12 @@ class FioResult:
     """fio's figures for one process running vtb's own job: one job, one direction."""
     iops: float
     bw_kib_s: float
-    lat_mean_us: float
-    lat_p50_us: float
-    lat_p99_us: float
-    lat_p999_us: float
+    # None where fio timed none of the direction's I/Os (a job file's job done within its ramp_time):
+    # that direction has no latency figures, and its others stand
+    lat_mean_us: float | None
+    lat_p50_us: float | None
+    lat_p99_us: float | None
+    lat_p999_us: float | None
     runtime_s: float
     version: str
     cpu_s: float = 0.0      # CPU fio says it used (usr + sys over each job's runtime)
@@ -75,9 +76,10 @@ class FioResult:
         return {"percentiles_us": percentiles_meta(self.percentiles_us)} if metric.startswith("lat_p") else {}
 
     def metrics(self) -> dict[str, tuple[float, str]]:
-        return {"iops": (self.iops, "IOPS"), "bw": (self.bw_kib_s, "KiB/s"),
-                "lat_mean": (self.lat_mean_us, "us"), "lat_p50": (self.lat_p50_us, "us"),
-                "lat_p99": (self.lat_p99_us, "us"), "lat_p999": (self.lat_p999_us, "us")}
+        figures = {"iops": (self.iops, "IOPS"), "bw": (self.bw_kib_s, "KiB/s"),
+                   "lat_mean": (self.lat_mean_us, "us"), "lat_p50": (self.lat_p50_us, "us"),
+                   "lat_p99": (self.lat_p99_us, "us"), "lat_p999": (self.lat_p999_us, "us")}
+        return {m: figure for m, figure in figures.items() if figure[0] is not None}
 
 
 def percentiles_meta(pct: dict[float, float]) -> dict[str, float]:
@@ -114,39 +116,40 @@ def fs_env(mkfs: list[str] | None, mount_options: str = "") -> dict[str, str]:
 
 
 def run(node: Node, job: FioJob | JobFile | Trace, *, locator: str, size: int, offset: int = 0,
-        extra_env: dict | None = None, captures: dict[str, str] | None = None) -> str:
+        extra_env: dict | None = None, captures: dict[str, bytes | str] | None = None) -> str:
     """Runs the job (vtb's template, or a user's job file rendered for this participant's slice) on
     the disk or region the locator names (see find-disk.sh: `serial:`, `pci:` in a guest, `path:`
     or `rbd:` on a host) with the same runner on any node; returns fio's raw JSON. A trace is
-    uploaded first; the iologs a capturing job file wrote go into `captures` (job.iolog -> text)."""
-    scratch, payload, env = [], None, {}   # scratch: this run's files on the node (the trace, the iologs)
+    uploaded first; the iologs a capturing job file wrote go into `captures` (see fetch_captures)."""
+    payload, iologs, env = None, [], {}
     try:   # a trace or job file is checked against this participant's own slice before anything reaches its node
         if isinstance(job, Trace):
             payload, text, bound = job.payload(offset, size), job.render().encode(), job.timeout_s
-            scratch.append(env.setdefault("FIO_TRACE", fio_trace.scratch_path("trace")))
         elif isinstance(job, JobFile):
             text, bound = job.render(offset, size).encode(), job.timeout_s
-            if job.capture:
-                scratch.append(env.setdefault("FIO_IOLOG", fio_trace.scratch_path("iolog")))
+            iologs = [j.name for j in job.jobs] if job.capture else []   # the only files fetched back
         else:
             env, text, bound = job_env(job, offset=offset, size=size), JOB_TEMPLATE.read_bytes(), timeout_s(job)
     except fio_jobfile.JobFileError as e:
         raise FioError(f"not run on {node.label}: {e}") from None
-    env = {"PATH": PATH, **env, "FIO_RANDSEED": str(secrets.randbits(63)), **(extra_env or {})}
+    # this run's files on the node (the trace, the iologs) go into a folder of its own, never a guessable name
+    scratch = fio_trace.scratch_dir(node, "trace" if payload is not None else "iolog") if payload is not None or iologs else None
     try:
         if payload is not None:
-            fio_trace.upload(node, scratch[0], payload)
+            env["FIO_TRACE"] = f"{scratch}/trace"
+            fio_trace.upload(node, env["FIO_TRACE"], payload)
+        if iologs:
+            env["FIO_IOLOG"] = f"{scratch}/iolog"   # the job file writes $FIO_IOLOG.<job>
+        env = {"PATH": PATH, **env, "FIO_RANDSEED": str(secrets.randbits(63)), **(extra_env or {})}
         raw = run_runner(node, GUEST_RUNNER, locator, env=env, input=text, timeout=bound,
                          tool="fio", error=FioError, timeout_error=FioTimeout)
-        if captures is not None and "FIO_IOLOG" in env:   # offsets relative to the slice: replayable on any other
-            captures.update({f"{j}.iolog": fio_trace.relative(t, offset)
-                             for j, t in fio_trace.fetch_captures(node, env["FIO_IOLOG"]).items()})
+        if captures is not None and iologs:   # offsets relative to the slice: replayable on any other
+            captures.update(fio_trace.fetch_captures(node, env["FIO_IOLOG"], iologs, offset))
         return raw
     finally:
         if scratch:
             with contextlib.suppress(Exception):   # best effort: a node that stopped answering has its own error
-                node.run(["sh", "-c", "rm -f " + " ".join(f"{shlex.quote(p)}*" for p in scratch)], timeout=60,
-                         check=False)
+                node.run(["rm", "-rf", "--", scratch], timeout=60, check=False)
 
 
 def parse(raw: str) -> FioResult:
@@ -164,18 +167,21 @@ def parse(raw: str) -> FioResult:
         apart = ", ".join(f"{job.name} {f.direction}" for job, f in figures)
         raise FioError(f"fio reported {len(figures)} figures ({apart}), and vtb's own job has one: a job file of "
                        "several jobs or directions is read per job and direction, never summed")
-    return _result(report, *figures[0])
+    job, f = figures[0]
+    # vtb's own job is its one figure, and its experiments read its latency: none is an error here
+    if missing := {50.0, 99.0, 99.9} - set(f.percentiles_us):
+        raise FioError(f"job {job.name}: fio reported no {', '.join(f'{p:g}th' for p in sorted(missing))} percentile "
+                       f"of the completion latency (its percentile_list is {sorted(f.percentiles_us)}, and fio times "
+                       f"no I/O done within ramp_time); vtb asks for {fio_output.PERCENTILE_LIST}")
+    return _result(report, job, f)
 
 
 def _result(report: fio_output.Report, job: fio_output.Job, f: fio_output.Figures) -> FioResult:
-    """One job's one direction as a FioResult; its window, the job's runtime before fio's stamp."""
+    """One job's one direction as a FioResult; its window, the job's runtime before fio's stamp. A
+    percentile fio did not report (it timed none of the direction's I/Os) is no figure."""
     pct = f.percentiles_us
-    if missing := {50.0, 99.0, 99.9} - set(pct):
-        raise FioError(f"job {job.name}: fio reported no {', '.join(f'{p:g}th' for p in sorted(missing))} percentile "
-                       f"of the completion latency (its percentile_list is {sorted(pct)}); vtb asks for "
-                       f"{fio_output.PERCENTILE_LIST}")
-    return FioResult(iops=f.iops, bw_kib_s=f.bw_kib_s, lat_mean_us=f.lat_mean_us, lat_p50_us=pct[50.0],
-                     lat_p99_us=pct[99.0], lat_p999_us=pct[99.9], runtime_s=job.runtime_s, version=report.version,
+    return FioResult(iops=f.iops, bw_kib_s=f.bw_kib_s, lat_mean_us=f.lat_mean_us, lat_p50_us=pct.get(50.0),
+                     lat_p99_us=pct.get(99.0), lat_p999_us=pct.get(99.9), runtime_s=job.runtime_s, version=report.version,
                      cpu_s=job.cpu_s, window=report.window_of([job]) if len(report.jobs) == 1 else None,
                      ioengine=job.engine, direction=f.direction, percentiles_us=pct, bins_ns=f.bins_ns)
 
@@ -302,7 +308,7 @@ def together(job: FioJob | JobFile | Trace, targets: list[Target], extra_env: di
     offs = [offsets.get(id(t.node), 0.0) for t in targets]
     kinds = [type(t.node).__name__ for t in targets]
     envs, start = SHARED_START.envs(offs, kinds, extra_env)
-    captured: list[dict[str, str]] = [{} for _ in targets]
+    captured: list[dict[str, bytes | str]] = [{} for _ in targets]
     raws = in_parallel(lambda i: run(targets[i].node, job, locator=targets[i].locator, offset=targets[i].offset,
                                      size=targets[i].size, extra_env=envs[i], captures=captured[i]), range(len(targets)))
     if start is not None:

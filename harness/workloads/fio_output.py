@@ -30,9 +30,11 @@ class Figures:
     ios: int
     iops: float | None             # None for sync (fio reports no rate for it)
     bw_kib_s: float | None
-    lat_mean_us: float             # total latency (submission + completion), fio's `lat`
+    lat_mean_us: float | None      # total latency (submission + completion), fio's `lat`; None: fio timed no I/O
     clat_mean_us: float | None     # completion latency (None for sync: fio times the call as a whole)
-    percentiles_us: dict[float, float] = field(default_factory=dict)   # completion latency, fio's list
+    # completion latency, fio's list: empty where fio timed none of the I/Os it counted (a job that
+    # finished within its ramp_time, as a verify job on a small region does)
+    percentiles_us: dict[float, float] = field(default_factory=dict)
     bins_ns: dict[int, int] = field(default_factory=dict)   # its histogram (json+): bin value in ns -> count
 
 
@@ -77,7 +79,7 @@ def _figures(direction: str, d: dict) -> Figures | None:
         if not d.get("total_ios"):
             return None
         lat = d["lat_ns"]
-        return Figures(SYNC, d["total_ios"], None, None, lat["mean"] / 1000, None, _pct(lat, 1000), _bins(lat))
+        return Figures(SYNC, d["total_ios"], None, None, _mean(lat, 1000), None, _pct(lat, 1000), _bins(lat))
     if "clat_ns" in d:        # fio 3.x: nanoseconds
         n, clat, lat, scale = d["total_ios"], d["clat_ns"], d["lat_ns"], 1000
     elif "clat" in d and "lat" in d:   # fio 2.x: microseconds; 2.1.x has no total_ios (iops x runtime)
@@ -87,8 +89,13 @@ def _figures(direction: str, d: dict) -> Figures | None:
         raise KeyError("clat_ns")
     if not n:
         return None
-    return Figures(direction, n, d["iops"], d["bw"], lat["mean"] / scale, clat["mean"] / scale, _pct(clat, scale),
+    return Figures(direction, n, d["iops"], d["bw"], _mean(lat, scale), _mean(clat, scale), _pct(clat, scale),
                    _bins(clat) if scale == 1000 else {})
+
+
+def _mean(stat: dict, scale: float) -> float | None:
+    """A latency's mean, or None where fio took no sample of it (its N, fio 3.x): a mean of 0."""
+    return stat["mean"] / scale if stat.get("N", 1) else None
 
 
 def _pct(stat: dict, scale: float) -> dict[float, float]:
@@ -116,22 +123,49 @@ def read(raw: str) -> Report:
     version = doc.get("fio version", "unknown")
     engine = doc.get("global options", {}).get("ioengine", "")
     jobs = []
-    try:
+    try:   # a group of one entry is one job or a reporting group (numjobs clones reported apart share a group)
+        in_group = Counter(job.get("groupid", 0) for job in doc["jobs"])
         for job in doc["jobs"]:
             if job.get("error"):
                 raise FioOutputError(f"fio job {job.get('jobname')} failed with error {job['error']}")
             ms = job.get("job_runtime") or max(job.get(d, {}).get("runtime", 0) for d in IO_DIRECTIONS)
+            options = {**doc.get("global options", {}), **job.get("job options", {})}
+            wall = _wall_ms(job, _count(options.get("numjobs")) if in_group[job.get("groupid", 0)] == 1 else 1)
             figures = [f for name in REPORTED if name in job and (f := _figures(name, job[name])) is not None]
             ss = job.get("steadystate")
             steady = {"criterion": ss.get("ss"), "attained": bool(ss.get("attained")), "window_s": ss.get("duration")
                       } if ss else None
-            jobs.append(Job(job.get("jobname", ""), job.get("groupid", 0), ms / 1000,
+            # fio's CPU shares are of job_runtime, summed over a reporting group like the CPU itself
+            jobs.append(Job(job.get("jobname", ""), job.get("groupid", 0), wall / 1000,
                             (job.get("usr_cpu", 0) + job.get("sys_cpu", 0)) / 100 * ms / 1000,
                             job.get("job options", {}).get("ioengine") or engine, tuple(figures), steady))
     except KeyError as e:
         raise FioOutputError(f"cannot read the JSON of {version}: no {e} field where fio 2.x or 3.x has one; "
                              "run fio 3.x, or report this layout") from None
     return Report(version, doc.get("timestamp_ms", 0) / 1000, tuple(jobs))
+
+
+def _wall_ms(job: dict, members: int) -> float:
+    """How long a job, or a reporting group of `members` jobs side by side, ran (ms). fio's
+    job_runtime is a job's own, but a reporting group's is the sum over its jobs: it is divided by
+    their count, and no shorter than the longest direction (fio's runtime of a direction is the
+    longest of the group's jobs). It is never longer than the directions one after another (a verify
+    after its writes), which also bounds a count that numjobs understates (a group of several sections)."""
+    spans = [job[d]["runtime"] for d in IO_DIRECTIONS if job.get(d, {}).get("runtime")]
+    longest = max(spans or [job.get(MIXED, {}).get("runtime", 0)])
+    total = job.get("job_runtime")
+    if not total:   # fio 2.x
+        return longest
+    wall = max(total / members, longest) if members > 1 else total
+    return min(wall, sum(spans)) if spans else wall   # unified reporting's one runtime is its longest direction's
+
+
+def _count(numjobs: str | None) -> int:
+    """numjobs as fio reads it (decimal or 0x hex); 1 where it is not given or not read here."""
+    try:
+        return max(1, int(numjobs or "1", 0))
+    except ValueError:
+        return 1
 
 
 def merged_percentiles(histograms: Iterable[dict[int, int]], percentiles: Iterable[float] = PERCENTILES

@@ -189,3 +189,25 @@ def test_a_point_of_several_vms_is_compared_on_its_own_figures_not_each_vms():
     assert {k[-1]: len(v) for k, v in values.items()} == {"aggregate_iops": 3, "lat_mean": 3}
     one = [{**r, "point": "a/read"} for r in rows if r["scope"] == "vm" and r["vm"] == "vm0"]
     assert {k[-1]: len(v) for k, v in values_by_key(one).items()} == {"iops": 3}   # one VM: its own figures
+
+
+def test_a_folder_here_never_stands_in_for_a_baseline_of_its_name(tmp_path):
+    """`compare main b` run where a folder `main` lies is refused naming both: `baseline:main` and
+    `./main` each name one."""
+    write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
+    b = write_run(tmp_path, "b", noisy(800, seed=3), noisy(100, seed=4))
+    assert harness("baseline", "save", "main", "a", tmp_path=tmp_path).returncode == 0
+    here = tmp_path / "work"
+    (here / "main").mkdir(parents=True)
+    (here / "main" / "samples.jsonl").write_text((b / "samples.jsonl").read_text())   # no regression against b
+
+    def compare_here(*runs):
+        return subprocess.run([HARNESS, "compare", *runs, "--set", f"results_dir={tmp_path}"], capture_output=True,
+                              text=True, timeout=120, cwd=here)
+    both = compare_here("main", "b")
+    assert both.returncode != 0 and "regression" not in both.stdout
+    assert "baseline:main" in both.stderr and "./main" in both.stderr and "Fix:" in both.stderr
+    assert str(here / "main") in both.stderr and str(tmp_path / "baselines" / "main") in both.stderr
+    assert compare_here("baseline:main", "b").returncode == 1   # the baseline: a's samples, and b regressed
+    assert compare_here("./main", "b").returncode == 0
+    assert "no baseline of that name" in compare_here("baseline:nope", "b").stderr

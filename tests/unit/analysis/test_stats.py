@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from harness.analysis.stats import difference, enough, holm, summarize
+from harness.analysis.stats import Difference, difference, enough, holm, ranked_tests, summarize, wins
 
 
 def test_ci_matches_scipy():
@@ -64,6 +64,29 @@ def test_a_collapse_to_zero_and_a_rise_from_zero_are_tested_on_the_values():
 def test_holm_adjusts_a_family_step_down():
     assert holm([0.01, 0.04, None, 0.03]) == pytest.approx([0.03, 0.06, None, 0.06])
     assert holm([]) == [] and holm([None]) == [None]
+
+
+def test_a_nan_p_stays_untested_and_outside_the_family():
+    got = holm([0.01, float("nan"), 0.04, 0.03])
+    assert np.isnan(got[1]) and [got[0], got[2], got[3]] == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_a_family_is_ranked_by_the_geometric_mean_its_test_compares():
+    x, y = [1.0] * 10 + [100.0] * 10, [36 + 8 * i / 19 for i in range(20)]   # means 50.5 and 40, geometric 10 and 40
+    ((ranked, diff, p),) = ranked_tests([[("X", x), ("Y", y)]], [False])
+    assert ranked == ["Y", "X"] and diff.low > 1 and p < 0.05
+    ((ranked, _, _),) = ranked_tests([[("X", x), ("Y", y)]], [True])   # lower is better: X
+    assert ranked == ["X", "Y"]
+    ((ranked, diff, _),) = ranked_tests([[("X", x), ("Y", y), ("Z", [0.0, 1.0])]], [False])   # a 0: on the values
+    assert ranked == ["X", "Y", "Z"] and diff.ratio == pytest.approx(50.5 / 40)
+
+
+def test_a_winner_needs_its_adjusted_p_and_the_whole_ci_on_the_better_side():
+    ahead, across = Difference(1.5, 1.2, 1.9, 0.01), Difference(1.2, 0.95, 1.5, 0.08)
+    assert wins(ahead, 0.01, lower=False) and not wins(ahead, 0.01, lower=True)   # a p says nothing of the side
+    assert not wins(ahead, 0.06, lower=False) and not wins(ahead, None, lower=False) and not wins(None, 0.01, False)
+    assert not wins(across, 0.08, lower=False, alpha=0.1)   # p under a wider alpha, the CI still holds no change
+    assert not wins(ahead, float("nan"), lower=False)
 
 
 def _row(a: list[float], b: list[float], metric: str = "iops") -> dict:

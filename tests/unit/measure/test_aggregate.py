@@ -40,3 +40,12 @@ def test_empty_and_ratio():
     assert ratio(50, 200) == 0.25
     with pytest.raises(ValueError):
         ratio(1, 0)
+
+
+def test_a_latency_some_participant_has_no_figure_of_is_not_the_points():
+    """fio timed none of one participant's I/Os (done within ramp_time): the point's throughput
+    stands, its latency would be the other's alone."""
+    untimed = FioResult(iops=1000, bw_kib_s=4000, lat_mean_us=None, lat_p50_us=None, lat_p99_us=None, lat_p999_us=None,
+                        runtime_s=1, version="fio-3.33")
+    agg = aggregate([res(1000, 100, 90, 300), untimed])
+    assert agg["aggregate_iops"][0] == 2000 and "lat_mean" not in agg and "lat_p99_max" not in agg

@@ -1,4 +1,6 @@
 """The overlap check: run windows from fio's own timestamps, put on one time line by clock offsets."""
+import json
+
 import pytest
 
 from harness.measure import overlap
@@ -36,6 +38,19 @@ def test_fio_reports_its_measured_window(fixture_text):
     r = fio.parse(fixture_text("fio/guest-randread-qd16.json"))
     start, end = r.window
     assert end == 1795324872.315 and end - start == pytest.approx(r.runtime_s)
+
+
+def test_participants_of_a_reporting_group_are_judged_on_its_wall_time(fixture_text):
+    """Two participants of the recorded numjobs=2 group_reporting run (2 s), the second 0.3 s late:
+    they ran together for 85% of the run. Taken as fio's job_runtime (4000 ms, the sum over the two
+    jobs), each window was 4 s long and began 2 s early, and the pair passed at 92.5%."""
+    raw = fixture_text("fio/fio-3.33-numjobs2-group.jsonplus.json")
+    doc = json.loads(raw)
+    late = json.dumps({**doc, "timestamp_ms": doc["timestamp_ms"] + 300})
+    windows = [fio.parse(raw).window, fio.parse(late).window]
+    assert windows[0][1] - windows[0][0] == pytest.approx(2.0, abs=0.01)
+    meta = overlap.metadata(windows, [0.0, 0.0])
+    assert meta["windows_overlap"] == pytest.approx(0.85, abs=0.01) and not meta["windows_overlap_ok"]
 
 
 def test_participants_get_one_start_on_their_own_clocks_with_a_bounded_wait():

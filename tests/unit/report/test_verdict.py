@@ -104,3 +104,17 @@ def test_a_priority_nothing_measured_makes_no_recommendation():
     found = verdict.workloads(rows)
     assert verdict.recommendation(found, "efficiency").startswith("No workload could be tested on I/Os per CPU-second")
     assert found[0].said["efficiency"] == "not measured (I/Os per CPU-second)"
+
+
+def test_backends_are_ranked_by_what_the_test_compares_and_a_winner_needs_its_whole_ci_ahead():
+    """X's mean (50.5) is above Y's (40), its geometric mean (10), which the test compares, far
+    below: ranked by the mean, the verdict said "X: iops -75% (95% CI -92% to -24%) against Y" and
+    "Prefer X"."""
+    x, y = [1.0] * 10 + [100.0] * 10, [36 + 8 * i / 19 for i in range(20)]
+    rows = [{"experiment": "backends", "group": "iops", "point": "p", "block": backend, "repeat": i, "status": "ok",
+             "headline": "iops", "better": "higher", "scope": "vm", "env": "virtual", "backend": backend,
+             "metric": "iops", "value": v} for backend, values in (("X", x), ("Y", y)) for i, v in enumerate(values)]
+    (w,) = verdict.workloads(rows)
+    assert [e.backend for e in w.entries] == ["Y", "X"]
+    assert w.winner["iops"] == "Y" and w.said["iops"].startswith("Y: iops +")
+    assert verdict.recommendation([w], "iops").startswith("Prefer Y")

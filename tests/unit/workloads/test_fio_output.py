@@ -107,3 +107,44 @@ def test_a_bare_nan_fio_writes_in_a_steady_state_section_is_read_as_null(fixture
     broken = raw.replace('"slope" : ', '"slope" : -nan, "was" : ', 1)
     assert "-nan," in broken
     assert [j.name for j in read(broken).jobs] == [j.name for j in read(raw).jobs]
+
+
+def test_a_direction_fio_counted_but_did_not_time_has_no_latency_and_the_others_keep_theirs(fixture_text):
+    """fio's basic-verify.fio done within its ramp_time: fio reports its reads and writes with N=0
+    latency samples, a mean of 0 and no percentiles. Its latency is no figure; the next job's is."""
+    verify, timed = read(fixture_text("fio/fio-3.33-verify-within-ramp.jsonplus.json")).jobs
+    assert [(f.direction, f.ios > 0, f.iops > 0) for f in verify.directions] == [("read", True, True),
+                                                                                 ("write", True, True)]
+    assert all(f.lat_mean_us is f.clat_mean_us is None and f.percentiles_us == {} for f in verify.directions)
+    (read_,) = timed.directions
+    assert read_.lat_mean_us > 0 and sorted(read_.percentiles_us) == sorted(PERCENTILES)
+
+
+def test_a_reporting_groups_runtime_is_its_wall_time_not_the_sum_over_its_jobs(fixture_text):
+    """numjobs=2 under group_reporting for 2 s: fio's job_runtime is 4000 ms, the sum over the two."""
+    raw = fixture_text("fio/fio-3.33-numjobs2-group.jsonplus.json")
+    doc = json.loads(raw)
+    assert doc["jobs"][0]["job_runtime"] == 4000 and doc["global options"]["runtime"] == "2"
+    report = read(raw)
+    (group,) = report.jobs
+    assert group.runtime_s == pytest.approx(2.0, abs=0.01)
+    assert report.window == pytest.approx((doc["timestamp_ms"] / 1000 - group.runtime_s, doc["timestamp_ms"] / 1000))
+    # fio's CPU shares are of the summed runtime: the group's CPU is over both jobs
+    assert group.cpu_s == pytest.approx((doc["jobs"][0]["usr_cpu"] + doc["jobs"][0]["sys_cpu"]) / 100 * 4.0)
+
+
+def test_a_groups_runtime_holds_where_its_directions_put_it(fixture_text):
+    """numjobs understating the group (several sections in one group) or a verify after the writes:
+    never longer than the directions one after another, never shorter than the longest."""
+    doc = json.loads(fixture_text("fio/fio-3.33-numjobs2-group.jsonplus.json"))
+    job = doc["jobs"][0]
+    job["job options"].pop("numjobs")   # three sections of one job each, side by side: 6000 ms summed
+    (group,) = read(json.dumps({**doc, "jobs": [{**job, "job_runtime": 6000}]})).jobs
+    assert group.runtime_s == pytest.approx(2.001)
+    verify = {**job, "job_runtime": 2 * 241, "job options": {"numjobs": "0x2"},   # fio reads hex; each job 241 ms
+              "read": {**job["read"], "runtime": 74}, "write": {**job["write"], "runtime": 169}}
+    (group,) = read(json.dumps({**doc, "jobs": [verify]})).jobs
+    assert group.runtime_s == pytest.approx(0.241)
+    apart = [{**job, "job_runtime": 2000, "job options": {}}] * 2   # numjobs=2 reported apart: each its own
+    assert [j.runtime_s for j in read(json.dumps({**doc, "global options": {"numjobs": "2"}, "jobs": apart})).jobs
+            ] == [2.0, 2.0]

@@ -113,3 +113,19 @@ def test_a_job_that_never_got_steady_is_flagged_in_the_tables():
             "steady_state_after_s": 600.0}
     assert unquiet_reasons(meta) == ["measured before steady state (iops_slope:10% not met within 600 s)"]
     assert unquiet_reasons({**meta, "steady_state_reached": True}) == []
+
+
+def test_a_job_file_direction_without_latency_keeps_its_other_figures_and_fails_no_other(fixture_text):
+    """fio's basic-verify.fio, done within its ramp_time, has its reads and writes counted but not
+    timed: they are points with their IOPS and bandwidth, and the next job's figures are whole."""
+    report = fio.parse_jobs(fixture_text("fio/fio-3.33-verify-within-ramp.jsonplus.json"))
+    figures = {key: set(r.metrics()) for key, _, r in report.facets()}
+    assert figures == {"write-and-verify/read": {"iops", "bw"}, "write-and-verify/write": {"iops", "bw"},
+                       "randread/read": {"iops", "bw", "lat_mean", "lat_p50", "lat_p99", "lat_p999"}}
+
+
+def test_vtbs_own_job_without_latency_is_an_error_naming_why(fixture_text):
+    doc = json.loads(fixture_text("fio/fio-3.33-verify-within-ramp.jsonplus.json"))
+    untimed = {**doc["jobs"][0], "write": {**doc["jobs"][0]["write"], "total_ios": 0}}
+    with pytest.raises(fio.FioError, match=r"no 50th, 99th, 99.9th percentile.*percentile_list is \[\].*ramp_time"):
+        fio.parse(json.dumps({**doc, "jobs": [untimed]}))
