@@ -2,16 +2,20 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from harness.common import pids
+from harness.common.paths import safe_path
 from harness.config.schema import Section
 from harness.hosts import LocalHost
 from harness.libvirt.libvirt_xml import attr, qemu_commandline, qemu_opt
 
 DATA_SERIAL = "vtb-data"     # the guest runner finds a disk by this serial ...
 DATA_PCI_SLOT = 0x10         # ... or, for devices with no serial, by this guest PCI slot
+NAME = re.compile(r"vtb-[a-z0-9][a-z0-9.-]*")   # a fleet's prefix, its VMs', pool's and volume's names
 
 
 @dataclass(frozen=True)
@@ -59,11 +63,47 @@ class HostPlan:
 
     @classmethod
     def from_json(cls, text: str) -> "HostPlan":
+        """The plan, every field checked first (gc reads plans back from disk and acts as root on
+        what they name): ValueError naming the first that is not what vtb writes."""
         d = json.loads(text)
-        return cls(prefix=d["prefix"], fleet_dir=d["fleet_dir"], disk=d["disk"],
+        plan = cls(prefix=d["prefix"], fleet_dir=d["fleet_dir"], disk=d["disk"],
                    device=HostDevice(**d["device"]), vms=[VmSlot(**v) for v in d["vms"]],
                    host=d.get("host") or LocalHost().descriptor(), guest_memory_mib=d.get("guest_memory_mib", 0),
                    allow=d.get("allow", []))
+        if why := plan.problem():
+            raise ValueError(why)
+        return plan
+
+    def problem(self) -> str | None:
+        """The first field that is not what vtb writes, or None."""
+        from harness import backends, hosts  # the registries import every backend, this module too
+        dev = self.device
+        checks = [
+            (NAME.fullmatch(self.prefix), f"prefix {self.prefix!r} is not a vtb- name"),
+            (safe_path(self.fleet_dir), f"fleet_dir {self.fleet_dir!r} is not an absolute path without '..'"),
+            (dev.kind in ("file", "block", "rbd"), f"device.kind {dev.kind!r} is not file, block or rbd"),
+            # an rbd image's path is rbd:POOL/IMAGE@CONF#ID: its conf is the path
+            (safe_path(dev.path.partition("@")[2].partition("#")[0] if dev.kind == "rbd" else dev.path),
+             f"device.path {dev.path!r} is not an absolute path without '..'"),
+            (all(v is None or NAME.fullmatch(v) for v in (dev.pool, dev.volume)), "device.pool/volume is not a vtb- name"),
+            (all(type(n) is int and n >= 0 for vm in self.vms for n in (vm.index, vm.offset, vm.size)),
+             "vms: an index, offset or size is not a whole number"),
+            (all(NAME.fullmatch(vm.name) for vm in self.vms), "vms: a name is not a vtb- name"),
+            (type(self.guest_memory_mib) is int and self.guest_memory_mib >= 0, "guest_memory_mib is not a whole number"),
+            (all(safe_path(a) for a in self.allow), "allow: an entry is not an absolute path without '..'"),
+        ]
+        if why := next((said for ok, said in checks if not ok), None) or hosts.descriptor_problem(self.host):
+            return why
+        if (backend := backends.all_backends().get(self.disk.get("backend"))) is None:
+            return f"disk.backend {self.disk.get('backend')!r} is no backend"
+        try:   # its own [disk] fields by its own rules (vfio's pci_address a PCI address)
+            backend.Options.model_validate({k: v for k, v in self.disk.items() if k in backend.Options.model_fields})
+        except ValueError as e:
+            return f"disk: {e}"
+        shared = {k: self.disk.get(k) for k in ("cache", "aio", "iothreads", "num_queues") if self.disk.get(k) is not None}
+        if not all(re.fullmatch(r"[a-z_]+", v) if isinstance(v, str) else type(v) is int for v in shared.values()):
+            return "disk: cache, aio, iothreads or num_queues is not of the config's shape"
+        return None
 
     @property
     def run_dir(self) -> Path:
@@ -161,6 +201,7 @@ def start_qsd(host, pidfile: Path, plan: "HostPlan", vms: list["VmSlot"], export
     out = host.run([*args, *exports], check=False, timeout=120)
     if out.returncode != 0:
         raise RuntimeError(f"{QSD} for {what} failed to start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
+    record_daemon(host, pidfile, what)
 
 
 def check_listening(host, sockets: list[Path]) -> None:
@@ -175,21 +216,25 @@ def succeeds(host, script: str, *args) -> bool:
     return host.run(["sh", "-c", script, "sh", *map(str, args)], check=False, timeout=60).returncode == 0
 
 
+def record_daemon(host, pidfile: Path, what: str, within_s: float = 10) -> None:
+    """Keeps, beside the pid file a daemon just wrote of itself, the proof of that process (its boot
+    and start time, harness/common/pids.py), without which it is never signalled; RuntimeError when
+    the file names no running process within the bound."""
+    if not pids.on(host, "record", str(pidfile), within_s, timeout=60 + within_s):
+        raise RuntimeError(f"{what} on {host.label} wrote no pid file of a running process at {pidfile}")
+
+
 def daemon_alive(host, pidfile: Path) -> bool:
     """A host-side daemon the harness started (qemu-storage-daemon, SPDK, tgtd) is running, by its pid
-    file. A killed one not yet reaped (a zombie: its parent, or an init that reaps late) is not."""
-    script = ('pid=$(cat "$1" 2>/dev/null) && kill -0 "$pid" 2>/dev/null && '
-              '! grep -q "^State:[[:space:]]*Z" "/proc/$pid/status" 2>/dev/null')
-    return host.run(["sh", "-c", script, "sh", str(pidfile)], check=False, timeout=30).returncode == 0
+    file and the proof beside it (a pid file outlives a reboot, and its pid may be another process's
+    now). A killed one not yet reaped (a zombie: its parent, or an init that reaps late) is not."""
+    return pids.on(host, "alive", str(pidfile), timeout=30)
 
 
 def stop_daemon(host, pidfile: Path, grace_s: float = 5, *also_remove: Path) -> None:
-    """TERM to the daemon in the pid file, KILL after the grace; removes the pid file (and
-    `also_remove`, e.g. its sockets). Safe to repeat."""
-    script = ('pid=$(cat "$1" 2>/dev/null) || exit 0; kill "$pid" 2>/dev/null; i=0; '
-              f'while kill -0 "$pid" 2>/dev/null && [ $i -lt {int(grace_s * 10)} ]; do sleep 0.1; i=$((i+1)); done; '
-              'kill -9 "$pid" 2>/dev/null; rm -f "$@"')
-    host.run(["sh", "-c", script, "sh", str(pidfile), *map(str, also_remove)], check=False, timeout=60 + grace_s)
+    """TERM to the daemon in the pid file, KILL after the grace, each only while its proof holds;
+    removes the pid file, its proof (and `also_remove`, e.g. its sockets). Safe to repeat."""
+    pids.on(host, "stop", str(pidfile), grace_s, *map(str, also_remove), timeout=60 + grace_s)
 
 
 def disk_source(device: HostDevice, vm: VmSlot) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from harness.backends.base import (
     VmSlot,
     daemon_alive,
     listening,
+    record_daemon,
     stop_daemon,
     succeeds,
     virtio_blk_args,
@@ -99,6 +100,11 @@ class Iscsi(Backend):
         if out.returncode != 0 or not _answers(host, control_socket(control)):
             self.host_down(host, plan)
             raise RuntimeError(f"tgtd did not start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
+        try:
+            record_daemon(host, pid_file(plan), "tgtd")
+        except RuntimeError:
+            self.host_down(host, plan)
+            raise
         direct = ["--bsoflags", "direct"] if plan.disk["cache"] in ("none", "directsync") else []
         for args in (["--mode", "target", "--op", "new", "--tid", str(TID), "--targetname", target_name(plan)],
                      ["--mode", "logicalunit", "--op", "new", "--tid", str(TID), "--lun", str(LUN),

@@ -11,7 +11,7 @@ from pathlib import Path
 from spdk.rpc.client import JSONRPCClient, JSONRPCException
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from harness.backends.base import daemon_alive, stop_daemon
+from harness.backends.base import daemon_alive, record_daemon, stop_daemon
 from harness.common import paths
 
 CACHED_BUILD = paths.CACHE / "spdk" / "current"
@@ -113,6 +113,7 @@ class Target:
         self.host.run(["sh", "-c", script, "sh", str(self.build / "lib"), str(self.log), str(self.pidfile),
                        *self.argv()], timeout=30)
         try:
+            record_daemon(self.host, self.pidfile, "SPDK's vhost target")
             self._wait_answering()
         except Exception as e:
             said = self.log_tail()

@@ -1,8 +1,9 @@
 """vfio: PCI passthrough of a whole NVMe controller to one VM (libvirt hostdev).
 
 Preflight refuses unless the IOMMU is on, the device is an NVMe controller alone in its IOMMU
-group, no host filesystem (least of all the root) lives on it, and each of its namespaces passes
-the device gate (harness/resources/devices.py: not held by LVM/dm/md, not swap, no signature unless
+group, no host filesystem (least of all the root) lives on it, and each of its namespaces (found
+through its NVMe subsystem too, under native multipath; none found is a refusal) passes the device
+gate (harness/resources/devices.py: not held by LVM/dm/md, not swap, no signature unless
 disk.pci_wipe). host_up binds it to vfio-pci
 and remembers the driver it had; host_down gives it back. Every sysfs path is relative to a root
 so the checks run against recorded sysfs trees in tests.
@@ -10,6 +11,7 @@ so the checks run against recorded sysfs trees in tests.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -22,6 +24,8 @@ from harness.libvirt.libvirt_xml import attr
 from harness.resources import devices
 
 NVME_CLASS = 0x010802
+PCI_ADDRESS = r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$"   # domain:bus:slot.function, nothing more
+PATH_DEVICE = re.compile(r"nvme(\d+)c\d+n(\d+)")   # a native-multipath path: subsystem, controller, namespace
 
 
 class Sysfs:
@@ -59,6 +63,30 @@ class Sysfs:
                 found.append(blk.name)
         return found
 
+    def namespaces_on(self, addr: str) -> tuple[list[str], str | None]:
+        """The whole namespaces (block devices with a /dev node) this PCI function serves, and why a
+        path of one could not be followed to it. The kernel's native NVMe multipath shows the
+        controller only hidden paths (nvmeXcYnZ); their namespace is the head nvmeXnZ of the
+        controller's subsystem (/sys/class/nvme-subsystem/nvme-subsysX, under /sys/devices/virtual)."""
+        heads, found = set(), []
+        for subsys in sorted(self.p("/sys/class/nvme-subsystem").glob("nvme-subsys*")):
+            # a subsystem links each of its controllers by name; one that leads through addr is this one's
+            if any(f"/{addr}/" in os.path.realpath(c) for c in subsys.glob("nvme*") if c.is_symlink()):
+                heads |= {h.name for h in subsys.glob("nvme*n*") if not h.is_symlink()}
+        for name in self.block_devices_on(addr):
+            node = self.p(f"/sys/class/block/{name}")
+            if (node / "partition").exists():
+                continue
+            if (node / "hidden").exists() and (node / "hidden").read_text().strip() == "1":
+                m = PATH_DEVICE.fullmatch(name)
+                head = m and f"nvme{m[1]}n{m[2]}"
+                if not head or head not in heads:
+                    return found, f"its namespace path {name} leads to no namespace of its NVMe subsystem"
+                name = head
+            if name not in found:
+                found.append(name)
+        return found, None
+
 
 def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = False,
                   allow: list[str] | None = None) -> str | None:
@@ -84,17 +112,21 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = Fal
     others = sorted(d.name for d in sysfs.p(f"/sys/kernel/iommu_groups/{group}/devices").iterdir() if d.name != addr)
     if others:
         return f"{addr} shares IOMMU group {group} with {', '.join(others)}; passing it through would take them too"
-    blocks = set(sysfs.block_devices_on(addr))
+    namespaces, unfollowed = sysfs.namespaces_on(addr)
+    if unfollowed or not namespaces:
+        # its namespaces are what the allowlist and the system-disk checks prove it free by
+        return (f"{addr} cannot be proved free: {unfollowed or 'no namespace of it was found'}, so neither "
+                f"{'raid.allow' if allow is not None else 'the allowlist'} nor the system-disk checks can be "
+                "applied. Fix: let the nvme driver bind it and show its namespaces (a controller on another "
+                "driver, vfio-pci included, shows none), or create one (nvme create-ns)")
     for line in sysfs.proc_mounts.read_text().splitlines():
         src, target = line.split()[:2]
         # nvme1n1p2 lives on nvme1n1: partitions are matched by their disk's name
-        if src.startswith("/dev/") and any(os.path.basename(src).startswith(b) for b in blocks):
+        if src.startswith("/dev/") and any(os.path.basename(src).startswith(n) for n in namespaces):
             what = "the host's root filesystem" if target == "/" else f"a filesystem mounted on {target}"
             return f"{addr} holds {what} ({src}); it cannot be passed through"
-    for name in blocks:   # whole namespaces; a native-multipath path (hidden, no /dev node) is its head's
-        node = sysfs.p(f"/sys/class/block/{name}")
-        hidden = (node / "hidden").exists() and (node / "hidden").read_text().strip() == "1"
-        if not hidden and not (node / "partition").exists() and (why := sysfs.disk_refusal(name, wipe, allow)):
+    for name in namespaces:
+        if why := sysfs.disk_refusal(name, wipe, allow):
             return f"{addr} holds /dev/{name}, refused: {why}"
     if vms != 1:
         return "vfio gives one controller to one VM: set fleet.vms=1"
@@ -102,7 +134,7 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = Fal
 
 
 class VfioOptions(Section):
-    pci_address: str | None = Field(None, pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$",
+    pci_address: str | None = Field(None, pattern=PCI_ADDRESS,
                                     description="vfio: the NVMe controller to pass through, e.g. 0000:01:00.0")
     pci_wipe: bool = Field(False, description="vfio: allow a controller whose namespaces carry a partition table or "
                                               "filesystem signature (their data may be destroyed)")
@@ -118,14 +150,25 @@ class Vfio(Backend):
         self.sysfs = sysfs or Sysfs()
 
     def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
+        addr = plan.disk["pci_address"]
+        if addr and self.sysfs.driver(addr) == "vfio-pci" and self._saved_driver(plan).exists():
+            return None   # this fleet's: proved free when its host_up bound it (its namespaces are out of view since)
         return refuse_reason(plan.disk["pci_address"], self.sysfs, len(plan.vms), bool(plan.disk.get("pci_wipe")),
                              plan.allow)
+
+    @staticmethod
+    def _address(plan: HostPlan) -> str:
+        """The plan's controller, checked before it is joined into a sysfs path (a plan is read back from disk)."""
+        addr = plan.disk.get("pci_address")
+        if not isinstance(addr, str) or not re.fullmatch(PCI_ADDRESS, addr):
+            raise ValueError(f"vfio: disk.pci_address {addr!r} is not a PCI address (e.g. 0000:01:00.0)")
+        return addr
 
     def _saved_driver(self, plan: HostPlan) -> Path:
         return plan.run_dir / f"{plan.disk['pci_address']}.driver"
 
     def host_up(self, host: LocalHost, plan: HostPlan) -> None:
-        addr, s = plan.disk["pci_address"], self.sysfs
+        addr, s = self._address(plan), self.sysfs
         if s.driver(addr) == "vfio-pci":
             return
         # the gate again at the moment of use: a namespace may have been mounted since preflight
@@ -143,7 +186,7 @@ class Vfio(Backend):
             raise RuntimeError(f"{addr} did not bind to vfio-pci")
 
     def host_down(self, host: LocalHost, plan: HostPlan) -> None:
-        addr, s = plan.disk["pci_address"], self.sysfs
+        addr, s = self._address(plan), self.sysfs
         if not s.device(addr).exists():
             return
         if s.driver(addr) == "vfio-pci":

@@ -17,6 +17,11 @@ STATE_REGISTRY = Path(os.environ.get("VTB_STATE_REGISTRY", "/var/lib/vtb-registr
 LIBVIRT_URI = os.environ.get("VTB_LIBVIRT_URI", "qemu:///system")
 
 
+def safe_path(path) -> bool:
+    """An absolute path that cannot climb out of where it names (one read back from a record)."""
+    return isinstance(path, str) and path.startswith("/") and ".." not in path.split("/") and "\0" not in path
+
+
 def mem_available_mib() -> int:
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemAvailable:"):

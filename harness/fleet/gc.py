@@ -11,14 +11,16 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import libvirt
 
-from harness.common import paths
+from harness.common import paths, pids
 from harness.hosts import Host, LocalHost, Node, from_descriptor
+from harness.hosts.folders import untrusted, untrusted_file
 from harness.hosts.nested import NestedHostError
 from harness.libvirt.libvirt_conn import Unanswered, connect, domain_call
 from harness.libvirt.libvirt_xml import OWNER_NS, UNRECORDED, owner_of
@@ -71,13 +73,15 @@ def _daemons() -> tuple[str, ...]:
     return ("qemu-system", "mariadbd", *dict.fromkeys(p.executable for p in backends.host_processes()))
 
 
-def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[list[tuple[int, str]], list[str]]:
+def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[list[tuple[dict, str]], list[str]]:
     """QEMUs, storage daemons, database servers (a host slot's, see mysql) and Ceph daemons on the
-    host that are vtb's by record, and notes on those with the prefix in their command line that
-    are not. Only root's count (as vtb runs them); the record is a pid file holding the process's
-    pid, in a folder vtb made for the prefix (its state dirs, its scratch mounts) that the
-    process's own arguments name, or libvirt's pid file of a domain whose XML has vtb's owner
-    record. A prefix in the arguments alone (root's own `qemu ... /srv/vtb-test.img`) is listed."""
+    host that are vtb's by record, each as its proof (harness/common/pids.py, taken as it is found:
+    only that process is killed, never one that has its pid later) and its executable, and notes on
+    those with the prefix in their command line that are not. Only root's count (as vtb runs them);
+    the record is a pid file holding the process's pid, in a folder vtb made for the prefix (its
+    state dirs, its scratch mounts) that the process's own arguments name, or libvirt's pid file
+    of a domain whose XML has vtb's owner record. A prefix in the arguments alone (root's own
+    `qemu ... /srv/vtb-test.img`) is listed."""
     out = host.run(["ps", "-ww", "-eo", "pid=,uid=,args="], timeout=30, check=False).stdout.decode(errors="replace")
     candidates: dict[int, tuple[str, str]] = {}
     for line in out.splitlines():
@@ -87,6 +91,7 @@ def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[lis
             candidates[int(pid)] = (exe, args)
     if not candidates:
         return [], []
+    proofs = dict(zip(candidates, pids.on(host, "proofs", list(candidates), timeout=30)))
     argv = _arguments(host, list(candidates))
     lines = "".join(f"{pid}\t{folder}\n" for pid, (exe, _) in candidates.items()
                     for folder in [*_pid_file_folders(argv.get(pid, [])),
@@ -104,7 +109,7 @@ def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[lis
             (recorded if domain.startswith(prefix) and not domain.startswith(keep) else other_domains).add(int(pid))
         elif any(_made_by_vtb(p, prefix, keep, roots, SCRATCH_MOUNT_DIRS) for p in (f, os.path.dirname(f))):
             recorded.add(int(pid))
-    ours = [(pid, exe) for pid, (exe, _) in candidates.items() if pid in recorded]
+    ours = [(proofs[pid], exe) for pid, (exe, _) in candidates.items() if pid in recorded and proofs[pid]]
     notes = [f"(process {pid} ({exe}) not stopped: its command line names {prefix} but no pid file of vtb's holds "
              f"it; if it is yours to stop, `kill {pid}`)" for pid, (exe, _) in candidates.items()
              if pid not in recorded | other_domains]
@@ -258,7 +263,7 @@ def _recorded_networks(prefix: str, keep: tuple[str, ...] = ()) -> set[str]:
     """The namespaces and links (bridge, veths) that local Ceph clusters' plans name (a fleet's
     `ceph-*.json`, kept before its cluster is made, and each cluster's own `plan.json`), and the
     nested hosts' shared bridge while a nested host's record says it is on it."""
-    files = _recorded_plans("ceph", "name", prefix, keep) + [c / "plan.json" for c in _local_ceph_dirs(prefix, keep)]
+    files = _recorded_plans("ceph", "name", prefix, keep)[0] + [c / "plan.json" for c in _local_ceph_dirs(prefix, keep)]
     names = set()
     for f in files:
         try:
@@ -296,7 +301,7 @@ def _networks(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
 
 def leftovers(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -> list[str]:
     """What exists with this prefix on the host (but for `keep`), without removing it."""
-    found = [f"process {pid} ({exe})" for pid, exe in _processes(host, prefix, keep)[0]]
+    found = [f"process {proof['pid']} ({exe})" for proof, exe in _processes(host, prefix, keep)[0]]
     found += [f"namespace {ns}" for ns in _namespaces(host, prefix) if not _kept(ns, keep)]
     found += [f"link {b}" for b, _ in _links(host, prefix, keep)]
     conn, roots = connect(host.uri), _state_roots(host)
@@ -352,9 +357,8 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     if host.stopped():
         return removed  # nothing runs on a host that stopped
     ours, notes = _processes(host, prefix, keep)   # QEMUs libvirt no longer knows, probes, daemons
-    for pid, exe in ours:
-        if host.run(["kill", "-9", str(pid)], timeout=30, check=False).returncode == 0:
-            removed.append(f"process {pid} ({exe})")
+    killed = pids.on(host, "signal_each", [proof for proof, _ in ours], signal.SIGKILL, timeout=30) if ours else []
+    removed += [f"process {proof['pid']} ({exe})" for (proof, exe), done in zip(ours, killed) if done]
     removed += notes
     removed += _loops_and_mounts(host, prefix, keep)
     removed += _networks(host, prefix, keep)
@@ -454,7 +458,11 @@ def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
     on their hosts, each plan removed once its array is gone: what went, and what could not."""
     done, stuck = [], []
     for plan_file in plan_files:
-        plan = RaidPlan.from_json(plan_file.read_text())
+        try:
+            plan = RaidPlan.from_json(plan_file.read_text())
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            stuck.append(_unusable(plan_file, e))
+            continue
         try:
             result = raid.destroy(from_descriptor(plan.host), plan)
         except NestedHostError:   # its nested host was removed, and the array with everything in it
@@ -473,34 +481,45 @@ def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
 def collect_recorded(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     """What dead fleets' records say they made, wherever it is (this machine, a nested or an ssh
     host): backend host sides, md arrays, the brd module. Only for `gc` and `testbed down --all`,
-    after the fleets' guests are gone: a fleet being brought up keeps its plans in the same place."""
-    return _recorded_backends(prefix, keep) + _recorded_arrays(prefix, keep) + _brd(prefix, keep)
+    after the fleets' guests are gone: a fleet being brought up keeps its plans in the same place.
+    Registered state dirs that are not read (see state_dirs) are said, with the fix."""
+    return skipped_state_dirs() + _recorded_backends(prefix, keep) + _recorded_arrays(prefix, keep) + _brd(prefix, keep)
 
 
-def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...]) -> list[Path]:
+def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...]) -> tuple[list[Path], list[str]]:
     """The plans of `kind` (written before what they describe is made) in the fleets' folders of
-    known state dirs whose `owner` field starts with the prefix and is not kept."""
-    found = []
+    known state dirs whose `owner` field starts with the prefix and is not kept; and notes on the
+    plans not read: in a folder, or a file, that another user could have written."""
+    found, notes = [], []
     for d in map(Path, state_dirs()):
         for f in [*d.glob(f"*/{kind}-*.json"), *d.glob(f"*/hosts/*/{kind}-*.json")] if d.is_dir() else []:
-            name = f"{json.loads(f.read_text()).get(owner, '')}-"
+            if why := untrusted_file(f):
+                notes.append(f"({kind} plan {f} not read: {why}, so it may not be vtb's. Fix: if it is, make it and "
+                             f"its folder root's and not writable by others; else remove it)")
+                continue
+            try:
+                name = f"{json.loads(f.read_text()).get(owner, '')}-"
+            except (OSError, ValueError, AttributeError):   # being written, or not a plan: it proves nothing
+                continue
             if name.startswith(prefix) and not name.startswith(keep):
                 found.append(f)
-    return found
+    return found, notes
 
 
 def _recorded_arrays(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     """Arrays a killed run left on a host (this machine, a nested or an ssh host), found by their
     plans, not by their names on the host."""
-    done, stuck = destroy_arrays(_recorded_plans("raid", "name", prefix, keep))
-    return done + stuck
+    plans, notes = _recorded_plans("raid", "name", prefix, keep)
+    done, stuck = destroy_arrays(plans)
+    return done + stuck + notes
 
 
 def _recorded_backends(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     """The host sides a killed run left (a controller bound to vfio-pci, storage daemons, their
     sockets), undone by each backend's own host_down from its plan, wherever it ran."""
-    done, stuck = undo_backends(_recorded_plans("backend", "prefix", prefix, keep))
-    return done + stuck
+    plans, notes = _recorded_plans("backend", "prefix", prefix, keep)
+    done, stuck = undo_backends(plans)
+    return done + stuck + notes
 
 
 def undo_backends(plan_files: list[Path]) -> tuple[list[str], list[str]]:
@@ -510,7 +529,11 @@ def undo_backends(plan_files: list[Path]) -> tuple[list[str], list[str]]:
     from harness import backends  # its plug-ins import much that gc's other work does not need
     done, stuck = [], []
     for plan_file in plan_files:
-        plan = backends.HostPlan.from_json(plan_file.read_text())
+        try:
+            plan = backends.HostPlan.from_json(plan_file.read_text())
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            stuck.append(_unusable(plan_file, e))
+            continue
         try:
             backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
         except NestedHostError:   # its nested host was removed, and this side with everything in it
@@ -523,6 +546,11 @@ def undo_backends(plan_files: list[Path]) -> tuple[list[str], list[str]]:
         plan_file.unlink(missing_ok=True)
         done.append(f"{plan.disk['backend']} host side of {plan.prefix}")
     return done, stuck
+
+
+def _unusable(plan_file: Path, e: Exception) -> str:
+    return (f"(plan {plan_file} not used: {e}; nothing it names was touched. Fix: remove it if vtb did not write it "
+            f"(an older vtb's plan: undo what it names by hand, then remove it))")
 
 
 def removals_and_notes(said: list[str]) -> tuple[list[str], list[str]]:
@@ -539,11 +567,27 @@ def register_state_dir(state_dir: Path) -> None:
             f.write(f"{state_dir}\n")
 
 
-def state_dirs() -> list[str]:
+def registered_dirs() -> list[str]:
+    """Every state dir the registry lists (each that a run or fleet used on this machine)."""
     try:
         return [l for l in paths.STATE_REGISTRY.read_text().splitlines() if l.strip()]
     except OSError:
         return []
+
+
+def state_dirs() -> list[str]:
+    """The registered state dirs gc reads records from and acts on: only those no other user can
+    have written in (folders.untrusted). A registered dir can be removed and made again by anyone
+    (/var/tmp/vtb-ci), and a plan planted there would have root act on what it names."""
+    return [d for d in registered_dirs() if untrusted(Path(d)) is None]
+
+
+def skipped_state_dirs() -> list[str]:
+    """Notes on the registered state dirs that exist but are not read, each with why and the fix."""
+    return [f"(state dir {d} not read: {why}, so its records may not be vtb's. Fix: if it is yours, make it and the "
+            f"folders above it root's and not writable by others (`chown root: {d}; chmod go-w {d}`); otherwise "
+            f"remove its line from {paths.STATE_REGISTRY})"
+            for d in registered_dirs() if os.path.lexists(d) and (why := untrusted(Path(d)))]
 
 
 def live_prefixes(extra_state_dirs: tuple[Path, ...] = ()) -> tuple[str, ...]:
@@ -552,14 +596,17 @@ def live_prefixes(extra_state_dirs: tuple[Path, ...] = ()) -> tuple[str, ...]:
     whose record is there."""
     from harness.results.store import owner_alive
     live = []
-    for d in {*map(Path, state_dirs()), *extra_state_dirs}:
+    trusted = {*map(Path, state_dirs()), *extra_state_dirs}
+    for d in {*trusted, *map(Path, registered_dirs())}:
+        read = d in trusted   # elsewhere nothing is read: every fleet there is kept (keeping is the safe side)
         # a fleet's Terraform root: <fleet>/, or <fleet>/hosts/<host>/ for a fleet that spans hosts
         for tfvars in [*d.glob("*/fleet.tfvars.json"), *d.glob("*/hosts/*/fleet.tfvars.json")] if d.exists() else []:
             who = tfvars.parent / "owner.json"
-            if who.exists() and not owner_alive(json.loads(who.read_text())):
+            if read and who.exists() and not owner_alive(json.loads(who.read_text())):
                 continue
             fleet = tfvars.parent if tfvars.parent.parent.name != "hosts" else tfvars.parent.parent.parent
             live.append(f"{paths.PREFIX}{fleet.name}-")
         for record in d.glob("nested*/nested.json") if d.exists() else []:
-            live.append(json.loads(record.read_text()).get("domain", f"{paths.PREFIX}nested"))
+            live.append(json.loads(record.read_text()).get("domain", f"{paths.PREFIX}nested") if read
+                        else f"{paths.PREFIX}nested")
     return tuple(sorted(set(live)))

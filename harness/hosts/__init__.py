@@ -6,11 +6,13 @@ Hooks that Terraform runs (backend and RAID host sides) get the host as a small 
 the same code serves this machine and a nested host alike."""
 from __future__ import annotations
 
+import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from harness.common import paths
 from harness.common.plugins import discover
 from harness.hosts.local import LocalHost
 
@@ -69,6 +71,22 @@ def from_descriptor(d: dict) -> Host:
     if (kind := kinds().get(d["kind"])) is None:
         raise ValueError(f"unknown host kind {d['kind']!r}")
     return kind.from_descriptor(d)
+
+
+def descriptor_problem(d: dict) -> str | None:
+    """Why a host descriptor read back from a record (a plan's) is not one vtb writes, or None: a
+    known kind, its paths absolute without '..', an ssh target user@address, a QEMU libvirt URI."""
+    if d.get("kind") not in kinds():
+        return f"host.kind {d.get('kind')!r} is no host kind"
+    if not all(d.get(k) is None or paths.safe_path(d[k]) for k in ("state_dir", "remote_dir", "identity", "known_hosts")):
+        return "host: a path is not absolute without '..'"
+    if not all(paths.safe_path(dev) for dev in d.get("devices", ())):
+        return "host.devices: an entry is not an absolute path without '..'"
+    if "target" in d and not re.fullmatch(r"([a-z_][a-z0-9_.-]*@)?[A-Za-z0-9.:-]+", str(d["target"])):
+        return "host.target is not user@address"
+    if "uri" in d and not re.fullmatch(r"qemu[a-z+]*://[^\s]*", str(d["uri"])):
+        return "host.uri is not a QEMU libvirt URI"
+    return None
 
 
 def remote(entry) -> Host:

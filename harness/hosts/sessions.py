@@ -12,7 +12,9 @@ import stat
 import uuid
 from pathlib import Path
 
-from harness.results.store import _start_ticks, owner, owner_alive
+from harness.common.pids import start_ticks
+from harness.hosts import scopes
+from harness.results.store import owner, owner_alive
 
 RECORDS = Path(os.environ.get("VTB_RUN_DIR", "/run/vtb")) / "sessions"
 
@@ -23,7 +25,7 @@ def recorded(**what):
     ssh host), removed when it ends. Where records cannot be written (not root), none is kept."""
     path = RECORDS / f"{os.getpid()}-{uuid.uuid4().hex[:12]}.json"
     if "pid" in what:
-        what["start"] = _start_ticks(what["pid"])
+        what["start"] = start_ticks(what["pid"])
     try:
         RECORDS.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.write_text(json.dumps({"owner": owner(), **what}))
@@ -49,7 +51,8 @@ def stop_orphans(asked: dict[str, str | None] | None = None) -> list[str]:
         stopped += [s for s in done if s != "-"]
         if not done:
             break
-    return stopped
+    # what a killed run's commands started in other sessions (fio's jobs), by their scopes
+    return stopped + [f"the processes of command scope {path}" for path in scopes.collect()]
 
 
 def _records() -> list[Path]:
@@ -74,7 +77,7 @@ def _stop(path: Path, silent: dict[str, str | None]) -> str:
             return ""
         said = "-"
         if "pid" in rec:
-            if rec.get("start") is not None and _start_ticks(rec["pid"]) == rec["start"]:
+            if rec.get("start") is not None and start_ticks(rec["pid"]) == rec["start"]:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(rec["pid"], signal.SIGKILL)
                     said = f"session {rec['pid']} ({rec.get('command', '?')}), left running by a killed harness"

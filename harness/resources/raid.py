@@ -8,10 +8,12 @@ and zeroes only the superblocks this array wrote. Both are idempotent.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 
 from harness.analysis.raid_model import member_count_problem
 from harness.common.bounded import write_bound_s
+from harness.common.paths import safe_path
 from harness.resources.devices import refuse_reason_on
 
 # mkfs per filesystem: forced (the array is ours) and without lazy init, whose background
@@ -73,7 +75,23 @@ class RaidPlan:
 
     @classmethod
     def from_json(cls, text: str) -> "RaidPlan":
-        return cls(**json.loads(text))
+        """The plan, every field checked first (gc reads plans back from disk and acts as root on
+        what they name): ValueError naming the first that is not what vtb writes."""
+        from harness.hosts import descriptor_problem  # hosts' kinds import much that a plan's users do not need
+        plan = cls(**json.loads(text))
+        checks = [
+            (re.fullmatch(r"vtb-[a-z0-9][a-z0-9-]*", plan.name), f"name {plan.name!r} is not a vtb- name"),
+            (all(safe_path(m) for m in [*plan.members, *plan.allow]), "members/allow: an entry is not an absolute path "
+                                                                         "without '..'"),
+            (all(type(n) is int and n >= 0 for n in (plan.level, plan.chunk_kib, plan.data_file_bytes)),
+             "level, chunk_kib or data_file_bytes is not a whole number"),
+            (plan.filesystem is None or re.fullmatch(r"[a-z0-9]+", plan.filesystem), "filesystem is not a name"),
+            (re.fullmatch(r"(?!-)\S*", plan.mount_options), "mount_options is not one option list"),
+            (plan.mountpoint is None or safe_path(plan.mountpoint), "mountpoint is not an absolute path without '..'"),
+        ]
+        if why := next((said for ok, said in checks if not ok), None) or descriptor_problem(plan.host):
+            raise ValueError(why)
+        return plan
 
 
 def refusals(host, plan: RaidPlan) -> list[str]:

@@ -123,3 +123,85 @@ def test_host_up_checks_again_before_it_unbinds_the_driver(tmp_path):
     with pytest.raises(RuntimeError, match=f"vfio: not unbinding {ADDR}: .*mounted on /data"):
         Vfio(s).host_up(None, plan)
     assert not (s.device(ADDR) / "driver_override").exists() or (s.device(ADDR) / "driver_override").read_text() != "vfio-pci"
+
+
+# --- #43: native NVMe multipath, and a controller whose namespaces cannot be found ----------
+MULTIPATH = "nvme-multipath.json"   # the controller shows a hidden path nvme0c0n1; /dev/nvme0n1 is its subsystem's
+
+
+def test_a_multipath_controller_whose_namespace_is_free_passes(tmp_path):
+    assert refuse_reason(ADDR, materialize(tmp_path, MULTIPATH)) is None
+
+
+def test_a_multipath_controller_whose_namespace_is_mounted_is_refused(tmp_path):
+    """The mount is of the head, /dev/nvme0n1, which is not under the controller in sysfs."""
+    s = materialize(tmp_path, MULTIPATH, edit=lambda t: t["files"].update({"proc/mounts": "/dev/nvme0n1p1 /data xfs rw 0 0\n"}))
+    assert "a filesystem mounted on /data (/dev/nvme0n1p1)" in refuse_reason(ADDR, s)
+
+
+def test_a_multipath_controllers_namespace_passes_the_allowlist_and_device_gate(tmp_path, monkeypatch):
+    from harness.resources import devices
+    asked = []
+    monkeypatch.setattr(devices, "refuse_reason", lambda dev, allow_signature, wipe_field, allow, allow_field:
+                        asked.append(str(dev)) or "not on raid.allow; add it there only if ...")
+    live = materialize(tmp_path, MULTIPATH)
+    live.live = True
+    assert "holds /dev/nvme0n1, refused: not on raid.allow" in refuse_reason(ADDR, live, allow=["/dev/nvme9n1"])
+    assert asked == ["/dev/nvme0n1"]
+
+
+def test_a_multipath_head_held_by_lvm_is_refused(tmp_path):
+    held = "sys/devices/virtual/nvme-subsystem/nvme-subsys0/nvme0n1/holders/dm-0"
+    s = materialize(tmp_path, MULTIPATH, edit=lambda t: t["files"].update({held: ""}))
+    assert "holds /dev/nvme0n1, refused: it is held by dm-0" in refuse_reason(ADDR, s)
+
+
+def test_a_path_that_leads_to_no_head_of_its_subsystem_is_refused(tmp_path):
+    def headless(tree):
+        tree["files"] = {k: v for k, v in tree["files"].items() if "nvme-subsys0/nvme0n1" not in k}
+        del tree["links"]["sys/class/block/nvme0n1"]
+    reason = refuse_reason(ADDR, materialize(tmp_path, MULTIPATH, edit=headless))
+    assert "cannot be proved free: its namespace path nvme0c0n1 leads to no namespace of its NVMe subsystem" in reason
+
+
+def test_a_controller_with_no_namespace_is_refused_naming_the_fix(tmp_path):
+    """Nothing to check it by: no allowlist entry, no system-disk check can prove it free."""
+    def no_namespace(tree):
+        tree["files"] = {k: v for k, v in tree["files"].items() if "nvme0/nvme0n1" not in k}
+        del tree["links"]["sys/class/block/nvme0n1"]
+    reason = refuse_reason(ADDR, materialize(tmp_path, edit=no_namespace), allow=["/dev/nvme0n1"])
+    assert "cannot be proved free: no namespace of it was found" in reason and "raid.allow" in reason
+    assert "Fix: let the nvme driver bind it" in reason
+
+
+def test_this_fleets_controller_on_vfio_pci_passes_preflight_and_anothers_does_not(tmp_path):
+    """Bound, its namespaces are out of view: the fleet's own binding (its saved driver, written
+    after the gate passed) is what proves it; a controller someone else put on vfio-pci is refused."""
+    def on_vfio(tree):
+        tree["files"] = {k: v for k, v in tree["files"].items() if "nvme0/nvme0n1" not in k}
+        del tree["links"]["sys/class/block/nvme0n1"]
+        tree["files"]["sys/bus/pci/drivers/vfio-pci/bind"] = ""
+        tree["links"]["sys/bus/pci/devices/0000:01:00.0/driver"] = "../../../../bus/pci/drivers/vfio-pci"
+    plan = HostPlan(prefix="vtb-t", fleet_dir=str(tmp_path), disk={"pci_address": ADDR},
+                    device=HostDevice(path="/dev/null", kind="block"), vms=[VmSlot(0, "vtb-t-vm0", 0, 1)])
+    vfio = Vfio(materialize(tmp_path / "sys", edit=on_vfio))
+    assert "no namespace of it was found" in vfio.preflight(None, plan)
+    plan.run_dir.mkdir()
+    (plan.run_dir / f"{ADDR}.driver").write_text("nvme")
+    assert vfio.preflight(None, plan) is None
+
+
+def test_a_plans_address_that_is_not_a_pci_address_is_never_joined_into_a_sysfs_path(tmp_path):
+    """#43: gc undoes a dead fleet's vfio plan with host_down; `../../..` in its address would
+    write driver_override wherever it led."""
+    s = materialize(tmp_path / "sys")
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    addr = "../../../../../elsewhere"
+    assert (s.device(addr)).resolve() == target.resolve()
+    plan = HostPlan(prefix="vtb-t", fleet_dir=str(tmp_path), disk={"pci_address": addr},
+                    device=HostDevice(path="/dev/null", kind="block"), vms=[VmSlot(0, "vtb-t-vm0", 0, 1)])
+    for step in (Vfio(s).host_down, Vfio(s).host_up):
+        with pytest.raises(ValueError, match="is not a PCI address"):
+            step(None, plan)
+    assert list(target.iterdir()) == []

@@ -133,7 +133,7 @@ def test_a_domains_qemu_is_the_prefixs_only_by_the_domains_name(tmp_path, monkey
     try:
         time.sleep(0.5)   # both exec'd
         found, notes = gc._processes(LocalHost(), "vtb-gct-")
-        assert [pid for pid, _ in found] == [vm.pid] and notes == []
+        assert [p["pid"] for p, _ in found] == [vm.pid] and notes == []
         assert gc._processes(LocalHost(), "vtb-gct-", keep=("vtb-gct-vm",)) == ([], [])
     finally:
         for p in (l1, vm):
@@ -165,7 +165,7 @@ def test_a_process_is_vtbs_only_by_a_pid_file_of_vtbs_that_holds_its_pid(tmp_pat
     try:
         time.sleep(0.5)   # all exec'd
         found, notes = gc._processes(LocalHost(), "vtb-gct-")
-        assert [pid for pid, _ in found] == [ours.pid]
+        assert [p["pid"] for p, _ in found] == [ours.pid]
         for listed in (named_only, users_pid_file, planted):
             assert any(n.startswith(f"(process {listed.pid} (") and f"`kill {listed.pid}`" in n for n in notes), notes
         assert not any(str(theirs.pid) in n for n in notes)

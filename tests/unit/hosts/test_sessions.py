@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from harness.common.pids import start_ticks
 from harness.hosts import LocalHost, sessions
-from harness.results.store import _start_ticks, owner
+from harness.results.store import owner
 
 
 def test_a_local_command_is_recorded_while_it_runs(tmp_path, monkeypatch):
@@ -17,7 +18,7 @@ def test_a_local_command_is_recorded_while_it_runs(tmp_path, monkeypatch):
     t.start()
     time.sleep(0.5)
     (record,) = [json.loads(p.read_text()) for p in (tmp_path / "sessions").glob("*.json")]
-    assert record["command"] == "sleep" and record["owner"] == owner() and record["start"] == _start_ticks(record["pid"])
+    assert record["command"] == "sleep" and record["owner"] == owner() and record["start"] == start_ticks(record["pid"])
     assert sessions.stop_orphans() == []   # its owner (this process) is alive: kept
     t.join()
     assert not list((tmp_path / "sessions").glob("*.json"))
@@ -31,7 +32,7 @@ def test_a_session_whose_harness_was_killed_is_stopped_and_no_other(tmp_path, mo
     orphan = subprocess.Popen(["sleep", "60"], start_new_session=True)
     reused = subprocess.Popen(["sleep", "60"], start_new_session=True)   # its pid in a record, another start
     (tmp_path / "sessions").mkdir(mode=0o700)
-    for name, pid, start in (("a", orphan.pid, _start_ticks(orphan.pid)), ("b", reused.pid, 1)):
+    for name, pid, start in (("a", orphan.pid, start_ticks(orphan.pid)), ("b", reused.pid, 1)):
         (tmp_path / "sessions" / f"{name}.json").write_text(
             json.dumps({"owner": killed_harness, "pid": pid, "start": start, "command": "terraform"}))
     try:
