@@ -7,9 +7,15 @@ One tgtd per fleet, on a portal port and a control port of its own, derived from
 so that the plan alone gives them (Terraform's hooks and the VMs' command lines agree), checked
 free before use. Provider v0.8.3 cannot read a libvirt network disk back, so the disk is given on
 QEMU's command line.
+
+The target lets in only its loopback address, and only with CHAP: any local user could otherwise
+read and write every VM's slice through the portal. host_up makes a random secret in the run
+folder (0600, root's), declares it to tgtd as the target's account, and each VM's QEMU logs in with
+it through a `secret` object that reads the file (never the secret on a command line QEMU keeps).
 """
 from __future__ import annotations
 
+import secrets
 import time
 import zlib
 from pathlib import Path
@@ -49,6 +55,14 @@ def target_name(plan: HostPlan) -> str:
 
 def pid_file(plan: HostPlan) -> Path:
     return plan.run_dir / "tgtd.pid"
+
+
+def chap_file(plan: HostPlan) -> Path:
+    """The target's CHAP secret, made by host_up: what QEMU's initiator logs in with."""
+    return plan.run_dir / "chap.secret"
+
+
+CHAP_USER = "vtb"
 
 
 def control_socket(control: int) -> Path:
@@ -106,9 +120,13 @@ class Iscsi(Backend):
             self.host_down(host, plan)
             raise
         direct = ["--bsoflags", "direct"] if plan.disk["cache"] in ("none", "directsync") else []
+        secret = secrets.token_hex(16)   # tgtadm takes it only as an argument: it is there for milliseconds
+        host.run(["sh", "-c", 'umask 077 && cat > "$1"', "sh", str(chap_file(plan))], input=secret.encode(), timeout=30)
         for args in (["--mode", "target", "--op", "new", "--tid", str(TID), "--targetname", target_name(plan)],
                      ["--mode", "logicalunit", "--op", "new", "--tid", str(TID), "--lun", str(LUN),
                       "--backing-store", plan.device.path, *direct],
+                     ["--mode", "account", "--op", "new", "--user", CHAP_USER, "--password", secret],
+                     ["--mode", "account", "--op", "bind", "--tid", str(TID), "--user", CHAP_USER],
                      ["--mode", "target", "--op", "bind", "--tid", str(TID), "--initiator-address", ADDRESS]):
             done = _admin(host, plan, *args, check=False)
             if done.returncode != 0:
@@ -123,7 +141,7 @@ class Iscsi(Backend):
         if daemon_alive(host, pid_file(plan)):
             _admin(host, plan, "--mode", "target", "--op", "delete", "--force", "--tid", str(TID), check=False)
             _admin(host, plan, "--mode", "system", "--op", "delete", "--force", check=False)
-        stop_daemon(host, pid_file(plan), 5)
+        stop_daemon(host, pid_file(plan), 5, chap_file(plan))
         # tgtd leaves its control socket behind; removed unless another tgtd listens there (a port clash)
         if not listening(host, control_socket(control)):
             host.run(["rm", "-f", str(control_socket(control)), f"{control_socket(control)}.lock"], check=False, timeout=30)
@@ -133,8 +151,10 @@ class Iscsi(Backend):
         logs in with its own initiator name."""
         d, node = plan.disk, "vtbdata"
         direct = "on" if d["cache"] in ("none", "directsync") else "off"
-        args = ["-blockdev", f"driver=iscsi,node-name={node}-iscsi,transport=tcp,portal={ADDRESS}:{ports(plan)[0]},"
-                             f"target={qemu_opt(target_name(plan))},lun={LUN},"
+        args = ["-object", f"secret,id={node}-chap,file={qemu_opt(str(chap_file(plan)))}",
+                "-blockdev", f"driver=iscsi,node-name={node}-iscsi,transport=tcp,portal={ADDRESS}:{ports(plan)[0]},"
+                             f"target={qemu_opt(target_name(plan))},lun={LUN},user={CHAP_USER},"
+                             f"password-secret={node}-chap,"
                              f"initiator-name={qemu_opt(target_name(plan))}:{vm.name},cache.direct={direct}",
                 "-blockdev", f"driver=raw,node-name={node},file={node}-iscsi,offset={vm.offset},size={vm.size}"]
         return Attachment(domain_xml=qemu_commandline(*args, *virtio_blk_args(node, d)))

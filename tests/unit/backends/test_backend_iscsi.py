@@ -10,7 +10,7 @@ import pytest
 
 from harness import backends
 from harness.backends import HostDevice, HostPlan, VmSlot
-from harness.backends.iscsi import CONTROL_SOCKETS, pid_file, ports, target_name
+from harness.backends.iscsi import CONTROL_SOCKETS, chap_file, pid_file, ports, target_name
 from harness.config import core as config
 from harness.hosts import LocalHost
 from harness.libvirt.libvirt_xml import QEMU_NS
@@ -31,10 +31,11 @@ def test_the_disk_is_qemus_initiator_on_the_fleets_lun_sliced_under_virtio_blk(t
     root = ET.fromstring(f"<domain xmlns:qemu='{QEMU_NS}'>{a.domain_xml}</domain>")
     args = [e.get("value") for e in root.iter(f"{{{QEMU_NS}}}arg")]
     portal = ports(p)[0]
-    assert args[:2] == ["-blockdev", f"driver=iscsi,node-name=vtbdata-iscsi,transport=tcp,portal=127.0.0.1:{portal},"
-                                     f"target=iqn.2026-11.org.vtb:vtb-x,lun=1,"
+    assert args[:4] == ["-object", f"secret,id=vtbdata-chap,file={tmp_path}/vtb-x-run/chap.secret",
+                        "-blockdev", f"driver=iscsi,node-name=vtbdata-iscsi,transport=tcp,portal=127.0.0.1:{portal},"
+                                     f"target=iqn.2026-11.org.vtb:vtb-x,lun=1,user=vtb,password-secret=vtbdata-chap,"
                                      "initiator-name=iqn.2026-11.org.vtb:vtb-x:vtb-x-vm1,cache.direct=on"]
-    assert args[2:4] == ["-blockdev", f"driver=raw,node-name=vtbdata,file=vtbdata-iscsi,offset={4 * MIB},size={4 * MIB}"]
+    assert args[4:6] == ["-blockdev", f"driver=raw,node-name=vtbdata,file=vtbdata-iscsi,offset={4 * MIB},size={4 * MIB}"]
     assert args[-2:] == ["-device", "virtio-blk-pci,drive=vtbdata,serial=vtb-data,num-queues=2,bus=pci.0,addr=0x10"]
 
 
@@ -55,11 +56,18 @@ def test_each_vm_writes_its_own_slice_of_the_lun_and_the_target_goes(tmp_path):
     iscsi.host_up(host, p)
     try:
         iscsi.host_up(host, p)   # idempotent: the running target is kept
+        secret = chap_file(p)
+        assert oct(secret.stat().st_mode & 0o777) == "0o600" and secret.stat().st_uid == 0
         for vm, pattern in zip(p.vms, ("0xab", "0xcd")):
             opts = (f"driver=raw,offset={vm.offset},size={vm.size},file.driver=iscsi,file.transport=tcp,"
                     f"file.portal=127.0.0.1:{ports(p)[0]},file.target={target_name(p)},file.lun=1,"
                     f"file.initiator-name={target_name(p)}:{vm.name}")
-            out = subprocess.run(["qemu-io", "--image-opts", opts, "-c", f"write -P {pattern} 0 4k", "-c", "length"],
+            stranger = subprocess.run(["qemu-io", "--image-opts", opts, "-c", "read 0 4k"],
+                                      capture_output=True, text=True, timeout=60)
+            assert stranger.returncode != 0, stranger.stdout   # no CHAP: not let in
+            out = subprocess.run(["qemu-io", "--object", f"secret,id=chap,file={secret}", "--image-opts",
+                                  f"{opts},file.user=vtb,file.password-secret=chap",
+                                  "-c", f"write -P {pattern} 0 4k", "-c", "length"],
                                  capture_output=True, text=True, timeout=60)
             assert out.returncode == 0 and "4 MiB" in out.stdout, out.stdout + out.stderr
     finally:
@@ -68,7 +76,8 @@ def test_each_vm_writes_its_own_slice_of_the_lun_and_the_target_goes(tmp_path):
     assert data[:4096] == b"\xab" * 4096 and data[4 * MIB:4 * MIB + 4096] == b"\xcd" * 4096
     assert data[4096:4 * MIB] == b"\0" * (4 * MIB - 4096)
     control = ports(p)[1]
-    assert not pid_file(p).exists() and not list((tmp_path.parent / CONTROL_SOCKETS).glob(f"socket.{control}*"))
+    assert not pid_file(p).exists() and not chap_file(p).exists()
+    assert not list((tmp_path.parent / CONTROL_SOCKETS).glob(f"socket.{control}*"))
     assert subprocess.run(["pgrep", "-f", f"tgtd -C {control}"]).returncode == 1
 
 
