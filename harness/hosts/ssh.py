@@ -117,7 +117,8 @@ class SshHost:
         tag = f"/tmp/vtb-run-{uuid.uuid4().hex[:16]}.pid"   # unguessable; root's, in sticky /tmp
         command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv] if env is not None else argv)
         inner = tagged(tag, command)
-        remote = f"setsid -w sh -c {shlex.quote(inner)}; rc=$?; rm -f {tag}; exit $rc"
+        remote = (f"setsid -w sh -c {shlex.quote(inner)}; rc=$?; sh -c {shlex.quote(RELEASE_SCOPE)} - {tag}; "
+                  f"rm -f {tag}; exit $rc")
         try:
             with sessions.recorded(ssh=self.descriptor(), tag=tag, command=argv[0]):   # for gc, after a SIGKILL here
                 done = LOCAL.run(self._ssh(remote), input=input, timeout=timeout, check=False)
@@ -202,27 +203,58 @@ class SshHost:
             return f"{self.label} does not answer over SSH ({e})"
 
 
+# A session's scope there: a cgroup of its own where the host has cgroup v2 with cgroup.kill (as
+# hosts/scopes.py makes here), so that a stop reaches what left the session (fio's job processes).
+CGROUP2 = """$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)"""
+
+
 def tagged(tag: str, command: str) -> str:
-    """A shell command that records its session in `tag` (its pid and start time: field 22 of its
-    stat, counted after the name in parentheses), then runs `command` in its place."""
-    return f"echo $$ $(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f20) > {tag}; exec {command}"
+    """A shell command that records its session in `tag` (its pid, its start time: field 22 of its
+    stat, counted after the name in parentheses; and its scope, when the host can make one), then
+    runs `command` in its place."""
+    scope = f"{CGROUP2}/vtb/{shlex.quote(Path(tag).stem)}"
+    return (f's={scope}; {{ mkdir -p "${{s%/*}}" && mkdir "$s" && [ -e "$s/cgroup.kill" ] && '
+            f'echo $$ > "$s/cgroup.procs"; }} 2>/dev/null || {{ rmdir "$s"; s=; }} 2>/dev/null; '
+            f"echo $$ $(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f20) $s > {tag}; exec {command}")
 
 
-# $1: a session's tag file ("pid start-time"), $2: the grace in seconds. Prints "running" when the
-# session was still there. A live pid whose start time is not the recorded one is another process
-# now (pids are reused): the tag is dropped and nothing is signalled. A session whose first process
-# is gone may still have members (a server it started): its group is signalled (a group id is not
-# reused while the group has members). A tag of an older vtb has no start time: its pid alone.
+# $1: a session's tag file. After the session ended by itself: what it left running on purpose
+# (a daemon) moves to the caller's own cgroup, and the scope goes.
+RELEASE_SCOPE = r'''read -r _ _ s < "$1" 2>/dev/null || exit 0
+[ -n "$s" ] && [ -d "$s" ] || exit 0
+home="${s%/vtb/*}$(sed -n 's/^0:://p' /proc/$$/cgroup)"
+for i in 1 2 3 4 5; do
+  for q in $(cat "$s/cgroup.procs"); do echo "$q" > "$home/cgroup.procs"; done 2>/dev/null
+  rmdir "$s" 2>/dev/null && exit 0
+done'''
+
+
+# $1: a session's tag file ("pid start-time [scope]"), $2: the grace in seconds. Prints "running"
+# when the session was still there. A live pid whose start time is not the recorded one is another
+# process now (pids are reused): its group is not signalled, only the session's scope (where the
+# host has one). A session whose first process is gone may still have members (a server it
+# started): its group is signalled (a group id is not reused while the group has members), and its
+# scope holds what left the group. A tag of an older vtb has no start time: its pid alone.
 STOP_SESSION = r'''[ -f "$1" ] || exit 0
-read -r p st < "$1" || true
+read -r p st s < "$1" || true
 case "$p" in ''|*[!0-9]*) rm -f "$1"; exit 0;; esac
+case "$s" in */vtb/vtb-run-*) [ -d "$s" ] || s=;; *) s=;; esac
 now=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f20)
-if [ -n "$st" ] && [ -n "$now" ] && [ "$now" != "$st" ]; then rm -f "$1"; exit 0; fi
-kill -s 0 -- "-$p" 2>/dev/null && echo running
-kill -s TERM -- "-$p" 2>/dev/null
+if [ -n "$st" ] && [ -n "$now" ] && [ "$now" != "$st" ]; then p=; fi
+[ -n "$p$s" ] || { rm -f "$1"; exit 0; }
+members() { [ -n "$s" ] && cat "$s/cgroup.procs" 2>/dev/null; }
+alive() { { [ -n "$p" ] && kill -s 0 -- "-$p" 2>/dev/null; } || [ -n "$(members)" ]; }
+signal() { [ -n "$p" ] && kill -s "$1" -- "-$p" 2>/dev/null; for q in $(members); do kill -s "$1" "$q" 2>/dev/null; done; }
+alive && echo running
+signal TERM
 i=0
-while [ $i -lt "$2" ] && kill -s 0 -- "-$p" 2>/dev/null; do sleep 1; i=$((i+1)); done
-kill -s KILL -- "-$p" 2>/dev/null
+while [ $i -lt "$2" ] && alive; do sleep 1; i=$((i+1)); done
+signal KILL
+if [ -n "$s" ]; then
+  echo 1 > "$s/cgroup.kill"; i=0
+  while [ -n "$(members)" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+  rmdir "$s"
+fi 2>/dev/null
 rm -f "$1"'''
 
 

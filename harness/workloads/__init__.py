@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from pathlib import Path
 
 from harness.common import paths
@@ -25,12 +26,13 @@ def run_runner(node, runner: Path, locator: str, *, env: dict, timeout: float, t
                error: type[Exception], timeout_error: type[Exception] | None = None, input: bytes | None = None) -> str:
     """A runner on a node (a guest or a host, the same call), its stdout; a timeout (the node stops
     the runner) or a failure raises the tool's own error, naming the node."""
+    t0 = time.monotonic()
     try:
         out = node.run(["/bin/sh", "-c", guest_script(runner), runner.stem, locator], env=env, input=input,
                        timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise (timeout_error or error)(f"{tool} on {node.label} did not finish within {timeout:.0f} s; "
-                                       "stopped it") from None
+    except subprocess.TimeoutExpired:   # the stop takes its grace too: said, so the point's time is the real one
+        raise (timeout_error or error)(f"{tool} on {node.label} did not finish within {timeout:.0f} s; stopped it "
+                                       f"({time.monotonic() - t0:.0f} s in all)") from None
     if out.returncode != 0:
         raise error(f"{tool} on {node.label} exited {out.returncode}: {out.stderr.decode(errors='replace').strip()[-500:]}")
     return out.stdout.decode(errors="replace")
