@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -609,6 +610,8 @@ def main() -> None:
     from harness.hosts.ssh import SshError
     # Ctrl-C (SIGINT) stops every command, even one started in a script's background, which ignores it
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    # What vtb makes is root's alone to change: gc trusts a record only in a folder no one else can write
+    os.umask(os.umask(0o022) | 0o022)
     try:
         cli(standalone_mode=False)
     except click.exceptions.Abort as e:   # click turns Ctrl-C (and the runner's SIGTERM) into Abort

@@ -130,8 +130,13 @@ def alive(pidfile: str) -> bool:
 
 def stop(pidfile: str, grace_s: float, *also_remove: str) -> None:
     """TERM to the daemon its pid file names while the proof holds, KILL after the grace if it
-    still does; then removes the pid file, its proof and `also_remove` (its sockets). Safe to repeat."""
-    if (taken := recorded(pidfile)) is not None and signal_proven(taken, signal.SIGTERM):
+    still does; then removes the pid file, its proof and `also_remove` (its sockets). Safe to repeat.
+    A live process the pid file names with no proof (a daemon of a vtb before proofs) is neither
+    signalled nor forgotten: its files stay, for gc's process rule, which knows vtb's daemons by them."""
+    taken = recorded(pidfile)
+    if taken is None and (pid := _pid_in(pidfile)) and Path(f"/proc/{pid}").exists():
+        return
+    if taken is not None and signal_proven(taken, signal.SIGTERM):
         deadline = time.monotonic() + grace_s
         while proven(taken) and time.monotonic() < deadline:
             time.sleep(0.1)

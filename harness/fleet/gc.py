@@ -560,7 +560,7 @@ def removals_and_notes(said: list[str]) -> tuple[list[str], list[str]]:
 
 def register_state_dir(state_dir: Path) -> None:
     """Remembers, machine-wide, a state dir that has fleets: `gc` asks each which fleets are live."""
-    known = set(state_dirs())
+    known = set(registered_dirs())
     if str(state_dir) not in known:
         paths.STATE_REGISTRY.parent.mkdir(parents=True, exist_ok=True)
         with open(paths.STATE_REGISTRY, "a") as f:

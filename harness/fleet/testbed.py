@@ -399,8 +399,9 @@ class Testbed:
                 def restored(among) -> list[VmInfo]:
                     return [v for v in vms if v.name in among and v.name in started and started[v.name].how == "restored"]
                 if wrong := self._personalize(restored(started)):
+                    t_again = time.monotonic()
                     started.update(self._start_afresh(wrong, started, views))
-                    again, restarts = self._wait_agents(list(wrong), t0)
+                    again, restarts = self._wait_agents(list(wrong), t_again)
                     ready.update(again)
                     boot_restarts.update(restarts)
                     if still := self._personalize(restored(wrong)):

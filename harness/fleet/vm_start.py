@@ -294,5 +294,5 @@ def boot_afresh(host: Host, conn: libvirt.virConnect, name: str, template: str) 
     backing = info.get("full-backing-filename") or info.get("backing-filename")
     if not backing:
         raise TemplateError(f"{name}: its root disk {root} has no backing file")
-    _sh(host, 'qemu-img create -q -f qcow2 -F qcow2 -b "$2" "$1.fresh" "$3" && mv "$1.fresh" "$1"',
-        root, backing, str(info["virtual-size"]))
+    _sh(host, 'qemu-img create -q -f qcow2 -F "$4" -b "$2" "$1.fresh" "$3" && mv "$1.fresh" "$1"',
+        root, backing, str(info["virtual-size"]), info.get("backing-filename-format") or "qcow2")

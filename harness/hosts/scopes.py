@@ -9,7 +9,10 @@ import os
 import time
 from pathlib import Path
 
-PARENT = "vtb"            # every scope sits under <cgroup2 mount>/vtb/<harness pid>-<n>
+from harness.common.console import warn
+from harness.common.pids import start_ticks
+
+PARENT = "vtb"            # every scope sits under <cgroup2 mount>/vtb/<harness pid>-<its start time>-<n>
 EMPTY_WAIT_S = 10         # for the kernel to finish the processes cgroup.kill ended
 _numbers = itertools.count()
 
@@ -45,7 +48,7 @@ class Scope:
     def open(cls) -> "Scope | None":
         if (root := _root()) is None:
             return None
-        path = root / f"{os.getpid()}-{next(_numbers)}"
+        path = root / f"{os.getpid()}-{start_ticks(os.getpid())}-{next(_numbers)}"
         try:
             path.mkdir()
         except OSError:
@@ -89,7 +92,8 @@ class Scope:
         storage daemon that daemonized): that moves to the harness's own cgroup, as if never scoped."""
         if (home := _home()) is None:
             return
-        for _ in range(20):   # a process that forks while being moved leaves its child behind: again
+        deadline = time.monotonic() + EMPTY_WAIT_S
+        while True:   # a process that forks while being moved leaves its child behind; an exiting one lingers
             for pid in self.pids():
                 try:
                     (home / "cgroup.procs").write_text(str(pid))
@@ -99,7 +103,11 @@ class Scope:
                 self.path.rmdir()
                 return
             except OSError:
-                time.sleep(0.01)
+                if time.monotonic() > deadline:
+                    warn(f"command scope {self.path} did not empty within {EMPTY_WAIT_S} s (holding "
+                         f"{' '.join(map(str, self.pids())) or 'exiting processes'}): `harness gc` removes it")
+                    return
+                time.sleep(0.02)
 
 
 def _home() -> Path | None:
@@ -119,9 +127,10 @@ def collect() -> list[str]:
         return []
     removed = []
     for path in sorted(p for p in root.iterdir() if p.is_dir()):
-        owner = path.name.split("-")[0]
-        if owner.isdigit() and Path(f"/proc/{owner}").exists():
-            continue
+        owner, _, rest = path.name.partition("-")
+        started = rest.split("-")[0]
+        if owner.isdigit() and started.isdigit() and start_ticks(int(owner)) == int(started):
+            continue   # its harness still runs (the same process: a pid is reused, its start time not)
         scope = Scope(path)
         scope.kill()
         scope.close()

@@ -279,8 +279,9 @@ class JobFile:
 
 def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dict[str, str] | None = None,
          precondition: Precondition | None = None, capture: bool = False) -> JobFile:
-    """The job file at `path`, checked against a participant's slice, with `overrides` set for
-    every job (runtime, ramp_time); JobFileError names what is wrong."""
+    """The job file at `path`, checked against a participant's slice and as fio reads it
+    (parse_only), with `overrides` set for every job (runtime, ramp_time); JobFileError names what
+    is wrong. The JobFile keeps the text it checked: rendering never reads the file again."""
     where = source or str(path)
     try:
         text = path.read_text()
@@ -299,6 +300,9 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
         raise JobFileError(f"{where}: the job name {', '.join(dup)} is used twice, and each job's capture is named "
                            "for it. Fix: rename one")
     for s in sections:
+        if s.name.startswith("global") and s.name != "global":   # fio takes any such section as global
+            raise JobFileError(f"{where} line {s.line}: [{s.name}]: fio reads a section whose name starts with "
+                               "`global` as [global]. Fix: one [global], first; rename the others")
         if not re.fullmatch(r"[\w.+-]+", s.name):   # it names the job's captured iolog, and its points
             raise JobFileError(f"{where} line {s.line}: [{s.name}]: vtb takes job names of letters, digits and . _ + -. "
                                "Fix: rename the job")
@@ -325,6 +329,7 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
                                "Fix: add runtime=N (fio stops at whichever comes first, the runtime or the size)")
         _seconds(runtime, where)
         job.extent(j, slice_bytes)
+    parse_only(job)   # the file as fio reads it, on this very object: what runs is what was checked
     return job
 
 
@@ -378,7 +383,6 @@ def refusal(make: Callable[[], JobFile]) -> str | None:
     """Why the job file cannot run (its line and the fix; fio's own parse included), or None."""
     try:
         job = make()
-        parse_only(job)
     except JobFileError as e:
         return str(e)
     if job.replaced:

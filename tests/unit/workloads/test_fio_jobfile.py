@@ -278,3 +278,19 @@ def test_every_file_vtb_accepts_resolves_in_fio_to_allowed_options_inside_the_sl
         clones = fio_jobfile._count(fio_jobfile.Option("numjobs", mine.get("numjobs", "1"), 0), "f")
         step = fio_jobfile._bytes(fio_jobfile.Option("o", mine.get("offset_increment", "0"), 0), SLICE, "f")
         assert int(mine["offset"]) + step * (clones - 1) + int(mine["size"]) <= SLICE, (text, mine)
+
+
+def test_a_section_fio_reads_as_global_is_refused(tmp_path):
+    """fio takes any section whose name starts with `global` as [global]: its numjobs would reach
+    the jobs after it, whose range vtb computed without them."""
+    with pytest.raises(JobFileError, match=r"my.fio line 3: \[global2\]: fio reads a section whose name starts"):
+        job(tmp_path, "[j1]\nruntime=5\n[global2]\nnumjobs=4\noffset_increment=64m\nsize=4k\n[j2]\nruntime=5\n")
+
+
+def test_what_runs_is_the_text_that_was_checked(tmp_path):
+    """A file changed on disk after it was checked is not read again: the JobFile renders its own."""
+    j = job(tmp_path, "[a]\nruntime=1\nrw=read\n")
+    (tmp_path / "my.fio").write_text("[a]\nruntime=1\nrw=read\ncgroup=../../x\n")
+    assert "cgroup" not in j.render(0)
+    with pytest.raises(JobFileError, match="cgroup"):
+        job(tmp_path, (tmp_path / "my.fio").read_text())
