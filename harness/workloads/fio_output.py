@@ -161,11 +161,12 @@ def _wall_ms(job: dict, members: int) -> float:
 
 
 def _count(numjobs: str | None) -> int:
-    """numjobs as fio reads it (decimal or 0x hex); 1 where it is not given or not read here."""
-    try:
-        return max(1, int(numjobs or "1", 0))
-    except ValueError:
-        return 1
+    """numjobs as fio reads it (decimal, leading zeros too, or 0x hex); 1 where it is not given or
+    not read here (fio_jobfile refuses other forms before a run)."""
+    value = (numjobs or "1").strip().lower()
+    if re.fullmatch(r"0x[0-9a-f]+", value):
+        return max(1, int(value, 16))
+    return max(1, int(value)) if value.isdigit() else 1
 
 
 def merged_percentiles(histograms: Iterable[dict[int, int]], percentiles: Iterable[float] = PERCENTILES
