@@ -18,6 +18,8 @@ This follows PerfKit Benchmarker's Run-returns-Samples model with one metadata p
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import random
 import resource
 import threading
@@ -142,6 +144,9 @@ def schedule(ids: list[str], rng: random.Random, last: str | None) -> list[str]:
 
 def new_seed() -> int:
     return random.SystemRandom().randrange(1 << 31)
+
+
+RUN_ONLY = frozenset({"run_id", "accel_reason", "vm_start"})   # what one run records that does not decide a result
 
 
 class Pipeline:
@@ -291,11 +296,21 @@ class Pipeline:
     # --- one repeat of one point ----------------------------------------------------------
     def _meta(self, p: Point, rep: int | str, order: int) -> dict:
         """The standard metadata of every sample: one place."""
-        return {**self.base_meta, **self.testbed_meta, "point_id": p.id, "env": p.env, "backend": p.backend,
+        return {**self.base_meta, **self.testbed_meta, "point_id": p.id, "point_key": self.point_key(p),
+                "env": p.env, "backend": p.backend,
                 "vm_count": len(p.vms) if p.env == VIRTUAL else p.meta.get("vm_count", 0), **p.meta,
                 "headline": p.headline, "better": p.better.value,
                 "repeat": rep, "round_order": order, "seed": self.seed,
                 "drop_caches": self.repeat.drop_caches, "noisy_cv_threshold": self.repeat.noisy_cv}
+
+    def point_key(self, p: Point) -> str:
+        """A point's identity across runs: a hash of everything that decides its result (the point
+        and its workload's settings, the block's setup: fleet, disk, backend, device, image; the
+        host, its accelerator, the tools' and the harness's versions), not of what one run adds."""
+        decided = {"point": p.id, "env": p.env, "backend": p.backend, "vms": len(p.vms), "headline": p.headline,
+                   "meta": p.meta, "setup": {k: v for k, v in self.testbed_meta.items() if k not in RUN_ONLY},
+                   "environment": {k: v for k, v in self.base_meta.items() if k not in RUN_ONLY}}
+        return hashlib.sha256(json.dumps(decided, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def _one(self, conns: list[libvirt.virConnect], p: Point, rep: int, order: int, retried_after: str = "") -> None:
         """One repeat of one point. When its guest stops answering mid-point and a restart brings

@@ -272,3 +272,20 @@ def test_a_job_file_run_is_a_point_per_job_and_direction_with_a_ratio_each(tmp_p
 def test_seed_0_shuffles_the_physical_point_first():
     """test_nested_raid's killed run relies on it: its host points come at once."""
     assert schedule(["physical-n2", "virtual-n2"], random.Random(0), None)[0] == "physical-n2"
+
+
+def test_a_points_key_is_what_decides_its_result_not_what_one_run_adds(tmp_path, fixture_text):
+    """The same point on the same setup has one key in every run; another setup, accelerator or
+    workload setting gives another."""
+    raw, log = fixture_text("fio/host-randread-qd16.json"), []
+    point = fio_point("phys", PHYSICAL, raw, log)
+    one, two = pipeline(tmp_path / "a"), pipeline(tmp_path / "b")
+    two.base_meta = {**two.base_meta, "run_id": "another run"}
+    one.testbed_meta, two.testbed_meta = {"fleet_vms": 2, "vm_start": "restored"}, {"fleet_vms": 2, "vm_start": "booted"}
+    assert one.point_key(point) == two.point_key(point)
+    two.base_meta = {**two.base_meta, "accel": "kvm"}
+    assert one.point_key(point) != two.point_key(point)
+    other = fio_point("phys", PHYSICAL, raw, log)
+    assert one.point_key(point) != one.point_key(Point(**{**other.__dict__, "meta": {"point": "phys", "bs": 8192}}))
+    one.measure([point])
+    assert {s.metadata["point_key"] for s in one.store.samples} == {one.point_key(point)}
