@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.common.pids import boot_id, start_ticks
+from harness.common.pids import proof, proven
 from harness.results.samples import Sample
 
 
@@ -33,14 +33,14 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 def owner() -> dict:
     """Who is writing a run: enough to tell later whether it is still alive."""
-    return {"pid": os.getpid(), "host": socket.gethostname(), "boot_id": boot_id(), "start": start_ticks(os.getpid())}
+    return {**proof(os.getpid()), "host": socket.gethostname()}
 
 
 def owner_alive(who: dict) -> bool:
     """Whether the process an owner() record names still runs (another machine's: assumed so)."""
     if who.get("host") != socket.gethostname():
         return True
-    return who.get("boot_id") == boot_id() and start_ticks(who["pid"]) == who.get("start")
+    return proven(who)
 
 
 def status_of(manifest: dict) -> str:
