@@ -479,8 +479,8 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit) -> N
                    "p99 latency, or I/Os per CPU-second.")
 def report(config_path, overrides, run_ids, out, prefer) -> None:
     """One self-contained HTML report of one or more runs, the verdict first."""
+    from harness.common.files import write_atomic
     from harness.report import html as html_report
-    from harness.results.store import write_atomic
     cfg = load(config_path, overrides)
     runs = [resolve_run(cfg, r) for r in run_ids]
     if bare := [str(r) for r in runs if not (r / "run.json").is_file()]:

@@ -22,6 +22,7 @@ from rich.table import Table
 
 from harness.analysis.stats import summarize
 from harness.common.console import console, step, warn
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.fleet import vm_start
 from harness.fleet.agent import GuestAgent
@@ -32,7 +33,6 @@ from harness.measure import runner
 from harness.resources.ceph import local as ceph_local
 from harness.resources.ceph.bootstrap import missing_tools
 from harness.resources.ceph.plan import CephPlan
-from harness.results.store import write_atomic
 from harness.workloads import fio, fio_output
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -150,3 +151,16 @@ def on(host, call: str, *args, timeout: float = 60):
     arguments; its JSON result."""
     script = Path(__file__).read_text() + f"\nimport sys\nprint(json.dumps({call}(*json.loads(sys.argv[1]))))\n"
     return json.loads(host.run(["python3", "-c", script, json.dumps(list(args))], timeout=timeout).stdout.decode())
+
+
+# --- who writes a run or a session record ---------------------------------------------------
+def owner() -> dict:
+    """Who is writing a run: enough to tell later whether it is still alive."""
+    return {**proof(os.getpid()), "host": socket.gethostname()}
+
+
+def owner_alive(who: dict) -> bool:
+    """Whether the process an owner() record names still runs (another machine's: assumed so)."""
+    if who.get("host") != socket.gethostname():
+        return True
+    return proven(who)

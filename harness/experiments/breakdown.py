@@ -12,6 +12,7 @@ from rich.table import Table
 from harness.analysis import breakdown
 from harness.analysis.stats import summarize
 from harness.common.console import step
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import BlockSize
 from harness.experiments import RunContext, sweep_flags
@@ -22,7 +23,6 @@ from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
-from harness.results.store import write_atomic
 
 GROUP = "breakdown"
 

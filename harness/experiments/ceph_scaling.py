@@ -23,6 +23,7 @@ from scipy import stats
 
 from harness.analysis import model
 from harness.common.console import step
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import BlockSize, Section, bs_bytes, each
 from harness.experiments import Flag, RunContext
@@ -34,7 +35,6 @@ from harness.report.plots import plt
 from harness.resources.ceph import local as ceph_local
 from harness.resources.ceph.plan import CephConfig, osd_size_for, osd_size_problem
 from harness.results.environment import accel_label, tcg_caveat
-from harness.results.store import write_atomic
 from harness.workloads import fio
 
 METRICS = {"aggregate_bw": "bandwidth (KiB/s)", "aggregate_iops": "IOPS", "lat_mean": "completion latency (us)"}

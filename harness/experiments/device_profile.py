@@ -30,6 +30,7 @@ from pydantic import Field, model_validator
 from rich.table import Table
 
 from harness.common.console import step, warn
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import BlockSize, Section, each
 from harness.experiments import Flag, RunContext
@@ -42,7 +43,6 @@ from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import raid
 from harness.results.environment import accel_label, tcg_caveat
-from harness.results.store import write_atomic
 from harness.workloads import fio
 
 DEVICES = ("default", "tmpfs", "brd", "drive", "md")

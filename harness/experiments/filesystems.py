@@ -7,13 +7,13 @@ from pydantic import Field, model_validator
 
 from harness.analysis.stats import difference, holm, p_text
 from harness.common.console import console
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import Filesystem, RaidLevel
 from harness.experiments import RunContext
 from harness.experiments.raid_sweep import SINGLE, RaidSweep, RaidSweepSettings, Setup, raid_flags, raid_rows
 from harness.report import tables
 from harness.resources.raid import mkfs_size_problem
-from harness.results.store import write_atomic
 
 ALPHA = 0.05
 STUDY = {0: "about 5x", 5: "about 50x"}   # F2FS over EXT4, buffered random writes, 8 SSDs (study 002)

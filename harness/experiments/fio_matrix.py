@@ -22,6 +22,7 @@ from pydantic import Field
 from harness.backends import BackendNames
 from harness.common import bounded
 from harness.common.console import step
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import ConfigError, Section
 from harness.experiments import RunContext, matrix_summary, registry
@@ -31,7 +32,6 @@ from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.report import percentile_plot
 from harness.results.environment import accel_label, tcg_caveat
-from harness.results.store import write_atomic
 from harness.workloads import fio
 
 

@@ -11,6 +11,7 @@ from pydantic import Field
 from rich.table import Table
 
 from harness.common.console import step, warn
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import Section, VmCounts, each
 from harness.experiments import Flag, RunContext
@@ -19,7 +20,6 @@ from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
-from harness.results.store import write_atomic
 from harness.workloads import sysbench
 from harness.workloads.sysbench import DbPoint
 

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from harness.common.console import step
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import RaidLevel, Section
 from harness.experiments import Flag, RunContext
@@ -30,7 +31,6 @@ from harness.fleet.testbed import TestbedRecord
 from harness.measure.pipeline import PHYSICAL, Point
 from harness.results.environment import accel_label
 from harness.results.samples import Sample
-from harness.results.store import write_atomic
 from harness.workloads import sysbench
 from harness.workloads.sysbench import DbPoint
 

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from harness.analysis import raid_model
 from harness.common.console import step
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import BlockSize, Section
 from harness.experiments import Flag, RunContext
@@ -29,7 +30,6 @@ from harness.report.plots import plt
 from harness.resources import raid
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
-from harness.results.store import write_atomic
 from harness.workloads import fio
 
 SINGLE = "single"

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from harness.common.console import step
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import Filesystem, RaidLevel
 from harness.experiments import Flag, RunContext
@@ -28,7 +29,6 @@ from harness.measure.pipeline import PHYSICAL, Point
 from harness.resources.raid import MKFS
 from harness.results.environment import accel_label
 from harness.results.samples import Sample
-from harness.results.store import write_atomic
 from harness.workloads import db_bench
 from harness.workloads.db_bench import Benchmark, DbBenchJob
 

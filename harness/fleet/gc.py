@@ -594,7 +594,7 @@ def live_prefixes(extra_state_dirs: tuple[Path, ...] = ()) -> tuple[str, ...]:
     """Name prefixes of what live state owns: every fleet with Terraform state in a known state
     dir, unless it belongs to a run whose process is gone (a SIGKILLed sweep), and a nested host
     whose record is there."""
-    from harness.results.store import owner_alive
+    from harness.common.pids import owner_alive
     live = []
     trusted = {*map(Path, state_dirs()), *extra_state_dirs}
     for d in {*trusted, *map(Path, registered_dirs())}:

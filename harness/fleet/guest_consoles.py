@@ -9,8 +9,8 @@ from pathlib import Path
 import libvirt
 
 from harness.common.console import warn
+from harness.common.files import write_atomic
 from harness.libvirt.libvirt_conn import connect
-from harness.results.store import write_atomic
 
 CONSOLE_BYTES = 256 << 10   # the end of a console log that is kept
 

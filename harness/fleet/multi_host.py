@@ -12,13 +12,13 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from harness.common.console import step, warn
+from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.fleet.placement import place
 from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, plan_path
 from harness.hosts import Host
 from harness.resources.ceph import clusters as ceph_clusters
 from harness.resources.ceph.plan import CephPlan, fleet_images, osd_size_problem
-from harness.results.store import write_atomic
 
 
 class MultiHostFleet:

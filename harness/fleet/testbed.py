@@ -22,6 +22,8 @@ from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.common import paths
 from harness.common.bounded import heartbeat
 from harness.common.console import step, warn
+from harness.common.files import write_atomic
+from harness.common.pids import owner
 from harness.config.core import Config
 from harness.fleet import accel, gc, guest_consoles, host_images, vm_start
 from harness.fleet.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
@@ -39,7 +41,6 @@ from harness.resources.ceph.plan import fleet_image, fleet_images, osd_size_prob
 from harness.resources.ceph.plan import plan_from_config as ceph_plan_from_config
 from harness.resources.devices import refuse_reason_on
 from harness.resources.raid import RaidPlan, plan_from_config
-from harness.results.store import owner, write_atomic
 
 AGENT_TIMEOUT_S = 180
 # A bound on one terraform apply or destroy: minutes at most, even uploading the image to a nested

@@ -29,11 +29,11 @@ import libvirt
 from harness.common import paths
 from harness.common.bounded import heartbeat
 from harness.common.console import step, warn
+from harness.common.guest_scripts import guest_script
 from harness.fleet.agent import AgentError, GuestAgent
 from harness.hosts import Host
 from harness.libvirt.libvirt_conn import Unanswered, domain_call, restore_saved
 from harness.libvirt.save_image import SaveImageError, set_identity_on
-from harness.workloads import guest_script
 
 RECIPE = "2"            # bump when what a template holds, or how it is made, changes
 KEEP_TEMPLATES = 12     # the most recently used templates kept on a host

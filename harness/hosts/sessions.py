@@ -12,9 +12,8 @@ import stat
 import uuid
 from pathlib import Path
 
-from harness.common.pids import start_ticks
+from harness.common.pids import owner, owner_alive, start_ticks
 from harness.hosts import scopes
-from harness.results.store import owner, owner_alive
 
 RECORDS = Path(os.environ.get("VTB_RUN_DIR", "/run/vtb")) / "sessions"
 

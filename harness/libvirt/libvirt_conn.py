@@ -13,8 +13,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import libvirt
 
 from harness.common import bounded, paths
+from harness.common.files import write_atomic
 from harness.hosts.ssh import ALIVE_COUNT, ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
-from harness.results.store import write_atomic
 
 KEEPALIVE_INTERVAL_S = 5
 KEEPALIVE_COUNT = 3          # unanswered probes before the connection is closed and calls raise

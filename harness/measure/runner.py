@@ -12,6 +12,8 @@ from harness import hosts
 from harness.common import paths
 from harness.common.cancel import CANCEL, Terminated
 from harness.common.console import step, warn
+from harness.common.files import write_atomic
+from harness.common.pids import owner
 from harness.common.progress import RunProgress
 from harness.config import settings
 from harness.config.core import Config, validation_context
@@ -24,7 +26,7 @@ from harness.hosts.folders import state_dir_problem
 from harness.report import tables
 from harness.resources import nested_l1
 from harness.results import environment
-from harness.results.store import RunStore, new_run_id, owner, write_atomic
+from harness.results.store import RunStore, new_run_id
 
 
 def _terminate(signum, _frame):

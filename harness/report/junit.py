@@ -9,7 +9,7 @@ from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from harness.analysis.compare import Change, place, point_name
 from harness.analysis.stats import p_text, summarize
-from harness.results.store import write_atomic
+from harness.common.files import write_atomic
 
 
 def numbers(c: Change) -> str:

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.results.store import write_atomic  # noqa: E402
+from harness.common.files import write_atomic  # noqa: E402
 
 
 def save(fig, path: Path) -> Path:

@@ -21,6 +21,7 @@ import libvirt
 from harness.common import paths
 from harness.common.bounded import heartbeat, write_bound_s
 from harness.common.console import step, warn
+from harness.common.files import write_atomic
 from harness.fleet import accel
 from harness.fleet.agent import AgentError, GuestAgent
 from harness.hosts import Host, LocalHost
@@ -39,7 +40,6 @@ from harness.hosts.nested import (
 )
 from harness.libvirt.libvirt_conn import Unanswered, connect, define, domain_call, unanswered
 from harness.libvirt.libvirt_xml import UNRECORDED, attr, owner_metadata, owner_of, qemu_commandline, qemu_opt
-from harness.results.store import write_atomic
 
 BOOT_TIMEOUT_S = 240
 IMAGE_BUILD_S = 3600   # the nested host's image from nothing: packages fetched and installed (minutes)

@@ -8,7 +8,7 @@ import re
 import time
 from pathlib import Path
 
-from harness.results.store import write_atomic
+from harness.common.files import write_atomic
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 

@@ -6,41 +6,13 @@ import csv
 import io
 import json
 import os
-import socket
 import sqlite3
-import tempfile
 import time
 from pathlib import Path
 
-from harness.common.pids import proof, proven
+from harness.common.files import write_atomic
+from harness.common.pids import owner_alive
 from harness.results.samples import Sample
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are for everyone to read
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def owner() -> dict:
-    """Who is writing a run: enough to tell later whether it is still alive."""
-    return {**proof(os.getpid()), "host": socket.gethostname()}
-
-
-def owner_alive(who: dict) -> bool:
-    """Whether the process an owner() record names still runs (another machine's: assumed so)."""
-    if who.get("host") != socket.gethostname():
-        return True
-    return proven(who)
 
 
 def status_of(manifest: dict) -> str:

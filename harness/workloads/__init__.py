@@ -6,14 +6,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from harness.common import paths
-
-
-def guest_script(runner: Path) -> str:
-    """A runner from guest-agents/ with the disk finder in front, sent whole as `sh -c SCRIPT NAME
-    LOCATOR`: nothing is installed in the guest, and the host runs the same script."""
-    return "locator=$1\n" + "".join((paths.GUEST_AGENTS / f).read_text() for f in ("find-disk.sh", "runner-cpu.sh")) \
-        + runner.read_text()
+from harness.common.guest_scripts import guest_script
 
 
 def runner_cpu_s(raw: str) -> float:

@@ -8,10 +8,11 @@ import subprocess
 from dataclasses import asdict, dataclass
 
 from harness.common import paths
+from harness.common.guest_scripts import guest_script
 from harness.fleet.agent import PATH, GuestAgent, guests, in_parallel
 from harness.hosts import Node
 from harness.measure.pipeline import Output
-from harness.workloads import guest_script, runner_cpu_s
+from harness.workloads import runner_cpu_s
 
 RUNNER = paths.GUEST_AGENTS / "run-mysql.sh"
 ROW_BYTES = 250          # sysbench sbtest row plus its share of the indexes, for sizing only

@@ -14,10 +14,10 @@ import socket
 import tempfile
 from pathlib import Path
 
+from harness.common.files import write_atomic
 from harness.hosts import LocalHost
 from harness.resources.ceph import images
 from harness.resources.ceph.images import RbdImage
-from harness.results.store import write_atomic
 
 CLIENT_CONF = "ceph-client.conf"
 RECORD = "rbd-image.json"

@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.results.store import RunIndex, owner, status_of
+from harness.common.pids import owner
+from harness.results.store import RunIndex, status_of
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 

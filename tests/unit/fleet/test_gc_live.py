@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.common.pids import owner
 from harness.fleet import gc
 from harness.hosts import LocalHost
-from harness.results.store import owner
 
 pytestmark = pytest.mark.alone   # collects on this machine (pools, loops, mounts, the brd module)
 

@@ -7,9 +7,8 @@ import time
 
 import pytest
 
-from harness.common.pids import start_ticks
+from harness.common.pids import owner, start_ticks
 from harness.hosts import LocalHost, sessions
-from harness.results.store import owner
 
 
 def test_a_local_command_is_recorded_while_it_runs(tmp_path, monkeypatch):
