@@ -13,7 +13,7 @@ from typing import Callable
 from harness.common import paths
 from harness.common.console import step
 from harness.workloads import fio_options
-from harness.workloads.fio_output import PERCENTILE_LIST
+from harness.workloads.fio_output import PERCENTILE_LIST, fio_count
 
 PROFILES = paths.REPO / "profiles" / "fio"
 # Why an option is refused, where there is more to say than fio_options.refused's rule
@@ -139,12 +139,9 @@ def _bytes(opt: Option, slice_bytes: int, where: str) -> int:
 
 
 def _count(opt: Option | None, where: str) -> int:
-    """A count (numjobs) as fio reads it: decimal or hex; 1 when not set."""
-    value = (opt.value or "").strip().lower() if opt else "1"
-    if re.fullmatch(r"\d+", value):
-        return int(value)
-    if re.fullmatch(r"0x[0-9a-f]+", value):
-        return int(value, 16)
+    """A count (numjobs) as fio reads it (fio_count); 1 when not set."""
+    if (count := fio_count(opt.value if opt else None)) is not None:
+        return count
     raise JobFileError(f"{where} line {opt.line}: `{opt.key}={opt.value}`: vtb reads a count as a whole number "
                        "(8, or 0x8). Fix: write it so")
 

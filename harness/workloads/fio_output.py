@@ -130,7 +130,7 @@ def read(raw: str) -> Report:
                 raise FioOutputError(f"fio job {job.get('jobname')} failed with error {job['error']}")
             ms = job.get("job_runtime") or max(job.get(d, {}).get("runtime", 0) for d in IO_DIRECTIONS)
             options = {**doc.get("global options", {}), **job.get("job options", {})}
-            wall = _wall_ms(job, _count(options.get("numjobs")) if in_group[job.get("groupid", 0)] == 1 else 1)
+            wall = _wall_ms(job, max(1, fio_count(options.get("numjobs")) or 1) if in_group[job.get("groupid", 0)] == 1 else 1)
             figures = [f for name in REPORTED if name in job and (f := _figures(name, job[name])) is not None]
             ss = job.get("steadystate")
             steady = {"criterion": ss.get("ss"), "attained": bool(ss.get("attained")), "window_s": ss.get("duration")
@@ -160,13 +160,13 @@ def _wall_ms(job: dict, members: int) -> float:
     return min(wall, sum(spans)) if spans else wall   # unified reporting's one runtime is its longest direction's
 
 
-def _count(numjobs: str | None) -> int:
-    """numjobs as fio reads it (decimal, leading zeros too, or 0x hex); 1 where it is not given or
-    not read here (fio_jobfile refuses other forms before a run)."""
-    value = (numjobs or "1").strip().lower()
+def fio_count(value: str | None) -> int | None:
+    """A count (numjobs) as fio reads it: decimal (leading zeros too) or 0x hex; 1 when not given,
+    None in a form vtb does not read (fio_jobfile refuses it before a run)."""
+    value = (value or "1").strip().lower()
     if re.fullmatch(r"0x[0-9a-f]+", value):
-        return max(1, int(value, 16))
-    return max(1, int(value)) if value.isdigit() else 1
+        return int(value, 16)
+    return int(value) if value.isdigit() else None
 
 
 def merged_percentiles(histograms: Iterable[dict[int, int]], percentiles: Iterable[float] = PERCENTILES
