@@ -21,14 +21,14 @@ _PATTERN = re.compile(r'(0x[0-9a-fA-F]+|\d+|"[^"\'\\]*")(\|?(0x[0-9a-fA-F]+|\d+|
 # The workload's shape: what it reads and writes, how, how fast, how long, and what fio reports.
 ALLOWED: dict[str, re.Pattern | frozenset | None] = {
     **dict.fromkeys((
-        "description", "name", "wait_for", "stonewall", "new_group", "numjobs", "group_reporting", "thread",
+        "stonewall", "new_group", "numjobs", "group_reporting", "thread",
         "rw", "rw_sequencer", "bs", "ba", "bsrange", "bssplit", "bs_unaligned", "bs_is_seq_rand", "blockalign",
-        "randrepeat", "allrandrepeat", "randseed", "norandommap", "random_generator", "random_distribution",
+        "randrepeat", "allrandrepeat", "randseed", "norandommap", "random_generator",
         "percentage_random", "ignore_error", "continue_on_error", "iodepth", "iodepth_batch",
         "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low", "serialize_overlap",
         "io_submit_mode", "size", "io_size", "offset", "offset_increment", "number_ios", "fsync", "fdatasync",
         "write_barrier", "direct", "atomic", "buffered", "overwrite", "loops", "startdelay", "runtime", "time_based",
-        "ramp_time", "clocksource", "verify", "do_verify", "verify_interval", "verify_offset", "verify_fatal",
+        "ramp_time", "clocksource", "do_verify", "verify_interval", "verify_offset", "verify_fatal",
         "verify_async", "verify_backlog", "verify_backlog_batch", "verify_only", "experimental_verify",
         "trim_percentage", "trim_verify_zero", "trim_backlog", "trim_backlog_batch", "rwmixread", "rwmixwrite",
         "nice", "prio", "prioclass", "thinktime", "thinktime_spin", "thinktime_blocks", "thinktime_blocks_type",
@@ -48,13 +48,11 @@ ALLOWED: dict[str, re.Pattern | frozenset | None] = {
         "fixedbufs", "registerfiles", "sqthread_poll", "sqthread_poll_cpu", "nonvectored", "uncached", "nowait",
         "force_async", "userspace_reap"), _NUMBERS),
     "description": _ANY, "name": re.compile(r"[\w.+-]+"), "wait_for": re.compile(r"[\w.+-]+"),
-    "verify_state_save": _BOOL,
+    "verify_state_save": _BOOL, "verify": re.compile(r"\w+"), "random_distribution": re.compile(r"[\w.:,/%]+"),
     "ioengine": ENGINES,
     "mem": frozenset({"malloc", "shm", "shmhuge", "mmap", "mmapshared"}),   # never mmap:FILE
     "buffer_pattern": _PATTERN, "verify_pattern": _PATTERN,
 }
-ALLOWED["verify"] = re.compile(r"\w+")
-ALLOWED["random_distribution"] = re.compile(r"[\w.:,/%]+")
 
 
 @dataclass(frozen=True)
