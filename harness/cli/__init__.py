@@ -372,7 +372,15 @@ def experiment_command(experiment) -> click.Command:
                       {int: click.INT, float: click.FLOAT}.get(annotation, click.STRING))
         options.append(click.Option([flag.option], type=click_type, default=None, help=help_text))
 
-    def callback(config_path, overrides, **given) -> None:
+    options += [click.Option(["--resume"], metavar="RUN", default=None,
+                             help="Go on with an interrupted or died run (its id): its measured points are kept."),
+                click.Option(["--resume-anyway"], is_flag=True, default=False,
+                             help="With --resume: go on even though the config, harness, host or accelerator "
+                                  "changed (the samples record what changed)."),
+                click.Option(["--plan", "plan_only"], is_flag=True, default=False,
+                             help="Print the blocks, points, repeats and estimated duration; run nothing.")]
+
+    def callback(config_path, overrides, resume, resume_anyway, plan_only, **given) -> None:
         from harness.measure import runner
         typed = []
         for flag in experiment.flags:
@@ -383,7 +391,13 @@ def experiment_command(experiment) -> click.Command:
                 keys = path.split(".")
                 typed.append((keys, flag.switch if flag.switch is not None else
                               settings.typed_value(keys, value) if isinstance(value, str) else value))
-        runner.run(settings.load(config_path, list(overrides), typed), experiment.name)
+        cfg = settings.load(config_path, list(overrides), typed)
+        if resume_anyway and not resume:
+            raise click.UsageError("--resume-anyway goes with --resume RUN")
+        if plan_only:
+            runner.show_plan(cfg, experiment.name)
+            return
+        runner.run(cfg, experiment.name, resume=resume, resume_anyway=resume_anyway)
 
     doc = (sys.modules[type(experiment).__module__].__doc__ or experiment.name).strip()
     summary = " ".join(doc.split("\n\n")[0].split())

@@ -14,6 +14,7 @@ from harness.config.schema import Section
 from harness.fleet.testbed import TestbedRecord
 from harness.hosts import Host
 from harness.measure.pipeline import Pipeline, Site, new_seed
+from harness.measure.plan import Plan
 from harness.results.store import RunStore
 
 
@@ -31,8 +32,10 @@ class RunContext:
     def pipeline(self, uri: str, quiet_prefixes: tuple[str, ...], sites: list[Site] | None = None) -> Pipeline:
         """The run's measurement pipeline on the fleet at `uri` (or on every site of a fleet that
         spans hosts); idle VMs of `quiet_prefixes` (and of the user's fleet) are suspended during each point."""
-        seed = self.cfg.repeat.seed if self.cfg.repeat.seed is not None else new_seed()
-        self.store.update_manifest(seed=seed)
+        seed = self.store.manifest.get("seed")   # one seed for the whole run, a resumed one's too
+        if seed is None:
+            seed = self.cfg.repeat.seed if self.cfg.repeat.seed is not None else new_seed()
+            self.store.update_manifest(seed=seed)
         return Pipeline(store=self.store, repeat=self.cfg.repeat, settle=self.cfg.settle, seed=seed, host=self.host, uri=uri,
                         quiet_prefixes=(*quiet_prefixes, self.cfg.prefix + "-"), progress=self.progress, sites=sites,
                         base_meta={"run_id": self.store.run_id, "experiment": self.store.manifest.get("experiment"),
@@ -45,6 +48,12 @@ class RunContext:
         self.testbed = Testbed(self.cfg, self.host).rebuilt()
         self.testbeds = [self.testbed]
         return self.testbed.metadata()
+
+    def measured_before(self, point_ids: list[str]) -> bool:
+        """Whether every repeat of these points is on disk already: a resumed run's block that is
+        done, and need not be provisioned again."""
+        done = self.store.done()
+        return bool(point_ids) and all((pid, r) in done for pid in point_ids for r in range(self.cfg.repeat.count))
 
     def plan(self, runs: int) -> None:
         """Declares point runs to come (for the progress bar and its ETA)."""
@@ -76,6 +85,10 @@ class Experiment(Protocol):
     flags: tuple[Flag, ...]
     headline: str                # the metric its tables and report lead with
     uses_fleet: bool   # runs on the user's fleet (else brings up its own)
+
+    def plan(self, cfg: Config) -> Plan:
+        """Its blocks and points for this config, without provisioning or measuring anything
+        (`harness run NAME --plan`, and the first lines of every run's log)."""
 
     def run(self, ctx: RunContext) -> None:
         """Declares its points and has the pipeline measure them (samples are stored as each completes)."""

@@ -16,13 +16,15 @@ from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import BlockSize
 from harness.experiments import RunContext, sweep_flags
-from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
+from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point, point_id
 from harness.fleet.testbed import TestbedRecord
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline
+from harness.measure.plan import PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
+from harness.workloads import fio
 
 GROUP = "breakdown"
 
@@ -47,17 +49,22 @@ class Breakdown(FioMatrix):
                 FioPoint(GROUP, "fio-null", c.job(rw=c.rw, bs=c.bs, iodepth=1, ioengine="null", direct=False),
                          self.headline)]
 
-    def runs_per_block(self, cfg: Config) -> int:
-        return 3 * cfg.repeat.count  # the host's two points and the backend's device point (null: four)
+    def measured(self, cfg: Config, backend: str) -> list[tuple[FioPoint, str]]:
+        """The host's device and fio-null points, the VM's device point, and with the null backend
+        the VM's fio-null point too."""
+        device, fio_null = self.points(cfg)
+        return [(device, PHYSICAL), (fio_null, PHYSICAL), (device, VIRTUAL),
+                *([(fio_null, VIRTUAL)] if backend == "null" else [])]
+
+    def planned_block(self, cfg: Config, backend: str) -> list[PlannedPoint]:
+        return [PlannedPoint(p.label, env, fio.tool_seconds(p.job)) for p, env in self.measured(cfg, backend)]
+
+    def point_ids(self, cfg: Config, backend: str) -> list[str]:
+        return [point_id(p, env, backend) for p, env in self.measured(cfg, backend)]
 
     def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord,
               rebuild: Callable[[], dict] | None = None) -> None:
-        """The host's device and fio-null points, the VM's device point, and with the null backend
-        the VM's fio-null point too, interleaved."""
-        device, fio_null = self.points(ctx.cfg)
-        vm_points = (device, fio_null) if record.disk["backend"] == "null" else (device,)
-        points = [measured_point(ctx, record, p, PHYSICAL) for p in (device, fio_null)]
-        points += [measured_point(ctx, record, p, VIRTUAL) for p in vm_points]
+        points = [measured_point(ctx, record, p, env) for p, env in self.measured(ctx.cfg, record.disk["backend"])]
         pipeline.measure(points, record.metadata(), rebuild)
 
     def summarize(self, ctx: RunContext) -> None:

@@ -30,6 +30,7 @@ from harness.experiments import Flag, RunContext
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources.ceph import local as ceph_local
@@ -89,6 +90,21 @@ class CephScaling:
                     'fit it. Fix: --set ceph.mode=local (your cluster serves `--backend rbd` runs)')
         return osd_size_problem(*self._cluster(cfg))
 
+    def blocks(self, cfg: Config) -> list[tuple[int, int]]:
+        """(storage nodes, link Mbit/s) of each block."""
+        c = cfg.ceph_scaling
+        return [(k, rate) for k in sorted(set(c.node_counts)) for rate in c.link_mbit]
+
+    def envs(self, cfg: Config) -> tuple[str, ...]:
+        return (PHYSICAL, VIRTUAL) if cfg.ceph_scaling.ve else (PHYSICAL,)
+
+    def plan(self, cfg: Config) -> Plan:
+        c = cfg.ceph_scaling
+        points = [PlannedPoint(label, env, fio.tool_seconds(job), c.vms if env == VIRTUAL else 1)
+                  for label, job in self.jobs(cfg) for env in self.envs(cfg)]
+        return Plan(self.name, [Block(f"{k} storage node(s), links {f'{rate} Mbit/s' if rate else 'uncapped'}", points)
+                                for k, rate in self.blocks(cfg)], cfg.repeat.count)
+
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
         ceph, images = self._cluster(cfg)
@@ -96,8 +112,8 @@ class CephScaling:
             "disk": cfg.disk.with_backend("rbd"),
             "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)})})
         jobs = self.jobs(cfg)
-        blocks = [(k, rate) for k in sorted(set(c.node_counts)) for rate in c.link_mbit]
-        fleet = sweep.begin(ctx, sweep_cfg, len(blocks) * len(jobs) * (2 if c.ve else 1) * cfg.repeat.count,
+        blocks = self.blocks(cfg)
+        fleet = sweep.begin(ctx, sweep_cfg, self.plan(cfg).point_runs,
                          {"blocks": [f"n{k}-{rate or 'uncapped'}" for k, rate in blocks],
                           "points": [label for label, _ in jobs]})
         pipeline = ctx.pipeline(ctx.host.uri, (sweep_cfg.prefix + "-",))
@@ -110,7 +126,7 @@ class CephScaling:
                 tb = fleet.testbed
                 ceph_local.set_link_rate(ctx.host, tb.ceph, rate)
                 block = [self._point(ctx, tb, record, k, rate, label, job, env) for label, job in jobs
-                         for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
+                         for env in self.envs(cfg)]
                 pipeline.measure(block, record.metadata(), rebuild=partial(self._rebuilt, ctx, tb, rate))
 
     @staticmethod

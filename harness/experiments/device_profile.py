@@ -39,6 +39,7 @@ from harness.fleet import gc
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import raid
@@ -125,12 +126,20 @@ class DeviceProfile:
                                    ramp_s=0, ios=c.random_ios)))
         return out
 
+    def envs(self, c: Settings) -> tuple[str, ...]:
+        return (PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,)
+
+    def plan(self, cfg: Config) -> Plan:
+        c = cfg.device_profile
+        points = [PlannedPoint(label, env, fio.tool_seconds(job)) for label, _, job in self.jobs(c) for env in self.envs(c)]
+        return Plan(self.name, [Block(f"device {name}", points) for name in c.devices], cfg.repeat.count)
+
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.device_profile
         # no VM when measured from the host only
         sweep_cfg = sweep.fleet_config(cfg, "dp", vms=1 if c.ve else 0, disk_size_mib=c.size_mib, device=None)
         jobs = self.jobs(c)
-        fleet = sweep.begin(ctx, sweep_cfg, len(c.devices) * len(jobs) * (2 if c.ve else 1) * cfg.repeat.count,
+        fleet = sweep.begin(ctx, sweep_cfg, self.plan(cfg).point_runs,
                             {"devices": c.devices, "points": [label for label, _, _ in jobs]})
         pipeline = ctx.pipeline(ctx.host.uri, (sweep_cfg.prefix + "-",))
         for i, name in enumerate(c.devices):
@@ -142,7 +151,7 @@ class DeviceProfile:
                     record = fleet.up(ctx, pipeline, lambda where=where: Testbed(sweep_cfg, ctx.host, run_scoped=True,
                                                                                  **where))
                     points = [self._point(ctx, record, name, label, meta, job, env) for label, meta, job in jobs
-                              for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
+                              for env in self.envs(c)]
                     pipeline.measure(points, record.metadata())
 
     @contextlib.contextmanager

@@ -30,6 +30,7 @@ from harness.fleet import gc
 from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
 from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
+from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import percentile_plot
 from harness.results.environment import accel_label, tcg_caveat
 from harness.workloads import fio
@@ -60,22 +61,26 @@ class FioPoint:
 AGGREGATE_OF = {"iops": "aggregate_iops", "bw": "aggregate_bw"}
 
 
+def point_id(p: FioPoint, env: str, backend: str) -> str:
+    """A matrix point's id: the host's names the backend whose block it belongs to."""
+    return f"{p.group}/{p.label}/host@{backend}" if env == PHYSICAL else f"{p.group}/{p.label}/{backend}"
+
+
 def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str) -> Point:
     """A fio point of the matrix in one environment of a backend's block: host fio on the VMs'
     slices of the device, or fio in the sweep VMs (one, or `p.vms` at once, their figures summed)."""
     vms, backend = record.vms[:p.vms], record.disk["backend"]
-    where = "host" if env == PHYSICAL else backend
     several = dict(aggregate=aggregate.aggregate, headline=AGGREGATE_OF.get(p.headline, p.headline)) \
         if p.vms > 1 else dict(headline=p.headline)
     common = dict(parse=p.parse, **several, meta={"group": p.group, "point": p.label, "block": backend,
                                                   **({"vm_count": p.vms} if p.vms > 1 else {}), **fio.job_meta(p.job)})
-    pid = f"{p.group}/{p.label}/{where}@{backend}" if env == PHYSICAL else f"{p.group}/{p.label}/{backend}"
+    pid = point_id(p, env, backend)
     if env == PHYSICAL:
         return Point(pid, PHYSICAL, "host", (), **common, run=partial(
             fio.on_host, ctx.host, p.job, device=record.device_path,
             slots=[(vm.slice_offset, vm.slice_bytes) for vm in vms]))
     return Point(pid, VIRTUAL, backend, tuple(vm.name for vm in vms), **common,
-                 baseline=f"{p.group}/{p.label}/host@{backend}", run=partial(fio.in_guests, record.uri, p.job, vms))
+                 baseline=point_id(p, PHYSICAL, backend), run=partial(fio.in_guests, record.uri, p.job, vms))
 
 
 def on_loop(tb: Testbed, backend: str) -> bool:
@@ -161,9 +166,14 @@ class FioMatrix:
     def points(self, cfg: Config) -> list[FioPoint]:
         return [p for e in self._grouped() for p in e.group_points(cfg)]
 
-    def runs_per_block(self, cfg: Config) -> int:
-        """Point runs of one backend's block, host included (for the progress bar)."""
-        return 2 * len(self.points(cfg)) * cfg.repeat.count
+    def planned_block(self, cfg: Config, backend: str) -> list[PlannedPoint]:
+        """What one backend's block measures: each point on the host and in the VM."""
+        return [PlannedPoint(p.label, env, fio.tool_seconds(p.job), p.vms)
+                for p in self.points(cfg) for env in (PHYSICAL, VIRTUAL)]
+
+    def plan(self, cfg: Config) -> Plan:
+        return Plan(self.name, [Block(f"backend {b}", self.planned_block(cfg, b)) for b in self.backend_names(cfg)],
+                    cfg.repeat.count)
 
     def _verdicts(self, tb: Testbed, names: list[str]) -> dict[str, str | None]:
         verdicts = {}
@@ -183,13 +193,22 @@ class FioMatrix:
         if not runnable:
             sweep.record_plan(ctx, planned, skipped)
             return
-        fleet = sweep.begin(ctx, tb.cfg, len(runnable) * self.runs_per_block(ctx.cfg), planned, skipped)
+        runs = {b: len(self.planned_block(ctx.cfg, b)) * ctx.cfg.repeat.count for b in runnable}
+        fleet = sweep.begin(ctx, tb.cfg, sum(runs.values()), planned, skipped)
         with fleet.torn_down_after("the sweep fleet"):
             pipeline = ctx.pipeline(ctx.host.uri, (tb.cfg.prefix + "-",))
             for b in runnable:
+                if ctx.measured_before(self.point_ids(ctx.cfg, b)):
+                    step(f"backend {b}: every point was measured before: kept")
+                    ctx.plan(-runs[b])
+                    continue
                 with provisioned(ctx, pipeline, fleet, tb, b) as (record, block_tb):
                     self.block(ctx, pipeline, record,
                                rebuild=(lambda t=block_tb: t.rebuilt().metadata()) if block_tb else None)
+
+    def point_ids(self, cfg: Config, backend: str) -> list[str]:
+        """The ids of a backend's block (that the block is done is known before it is provisioned)."""
+        return [point_id(p, env, backend) for p in self.points(cfg) for env in (PHYSICAL, VIRTUAL)]
 
     def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord,
               rebuild: Callable[[], dict] | None = None) -> None:

@@ -18,13 +18,15 @@ from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import BlockSize, each
 from harness.experiments import RunContext, sweep_flags
-from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
+from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point, point_id
 from harness.fleet.testbed import TestbedRecord
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline
+from harness.measure.plan import PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
+from harness.workloads import fio
 
 GROUP = "latency-curve"
 
@@ -52,14 +54,23 @@ class LatencyCurve(FioMatrix):
         c = self.settings(cfg)
         return [FioPoint(GROUP, "unthrottled", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth), "iops")]
 
-    def runs_per_block(self, cfg: Config) -> int:
-        return 2 * (1 + len(cfg.latency_curve.fractions)) * cfg.repeat.count
+    def steps(self, cfg: Config, bound: float = 1) -> list[FioPoint]:
+        """The rate steps, each a fraction of an environment's unthrottled IOPS (`bound`)."""
+        c = cfg.latency_curve
+        return [FioPoint(GROUP, f"rate-{f:.0%}", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth, rate_iops=max(1, int(bound * f))),
+                         self.headline) for f in c.fractions]
+
+    def planned_block(self, cfg: Config, backend: str) -> list[PlannedPoint]:
+        return [PlannedPoint(p.label, env, fio.tool_seconds(p.job))
+                for p in (*self.points(cfg), *self.steps(cfg)) for env in (PHYSICAL, VIRTUAL)]
+
+    def point_ids(self, cfg: Config, backend: str) -> list[str]:
+        return [point_id(p, env, backend) for p in (*self.points(cfg), *self.steps(cfg)) for env in (PHYSICAL, VIRTUAL)]
 
     def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord,
               rebuild: Callable[[], dict] | None = None) -> None:
         """First the bound of both environments (unthrottled, interleaved), then the rate steps of
         both, each a fraction of its own environment's bound, interleaved."""
-        c = ctx.cfg.latency_curve
         (top,) = self.points(ctx.cfg)
         unthrottled = [measured_point(ctx, record, top, env) for env in (PHYSICAL, VIRTUAL)]
         pipeline.measure(unthrottled, record.metadata(), rebuild)
@@ -70,9 +81,7 @@ class LatencyCurve(FioMatrix):
                 continue
             bound = sum(values) / len(values)
             step(f"{point.id}: bound {bound:,.0f} IOPS")
-            steps += [measured_point(ctx, record, FioPoint(
-                GROUP, f"rate-{f:.0%}", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth, rate_iops=max(1, int(bound * f))),
-                self.headline), env) for f in c.fractions]
+            steps += [measured_point(ctx, record, p, env) for p in self.steps(ctx.cfg, bound)]
         pipeline.measure(steps, record.metadata(), rebuild)
 
     def summarize(self, ctx: RunContext) -> None:

@@ -16,6 +16,7 @@ from harness.config.core import Config
 from harness.config.schema import Section, VmCounts, each
 from harness.experiments import Flag, RunContext
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import accel_label, tcg_caveat
@@ -91,6 +92,13 @@ class Mysql:
 
     def fleet_size(self, cfg: Config) -> int:
         return max(cfg.mysql.vm_counts)
+
+    def plan(self, cfg: Config) -> Plan:
+        """One block, the fleet (grown to the largest VM count): each point on the host and in the VMs."""
+        planned, skipped = plan(cfg, self.fleet_size(cfg))
+        return Plan(self.name, [Block(f"the fleet ({cfg.disk.backend})", [
+            PlannedPoint(p.name, env, p.point.runtime_s, p.vm_count) for p in planned for env in (PHYSICAL, VIRTUAL)])],
+            cfg.repeat.count, skipped)
 
     def points(self, ctx: RunContext, planned: list[Planned]) -> list[Point]:
         tb = ctx.testbed

@@ -92,6 +92,9 @@ class MysqlRaid(WorkloadSweep):
         c = cfg.mysql_raid
         return [SweepPoint(t, c.point(t)) for t in c.tests] if fs_ok(c.filesystem) else []
 
+    def planned_seconds(self, cfg: Config, p: SweepPoint) -> float:
+        return p.db.runtime_s
+
     def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: SweepPoint, env: str) -> Point:
         meta = {"group": self.section, "point": p.label, "setup": s.label, "raid_level": SINGLE if s.level is None else s.level,
                 "members": s.members, "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a",

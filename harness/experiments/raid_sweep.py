@@ -25,6 +25,7 @@ from harness.experiments import Flag, RunContext
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
+from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import raid
@@ -117,6 +118,19 @@ class RaidSweep:
                                    runtime_s=c.runtime_s, ramp_s=c.ramp_s), fs)
                 for fs in self.filesystems(cfg) if fs_ok(fs) for rw in c.patterns for d in c.direct]
 
+    def planned_seconds(self, cfg: Config, p) -> float:
+        """A point's own tool time, for the plan."""
+        return fio.tool_seconds(p.job)
+
+    def envs(self, cfg: Config) -> tuple[str, ...]:
+        return (PHYSICAL, VIRTUAL) if getattr(cfg, self.section).ve else (PHYSICAL,)
+
+    def plan(self, cfg: Config) -> Plan:
+        """Every setup the config names (one the host's members cannot hold is skipped when the run
+        begins), each a block of the points on the host and in the VM."""
+        points = [PlannedPoint(p.label, env, self.planned_seconds(cfg, p)) for p in self.points(cfg) for env in self.envs(cfg)]
+        return Plan(self.name, [Block(s.label, points) for s in self.setups(cfg)], cfg.repeat.count)
+
     # --- the sweep -------------------------------------------------------------------------
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, getattr(ctx.cfg, self.section)
@@ -148,7 +162,9 @@ class RaidSweep:
         # one VM on each setup, none when measured on the host only
         sweep_cfg = sweep.fleet_config(cfg, "rs", vms=1 if c.ve else 0, disk_size_mib=c.size_mib,
                                        kernel=self.guest_kernel(cfg))
-        fleet = sweep.begin(ctx, sweep_cfg, len(runnable) * len(points) * (2 if c.ve else 1) * cfg.repeat.count)
+        envs = self.envs(cfg)
+        block_runs = len(points) * len(envs) * cfg.repeat.count
+        fleet = sweep.begin(ctx, sweep_cfg, len(runnable) * block_runs)
         pipeline = ctx.pipeline(host.uri, (sweep_cfg.prefix + "-",))
         def testbed_for(s: Setup) -> Testbed:
             if s.level is None:  # the same checks an array's members get
@@ -161,10 +177,13 @@ class RaidSweep:
                 host=ctx.host.descriptor()))
         with fleet.torn_down_after("the sweep fleet and its array"):
             for i, s in enumerate(runnable):
+                if ctx.measured_before([f"{s.label}/{p.label}/{env}" for p in points for env in envs]):
+                    step(f"[{i + 1}/{len(runnable)}] {s.label}: every point was measured before: kept")
+                    ctx.plan(-block_runs)
+                    continue
                 step(f"[{i + 1}/{len(runnable)}] {s.label}: provisioning")
                 record = fleet.up(ctx, pipeline, lambda s=s: testbed_for(s))
-                block = [self.measured_point(ctx, record, s, p, env) for p in points
-                         for env in ((PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,))]
+                block = [self.measured_point(ctx, record, s, p, env) for p in points for env in envs]
                 pipeline.measure(block, record.metadata(), rebuild=lambda tb=fleet.testbed: tb.rebuilt().metadata())
                 self.expectations(ctx, pipeline, s, block)
 

@@ -73,6 +73,9 @@ class RocksDb(WorkloadSweep):
         c = cfg.rocksdb
         return [SweepPoint(b, b) for b in c.benchmarks] if fs_ok(c.filesystem) else []
 
+    def planned_seconds(self, cfg: Config, p: SweepPoint) -> float:
+        return 0.0   # db_bench runs a number of keys, not a time: what it takes is learnt as overhead
+
     def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: SweepPoint, env: str) -> Point:
         c = ctx.cfg.rocksdb
         job = DbBenchJob(**c.model_dump(include=set(DbBenchJob.model_fields)))

@@ -22,6 +22,7 @@ from harness.config.schema import Section, VmCounts
 from harness.experiments import Flag, RunContext
 from harness.measure import aggregate
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point, Site
+from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import accel_label, tcg_caveat
@@ -129,6 +130,13 @@ class VmScaling:
                                 meta={"point": f"virtual-n{n}", "placement": placement, **job_meta},
                                 baseline=f"physical-n{n}", run=partial(fio.across_hosts, job, fleets=fleets)))
         return points
+
+    def plan(self, cfg: Config) -> Plan:
+        """One block, the fleet: each VM count on the host and in the VMs."""
+        seconds = fio.tool_seconds(self.workload(cfg))
+        return Plan(self.name, [Block(f"the fleet ({cfg.disk.backend})", [
+            PlannedPoint(f"{env}-n{n}", env, seconds, n) for n in cfg.vm_scaling.vm_counts for env in (PHYSICAL, VIRTUAL)])],
+            cfg.repeat.count)
 
     def run(self, ctx: RunContext) -> None:
         points = self.points(ctx)

@@ -132,6 +132,16 @@ def all_for_config(cfg) -> list[Host]:
     return [remote(h) for h in cfg.hosts] if cfg.hosts else [for_config(cfg)]
 
 
+def name_for_config(cfg) -> str:
+    """The name of the host the config names (the first of [[hosts]]), without reaching it."""
+    if cfg.hosts:
+        return cfg.hosts[0].name
+    if cfg.host.kind == "nested":
+        from harness.hosts.nested import NestedHost
+        return NestedHost.name
+    return LocalHost.name
+
+
 def for_config(cfg) -> Host:
     """The host the config names (the first of [[hosts]]), which must be up (harness/resources/nested_l1.py
     boots a nested one)."""
@@ -143,4 +153,4 @@ def for_config(cfg) -> Host:
     return LocalHost()
 
 
-__all__ = ["Host", "LocalHost", "Node", "all_for_config", "for_config", "from_descriptor", "remote"]
+__all__ = ["Host", "LocalHost", "Node", "all_for_config", "for_config", "from_descriptor", "name_for_config", "remote"]

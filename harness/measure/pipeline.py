@@ -142,6 +142,12 @@ def schedule(ids: list[str], rng: random.Random, last: str | None) -> list[str]:
     return order
 
 
+def block_rng(seed: int, ids: list[str]) -> random.Random:
+    """A block's shuffling: from the run's seed and the block's point ids alone, so that a resumed
+    run (whose done blocks are not measured again) draws every block's rounds as the first run did."""
+    return random.Random(f"{seed}/{'|'.join(ids)}")
+
+
 def new_seed() -> int:
     return random.SystemRandom().randrange(1 << 31)
 
@@ -188,7 +194,11 @@ class Pipeline:
         self.testbed_meta = testbed_meta or {}
         self.broken, self.guest_lost, self.rebuilt = "", False, False
         self.rebuild, self.block = rebuild, points
+        self.rng, self.last = block_rng(self.seed, [p.id for p in points]), None
         rounds = s.max_count if s.adaptive else s.count
+        done = self.store.done()   # a resumed run's: kept, and not measured again
+        if kept := sum((p.id, r) in done for p in points for r in range(rounds)):
+            step(f"  {kept} point runs of this block were measured before: kept")
         try:
             conns = [connect(site.uri) for site in self.sites]
         except libvirt.libvirtError as e:
@@ -216,6 +226,11 @@ class Pipeline:
                     self.progress.add(len(todo))
                 order = schedule(todo, self.rng, self.last)
                 for i, pid in enumerate(order):
+                    if (pid, r) in done:
+                        self.last = pid
+                        if self.progress:
+                            self.progress.add(-1)
+                        continue
                     if self.broken and not self._rebuilt():
                         break
                     conns = self._reconnected(conns)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from harness import hosts
 from harness.common import paths
 from harness.common.cancel import CANCEL, Terminated
-from harness.common.console import step, warn
+from harness.common.console import console, step, warn
 from harness.common.files import write_atomic
 from harness.common.pids import owner
 from harness.common.progress import RunProgress
@@ -23,6 +23,8 @@ from harness.fleet.multi_host import MultiHostFleet
 from harness.fleet.testbed import Testbed
 from harness.hosts import LocalHost
 from harness.hosts.folders import state_dir_problem
+from harness.measure import plan as plan_mod
+from harness.measure import resume as resume_mod
 from harness.report import tables
 from harness.resources import nested_l1
 from harness.results import environment
@@ -44,10 +46,27 @@ def grown(cfg: Config, need: int) -> Config:
                                      "for the experiment's largest VM count; lower that count instead)") from None
 
 
-def run(cfg: Config, experiment_name: str) -> RunContext:
+def show_plan(cfg: Config, experiment_name: str) -> None:
+    """`harness run NAME --plan`: the plan and its estimate; nothing is provisioned or measured."""
+    experiment = registry()[experiment_name]
+    if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):
+        raise settings.ConfigError(why)
+    if experiment.uses_fleet and hasattr(experiment, "fleet_size"):
+        cfg = grown(cfg, max(experiment.fleet_size(cfg), cfg.fleet.vms))
+    console.print(plan_mod.describe(experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg))),
+                  markup=False, highlight=False)
+
+
+def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_anyway: bool = False) -> RunContext:
+    """Runs the experiment in a new run folder, or goes on with the run `resume` names (its
+    measured points kept, the rest measured in the original round order)."""
+    t0 = time.monotonic()
     signal.signal(signal.SIGTERM, _terminate)  # a CI timeout or `kill` ends the run like Ctrl-C
     experiment = registry()[experiment_name]
     if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):   # before anything is made
+        raise settings.ConfigError(why)
+    resumed = resume_mod.folder_of(cfg.results_dir, resume) if resume else None
+    if resumed and (why := resume_mod.refusal(resumed, experiment_name)):
         raise settings.ConfigError(why)
     if why := state_dir_problem(LocalHost(), str(cfg.state_dir), "state_dir"):
         raise settings.ConfigError(why)
@@ -79,16 +98,30 @@ def run(cfg: Config, experiment_name: str) -> RunContext:
     if len(records) > 1:  # each host's own environment beside the first's
         env["per_host"] = {h.name: environment.collect(r.accel, h) for h, r in zip(host_list, records)}
         env["host"] = ",".join(h.name for h in host_list)
-    store = RunStore(cfg.results_dir, new_run_id(experiment_name))
+    store = RunStore.reopened(resumed) if resumed else RunStore(cfg.results_dir, new_run_id(experiment_name))
+    if resumed:
+        changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()), env)
+        if changed and not resume_anyway:
+            raise settings.ConfigError(resume_mod.changed_refusal(resumed, changed))
+        env = {**env, **({"resumed_anyway": "; ".join(changed)} if changed else {})}
+        step(f"resuming {store.run_id}: {len(store.done())} point runs measured before are kept")
+        store.update_manifest(status="running", resumed=[*store.manifest.get("resumed", []),
+                                                          {"at": time.time(), "changed": changed}])
     where = (f"{sum(len(r.vms) for r in records)} VM fleet on {len(records)} host(s), backend={record.disk['backend']}"
              if record else "a sweep fleet")
     step(f"run {store.run_id}: {experiment_name} on {where}, accel={env['accel']}, "
          f"{cfg.repeat.count} shuffled repeat(s) per point -> {store.dir}")
     store.update_manifest(experiment=experiment_name, config=json.loads(cfg.model_dump_json()),
-                          testbed=asdict(record) if record else None, environment=env, owner=owner(),
+                          testbed=asdict(record) if record else None, owner=owner(),
+                          environment={k: v for k, v in env.items() if k != "resumed_anyway"},
                           **({"testbeds": [asdict(r) for r in records]} if len(records) > 1 else {}))
     ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env, host=host,
                      testbeds=records, hosts=host_list)
+    the_plan, costs = experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, env["host"])
+    for line in plan_mod.describe(the_plan, costs).splitlines():
+        step(line)
+    if not resumed:
+        store.update_manifest(estimate_s=round(plan_mod.estimate(the_plan, costs).seconds))
     status = "running"
     try:
         with RunProgress(experiment_name) as progress:
@@ -96,6 +129,9 @@ def run(cfg: Config, experiment_name: str) -> RunContext:
             experiment.run(ctx)
         failed = [s for s in store.samples if s.status != "ok"]
         status = "completed" if not failed else "completed-with-failures"
+        if not resumed:   # a whole run's time: what this host's costs are learnt from
+            costs.learn(experiment_name, *plan_mod.learnt_from(the_plan, [s.row() for s in store.samples],
+                                                               time.monotonic() - t0, len(the_plan.blocks)))
     except KeyboardInterrupt:   # raised again below, so that the exit status says so (130, or 143)
         CANCEL.set()
         status = "interrupted"

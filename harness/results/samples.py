@@ -14,6 +14,13 @@ class Sample:
     status: str = "ok"          # "ok" or "failed"
     error: str = ""
 
+    @classmethod
+    def from_row(cls, row: dict) -> "Sample":
+        """The sample a row of samples.jsonl holds (`row()`'s inverse)."""
+        meta = dict(row)
+        return cls(meta.pop("metric"), meta.pop("value"), meta.pop("unit"), status=meta.pop("status", "ok"),
+                   error=meta.pop("error", ""), metadata=meta)
+
     def row(self) -> dict:
         return {"metric": self.metric, "value": self.value, "unit": self.unit, "status": self.status,
                 "error": self.error, **self.metadata}

@@ -45,11 +45,34 @@ class RunStore:
         self.samples: list[Sample] = []
         self.manifest: dict = {"run_id": run_id, "status": "running", "started": time.time()}
 
+    @classmethod
+    def reopened(cls, folder: Path) -> "RunStore":
+        """A run's folder, to go on measuring in (`harness run --resume`): its manifest, and its
+        measured samples. Failed samples are left out: their points are measured again."""
+        store = cls.__new__(cls)
+        store.run_id, store.dir = folder.name, folder
+        store.manifest = json.loads((folder / "run.json").read_text())
+        rows = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()
+                if line.strip()] if (folder / "samples.jsonl").exists() else []
+        store.samples = [Sample.from_row(r) for r in rows if r.get("status") == "ok"]
+        return store
+
+    def done(self) -> set[tuple[str, int]]:
+        """The (point id, repeat) pairs whose samples are on disk: a point's samples are written at
+        once, so one there means its repeat is complete. A facet (`<id>#<facet>`) counts for its point."""
+        return {(str(s.metadata["point_id"]).split("#")[0], s.metadata["repeat"]) for s in self.samples
+                if s.status == "ok" and isinstance(s.metadata.get("repeat"), int) and "point_id" in s.metadata}
+
     def save_raw(self, relpath: str, data: str | bytes) -> str:
         write_atomic(self.dir / "raw" / relpath, data)
         return f"raw/{relpath}"
 
     def add(self, samples: list[Sample]) -> None:
+        """Adds samples and rewrites the table. A value derived over a point's repeats (a ratio, a
+        model's expectation) replaces the one derived before from fewer (a resumed run's)."""
+        derived = {_derived_key(s) for s in samples} - {None}
+        if derived:
+            self.samples = [s for s in self.samples if _derived_key(s) not in derived]
         self.samples.extend(samples)
         rows = [s.row() for s in self.samples]
         write_atomic(self.dir / "samples.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
@@ -64,6 +87,10 @@ class RunStore:
         self.manifest.update(fields)
         write_atomic(self.dir / "run.json", json.dumps(self.manifest, indent=2, default=str))
         RunIndex(self.dir.parent).record(self.manifest, self.dir)
+
+
+def _derived_key(s: Sample) -> tuple | None:
+    return (s.metric, s.metadata.get("point_id")) if s.metadata.get("repeat") == "all" else None
 
 
 class RunIndex:

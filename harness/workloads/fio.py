@@ -16,7 +16,7 @@ from harness.fleet.agent import PATH, guests, in_parallel
 from harness.hosts import Node
 from harness.measure.pipeline import Output
 from harness.workloads import fio_jobfile, fio_output, fio_trace, run_runner
-from harness.workloads.fio_jobfile import JobFile
+from harness.workloads.fio_jobfile import MARGIN_S, JobFile
 from harness.workloads.fio_trace import Trace
 
 JOB_TEMPLATE = paths.GUEST_AGENTS / "fio" / "job.fio"
@@ -104,6 +104,12 @@ def mixed(rw: str) -> bool:
 def job_meta(job: FioJob | JobFile | Trace) -> dict:
     """The job's fields (or the job file's or trace's name, hash and jobs) as sample metadata."""
     return job.model_dump() if isinstance(job, FioJob) else job.meta()
+
+
+def tool_seconds(job: FioJob | JobFile | Trace) -> float:
+    """How long fio runs the job, as asked (its ramp and runtime; a job file's jobs one after
+    another; a trace's replay bound), for a run's plan."""
+    return job.runtime_s + job.ramp_s if isinstance(job, FioJob) else max(0.0, job.timeout_s - MARGIN_S)
 
 
 def timeout_s(job: FioJob) -> float:

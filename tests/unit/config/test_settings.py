@@ -52,7 +52,7 @@ def test_a_new_experiment_gets_a_config_section_and_a_command_from_its_module_al
     with pytest.raises(ConfigError, match=r"toy\.mode"):
         settings.load(None, ["toy.mode=medium"])
     seen = {}
-    monkeypatch.setattr(runner, "run", lambda cfg, name: seen.update(cfg=cfg, name=name))
+    monkeypatch.setattr(runner, "run", lambda cfg, name, **_: seen.update(cfg=cfg, name=name))
     out = CliRunner().invoke(cli.cli, ["run", "toy", "--widgets", "2,4", "--slow"])
     assert out.exit_code == 0, out.output
     assert seen["name"] == "toy" and seen["cfg"].toy.widgets == [2, 4] and seen["cfg"].toy.mode == "slow"
@@ -61,7 +61,7 @@ def test_a_new_experiment_gets_a_config_section_and_a_command_from_its_module_al
 
 def run_with(monkeypatch, *args):
     seen = {}
-    monkeypatch.setattr(runner, "run", lambda cfg, name: seen.update(cfg=cfg, name=name))
+    monkeypatch.setattr(runner, "run", lambda cfg, name, **_: seen.update(cfg=cfg, name=name))
     out = CliRunner().invoke(cli.cli, ["run", *args])
     assert out.exit_code == 0, out.output
     return seen["cfg"]

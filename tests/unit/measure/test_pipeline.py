@@ -10,7 +10,7 @@ import pytest
 import harness.measure.pipeline as pipeline_mod
 from harness.config.core import Config
 from harness.hosts import LocalHost
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Output, Pipeline, Point, schedule
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Output, Pipeline, Point, block_rng, schedule
 from harness.results.store import RunStore
 from harness.workloads import fio
 
@@ -271,7 +271,8 @@ def test_a_job_file_run_is_a_point_per_job_and_direction_with_a_ratio_each(tmp_p
 
 def test_seed_0_shuffles_the_physical_point_first():
     """test_nested_raid's killed run relies on it: its host points come at once."""
-    assert schedule(["physical-n2", "virtual-n2"], random.Random(0), None)[0] == "physical-n2"
+    ids = ["physical-n2", "virtual-n2"]
+    assert schedule(ids, block_rng(0, ids), None)[0] == "physical-n2"
 
 
 def test_a_points_key_is_what_decides_its_result_not_what_one_run_adds(tmp_path, fixture_text):
@@ -289,3 +290,60 @@ def test_a_points_key_is_what_decides_its_result_not_what_one_run_adds(tmp_path,
     assert one.point_key(point) != one.point_key(Point(**{**other.__dict__, "meta": {"point": "phys", "bs": 8192}}))
     one.measure([point])
     assert {s.metadata["point_key"] for s in one.store.samples} == {one.point_key(point)}
+
+
+# --- a resumed run ---------------------------------------------------------------------
+def points(raw: str, log: list, stop_at: int | None = None):
+    """Two pairs of points; with `stop_at`, the run is interrupted (Ctrl-C) as that point run starts."""
+    made = [fio_point("a-host", PHYSICAL, raw, log), fio_point("a-vm", VIRTUAL, raw, log, baseline="a-host", scale=0.5),
+            fio_point("b-host", PHYSICAL, raw, log), fio_point("b-vm", VIRTUAL, raw, log, baseline="b-host", scale=0.8)]
+    if stop_at is None:
+        return made
+
+    def interrupting(p):
+        def run():
+            if len(log) == stop_at:
+                log.append(p.id)
+                raise KeyboardInterrupt
+            return p.run()
+        return type(p)(**{**p.__dict__, "run": run})
+    return [interrupting(p) for p in made]
+
+
+def test_a_resumed_run_measures_what_is_left_in_the_original_order_and_nothing_twice(tmp_path, fixture_text):
+    raw = fixture_text("fio/host-randread-qd16.json")
+    whole: list = []
+    pipeline(tmp_path / "whole").measure(points(raw, whole))
+
+    cut: list = []
+    first = pipeline(tmp_path / "cut")
+    first.store.update_manifest(seed=7)
+    with pytest.raises(KeyboardInterrupt):
+        first.measure(points(raw, cut, stop_at=5))
+    assert len(first.store.done()) == 5          # the interrupted point run left no sample
+    folder = first.store.dir
+    rest: list = []
+    again = pipeline(tmp_path / "unused")
+    again.store = RunStore.reopened(folder)
+    again.measure(points(raw, rest))
+    assert cut[:-1] + rest == whole               # the same rounds, in the same order, each run once
+    rows = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    measured = [(r["point_id"], r["repeat"]) for r in rows if r["metric"] == "iops" and r["repeat"] != "all"]
+    assert len(measured) == len(set(measured)) == 12
+    ratios = [r for r in rows if r["metric"] == "ve_pe_ratio"]
+    assert sorted(r["point_id"] for r in ratios) == ["a-vm", "b-vm"] and {r["n_virtual"] for r in ratios} == {3}
+
+
+def test_a_reopened_store_leaves_out_failed_samples_and_a_new_ratio_replaces_the_old(tmp_path, fixture_text):
+    raw, log = fixture_text("fio/host-randread-qd16.json"), []
+    p = pipeline(tmp_path)
+    p.store.update_manifest(seed=7)
+    p.measure(points(raw, log)[:2])
+    rows = [json.loads(line) for line in (p.store.dir / "samples.jsonl").read_text().splitlines()]
+    rows[0] = {**rows[0], "status": "failed", "value": None}
+    (p.store.dir / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = RunStore.reopened(p.store.dir)
+    assert len(store.samples) == len(rows) - 1
+    (ratio,) = [s for s in store.samples if s.metric == "ve_pe_ratio"]
+    store.add([ratio])
+    assert [s.metric for s in store.samples].count("ve_pe_ratio") == 1

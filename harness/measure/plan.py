@@ -1,0 +1,207 @@
+"""A run's plan before anything runs: its blocks (each a setup the sweep provisions, or the user's
+fleet), the points in each, the repeats, and an estimated duration from what this host has cost
+before (`costs.json` in the results folder, kept per host and learnt after every run):
+
+- a block's setup: what a run spends outside its points (provisioning a fleet, an array, a Ceph
+  cluster, the summary), per block, by experiment;
+- a point's overhead beyond its tool's own time (settle wait, suspending VMs, starting the tool,
+  collecting its output), by environment and participants;
+- the noise of a point's repeats (the median CV of its headline), from which the plan says the
+  smallest difference its repeats can resolve and how many repeats 5% and 10% would need.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scipy import stats as sps
+
+from harness.common.files import write_atomic
+
+KEEP = 5   # the costs of the last KEEP runs are averaged: a host's speed drifts
+
+
+@dataclass(frozen=True)
+class PlannedPoint:
+    label: str
+    env: str             # physical | virtual
+    seconds: float       # the tool's own time (ramp and runtime), 0 where only the run can tell
+    participants: int = 1
+
+
+@dataclass(frozen=True)
+class Block:
+    label: str           # e.g. "backend nbd", "raid5-n4-c64k", "the fleet"
+    points: list[PlannedPoint]
+
+
+@dataclass
+class Plan:
+    experiment: str
+    blocks: list[Block]
+    repeats: int
+    skipped: dict[str, str] = field(default_factory=dict)   # what will not run, with why
+
+    @property
+    def point_runs(self) -> int:
+        return self.repeats * sum(len(b.points) for b in self.blocks)
+
+
+def host_key(host_name: str) -> str:
+    """The host costs are kept for: the first host of a fleet that spans several."""
+    return host_name.split(",")[0]
+
+
+class Costs:
+    """What runs on one host have cost, in the results folder's costs.json."""
+
+    def __init__(self, results_dir: Path, host: str):
+        self.path = Path(results_dir) / "costs.json"
+        self.host = host_key(host)
+        try:
+            everything = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            everything = {}
+        self.all = everything if isinstance(everything, dict) else {}
+        self.mine: dict = self.all.get(self.host, {})
+
+    def _mean(self, kind: str, key: str) -> float | None:
+        values = self.mine.get(kind, {}).get(key)
+        return statistics.fmean(values) if values else None
+
+    def setup_s(self, experiment: str) -> tuple[float, str]:
+        """A block's setup cost for the experiment, and where it comes from."""
+        if (own := self._mean("setup_s", experiment)) is not None:
+            return own, "measured"
+        others = [statistics.fmean(v) for v in self.mine.get("setup_s", {}).values() if v]
+        if others:
+            return statistics.fmean(others), "other experiments' (none of this one's yet)"
+        return 0.0, "none measured on this host yet"
+
+    def overhead_s(self, env: str, participants: int) -> float | None:
+        for key in (f"{env}/{participants}", env):
+            if (v := self._mean("overhead_s", key)) is not None:
+                return v
+        return None
+
+    def noise_cv(self) -> float | None:
+        return self._mean("noise_cv", "headline")
+
+    def learn(self, experiment: str, setup_s: float | None, overheads: dict[str, list[float]],
+              noise: float | None) -> None:
+        """Adds one run's costs and writes the file (atomically)."""
+        def keep(kind: str, key: str, value: float) -> None:
+            values = self.mine.setdefault(kind, {}).setdefault(key, [])
+            values.append(round(value, 3))
+            del values[:-KEEP]
+        if setup_s is not None:
+            keep("setup_s", experiment, setup_s)
+        for key, values in overheads.items():
+            keep("overhead_s", key, statistics.fmean(values))
+        if noise is not None:
+            keep("noise_cv", "headline", noise)
+        self.all[self.host] = self.mine
+        write_atomic(self.path, json.dumps(self.all, indent=1, sort_keys=True))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float
+    notes: list[str]
+
+
+def estimate(plan: Plan, costs: Costs) -> Estimate:
+    """The plan's duration from the host's costs, and what the figure lacks."""
+    notes = []
+    setup, source = costs.setup_s(plan.experiment)
+    if source != "measured":
+        notes.append(f"block setup: {source}")
+    total, unknown = setup * len(plan.blocks), set()
+    for block in plan.blocks:
+        for p in block.points:
+            overhead = costs.overhead_s(p.env, p.participants)
+            if overhead is None:
+                unknown.add(p.env)
+            total += plan.repeats * (p.seconds + (overhead or 0.0))
+    if unknown:
+        notes.append(f"no per-point overhead measured on this host yet for {', '.join(sorted(unknown))} points: "
+                     "their tools' own time only")
+    return Estimate(total, notes)
+
+
+def resolvable(cv: float, repeats: int) -> float:
+    """The smallest relative difference between two points that `repeats` repeats of each resolve
+    at 95% (the half-width of the difference's CI), for repeats of coefficient of variation `cv`."""
+    if repeats < 2:
+        return math.inf
+    return float(sps.t.ppf(0.975, 2 * repeats - 2)) * cv * math.sqrt(2 / repeats)
+
+
+def repeats_for(cv: float, difference: float, cap: int = 1000) -> int | None:
+    """The fewest repeats that resolve `difference` (None: more than `cap`)."""
+    return next((n for n in range(2, cap + 1) if resolvable(cv, n) <= difference), None)
+
+
+def duration(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{seconds:.0f} s" if seconds < 90 else f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
+
+
+def describe(plan: Plan, costs: Costs) -> str:
+    """The plan as the run's log and `--plan` say it."""
+    est = estimate(plan, costs)
+    lines = [f"plan: {plan.experiment}, {len(plan.blocks)} block(s), {plan.point_runs} point runs "
+             f"({plan.repeats} shuffled repeat(s) of each point), on host {costs.host}"]
+    for b in plan.blocks:
+        envs = sorted({p.env for p in b.points})
+        lines.append(f"  {b.label}: {len(b.points)} points ({', '.join(envs)})")
+    for what, why in plan.skipped.items():
+        lines.append(f"  skipped: {what} ({why})")
+    lines.append(f"estimated duration: {duration(est.seconds)}" + (f" ({'; '.join(est.notes)})" if est.notes else ""))
+    if (cv := costs.noise_cv()) is not None:
+        need = {d: repeats_for(cv, d) for d in (0.05, 0.10)}
+        lines.append(f"noise on this host: repeats vary by a CV of {cv:.0%}; {plan.repeats} repeat(s) resolve a "
+                     f"difference of {resolvable(cv, plan.repeats):.0%} or more; 10% needs "
+                     f"{need[0.10] or '>1000'} repeats, 5% needs {need[0.05] or '>1000'} (repeat.count)")
+    else:
+        lines.append("noise on this host: none measured yet (a first run measures it)")
+    return "\n".join(lines)
+
+
+def learnt_from(plan: Plan, rows: list[dict], wall_s: float, blocks_run: int) -> tuple[float | None, dict, float | None]:
+    """One finished run's costs: its setup per block (the time outside its points), its points'
+    overhead beyond their planned tool time by environment and participants, and the median CV of
+    its points' headline over repeats."""
+    planned: dict[tuple[str, int], list[float]] = {}
+    for b in plan.blocks:
+        for p in b.points:
+            planned.setdefault((p.env, p.participants), []).append(p.seconds)
+    walls: dict[tuple[str, int], list[float]] = {}
+    seen, headline = set(), {}
+    for r in rows:
+        key = (str(r.get("point_id", "")).split("#")[0], r.get("repeat"))
+        if r.get("status") != "ok" or not isinstance(r.get("repeat"), int) or "point_wall_s" not in r:
+            continue
+        if r.get("metric") == r.get("headline") and r.get("scope") in ("aggregate", "slot", "vm"):
+            headline.setdefault(r.get("point_id"), {}).setdefault(r["repeat"], []).append(float(r["value"]))
+        if key in seen:
+            continue
+        seen.add(key)
+        n = int(r.get("vm_count") or 1)
+        walls.setdefault((r["env"], n), []).append(float(r["point_wall_s"]))
+    overheads: dict[str, list[float]] = {}
+    for (env, n), values in walls.items():
+        tool = statistics.fmean(planned.get((env, n)) or [0.0])
+        overheads.setdefault(f"{env}/{n}", []).append(max(0.0, statistics.fmean(values) - tool))
+        overheads.setdefault(env, []).append(max(0.0, statistics.fmean(values) - tool))
+    points_s = sum(sum(v) for v in walls.values())
+    setup = max(0.0, wall_s - points_s) / blocks_run if blocks_run and walls else None
+    cvs = []
+    for by_repeat in headline.values():
+        values = [sum(v) if len(v) > 1 else v[0] for v in by_repeat.values()]
+        if len(values) >= 2 and statistics.fmean(values) > 0:
+            cvs.append(statistics.stdev(values) / statistics.fmean(values))
+    return setup, overheads, (statistics.median(cvs) if cvs else None)

@@ -1,0 +1,61 @@
+"""A run's plan: its estimate from what this host has cost before, the costs a finished run
+teaches, and the difference its repeats can resolve on this host's noise."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.config import settings
+from harness.experiments import registry
+from harness.measure import plan
+from harness.measure.plan import Block, Costs, Plan, PlannedPoint
+
+
+def two_blocks() -> Plan:
+    points = [PlannedPoint("p", "physical", 12), PlannedPoint("p", "virtual", 12)]
+    return Plan("demo", [Block("one", points), Block("two", points)], repeats=3)
+
+
+def test_without_costs_the_estimate_counts_tool_time_and_says_what_it_lacks(tmp_path):
+    est = plan.estimate(two_blocks(), Costs(tmp_path, "local"))
+    assert est.seconds == 2 * 2 * 3 * 12
+    assert any("none measured" in n for n in est.notes) and any("overhead" in n for n in est.notes)
+    text = plan.describe(two_blocks(), Costs(tmp_path, "local"))
+    assert "2 block(s), 12 point runs" in text and "noise on this host: none measured yet" in text
+
+
+def test_a_finished_run_teaches_setup_overhead_and_noise_kept_per_host(tmp_path):
+    rows = [{"point_id": f"p/{env}", "repeat": r, "status": "ok", "env": env, "metric": "iops", "headline": "iops",
+             "scope": "slot", "value": 100 + 10 * r, "point_wall_s": 20.0} for env in ("physical", "virtual") for r in range(3)]
+    setup, overheads, noise = plan.learnt_from(two_blocks(), rows, wall_s=300.0, blocks_run=2)
+    assert setup == pytest.approx((300 - 6 * 20) / 2)
+    assert overheads["physical/1"] == [pytest.approx(8.0)] and overheads["virtual"] == [pytest.approx(8.0)]
+    assert noise == pytest.approx(10 / 110)
+    costs = Costs(tmp_path, "nested,other")
+    costs.learn("demo", setup, overheads, noise)
+    again = Costs(tmp_path, "nested")
+    assert again.setup_s("demo") == (pytest.approx(90.0), "measured")
+    assert again.setup_s("other")[1].startswith("other experiments'")
+    est = plan.estimate(two_blocks(), again)
+    assert est.seconds == pytest.approx(2 * 90 + 12 * 20) and not est.notes
+    assert Costs(tmp_path, "local").noise_cv() is None      # another host has none of these
+    assert set(json.loads((tmp_path / "costs.json").read_text())) == {"nested"}
+
+
+def test_the_difference_repeats_resolve_shrinks_with_repeats():
+    assert plan.resolvable(0.1, 1) == float("inf")
+    assert plan.resolvable(0.1, 3) > plan.resolvable(0.1, 10) > 0
+    n = plan.repeats_for(0.1, 0.10)
+    assert plan.resolvable(0.1, n) <= 0.10 < plan.resolvable(0.1, n - 1)
+    assert plan.repeats_for(5.0, 0.01, cap=50) is None
+
+
+def test_every_experiment_declares_a_plan_without_touching_the_host():
+    cfg = settings.load(None, [])
+    for name, experiment in registry().items():
+        if name in ("fio-job", "replay"):   # they need a job file or a trace named
+            continue
+        p = experiment.plan(cfg)
+        assert p.experiment == name and p.blocks and all(b.points for b in p.blocks), name
+        assert p.point_runs == cfg.repeat.count * sum(len(b.points) for b in p.blocks)
