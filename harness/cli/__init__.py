@@ -427,15 +427,21 @@ def runs(config_path, overrides, rebuild) -> None:
     table = Table(title=f"runs in {index.path.parent}")
     for col in ("run id", "experiment", "status", "started", "accel", "backend"):
         table.add_column(col)
+    unfinished = []
     for r in index.list():
         started = _time.strftime("%Y-%m-%d %H:%M", _time.localtime(r["started"])) if r["started"] else ""
         status = r["status"] or ""
         manifest = Path(r["path"]) / "run.json"
         if status == "running" and manifest.exists():  # still running, or killed before it could say so
             status = status_of(json.loads(manifest.read_text()))
+        if status in ("interrupted", "died", "failed"):
+            unfinished.append(f"harness run {r['experiment']} --resume {r['run_id']}")
         table.add_row(escape(r["run_id"]), escape(r["experiment"] or ""), status, started, r["accel"] or "",
                       escape(r["backend"] or ""))
     console.print(table)
+    if unfinished:   # with the config they ran with: --resume refuses another
+        console.print("go on with an unfinished run (its measured points are kept):\n  " + "\n  ".join(unfinished),
+                      markup=False, soft_wrap=True)
 
 
 @cli.command()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 FIX = "fix"  # key in a field's json_schema_extra: how to repair a bad value
 
@@ -18,6 +18,21 @@ class ConfigError(Exception):
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class StudySection(Section):
+    """A study's settings: its defaults answer the study's headline question in a default run;
+    `full` sweeps the study's whole matrix (FULL) in every field the config does not set itself."""
+    FULL: ClassVar[dict[str, Any]] = {}
+    full: bool = Field(False, description="sweep the study's whole matrix (a long run: `--plan` says how long) "
+                                          "in every field not set here")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _full_matrix(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("full") in (True, "true", "True", 1):
+            return {**cls.FULL, **data}
+        return data
 
 
 def each(ok, message: str) -> AfterValidator:

@@ -71,6 +71,11 @@ class Flag:
     switch: Any = None           # not None: an on/off flag that sets the fields to this value
 
 
+def full_flag(section: str) -> Flag:
+    """--full: the study's whole matrix instead of the defaults that answer its headline question."""
+    return Flag("--full", (f"{section}.full",), "Sweep the study's whole matrix (a long run; see --plan).", switch=True)
+
+
 def sweep_flags(*sections: str, backends_field: str) -> tuple[Flag, ...]:
     """--backend, --runtime and --ramp, for experiments that sweep backends over fio points."""
     return (Flag("--backend", (backends_field,), "Comma-separated backends (default: the config's)."),

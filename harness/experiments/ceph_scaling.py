@@ -25,8 +25,8 @@ from harness.analysis import model
 from harness.common.console import step
 from harness.common.files import write_atomic
 from harness.config.core import Config
-from harness.config.schema import BlockSize, Section, bs_bytes, each
-from harness.experiments import Flag, RunContext
+from harness.config.schema import BlockSize, StudySection, bs_bytes, each
+from harness.experiments import Flag, RunContext, full_flag
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
@@ -42,11 +42,12 @@ METRICS = {"aggregate_bw": "bandwidth (KiB/s)", "aggregate_iops": "IOPS", "lat_m
 FACTORS = ("numjobs", "bs_bytes")
 
 
-class Settings(Section):
+class Settings(StudySection):
+    FULL = {"patterns": ["read", "write", "randread", "randwrite"]}
     node_counts: Annotated[list[int], each(lambda n: 1 <= n <= 5, "every node count must be 1 to 5")] = Field(
         [2, 3], min_length=1, description="storage node counts (1-5), each a pool on exactly those nodes of one cluster")
     patterns: list[Literal["read", "write", "randread", "randwrite"]] = Field(
-        ["read", "write", "randread", "randwrite"], min_length=1, description="fio access patterns")
+        ["read", "randwrite"], min_length=1, description="fio access patterns (full: all four)")
     numjobs: Annotated[list[int], each(lambda n: 1 <= n <= 16, "every client process count must be 1 to 16")] = Field(
         [1, 4], min_length=1, description="client processes (fio numjobs), 1-16")
     bs: list[BlockSize] = Field(["4k", "128k"], min_length=1, description="block sizes")
@@ -68,7 +69,8 @@ class CephScaling:
     headline = "aggregate_bw"
     flags = (Flag("--nodes", ("ceph_scaling.node_counts",), "Comma-separated storage node counts, e.g. 2,3."),
              Flag("--runtime", ("ceph_scaling.runtime_s",)), Flag("--ramp", ("ceph_scaling.ramp_s",)),
-             Flag("--pe-only", ("ceph_scaling.ve",), "Measure from the host only (no VMs).", switch=False))
+             Flag("--pe-only", ("ceph_scaling.ve",), "Measure from the host only (no VMs).", switch=False),
+             full_flag("ceph_scaling"))
 
     def jobs(self, cfg: Config) -> list[tuple[str, fio.FioJob]]:
         c = cfg.ceph_scaling

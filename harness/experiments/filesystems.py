@@ -3,6 +3,8 @@ single device, buffered and direct, PE and VE.
 Config section [filesystems]; member devices from [raid]. Each point makes its filesystem afresh (the
 VM on its own disk, which sits on the array); a filesystem the host cannot make is skipped with the
 reason. The summary adds the study's headline: F2FS against EXT4 for buffered random writes."""
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from harness.analysis.stats import difference, holm, p_text
@@ -20,8 +22,14 @@ STUDY = {0: "about 5x", 5: "about 50x"}   # F2FS over EXT4, buffered random writ
 
 
 class Settings(RaidSweepSettings):
-    filesystems: list[Filesystem] = Field(["ext4", "xfs", "btrfs", "f2fs", "nilfs2"], min_length=1,
-                                          description="filesystems to compare")
+    FULL = {"filesystems": ["ext4", "xfs", "btrfs", "f2fs", "nilfs2"],
+            "patterns": ["read", "write", "randread", "randwrite"], "direct": [True, False]}
+    filesystems: list[Filesystem] = Field(["ext4", "xfs", "f2fs"], min_length=1,
+                                          description="filesystems to compare (full: ext4, xfs, btrfs, f2fs, nilfs2)")
+    patterns: list[Literal["read", "write", "randread", "randwrite"]] = Field(
+        ["randwrite"], min_length=1, description="fio access patterns (full: all four)")
+    direct: list[bool] = Field([False], min_length=1, description="direct (O_DIRECT) and/or buffered I/O "
+                                                                  "(the headline: buffered; full: both)")
     levels: list[RaidLevel] = Field([0, 5], min_length=1, description="RAID levels of the arrays (each compared "
                                                                        "with a single device)")
     members: int = Field(4, ge=3, le=64, description="member devices of each array")

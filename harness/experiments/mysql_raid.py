@@ -15,8 +15,8 @@ from pydantic import Field, model_validator
 from harness.common.console import step
 from harness.common.files import write_atomic
 from harness.config.core import Config
-from harness.config.schema import RaidLevel, Section
-from harness.experiments import Flag, RunContext
+from harness.config.schema import RaidLevel, StudySection
+from harness.experiments import Flag, RunContext, full_flag
 from harness.experiments.mysql import HOST_MOUNT_DIR
 from harness.experiments.raid_sweep import (
     SINGLE,
@@ -38,16 +38,18 @@ STAND_IN = ("sysbench OLTP stands in for the study's TPC-C (no TPC-C kit ships i
             "transactions/s of sysbench's mix, not tpmC")
 
 
-class Settings(Section):
-    levels: list[RaidLevel] = Field([0, 1, 5, 6, 10], min_length=1,
-                                    description="RAID levels (with one member alone as the base; the study: 0, 1, 5, 6, 10)")
+class Settings(StudySection):
+    FULL = {"levels": [0, 1, 5, 6, 10], "runtime_s": 30}
+    levels: list[RaidLevel] = Field([5, 10], min_length=1,
+                                    description="RAID levels (with one member alone as the base; full: the study's "
+                                                "0, 1, 5, 6, 10)")
     members: int = Field(4, ge=2, le=64, description="member devices per array")
     tests: list[Literal["oltp_read_only", "oltp_write_only", "oltp_read_write"]] = Field(
         ["oltp_read_write"], min_length=1, description="sysbench OLTP tests, each a point (TPC-C is a read-write mix)")
     threads: int = Field(16, ge=1, le=64, description="sysbench client threads")
     tables: int = Field(4, ge=1, le=1024, description="sysbench tables")
     table_size: int = Field(10000, ge=100, description="rows per table")
-    runtime_s: int = Field(30, ge=1, le=86400, description="sysbench run seconds per point")
+    runtime_s: int = Field(10, ge=1, le=86400, description="sysbench run seconds per point (full: 30)")
     page_size: Literal["4k", "8k", "16k", "32k", "64k"] = Field("16k", description="innodb_page_size")
     buffer_pool_fraction: float = Field(0.1, ge=0.03, le=0.5,
                                         description="InnoDB buffer pool as a fraction of the data (0.03-0.5)")
@@ -86,7 +88,8 @@ class MysqlRaid(WorkloadSweep):
     headline = "aggregate_tps"
     flags = (Flag("--tests", ("mysql_raid.tests",), "Comma-separated sysbench tests, e.g. oltp_read_only,oltp_read_write."),
              Flag("--threads", ("mysql_raid.threads",)), Flag("--runtime", ("mysql_raid.runtime_s",)),
-             Flag("--pe-only", ("mysql_raid.ve",), "Measure on the host only (no VM counterpart).", switch=False))
+             Flag("--pe-only", ("mysql_raid.ve",), "Measure on the host only (no VM counterpart).", switch=False),
+             full_flag("mysql_raid"))
 
     def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[SweepPoint]:
         c = cfg.mysql_raid

@@ -1,5 +1,7 @@
 """`harness run raid-levels`: RAID level x member count x direct/buffered, seq/rand read/write, PE and VE, against the RAID model.
 Config section [raid_levels]; member devices from [raid]."""
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from harness.analysis.raid_model import member_count_problem
@@ -9,6 +11,11 @@ from harness.experiments.raid_sweep import RaidSweep, RaidSweepSettings, Setup, 
 
 
 class Settings(RaidSweepSettings):
+    FULL = {"patterns": ["read", "write", "randread", "randwrite"], "direct": [True, False]}
+    patterns: list[Literal["read", "write", "randread", "randwrite"]] = Field(
+        ["read", "randwrite"], min_length=1, description="fio access patterns (full: all four)")
+    direct: list[bool] = Field([True], min_length=1, description="direct (O_DIRECT) and/or buffered I/O "
+                                                                 "(full: both)")
     levels: list[RaidLevel] = Field([0, 1, 5, 10], min_length=1, description="RAID levels to sweep")
     member_counts: PositiveInts = Field([4], min_length=1, description="member counts to sweep")
 

@@ -20,8 +20,8 @@ from harness.analysis import raid_model
 from harness.common.console import step
 from harness.common.files import write_atomic
 from harness.config.core import Config
-from harness.config.schema import BlockSize, Section
-from harness.experiments import Flag, RunContext
+from harness.config.schema import BlockSize, StudySection
+from harness.experiments import Flag, RunContext, full_flag
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
@@ -38,7 +38,7 @@ GENERIC_ONLY = {"f2fs", "nilfs2"}   # filesystems Debian's cloud kernel lacks
 MD_RESERVE_MIB = 8
 
 
-class RaidSweepSettings(Section):
+class RaidSweepSettings(StudySection):
     """Shared by the RAID experiments: the fio points run on each array, on the host and in a VM."""
     patterns: list[Literal["read", "write", "randread", "randwrite"]] = Field(
         ["read", "write", "randread", "randwrite"], min_length=1, description="fio access patterns")
@@ -54,7 +54,7 @@ class RaidSweepSettings(Section):
 
 
 def raid_flags(section: str) -> tuple[Flag, ...]:
-    return (Flag("--runtime", (f"{section}.runtime_s",)), Flag("--ramp", (f"{section}.ramp_s",)),
+    return (Flag("--runtime", (f"{section}.runtime_s",)), Flag("--ramp", (f"{section}.ramp_s",)), full_flag(section),
             Flag("--pe-only", (f"{section}.ve",), "Measure on the host only (no VM counterpart).", switch=False))
 
 

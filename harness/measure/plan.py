@@ -147,7 +147,11 @@ def repeats_for(cv: float, difference: float, cap: int = 1000) -> int | None:
 
 def duration(seconds: float) -> str:
     minutes = seconds / 60
-    return f"{seconds:.0f} s" if seconds < 90 else f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if minutes < 10:
+        return f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+    return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
 
 
 def describe(plan: Plan, costs: Costs) -> str:

@@ -145,6 +145,8 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
         store.update_manifest(status=status, finished=time.time())
         _summarize(experiment, ctx, replaces_nothing=status in ("completed", "completed-with-failures"))
         step(f"results: {store.dir} ({status})")
+        if status in ("interrupted", "failed"):
+            step(f"go on with it: harness run {experiment_name} --resume {store.run_id} (the same config and flags)")
     return ctx
 
 

@@ -442,6 +442,71 @@ def test_ctrl_c_and_sigterm_stop_a_run_and_its_exit_status_says_so(fleet, tmp_pa
         assert paused_domains() == []
 
 
+def measured_runs(run: Path) -> list[tuple[str, int]]:
+    """The (point, repeat) pairs whose samples are on disk, once for each time they were measured."""
+    if not (run / "samples.jsonl").exists():
+        return []
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    return [(r["point_id"], r["repeat"]) for r in rows if r["metric"] == "aggregate_iops" and r["repeat"] != "all"
+            and r["status"] == "ok"]
+
+
+def raw_runs(run: Path) -> set[tuple[str, int]]:
+    """The (point, repeat) pairs with a raw output on disk (`<point>/<who>[.r<repeat>].json`)."""
+    out = set()
+    for p in (run / "raw").rglob("*.json") if (run / "raw").exists() else ():
+        rep = p.name.removesuffix(".json").rpartition(".r")[2]
+        out.add((p.parent.name, int(rep) if ".r" in p.name and rep.isdigit() else 0))
+    return out
+
+
+def test_a_run_killed_then_interrupted_is_resumed_to_the_same_points_each_measured_once(fleet, tmp_path):
+    """SIGKILL with a point half-written (its raw output there, its samples not), --resume; Ctrl-C
+    that one, --resume again: every point of the run is measured exactly once per repeat, the
+    half-written one again, and the run completes in its own folder."""
+    args = ["run", "vm-scaling", "--set", f"results_dir={tmp_path}", "--vm-counts", "1,2",
+            "--set", "repeat.count=2", "--set", "repeat.seed=3"]
+    proc = subprocess.Popen([HARNESS, *args, "--config", str(CONFIG)], start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    while not (runs := list(tmp_path.glob("*/run.json"))) or len(measured_runs(runs[0].parent)) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.3)
+    run = runs[0].parent
+    # a point run under way whose first raw output is written, its samples not: killed half-written
+    while not (started := raw_runs(run) - set(measured_runs(run))):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = measured_runs(run)
+    assert json.loads((run / "run.json").read_text())["status"] == "running"   # died: the owner is gone
+    assert "--resume " + run.name in harness("runs", "--set", f"results_dir={tmp_path}").stdout
+
+    proc = subprocess.Popen([HARNESS, *args, "--resume", run.name, "--config", str(CONFIG)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    while len(measured_runs(run)) < len(before) + 2:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=180)
+    print(out)
+    assert proc.returncode == 130 and f"{len(set(before))} point runs measured before are kept" in out
+    assert json.loads((run / "run.json").read_text())["status"] == "interrupted"
+
+    changed = harness(*args, "--set", "repeat.count=3", "--resume", run.name, check=False)
+    assert changed.returncode == 2 and "repeat.count: 2 -> 3" in changed.stderr + changed.stdout
+    harness(*args, "--resume", run.name)
+    manifest = json.loads((run / "run.json").read_text())
+    assert manifest["status"] == "completed" and len(manifest["resumed"]) == 2
+    measured = measured_runs(run)
+    assert len(measured) == len(set(measured))                        # no point run twice
+    assert set(measured) == {(f"{env}-n{n}", r) for n in (1, 2) for env in ("physical", "virtual") for r in (0, 1)}
+    assert started <= set(measured)                                   # the half-written point run, measured again
+    assert [d for d in tmp_path.iterdir() if d.is_dir()] == [run]      # in the run's own folder
+    assert paused_domains() == []
+
+
 @pytest.mark.alone   # `harness gc` on this machine
 def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set",

@@ -7,10 +7,13 @@ from harness.experiments import mysql_raid
 from harness.results.samples import Sample
 
 
-def test_defaults_follow_the_study_levels_and_one_member_alone_first(tmp_path):
+def test_defaults_compare_two_levels_and_full_sweeps_the_studys_one_member_alone_first(tmp_path):
     cfg = settings.load(None)
     setups = mysql_raid.EXPERIMENT.setups(cfg)
-    assert [s.label for s in setups] == ["single"] + [f"raid{lv}-n4-c{cfg.raid.chunk_kib}k" for lv in (0, 1, 5, 6, 10)]
+    assert [s.label for s in setups] == ["single"] + [f"raid{lv}-n4-c{cfg.raid.chunk_kib}k" for lv in (5, 10)]
+    full = mysql_raid.EXPERIMENT.setups(settings.load(None, ["mysql_raid.full=true"]))   # the study's matrix
+    assert [s.label for s in full] == ["single"] + [f"raid{lv}-n4-c{cfg.raid.chunk_kib}k" for lv in (0, 1, 5, 6, 10)]
+    assert settings.load(None, ["mysql_raid.full=true", "mysql_raid.levels=[1]"]).mysql_raid.levels == [1]
     (point,) = mysql_raid.EXPERIMENT.points(cfg)
     assert point.label == "oltp_read_write" and point.db.threads == 16 and point.db.filesystem == "ext4"
 
