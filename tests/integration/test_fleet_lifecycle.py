@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -451,35 +452,36 @@ def measured_runs(run: Path) -> list[tuple[str, int]]:
             and r["status"] == "ok"]
 
 
-def raw_runs(run: Path) -> set[tuple[str, int]]:
-    """The (point, repeat) pairs with a raw output on disk (`<point>/<who>[.r<repeat>].json`)."""
-    out = set()
-    for p in (run / "raw").rglob("*.json") if (run / "raw").exists() else ():
-        rep = p.name.removesuffix(".json").rpartition(".r")[2]
-        out.add((p.parent.name, int(rep) if ".r" in p.name and rep.isdigit() else 0))
-    return out
+def point_under_way(log: Path) -> tuple[str, int] | None:
+    """The (point, repeat) a run's log says is being measured now (its last line starts it)."""
+    lines = [line for line in log.read_text().splitlines() if line.strip()]
+    m = re.search(r"\s(\S+) \(repeat (\d+)\)$", lines[-1]) if lines else None
+    return (m.group(1), int(m.group(2)) - 1) if m else None
 
 
 def test_a_run_killed_then_interrupted_is_resumed_to_the_same_points_each_measured_once(fleet, tmp_path):
-    """SIGKILL with a point half-written (its raw output there, its samples not), --resume; Ctrl-C
-    that one, --resume again: every point of the run is measured exactly once per repeat, the
-    half-written one again, and the run completes in its own folder."""
-    args = ["run", "vm-scaling", "--set", f"results_dir={tmp_path}", "--vm-counts", "1,2",
+    """SIGKILL half-way through a point run (its fio running, no samples yet), --resume; Ctrl-C
+    that one, --resume again: every point of the run is measured exactly once per repeat, the one
+    killed half-way among them, and the run completes in its own folder."""
+    args = ["run", "vm-scaling", "--set", f"results_dir={tmp_path}", "--vm-counts", "1,2", "--runtime", "4",
             "--set", "repeat.count=2", "--set", "repeat.seed=3"]
-    proc = subprocess.Popen([HARNESS, *args, "--config", str(CONFIG)], start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    log = tmp_path / "killed.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([HARNESS, *args, "--config", str(CONFIG)], start_new_session=True, stdout=f, stderr=f)
     deadline = time.monotonic() + 600
     while not (runs := list(tmp_path.glob("*/run.json"))) or len(measured_runs(runs[0].parent)) < 2:
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.3)
     run = runs[0].parent
-    # a point run under way whose first raw output is written, its samples not: killed half-written
-    while not (started := raw_runs(run) - set(measured_runs(run))):
+    # killed half-way through a point run (its fio running, its samples not written)
+    while not (started := point_under_way(log)) or started in measured_runs(run):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
+    time.sleep(1)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     before = measured_runs(run)
+    assert started not in before
     assert json.loads((run / "run.json").read_text())["status"] == "running"   # died: the owner is gone
     assert "--resume " + run.name in harness("runs", "--set", f"results_dir={tmp_path}").stdout
 
@@ -502,7 +504,7 @@ def test_a_run_killed_then_interrupted_is_resumed_to_the_same_points_each_measur
     measured = measured_runs(run)
     assert len(measured) == len(set(measured))                        # no point run twice
     assert set(measured) == {(f"{env}-n{n}", r) for n in (1, 2) for env in ("physical", "virtual") for r in (0, 1)}
-    assert started <= set(measured)                                   # the half-written point run, measured again
+    assert started in measured                                        # the point run killed half-way, measured again
     assert [d for d in tmp_path.iterdir() if d.is_dir()] == [run]      # in the run's own folder
     assert paused_domains() == []
 
