@@ -342,6 +342,32 @@ def host_ceph_destroy(plan_file) -> None:
     step(clusters.destroy(CephPlan.from_json(plan_file.read_text())))
 
 
+class Share(click.ParamType):
+    """A share: "10%" or 0.1."""
+    name = "share"
+
+    def convert(self, value, param, ctx):
+        text = str(value).strip()
+        try:
+            share = float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+        except ValueError:
+            share = -1.0
+        if not 0 < share <= 1:
+            self.fail(f"{value!r} is not a share between 0 and 100%, e.g. 10% or 0.1", param, ctx)
+        return share
+
+
+class Duration(click.ParamType):
+    """A duration: seconds, or with s, m or h ("90", "30m", "2h")."""
+    name = "duration"
+
+    def convert(self, value, param, ctx):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", str(value))
+        if not m or float(m.group(1)) <= 0:
+            self.fail(f"{value!r} is not a duration, e.g. 90s, 30m or 2h", param, ctx)
+        return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
 class ExperimentCommands(click.Group):
     """`harness run NAME`: one command per experiment in the registry, with the flags it declares;
     experiments are imported only when a run command is asked for."""
@@ -378,11 +404,18 @@ def experiment_command(experiment) -> click.Command:
                              help="With --resume: go on even though the config, harness, host or accelerator "
                                   "changed (the samples record what changed)."),
                 click.Option(["--plan", "plan_only"], is_flag=True, default=False,
-                             help="Print the blocks, points, repeats and estimated duration; run nothing.")]
+                             help="Print the blocks, points, repeats and estimated duration; run nothing."),
+                click.Option(["--precision"], type=Share(), default=None,
+                             help="Add shuffled rounds to each point whose VE/PE ratio's 95% CI is wider than "
+                                  "± this, e.g. 10% (repeat.precision; up to repeat.max_count)."),
+                click.Option(["--budget"], type=Duration(), default=None,
+                             help="With --precision: add no round once the run has taken this long, e.g. 30m "
+                                  "(repeat.budget_s).")]
 
-    def callback(config_path, overrides, resume, resume_anyway, plan_only, **given) -> None:
+    def callback(config_path, overrides, resume, resume_anyway, plan_only, precision, budget, **given) -> None:
         from harness.measure import runner
-        typed = []
+        typed = [(["repeat", key], value) for key, value in (("precision", precision), ("budget_s", budget))
+                 if value is not None]
         for flag in experiment.flags:
             value = given[flag.option.lstrip("-").replace("-", "_")]
             if value is None or value is False:

@@ -123,7 +123,12 @@ class RepeatConfig(Section):
     adaptive: bool = Field(False, description="repeat until the 95% CI half-width is within target_rel_ci "
                                               "of the mean, or max_count")
     target_rel_ci: float = Field(0.05, gt=0, le=1, description="adaptive target: CI half-width / mean")
-    max_count: int = Field(10, ge=1, le=1000, description="adaptive cap on repeats")
+    max_count: int = Field(10, ge=1, le=1000, description="adaptive cap on repeats (also with precision)")
+    precision: float | None = Field(None, gt=0, le=1, description="add shuffled rounds (up to max_count) to the "
+                                    "points whose VE/PE ratio's 95% CI is wider than ± this, relative (0.1 = ±10%); "
+                                    "it stops on the interval's width, never on p (`--precision 10%`)")
+    budget_s: float | None = Field(None, gt=0, description="with precision: no round is added once the run has "
+                                   "taken this many seconds (`--budget 30m`)")
     drop_caches: bool = Field(False, description="drop the page cache (host and guests) before every repeat")
     seed: int | None = Field(None, ge=0, description="seed of the shuffled order of each round (unset = a new "
                                                      "one per run; every sample records the seed used)")
@@ -133,9 +138,9 @@ class RepeatConfig(Section):
 
     @model_validator(mode="after")
     def _cap(self) -> "RepeatConfig":
-        if self.adaptive and self.max_count < max(self.count, 2):
+        if (self.adaptive or self.precision) and self.max_count < max(self.count, 2):
             raise ValueError(f"repeat.max_count={self.max_count} must be at least repeat.count and 2 "
-                             "when adaptive; raise repeat.max_count")
+                             "when adaptive or with a precision; raise repeat.max_count")
         return self
 
 

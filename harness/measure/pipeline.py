@@ -31,7 +31,7 @@ from typing import Any, Callable, ContextManager, Protocol
 import libvirt
 
 from harness import backends
-from harness.analysis.stats import enough, summarize
+from harness.analysis.stats import difference, enough, summarize
 from harness.common import bounded, cancel
 from harness.common.console import step, warn
 from harness.config.core import RepeatConfig, SettleConfig
@@ -170,6 +170,8 @@ class Pipeline:
         self.progress = progress
         self.rng = random.Random(seed)
         self.last: str | None = None
+        self.started = time.monotonic()   # the time budget of added rounds counts from here
+        self.budget_ended = False
         self.failed: set[str] = set()
         self.broken = ""          # why the block's fleet cannot be measured any more (a guest that cannot be restarted)
         self.guest_lost = False   # broken by a guest that could not be restarted: a new fleet may help
@@ -195,7 +197,8 @@ class Pipeline:
         self.broken, self.guest_lost, self.rebuilt = "", False, False
         self.rebuild, self.block = rebuild, points
         self.rng, self.last = block_rng(self.seed, [p.id for p in points]), None
-        rounds = s.max_count if s.adaptive else s.count
+        adaptive = s.adaptive or s.precision is not None
+        rounds = s.max_count if adaptive else s.count
         done = self.store.done()   # a resumed run's: kept, and not measured again
         if kept := sum((p.id, r) in done for p in points for r in range(rounds)):
             step(f"  {kept} point runs of this block were measured before: kept")
@@ -218,8 +221,12 @@ class Pipeline:
                 self._fail_rest(points)
                 return
             for r in range(rounds):
+                if r >= s.count and s.budget_s is not None and time.monotonic() - self.started > s.budget_s:
+                    self.budget_ended = True
+                    warn(f"the time budget ({s.budget_s:g} s) ended: no more rounds are added")
+                    break
                 todo = [p.id for p in points if p.id not in self.failed
-                        and not (s.adaptive and r >= s.count and self._converged(by_id[p.id]))]
+                        and not (adaptive and r >= s.count and self._converged(by_id[p.id], by_id))]
                 if not todo:
                     break
                 if r >= s.count and self.progress:
@@ -297,9 +304,30 @@ class Pipeline:
         for site in self.sites:
             guest_consoles.keep(site.host, site.uri, self.quiet_prefixes, self.store.dir / "consoles")
 
-    def _converged(self, p: Point) -> bool:
-        return all(enough(self.values(pid, p.headline), self.repeat.target_rel_ci, minimum=self.repeat.count)
-                   for pid in self.point_ids(p.id))
+    def _converged(self, p: Point, block: dict[str, Point]) -> bool:
+        """Whether a point needs no more rounds: adaptive, its own CI within target; with a
+        precision, the ratio interval of every VE/PE pair it takes part in within it."""
+        s = self.repeat
+        if s.precision is None:
+            return all(enough(self.values(pid, p.headline), s.target_rel_ci, minimum=s.count)
+                       for pid in self.point_ids(p.id))
+        pairs = [p] if p.baseline in block else [q for q in block.values() if q.baseline == p.id]
+        if not pairs:
+            return all(enough(self.values(pid, p.headline), s.precision, minimum=s.count) for pid in self.point_ids(p.id))
+        return all(width is not None and width <= s.precision for q in pairs for width in self.ratio_widths(q).values())
+
+    def ratio_widths(self, p: Point) -> dict[str, float | None]:
+        """The relative half-width of each VE/PE ratio's 95% CI the point (or each of its facets)
+        has against its baseline so far; None where no interval can be taken yet."""
+        out: dict[str, float | None] = {}
+        for pid in self.point_ids(p.id):
+            virt, phys = self.values(pid, p.headline), self.values(p.baseline + pid[len(p.id):], p.headline)
+            d = difference(phys, virt) if len(virt) >= 2 and len(phys) >= 2 else None
+            if d is None:   # too few repeats, or none with spread (then it is exact)
+                out[pid] = 0.0 if len(virt) >= 2 and len(phys) >= 2 else None
+            else:
+                out[pid] = (d.high - d.low) / 2 / d.ratio if 0 < d.ratio < float("inf") else None
+        return out
 
     def values(self, point_id: str, metric: str) -> list[float]:
         """The point's values of a metric over its repeats (aggregate scope where it has one)."""
@@ -628,6 +656,21 @@ class Pipeline:
         """Metadata of a value derived over a point's repeats (a ratio, a model's expectation)."""
         return {**self._meta(p, "all", -1), "scope": "aggregate", "vm": ""}
 
+    def _precision_meta(self, p: Point, pid: str) -> dict:
+        """With a precision: the ratio interval's width, whether it met the target, and whether the
+        time budget ended first (said once per such ratio)."""
+        target = self.repeat.precision
+        if target is None:
+            return {}
+        width = self.ratio_widths(p).get(pid)
+        met = width is not None and width <= target
+        if not met:
+            now = f"its VE/PE ratio is within ±{width:.0%}" if width is not None else "its VE/PE ratio has no interval yet"
+            ended = "the time budget ended" if self.budget_ended else "repeat.max_count was reached"
+            warn(f"{pid}: {now}, not ±{target:.0%}: {ended} first")
+        return {"precision_target": target, "ratio_ci_rel": None if width is None else round(width, 4),
+                "precision_met": met, "budget_ended_first": bool(not met and self.budget_ended)}
+
     def _ratios(self, points: list[Point]) -> None:
         """VE/PE of each virtual point's headline against its baseline's, as means over repeats."""
         by_id = {p.id: p for p in points}
@@ -641,7 +684,8 @@ class Pipeline:
                 if not virt or not phys or summarize(phys).mean == 0:
                     continue
                 meta = {**self.derived_meta(p), **self.facet_meta.get(pid, {}), "ratio_of": p.headline,
-                        "baseline_point": p.baseline + facet, "n_virtual": len(virt), "n_physical": len(phys)}
+                        "baseline_point": p.baseline + facet, "n_virtual": len(virt), "n_physical": len(phys),
+                        **self._precision_meta(p, pid)}
                 derived.append(Sample("ve_pe_ratio", summarize(virt).mean / summarize(phys).mean, "ratio", meta))
         if derived:
             self.store.add(derived)

@@ -154,8 +154,10 @@ def duration(seconds: float) -> str:
     return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
 
 
-def describe(plan: Plan, costs: Costs) -> str:
-    """The plan as the run's log and `--plan` say it."""
+def describe(plan: Plan, costs: Costs, precision: float | None = None, max_count: int = 0,
+             budget_s: float | None = None) -> str:
+    """The plan as the run's log and `--plan` say it; with a precision, what the added rounds may
+    take at most (every point to max_count, or the budget)."""
     est = estimate(plan, costs)
     lines = [f"plan: {plan.experiment}, {len(plan.blocks)} block(s), {plan.point_runs} point runs "
              f"({plan.repeats} shuffled repeat(s) of each point), on host {costs.host}"]
@@ -165,6 +167,11 @@ def describe(plan: Plan, costs: Costs) -> str:
     for what, why in plan.skipped.items():
         lines.append(f"  skipped: {what} ({why})")
     lines.append(f"estimated duration: {duration(est.seconds)}" + (f" ({'; '.join(est.notes)})" if est.notes else ""))
+    if precision is not None:
+        most = estimate(Plan(plan.experiment, plan.blocks, max(max_count, plan.repeats)), costs).seconds
+        bound = f"at most {duration(most)} with every point at repeat.max_count={max_count}"
+        lines.append(f"precision ±{precision:.0%}: rounds are added to the points whose VE/PE ratio interval is wider, "
+                     + (f"until the budget of {duration(budget_s)} ({bound})" if budget_s else bound))
     if (cv := costs.noise_cv()) is not None:
         need = {d: repeats_for(cv, d) for d in (0.05, 0.10)}
         lines.append(f"noise on this host: repeats vary by a CV of {cv:.0%}; {plan.repeats} repeat(s) resolve a "

@@ -53,7 +53,8 @@ def show_plan(cfg: Config, experiment_name: str) -> None:
         raise settings.ConfigError(why)
     if experiment.uses_fleet and hasattr(experiment, "fleet_size"):
         cfg = grown(cfg, max(experiment.fleet_size(cfg), cfg.fleet.vms))
-    console.print(plan_mod.describe(experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg))),
+    console.print(plan_mod.describe(experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg)),
+                                    cfg.repeat.precision, cfg.repeat.max_count, cfg.repeat.budget_s),
                   markup=False, highlight=False)
 
 
@@ -118,7 +119,8 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env, host=host,
                      testbeds=records, hosts=host_list)
     the_plan, costs = experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, env["host"])
-    for line in plan_mod.describe(the_plan, costs).splitlines():
+    for line in plan_mod.describe(the_plan, costs, cfg.repeat.precision, cfg.repeat.max_count,
+                                  cfg.repeat.budget_s).splitlines():
         step(line)
     if not resumed:
         store.update_manifest(estimate_s=round(plan_mod.estimate(the_plan, costs).seconds))
@@ -150,12 +152,31 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     return ctx
 
 
+def _precision_summary(ctx: RunContext) -> None:
+    """With a precision: which VE/PE ratios reached it, and which did not, and why (the budget or
+    repeat.max_count ended first)."""
+    target = ctx.cfg.repeat.precision
+    ratios = [s.metadata for s in ctx.store.samples if s.metric == "ve_pe_ratio" and "precision_met" in s.metadata]
+    if target is None or not ratios:
+        return
+    short = [m for m in ratios if not m["precision_met"]]
+    title = f"precision ±{target:.0%}: {len(ratios) - len(short)} of {len(ratios)} VE/PE ratios reached it"
+    lines = [f"{m['point_id']}: ±{m['ratio_ci_rel']:.0%}" if m["ratio_ci_rel"] is not None else f"{m['point_id']}: no interval"
+             for m in short]
+    if short:
+        ended = "the time budget" if any(m["budget_ended_first"] for m in short) else "repeat.max_count"
+        lines = [f"not reached ({ended} ended first) by:", *lines]
+    console.print("\n".join([title, *lines]), markup=False)
+    tables.record_text(title, lines or ["every ratio's 95% CI is within it"])
+
+
 def _summarize(experiment, ctx: RunContext, replaces_nothing: bool) -> None:
     """The run's summary. When the run itself failed or was stopped, a summary that fails too is
     only reported: the run's own error is the one the user sees."""
     try:
         with tables.recorded() as shown:
             experiment.summarize(ctx)
+            _precision_summary(ctx)
         if shown:   # the same tables as data, for the HTML report
             write_atomic(ctx.store.dir / "summary.json", json.dumps(shown, indent=1))
     except Exception as e:

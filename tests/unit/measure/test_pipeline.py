@@ -347,3 +347,37 @@ def test_a_reopened_store_leaves_out_failed_samples_and_a_new_ratio_replaces_the
     (ratio,) = [s for s in store.samples if s.metric == "ve_pe_ratio"]
     store.add([ratio])
     assert [s.metric for s in store.samples].count("ve_pe_ratio") == 1
+
+
+def noisy_point(pid: str, env: str, raw: str, log: list, factors: list[float], baseline=None) -> Point:
+    """A point whose repeats give the recorded IOPS times each factor in turn."""
+    def run():
+        doc = json.loads(raw)
+        doc["jobs"][0]["read"]["iops"] *= factors[log.count(pid) % len(factors)]
+        log.append(pid)
+        return [Output("slot0", json.dumps(doc))]
+    return Point(pid, env, "host" if env == PHYSICAL else "virtio-blk", (), run=run, parse=fio.parse,
+                 headline="iops", meta={"point": pid}, baseline=baseline)
+
+
+def test_precision_adds_rounds_until_the_ratio_interval_is_narrow_enough(tmp_path, fixture_text):
+    raw, log = fixture_text("fio/host-randread-qd16.json"), []
+    p = pipeline(tmp_path, count=3, max_count=10, precision=0.10)
+    p.measure([noisy_point("phys", PHYSICAL, raw, log, [1.0, 1.1, 0.9]),
+               noisy_point("virt", VIRTUAL, raw, log, [0.5, 0.6, 0.45, 0.55], baseline="phys")])
+    (ratio,) = [s for s in p.store.samples if s.metric == "ve_pe_ratio"]
+    m = ratio.metadata
+    assert 3 < m["n_virtual"] < 10 and m["n_virtual"] == m["n_physical"]      # rounds added to both sides
+    assert m["precision_met"] and m["ratio_ci_rel"] <= 0.10 and not m["budget_ended_first"]
+    assert p.ratio_widths(Point(**{**noisy_point("virt", VIRTUAL, raw, [], [1]).__dict__, "baseline": "phys"}))["virt"] \
+        == pytest.approx(m["ratio_ci_rel"], abs=1e-4)
+
+
+def test_a_spent_budget_adds_no_round_and_the_ratio_says_it_ended_first(tmp_path, fixture_text):
+    raw, log = fixture_text("fio/host-randread-qd16.json"), []
+    p = pipeline(tmp_path, count=3, max_count=10, precision=0.01, budget_s=0.001)
+    p.measure([noisy_point("phys", PHYSICAL, raw, log, [1.0, 1.1, 0.9]),
+               noisy_point("virt", VIRTUAL, raw, log, [0.5, 0.6, 0.45], baseline="phys")])
+    (ratio,) = [s for s in p.store.samples if s.metric == "ve_pe_ratio"]
+    assert ratio.metadata["n_virtual"] == 3 and not ratio.metadata["precision_met"]
+    assert ratio.metadata["budget_ended_first"] and len(log) == 6
