@@ -4,7 +4,7 @@ Method and limits: harness/analysis/breakdown.py (also printed in the run's summ
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from pydantic import Field
 from rich.table import Table
@@ -18,7 +18,7 @@ from harness.config.schema import BlockSize
 from harness.experiments import RunContext, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point, point_id
 from harness.fleet.testbed import TestbedRecord
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.measure.plan import PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
@@ -62,10 +62,8 @@ class Breakdown(FioMatrix):
     def point_ids(self, cfg: Config, backend: str) -> list[str]:
         return [point_id(p, env, backend) for p, env in self.measured(cfg, backend)]
 
-    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord,
-              rebuild: Callable[[], dict] | None = None) -> None:
-        points = [measured_point(ctx, record, p, env) for p, env in self.measured(ctx.cfg, record.disk["backend"])]
-        pipeline.measure(points, record.metadata(), rebuild)
+    def block_points(self, ctx: RunContext, record: TestbedRecord) -> list[Point]:
+        return [measured_point(ctx, record, p, env) for p, env in self.measured(ctx.cfg, record.disk["backend"])]
 
     def summarize(self, ctx: RunContext) -> None:
         lat: dict[tuple[str, str], float] = {}

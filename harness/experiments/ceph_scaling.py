@@ -61,6 +61,15 @@ class Settings(StudySection):
     ve: bool = Field(True, description="also measure in VMs (PE and VE side by side)")
 
 
+def block_name(nodes: int, rate: int) -> str:
+    """A block's name in its points' ids: its node count and link rate."""
+    return f"n{nodes}-{f'{rate}mbit' if rate else 'uncapped'}"
+
+
+def block_label(nodes: int, rate: int) -> str:
+    return f"{nodes} storage node(s), links {f'{rate} Mbit/s' if rate else 'uncapped'}"
+
+
 class CephScaling:
     uses_fleet = False
     name = "ceph-scaling"
@@ -104,8 +113,7 @@ class CephScaling:
         c = cfg.ceph_scaling
         points = [PlannedPoint(label, env, fio.tool_seconds(job), c.vms if env == VIRTUAL else 1)
                   for label, job in self.jobs(cfg) for env in self.envs(cfg)]
-        return Plan(self.name, [Block(f"{k} storage node(s), links {f'{rate} Mbit/s' if rate else 'uncapped'}", points)
-                                for k, rate in self.blocks(cfg)], cfg.repeat.count)
+        return Plan(self.name, [Block(block_label(k, rate), points) for k, rate in self.blocks(cfg)], cfg.repeat.count)
 
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
@@ -114,33 +122,23 @@ class CephScaling:
             "disk": cfg.disk.with_backend("rbd"),
             "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)})})
         jobs = self.jobs(cfg)
-        blocks = self.blocks(cfg)
-        fleet = sweep.begin(ctx, sweep_cfg, self.plan(cfg).point_runs,
-                         {"blocks": [f"n{k}-{rate or 'uncapped'}" for k, rate in blocks],
-                          "points": [label for label, _ in jobs]})
-        pipeline = ctx.pipeline(ctx.host.uri, (sweep_cfg.prefix + "-",))
-        with fleet.torn_down_after("the sweep fleet and its cluster"):
-            for i, (k, rate) in enumerate(blocks):
-                step(f"[{i + 1}/{len(blocks)}] {k} storage node(s), links {f'{rate} Mbit/s' if rate else 'uncapped'}: "
-                     "provisioning")
-                record = fleet.up(ctx, pipeline, lambda k=k: Testbed(sweep_cfg.model_copy(update={
-                    "ceph": sweep_cfg.ceph.model_copy(update={"pool_nodes": k})}), ctx.host, run_scoped=True))
-                tb = fleet.testbed
-                ceph_local.set_link_rate(ctx.host, tb.ceph, rate)
-                block = [self._point(ctx, tb, record, k, rate, label, job, env) for label, job in jobs
-                         for env in self.envs(cfg)]
-                pipeline.measure(block, record.metadata(), rebuild=partial(self._rebuilt, ctx, tb, rate))
+        runs = len(jobs) * len(self.envs(cfg)) * cfg.repeat.count
 
-    @staticmethod
-    def _rebuilt(ctx: RunContext, tb: Testbed, rate: int) -> dict:
-        """The block's fleet and cluster built anew, its links capped again; its metadata."""
-        record = tb.rebuilt()
-        ceph_local.set_link_rate(ctx.host, tb.ceph, rate)
-        return record.metadata()
+        def block(k: int, rate: int) -> sweep.SweepBlock:
+            name = block_name(k, rate)
+            return sweep.SweepBlock(
+                block_label(k, rate), [f"{name}/{label}/{env}" for label, _ in jobs for env in self.envs(cfg)], runs,
+                testbed=lambda _where: Testbed(sweep_cfg.model_copy(update={
+                    "ceph": sweep_cfg.ceph.model_copy(update={"pool_nodes": k})}), ctx.host, run_scoped=True),
+                ready=lambda tb: ceph_local.set_link_rate(ctx.host, tb.ceph, rate),
+                points=lambda record, tb: [self._point(ctx, tb, record, k, rate, label, job, env) for label, job in jobs
+                                           for env in self.envs(cfg)])
+        sweep.run(ctx, sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",
+                  {"blocks": [block_name(k, rate) for k, rate in self.blocks(cfg)], "points": [label for label, _ in jobs]})
 
     def _point(self, ctx: RunContext, tb: Testbed, record: TestbedRecord, nodes: int, rate: int, label: str,
                job: fio.FioJob, env: str) -> Point:
-        block = f"n{nodes}-{f'{rate}mbit' if rate else 'uncapped'}"
+        block = block_name(nodes, rate)
         meta = {"point": label, "block": block, "ceph_nodes": nodes, "link": f"{rate}mbit" if rate else "uncapped",
                 "vm_count": len(record.vms), **fio.job_meta(job), "bs_bytes": bs_bytes(job.bs)}
         common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline, meta=meta,

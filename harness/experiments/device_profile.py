@@ -139,20 +139,15 @@ class DeviceProfile:
         # no VM when measured from the host only
         sweep_cfg = sweep.fleet_config(cfg, "dp", vms=1 if c.ve else 0, disk_size_mib=c.size_mib, device=None)
         jobs = self.jobs(c)
-        fleet = sweep.begin(ctx, sweep_cfg, self.plan(cfg).point_runs,
-                            {"devices": c.devices, "points": [label for label, _, _ in jobs]})
-        pipeline = ctx.pipeline(ctx.host.uri, (sweep_cfg.prefix + "-",))
-        for i, name in enumerate(c.devices):
-            step(f"[{i + 1}/{len(c.devices)}] device {name}: provisioning {'a one-VM fleet' if c.ve else 'it'}")
-            with self._device(ctx, sweep_cfg, name) as where:
-                if where is None:
-                    continue
-                with fleet.torn_down_after():
-                    record = fleet.up(ctx, pipeline, lambda where=where: Testbed(sweep_cfg, ctx.host, run_scoped=True,
-                                                                                 **where))
-                    points = [self._point(ctx, record, name, label, meta, job, env) for label, meta, job in jobs
-                              for env in self.envs(c)]
-                    pipeline.measure(points, record.metadata())
+        runs = len(jobs) * len(self.envs(c)) * cfg.repeat.count
+        blocks = [sweep.SweepBlock(
+            f"device {name}", [f"{name}/{label}/{env}" for label, _, _ in jobs for env in self.envs(c)], runs,
+            place=lambda name=name: self._device(ctx, sweep_cfg, name), keep_fleet=False, rebuildable=False,
+            testbed=lambda where: Testbed(sweep_cfg, ctx.host, run_scoped=True, **where),
+            points=lambda record, _tb, name=name: [self._point(ctx, record, name, label, meta, job, env)
+                                                   for label, meta, job in jobs for env in self.envs(c)])
+                  for name in c.devices]
+        sweep.run(ctx, sweep_cfg, blocks, "the sweep fleet", {"devices": c.devices, "points": [label for label, _, _ in jobs]})
 
     @contextlib.contextmanager
     def _device(self, ctx: RunContext, sweep: Config, name: str):

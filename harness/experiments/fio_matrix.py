@@ -27,7 +27,7 @@ from harness.config.core import Config
 from harness.config.schema import ConfigError, Section
 from harness.experiments import RunContext, matrix_summary, registry
 from harness.fleet import gc
-from harness.fleet.testbed import Testbed, TestbedRecord, torn_down_after
+from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.measure.plan import Block, Plan, PlannedPoint
@@ -113,25 +113,6 @@ def loop_over_prefilled_file(path: Path, size: int):
         path.unlink(missing_ok=True)
 
 
-@contextmanager
-def provisioned(ctx: RunContext, pipeline: Pipeline, fleet: sweep.SweepFleet, tb: Testbed, backend: str):
-    """The sweep VM served by `backend`, and its testbed (None on a loop device: not rebuildable).
-    The fleet stays up for the next backend to re-provision, except on a loop device of its own,
-    which goes (fleet first) when the block is done."""
-    step(f"backend {backend}: provisioning the sweep VM")
-    if not on_loop(tb, backend):
-        # on the run's host as it is now: a nested host rebuilt mid-sweep is a new one
-        record = fleet.up(ctx, pipeline, lambda: Testbed(tb.cfg, ctx.host, run_scoped=True).for_backend(backend))
-        yield record, fleet.testbed
-        return
-    with loop_over_prefilled_file(ctx.cfg.state_dir / f"{tb.cfg.prefix}-passthrough{gc.SCRATCH_SUFFIX}",
-                                  tb.cfg.fleet.disk_size_mib << 20) as dev:
-        step(f"backend {backend}: no block device named (fleet.device), so a loop device over a prefilled file: {dev}")
-        loop_tb = Testbed(tb.for_backend(backend).cfg, ctx.host, device=dev, run_scoped=True)
-        with torn_down_after(lambda: loop_tb):
-            yield loop_tb.up(), None   # no rebuild: its teardown would take the loop device with it
-
-
 class FioMatrix:
     """An experiment of the matrix: its own points (`group_points`, from its own section), or those
     of the experiments it groups (`groups`, e.g. backends: latency, iops and bandwidth)."""
@@ -193,28 +174,42 @@ class FioMatrix:
         if not runnable:
             sweep.record_plan(ctx, planned, skipped)
             return
-        runs = {b: len(self.planned_block(ctx.cfg, b)) * ctx.cfg.repeat.count for b in runnable}
-        fleet = sweep.begin(ctx, tb.cfg, sum(runs.values()), planned, skipped)
-        with fleet.torn_down_after("the sweep fleet"):
-            pipeline = ctx.pipeline(ctx.host.uri, (tb.cfg.prefix + "-",))
-            for b in runnable:
-                if ctx.measured_before(self.point_ids(ctx.cfg, b)):
-                    step(f"backend {b}: every point was measured before: kept")
-                    ctx.plan(-runs[b])
-                    continue
-                with provisioned(ctx, pipeline, fleet, tb, b) as (record, block_tb):
-                    self.block(ctx, pipeline, record,
-                               rebuild=(lambda t=block_tb: t.rebuilt().metadata()) if block_tb else None)
+        sweep.run(ctx, tb.cfg, [self.sweep_block(ctx, tb, b) for b in runnable], "the sweep fleet", planned, skipped)
+
+    def sweep_block(self, ctx: RunContext, tb: Testbed, backend: str) -> sweep.SweepBlock:
+        """A backend's block: the sweep VM served by it. The fleet stays up for the next backend to
+        re-provision, except on a loop device of its own (on_loop), which goes when the block is
+        done, fleet first, and is not rebuilt (its teardown would take the loop device with it)."""
+        loop = on_loop(tb, backend)
+
+        @contextmanager
+        def place():
+            if not loop:
+                yield {}
+                return
+            with loop_over_prefilled_file(ctx.cfg.state_dir / f"{tb.cfg.prefix}-passthrough{gc.SCRATCH_SUFFIX}",
+                                          tb.cfg.fleet.disk_size_mib << 20) as dev:
+                step(f"backend {backend}: no block device named (fleet.device), so a loop device over a prefilled "
+                     f"file: {dev}")
+                yield {"device": dev}
+        return sweep.SweepBlock(
+            f"backend {backend}", self.point_ids(ctx.cfg, backend),
+            len(self.planned_block(ctx.cfg, backend)) * ctx.cfg.repeat.count,
+            testbed=lambda where: Testbed(tb.cfg, ctx.host, run_scoped=True, **where).for_backend(backend),
+            points=lambda record, _tb: self.block_points(ctx, record), place=place, rebuildable=not loop,
+            later=self.later_points(ctx))
+
+    def later_points(self, ctx: RunContext) -> Callable[[Pipeline, TestbedRecord], list[Point]] | None:
+        """Points that follow from the block's first figures (none here)."""
+        return None
 
     def point_ids(self, cfg: Config, backend: str) -> list[str]:
         """The ids of a backend's block (that the block is done is known before it is provisioned)."""
         return [point_id(p, env, backend) for p in self.points(cfg) for env in (PHYSICAL, VIRTUAL)]
 
-    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord,
-              rebuild: Callable[[], dict] | None = None) -> None:
-        """Measures this experiment's points on the host and in the VM of one backend."""
-        points = [measured_point(ctx, record, p, env) for p in self.points(ctx.cfg) for env in (PHYSICAL, VIRTUAL)]
-        pipeline.measure(points, record.metadata(), rebuild)
+    def block_points(self, ctx: RunContext, record: TestbedRecord) -> list[Point]:
+        """This experiment's points on the host and in the VM of one backend."""
+        return [measured_point(ctx, record, p, env) for p in self.points(ctx.cfg) for env in (PHYSICAL, VIRTUAL)]
 
     def summarize(self, ctx: RunContext) -> None:
         text = ""

@@ -20,7 +20,7 @@ from harness.config.schema import BlockSize, each
 from harness.experiments import RunContext, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point, point_id
 from harness.fleet.testbed import TestbedRecord
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.measure.plan import PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
@@ -67,22 +67,25 @@ class LatencyCurve(FioMatrix):
     def point_ids(self, cfg: Config, backend: str) -> list[str]:
         return [point_id(p, env, backend) for p in (*self.points(cfg), *self.steps(cfg)) for env in (PHYSICAL, VIRTUAL)]
 
-    def block(self, ctx: RunContext, pipeline: Pipeline, record: TestbedRecord,
-              rebuild: Callable[[], dict] | None = None) -> None:
-        """First the bound of both environments (unthrottled, interleaved), then the rate steps of
-        both, each a fraction of its own environment's bound, interleaved."""
+    def block_points(self, ctx: RunContext, record: TestbedRecord) -> list[Point]:
+        """First the bound of both environments (unthrottled, interleaved) ..."""
         (top,) = self.points(ctx.cfg)
-        unthrottled = [measured_point(ctx, record, top, env) for env in (PHYSICAL, VIRTUAL)]
-        pipeline.measure(unthrottled, record.metadata(), rebuild)
-        steps = []
-        for env, point in zip((PHYSICAL, VIRTUAL), unthrottled):
-            values = pipeline.values(point.id, "iops")
-            if not values:
-                continue
-            bound = sum(values) / len(values)
-            step(f"{point.id}: bound {bound:,.0f} IOPS")
-            steps += [measured_point(ctx, record, p, env) for p in self.steps(ctx.cfg, bound)]
-        pipeline.measure(steps, record.metadata(), rebuild)
+        return [measured_point(ctx, record, top, env) for env in (PHYSICAL, VIRTUAL)]
+
+    def later_points(self, ctx: RunContext) -> Callable[[Pipeline, TestbedRecord], list[Point]]:
+        """... then the rate steps of both, each a fraction of its own environment's bound, interleaved."""
+        def steps(pipeline: Pipeline, record: TestbedRecord) -> list[Point]:
+            (top,) = self.points(ctx.cfg)
+            out = []
+            for env in (PHYSICAL, VIRTUAL):
+                pid = point_id(top, env, record.disk["backend"])
+                if not (values := pipeline.values(pid, "iops")):
+                    continue
+                bound = sum(values) / len(values)
+                step(f"{pid}: bound {bound:,.0f} IOPS")
+                out += [measured_point(ctx, record, p, env) for p in self.steps(ctx.cfg, bound)]
+            return out
+        return steps
 
     def summarize(self, ctx: RunContext) -> None:
         curves = curve_points(ctx.store.samples, GROUP)

@@ -163,9 +163,7 @@ class RaidSweep:
         sweep_cfg = sweep.fleet_config(cfg, "rs", vms=1 if c.ve else 0, disk_size_mib=c.size_mib,
                                        kernel=self.guest_kernel(cfg))
         envs = self.envs(cfg)
-        block_runs = len(points) * len(envs) * cfg.repeat.count
-        fleet = sweep.begin(ctx, sweep_cfg, len(runnable) * block_runs)
-        pipeline = ctx.pipeline(host.uri, (sweep_cfg.prefix + "-",))
+
         def testbed_for(s: Setup) -> Testbed:
             if s.level is None:  # the same checks an array's members get
                 if problems := raid.device_refusals(ctx.host, members[:1], allow, cfg.raid.wipe):
@@ -175,17 +173,12 @@ class RaidSweep:
                 name=f"{sweep_cfg.prefix}-raid", level=s.level, members=members[:s.members],
                 chunk_kib=s.chunk_kib, allow=allow, wipe=cfg.raid.wipe, wait_resync=cfg.raid.wait_resync,
                 host=ctx.host.descriptor()))
-        with fleet.torn_down_after("the sweep fleet and its array"):
-            for i, s in enumerate(runnable):
-                if ctx.measured_before([f"{s.label}/{p.label}/{env}" for p in points for env in envs]):
-                    step(f"[{i + 1}/{len(runnable)}] {s.label}: every point was measured before: kept")
-                    ctx.plan(-block_runs)
-                    continue
-                step(f"[{i + 1}/{len(runnable)}] {s.label}: provisioning")
-                record = fleet.up(ctx, pipeline, lambda s=s: testbed_for(s))
-                block = [self.measured_point(ctx, record, s, p, env) for p in points for env in envs]
-                pipeline.measure(block, record.metadata(), rebuild=lambda tb=fleet.testbed: tb.rebuilt().metadata())
-                self.expectations(ctx, pipeline, s, block)
+        blocks = [sweep.SweepBlock(
+            s.label, [f"{s.label}/{p.label}/{env}" for p in points for env in envs],
+            len(points) * len(envs) * cfg.repeat.count, testbed=lambda _where, s=s: testbed_for(s),
+            points=lambda record, _tb, s=s: [self.measured_point(ctx, record, s, p, env) for p in points for env in envs],
+            after=lambda pipeline, block, s=s: self.expectations(ctx, pipeline, s, block)) for s in runnable]
+        sweep.run(ctx, sweep_cfg, blocks, "the sweep fleet and its array")
 
     @staticmethod
     def too_small(member_mib: list[int], setups: list[Setup], size_mib: int) -> str | None:

@@ -1,18 +1,21 @@
 """The sweep engine: what every experiment that brings up fleets of its own (backends, RAID setups,
 devices, Ceph node counts) shares. It names the sweep fleet, records the plan in the run's manifest
-and the progress bar, removes a fleet of the same name that a killed run left, and brings each
-block's fleet up, rebuilding a nested host that stopped answering as it came up. The experiment
-keeps only what is its own: which blocks, and which points in each."""
+and the progress bar, removes a fleet of the same name that a killed run left, and runs the blocks
+(`run`): each block not already measured (a resumed run's) is provisioned, its fleet brought up
+(rebuilding a nested host that stopped answering as it came up), its points handed to the
+pipeline, and the last fleet torn down, even after a failure. The experiment keeps only what is
+its own: which blocks, what each sits on, and which points in each."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, ContextManager, Iterator
 
-from harness.common.console import warn
+from harness.common.console import step, warn
 from harness.config.core import Config
 from harness.fleet.agent import AgentError
 from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
-from harness.measure.pipeline import Pipeline, Site
+from harness.measure.pipeline import Pipeline, Point, Site
 from harness.resources import nested_l1
 
 if TYPE_CHECKING:
@@ -81,3 +84,61 @@ def rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
     pipeline.host, pipeline.uri = rebuilt, rebuilt.uri
     pipeline.sites = [Site(rebuilt, rebuilt.uri)]
     return True
+
+
+@dataclass
+class SweepBlock:
+    """One block of a sweep: a setup the engine provisions, then the points measured on it."""
+    label: str                                       # said as it is provisioned, e.g. "backend nbd", "raid5-n4-c64k"
+    point_ids: list[str]                             # its points' ids, known before it is provisioned
+    runs: int                                        # its point runs (points x repeats), for the progress bar
+    testbed: Callable[[dict], Testbed]               # its testbed on the run's host as it is now, given `place`'s
+    points: Callable[[TestbedRecord, Testbed], list[Point]]
+    # what the block sits on for its duration, as Testbed arguments ({}: the sweep fleet's own device), or
+    # None when this host cannot have it (the block is skipped; the context said why)
+    place: Callable[[], ContextManager[dict | None]] = lambda: nullcontext({})
+    rebuildable: bool = True                         # a fleet that lost its guest may be built anew
+    keep_fleet: bool = True                          # its fleet stays up for the next block to re-provision
+    ready: Callable[[Testbed], None] = lambda tb: None   # set on its fleet once up, and again once rebuilt
+    later: Callable[[Pipeline, TestbedRecord], list[Point]] | None = None   # points that follow from the
+                                                                            # first ones' figures (a rate curve's steps)
+    after: Callable[[Pipeline, list[Point]], None] | None = None   # derived values over the block's points
+
+
+def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str, planned: dict | None = None,
+        skipped: dict[str, str] | None = None) -> None:
+    """Runs the blocks in order on one pipeline (see the module). A block on a place of its own (a
+    loop device, a RAM disk), or that keeps no fleet, has its fleet torn down when it is done
+    (before the place goes)."""
+    fleet = begin(ctx, sweep_cfg, sum(b.runs for b in blocks), planned, skipped)
+    pipeline = ctx.pipeline(ctx.host.uri, (sweep_cfg.prefix + "-",))
+    with fleet.torn_down_after(what):
+        for i, b in enumerate(blocks):
+            said = f"[{i + 1}/{len(blocks)}] {b.label}"
+            if ctx.measured_before(b.point_ids):
+                step(f"{said}: every point was measured before: kept")
+                ctx.plan(-b.runs)
+                continue
+            with b.place() as where:
+                if where is None:
+                    ctx.plan(-b.runs)
+                    continue
+                step(f"{said}: provisioning")
+                with fleet.torn_down_after() if where or not b.keep_fleet else nullcontext():
+                    record = fleet.up(ctx, pipeline, lambda b=b, where=where: b.testbed(where))
+                    tb = fleet.testbed
+                    b.ready(tb)
+                    rebuild = (lambda b=b, tb=tb: _rebuilt(b, tb)) if b.rebuildable else None
+                    points = b.points(record, tb)
+                    pipeline.measure(points, record.metadata(), rebuild=rebuild)
+                    if b.later:
+                        pipeline.measure(b.later(pipeline, record), record.metadata(), rebuild=rebuild)
+                    if b.after:
+                        b.after(pipeline, points)
+
+
+def _rebuilt(block: SweepBlock, tb: Testbed) -> dict:
+    """The block's fleet built anew, made ready again; its metadata."""
+    record = tb.rebuilt()
+    block.ready(tb)
+    return record.metadata()
