@@ -1,19 +1,22 @@
-"""`harness run backends`: latency, iops and bandwidth for every backend that passes preflight
-(or those in [backends].backends). Backends that cannot run are listed with their reason."""
+"""`harness run backends`: latency, iops and bandwidth, on the host and in a VM, for virtio-blk and
+virtio-scsi by default, the backends in [backends].backends, or with `--full` every backend (each
+that cannot run here listed with its reason)."""
 from pydantic import Field
 
 from harness import backends
 from harness.backends import BackendNames
 from harness.config.core import Config
-from harness.config.schema import Section
-from harness.experiments import sweep_flags
+from harness.config.schema import StudySection
+from harness.experiments import full_flag, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix
 
 GROUPS = ("latency", "iops", "bandwidth")
 
 
-class Settings(Section):
-    backends: BackendNames = Field([], description="backends for `harness run backends`; empty = every one")
+class Settings(StudySection):
+    FULL = {"backends": []}
+    backends: BackendNames = Field(["virtio-blk", "virtio-scsi"], description="backends for `harness run backends`; "
+                                   "empty (and full) = every one")
 
 
 class Backends(FioMatrix):
@@ -21,7 +24,7 @@ class Backends(FioMatrix):
     Settings = Settings
     groups = GROUPS
     headline = "iops"
-    flags = sweep_flags(*GROUPS, backends_field="backends.backends")
+    flags = (*sweep_flags(*GROUPS, backends_field="backends.backends"), full_flag("backends"))
 
     def backend_names(self, cfg: Config) -> list[str]:
         return cfg.backends.backends or [n for n, b in backends.all_backends().items() if not b.diagnostic]
