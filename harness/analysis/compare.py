@@ -16,7 +16,7 @@ DERIVED = {"ve_pe_ratio"}          # follows from other metrics; compared throug
 
 def declared_directions(rows: list[dict]) -> dict[str, Direction]:
     """{metric: direction} for the headline metrics, as the samples recorded them."""
-    return {r["headline"]: Direction(r["better"]) for r in rows if "headline" in r and "better" in r}
+    return {r["headline"]: Direction(r["better"]) for r in rows if r.get("headline") and r.get("better")}
 
 
 def load_rows(source: Path) -> list[dict]:
@@ -31,7 +31,7 @@ def key(row: dict) -> tuple | None:
     """What makes two samples the same point: None for per-process rows of multi-VM points."""
     if row.get("status") != "ok" or row["metric"] in DERIVED:
         return None
-    if row.get("scope") != "aggregate" and "group" not in row:
+    if row.get("scope") != "aggregate" and row.get("group") is None:
         return None
     return (row["experiment"], row.get("group", ""), row["point"], row.get("backend", ""), row["env"], row["metric"])
 

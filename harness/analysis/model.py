@@ -22,10 +22,10 @@ def observations(rows: list[dict], metric: str) -> list[dict]:
     for r in rows:
         if r.get("metric") != metric or r.get("status") != "ok" or not r.get("value") or r["value"] <= 0:
             continue
-        if r.get("scope") not in ("aggregate", None) and "group" not in r:
+        if r.get("scope") not in ("aggregate", None) and r.get("group") is None:
             continue  # per-VM rows of multi-VM points: the aggregate row speaks for the point
         f = {k: r[k] for k in NUMERIC + CATEGORICAL if r.get(k) not in (None, "", "n/a")}
-        if "bs" in r:
+        if r.get("bs") is not None:
             f["bs_bytes"] = bs_bytes(r["bs"])
         out.append({**f, "y": float(r["value"])})
     return out

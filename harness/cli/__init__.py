@@ -13,7 +13,9 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from harness.common import exits
 from harness.common.console import console, step
+from harness.common.exits import Exit
 from harness.config.schema import ConfigError, bs_bytes
 
 CONFIG_OPTIONS = (
@@ -44,8 +46,10 @@ def load(config_path, overrides):
 DEBUG: list[bool] = []   # set by --debug: an unexpected error shows its traceback
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="\b\nExit status:\n" + exits.table())
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error (a vtb bug).")
+@click.version_option(package_name="vtb-harness", prog_name="harness")
 def cli(debug: bool) -> None:
     """QEMU/KVM virtualized-storage testbed: VM disks against bare metal, measured for real."""
     DEBUG[:] = [debug]
@@ -90,6 +94,15 @@ def testbed_up(config_path, overrides) -> None:
 @click.option("--all", "everything", is_flag=True, help="Also remove every other vtb- resource on this host.")
 def testbed_down(config_path, overrides, everything) -> None:
     """terraform destroy, then remove anything left with the fleet's prefix."""
+    from harness.fleet.testbed import TestbedError
+    try:
+        _down(config_path, overrides, everything)
+    except TestbedError as e:   # what could not be removed, named: its own exit status
+        console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
+        sys.exit(Exit.LEFTOVERS)
+
+
+def _down(config_path, overrides, everything) -> None:
     from harness.common import paths
     from harness.fleet import gc
     from harness.fleet.testbed import TestbedError
@@ -398,7 +411,9 @@ def experiment_command(experiment) -> click.Command:
                       {int: click.INT, float: click.FLOAT}.get(annotation, click.STRING))
         options.append(click.Option([flag.option], type=click_type, default=None, help=help_text))
 
-    options += [click.Option(["--resume"], metavar="RUN", default=None,
+    options += [click.Option(["--run-id"], metavar="ID", default=None,
+                             help="Name the new run folder (default: <time>-<experiment>-<pid>), e.g. for CI."),
+                click.Option(["--resume"], metavar="RUN", default=None,
                              help="Go on with an interrupted or died run (its id): its measured points are kept."),
                 click.Option(["--resume-anyway"], is_flag=True, default=False,
                              help="With --resume: go on even though the config, harness, host or accelerator "
@@ -408,11 +423,14 @@ def experiment_command(experiment) -> click.Command:
                 click.Option(["--precision"], type=Share(), default=None,
                              help="Add shuffled rounds to each point whose VE/PE ratio's 95% CI is wider than "
                                   "± this, e.g. 10% (repeat.precision; up to repeat.max_count)."),
+                click.Option(["--allow-failed-points"], is_flag=True, default=False,
+                             help="Exit 0 even when points failed or were not measured (they are recorded as failed)."),
                 click.Option(["--budget"], type=Duration(), default=None,
                              help="With --precision: add no round once the run has taken this long, e.g. 30m "
                                   "(repeat.budget_s).")]
 
-    def callback(config_path, overrides, resume, resume_anyway, plan_only, precision, budget, **given) -> None:
+    def callback(config_path, overrides, run_id, resume, resume_anyway, plan_only, precision, budget,
+                 allow_failed_points, **given) -> None:
         from harness.measure import runner
         typed = [(["repeat", key], value) for key, value in (("precision", precision), ("budget_s", budget))
                  if value is not None]
@@ -430,7 +448,14 @@ def experiment_command(experiment) -> click.Command:
         if plan_only:
             runner.show_plan(cfg, experiment.name)
             return
-        runner.run(cfg, experiment.name, resume=resume, resume_anyway=resume_anyway)
+        if run_id and resume:
+            raise click.UsageError("--run-id names a new run; --resume goes on with one: give one of them")
+        ctx = runner.run(cfg, experiment.name, resume=resume, resume_anyway=resume_anyway, run_id=run_id)
+        failed = sum(s.status != "ok" for s in ctx.store.samples)
+        if failed and not allow_failed_points:
+            console.print(f"{failed} sample(s) of {ctx.store.run_id} failed or were not measured: exit status "
+                          f"{int(Exit.POINTS_FAILED)} (--allow-failed-points accepts them)", markup=False)
+            sys.exit(Exit.POINTS_FAILED)
 
     doc = (sys.modules[type(experiment).__module__].__doc__ or experiment.name).strip()
     summary = " ".join(doc.split("\n\n")[0].split())
@@ -520,7 +545,7 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit) -> N
                   + ("" if any(c.p_value is not None for c in changes) else
                      "; single measurements cannot be tested: set repeat.count >= 2"))
     if regressions:
-        sys.exit(1)
+        sys.exit(Exit.REGRESSION)
 
 
 @cli.command()
@@ -630,7 +655,7 @@ def doctor(config_path, overrides) -> None:
     """What this host has and lacks for the testbed."""
     from harness.cli import doctor_checks
     ok = doctor_checks.report(load(config_path, overrides))
-    sys.exit(0 if ok else 1)
+    sys.exit(Exit.OK if ok else Exit.HOST_FAILED)
 
 
 @cli.command()
@@ -668,34 +693,38 @@ def main() -> None:
     try:
         cli(standalone_mode=False)
     except click.exceptions.Abort as e:   # click turns Ctrl-C (and the runner's SIGTERM) into Abort
-        sys.exit(143 if isinstance(e.__cause__, Terminated) else 130)
-    except click.ClickException as e:
-        e.show()
+        sys.exit(Exit.TERMINATED if isinstance(e.__cause__, Terminated) else Exit.INTERRUPTED)
+    except click.exceptions.Exit as e:    # --help, --version
         sys.exit(e.exit_code)
+    except click.ClickException as e:     # a flag, an argument or a run that does not exist
+        e.show()
+        sys.exit(Exit.BAD_INPUT)
+    except ConfigError as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
+        sys.exit(Exit.BAD_INPUT)
     except subprocess.CalledProcessError as e:   # a command run with check=True: its own words, and how to see more
         if any(DEBUG):
             raise
         console.print(f"[red]error:[/red] {escape(failed_command(e))}", markup=True, highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except (ConfigError, TestbedError, AgentError, AccelError, RuntimeError, Unanswered, SshError,
-            subprocess.SubprocessError) as e:   # a command that failed or passed its bound says which
-
+        sys.exit(Exit.HOST_FAILED)
+    except (TestbedError, AgentError, AccelError, RuntimeError, Unanswered, SshError,
+            subprocess.SubprocessError) as e:   # a step that failed or passed its bound says which
         console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(Exit.HOST_FAILED)
     except libvirt.libvirtError as e:   # a libvirtd that is not running, or that refused a call
         console.print(f"[red]error:[/red] libvirt: {escape(e.get_error_message())}. Fix: check that libvirtd runs "
                       "(`scripts/libvirtd.sh start` starts this machine's; `make testbed up` does too)",
                       markup=True, highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(Exit.HOST_FAILED)
     except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(Exit.INTERRUPTED)
     except Exception as e:   # a bug: one line that says so, the traceback only when asked for
         if any(DEBUG):
             raise
         console.print(f"[red]error:[/red] unexpected {type(e).__name__}: {escape(str(e))}. This is a vtb bug: "
                       "run the command again with `harness --debug ...` for the traceback, and report it",
                       markup=True, highlight=False, soft_wrap=True)
-        sys.exit(1)
+        sys.exit(Exit.INTERNAL)
 
 
 from harness.cli import tracking  # noqa: E402,F401  (its commands join `cli`; it needs the helpers above)

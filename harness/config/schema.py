@@ -16,6 +16,11 @@ class ConfigError(Exception):
     """A bad config: the message names the field and the fix. Raised before anything is provisioned."""
 
 
+class Refusal(ConfigError):
+    """What the config asks of a host that vtb refuses there (a device not allowlisted, in use or
+    too small): bad input, found on the host; nothing was changed."""
+
+
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 

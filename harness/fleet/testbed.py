@@ -25,6 +25,7 @@ from harness.common.console import step, warn
 from harness.common.files import write_atomic
 from harness.common.pids import owner
 from harness.config.core import Config
+from harness.config.schema import Refusal
 from harness.fleet import accel, gc, guest_consoles, host_images, vm_start
 from harness.fleet.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
 from harness.hosts import Host, LocalHost
@@ -281,7 +282,7 @@ class Testbed:
     # --- lifecycle -------------------------------------------------------------------------
     def preflight(self) -> tuple[backends.Backend, HostPlan]:
         if why := state_dir_problem(LocalHost(), str(self.cfg.state_dir), "state_dir"):
-            raise TestbedError(why)
+            raise Refusal(why)
         missing = [p for p in (paths.IMAGE_DIR / "rootfs.qcow2", paths.TERRAFORM_CACHE / "cli.tfrc",
                                paths.TERRAFORM_CACHE / "bin" / "terraform") if not p.exists()]
         if missing:
@@ -317,12 +318,12 @@ class Testbed:
             have = int(self.host.run(["blockdev", "--getsize64", plan.device.path], timeout=60).stdout or 0)
             need = len(plan.vms) * (self.cfg.fleet.disk_size_mib << 20)
             if have < need:
-                raise TestbedError(f"{self.host.label}: {plan.device.path} has {have >> 20} MiB, and {len(plan.vms)} VM(s) "
+                raise Refusal(f"{self.host.label}: {plan.device.path} has {have >> 20} MiB, and {len(plan.vms)} VM(s) "
                                    f"x fleet.disk_size_mib={self.cfg.fleet.disk_size_mib} need {need >> 20} MiB. "
                                    "Fix: lower fleet.disk_size_mib or the VM count")
         if not gated and self.host.drives_are_users and plan.device.path in self.host.drives:   # its first drive
             if reason := refuse_reason_on(self.host, plan.device.path, wipe_field="its own data"):
-                raise TestbedError(f"{self.host.label}: device {plan.device.path} refused: {reason}")
+                raise Refusal(f"{self.host.label}: device {plan.device.path} refused: {reason}")
         return backend, plan
 
     def _user_device_gate(self, device: str) -> None:
@@ -333,7 +334,7 @@ class Testbed:
         field = "raid.allow" if here else f"that host's allowlist ({', '.join(allow or [])})"
         if reason := refuse_reason_on(self.host, device, allow_signature=self.cfg.fleet.wipe, wipe_field="fleet.wipe",
                                       allow=allow, allow_field=field):
-            raise TestbedError(f"{self.host.label}: fleet.device {device} refused: {reason}")
+            raise Refusal(f"{self.host.label}: fleet.device {device} refused: {reason}")
 
     def _fit_to_drive(self) -> None:
         """A fleet on its host's own drive (a nested host's are small) whose disk size the user left

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from dataclasses import asdict
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -46,6 +48,19 @@ def grown(cfg: Config, need: int) -> Config:
                                      "for the experiment's largest VM count; lower that count instead)") from None
 
 
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def run_id_problem(results_dir: Path, run_id: str) -> str | None:
+    """Why a run id the user chose cannot name a new run folder, or None."""
+    if not RUN_ID.fullmatch(run_id):
+        return (f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' (up to 100, a letter or digit "
+                "first), e.g. push-1234")
+    if (Path(results_dir) / run_id).exists():
+        return f"--run-id {run_id}: a run of that id is in {results_dir} already. Fix: another id, or --resume {run_id}"
+    return None
+
+
 def show_plan(cfg: Config, experiment_name: str) -> None:
     """`harness run NAME --plan`: the plan and its estimate; nothing is provisioned or measured."""
     experiment = registry()[experiment_name]
@@ -58,7 +73,8 @@ def show_plan(cfg: Config, experiment_name: str) -> None:
                   markup=False, highlight=False)
 
 
-def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_anyway: bool = False) -> RunContext:
+def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_anyway: bool = False,
+        run_id: str | None = None) -> RunContext:
     """Runs the experiment in a new run folder, or goes on with the run `resume` names (its
     measured points kept, the rest measured in the original round order)."""
     t0 = time.monotonic()
@@ -67,6 +83,8 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):   # before anything is made
         raise settings.ConfigError(why)
     resumed = resume_mod.folder_of(cfg.results_dir, resume) if resume else None
+    if run_id is not None and (why := run_id_problem(cfg.results_dir, run_id)):
+        raise settings.ConfigError(why)
     if resumed and (why := resume_mod.refusal(resumed, experiment_name)):
         raise settings.ConfigError(why)
     if why := state_dir_problem(LocalHost(), str(cfg.state_dir), "state_dir"):
@@ -99,7 +117,7 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     if len(records) > 1:  # each host's own environment beside the first's
         env["per_host"] = {h.name: environment.collect(r.accel, h) for h, r in zip(host_list, records)}
         env["host"] = ",".join(h.name for h in host_list)
-    store = RunStore.reopened(resumed) if resumed else RunStore(cfg.results_dir, new_run_id(experiment_name))
+    store = RunStore.reopened(resumed) if resumed else RunStore(cfg.results_dir, run_id or new_run_id(experiment_name))
     if resumed:
         changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()), env)
         if changed and not resume_anyway:

@@ -28,7 +28,7 @@ def _headline_key(row: dict, headlines: dict[str, str]) -> tuple | None:
     metric = row.get("headline") or headlines.get(row.get("group") or exp or "")
     if row.get("status") != "ok" or row.get("metric") != metric or row.get("repeat") == "all":
         return None
-    if row.get("scope") != "aggregate" and "group" not in row:
+    if row.get("scope") != "aggregate" and row.get("group") is None:
         return None
     where = row.get("backend", "") if row["env"] == "virtual" else "host"
     # a sweep's block (a node count, a device) names the point too, unless it is the backend (a column)

@@ -47,7 +47,7 @@ class Workload:
 
 def _key(row: dict) -> tuple[str, str] | None:
     """(workload, where) of a measured repeat, where is "host" or the backend."""
-    if row.get("status") != "ok" or row.get("repeat") == "all" or "env" not in row:
+    if row.get("status") != "ok" or row.get("repeat") == "all" or row.get("env") is None:
         return None
     block = "" if row.get("group") or row.get("block") in (None, "", row.get("backend")) else f" {row['block']}"
     setup = f" {row['setup']}" if row.get("setup") else ""   # a RAID sweep's array: a workload of its own

@@ -16,10 +16,12 @@ class Sample:
 
     @classmethod
     def from_row(cls, row: dict) -> "Sample":
-        """The sample a row of samples.jsonl holds (`row()`'s inverse)."""
+        """The sample a row of samples.jsonl holds (`row()`'s inverse; a field the sample did not
+        have is null in its row, and absent again here)."""
         meta = dict(row)
-        return cls(meta.pop("metric"), meta.pop("value"), meta.pop("unit"), status=meta.pop("status", "ok"),
-                   error=meta.pop("error", ""), metadata=meta)
+        metric, value, unit = meta.pop("metric"), meta.pop("value"), meta.pop("unit") or ""
+        status, error = meta.pop("status", None) or "ok", meta.pop("error", None) or ""
+        return cls(metric, value, unit, {k: v for k, v in meta.items() if v is not None}, status, error)
 
     def row(self) -> dict:
         return {"metric": self.metric, "value": self.value, "unit": self.unit, "status": self.status,

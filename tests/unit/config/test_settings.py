@@ -1,5 +1,6 @@
 """Plugins own their settings: the config and the `harness run` commands are assembled from the
 experiment and backend registries, and command-line values are typed by the fields they set."""
+from types import SimpleNamespace
 from typing import Literal
 
 import pytest
@@ -22,6 +23,10 @@ def test_every_experiment_has_its_own_section_from_its_own_settings_model():
         assert exp.headline and isinstance(direction(exp.headline), Direction)
     cfg = settings.load(None)
     assert cfg.vm_scaling.vm_counts == [1, 2, 4] and cfg.latency.patterns[0] == "randread"
+
+
+# what runner.run returns for a run that measured nothing (the command reads its samples)
+NOTHING_MEASURED = SimpleNamespace(store=SimpleNamespace(samples=[], run_id="toy"))
 
 
 class ToySettings(Section):
@@ -52,7 +57,7 @@ def test_a_new_experiment_gets_a_config_section_and_a_command_from_its_module_al
     with pytest.raises(ConfigError, match=r"toy\.mode"):
         settings.load(None, ["toy.mode=medium"])
     seen = {}
-    monkeypatch.setattr(runner, "run", lambda cfg, name, **_: seen.update(cfg=cfg, name=name))
+    monkeypatch.setattr(runner, "run", lambda cfg, name, **_: seen.update(cfg=cfg, name=name) or NOTHING_MEASURED)
     out = CliRunner().invoke(cli.cli, ["run", "toy", "--widgets", "2,4", "--slow"])
     assert out.exit_code == 0, out.output
     assert seen["name"] == "toy" and seen["cfg"].toy.widgets == [2, 4] and seen["cfg"].toy.mode == "slow"
@@ -61,7 +66,7 @@ def test_a_new_experiment_gets_a_config_section_and_a_command_from_its_module_al
 
 def run_with(monkeypatch, *args):
     seen = {}
-    monkeypatch.setattr(runner, "run", lambda cfg, name, **_: seen.update(cfg=cfg, name=name))
+    monkeypatch.setattr(runner, "run", lambda cfg, name, **_: seen.update(cfg=cfg, name=name) or NOTHING_MEASURED)
     out = CliRunner().invoke(cli.cli, ["run", *args])
     assert out.exit_code == 0, out.output
     return seen["cfg"]

@@ -29,7 +29,8 @@ def test_a_blank_device_on_the_allowlist_is_accepted_and_off_it_refused(loop, tm
     """#28: on this machine fleet.device must be on raid.allow too (compared as disks: a link to it
     is the same disk), checked just before use: a mistyped disk that is blank and unmounted is
     refused. (Not as the config loads: a fleet made before must still be torn down.)"""
-    from harness.fleet.testbed import Testbed, TestbedError
+    from harness.config.schema import Refusal
+    from harness.fleet.testbed import Testbed
     from harness.hosts import LocalHost
     dev, _ = loop
     assert refuse_reason(dev) is None
@@ -40,7 +41,7 @@ def test_a_blank_device_on_the_allowlist_is_accepted_and_off_it_refused(loop, tm
     assert cfg.fleet.device == dev
     Testbed(cfg, LocalHost())._user_device_gate(str(dev))
     cfg = settings.load(None, [f"fleet.device={dev}", "fleet.disk_size_mib=16", "fleet.vms=2", f"state_dir={tmp_path / 'state'}"])
-    with pytest.raises(TestbedError, match=rf"fleet.device {dev} refused: not on raid.allow; add it there"):
+    with pytest.raises(Refusal, match=rf"fleet.device {dev} refused: not on raid.allow; add it there"):
         Testbed(cfg, LocalHost())._user_device_gate(str(dev))
 
 

@@ -1,0 +1,35 @@
+"""vtb's exit statuses: a contract a CI job or a script can rely on. `harness --help` and
+docs/measurement.md show this one table."""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    OK = 0
+    REGRESSION = 1       # `compare`: a significant regression
+    BAD_INPUT = 2        # bad input or a refusal (a config field, a flag, a run that does not exist): nothing changed
+    POINTS_FAILED = 3    # a run whose points failed or were not measured (`--allow-failed-points` accepts them)
+    HOST_FAILED = 4      # the host lacks what is needed, or a step on it failed (libvirtd, Terraform, a guest, a tool)
+    LEFTOVERS = 5        # a teardown left something it names
+    INTERNAL = 70        # an unexpected error: a vtb bug (`harness --debug ...` shows its traceback)
+    INTERRUPTED = 130    # Ctrl-C (the run is kept, recorded as interrupted)
+    TERMINATED = 143     # SIGTERM (a CI timeout, `kill`): as Ctrl-C
+
+
+MEANING = {
+    Exit.OK: "success",
+    Exit.REGRESSION: "compare found a significant regression",
+    Exit.BAD_INPUT: "bad input or a refusal; nothing was changed",
+    Exit.POINTS_FAILED: "a run's points failed or were not measured (--allow-failed-points accepts them)",
+    Exit.HOST_FAILED: "the host lacks what is needed, or a step on it failed",
+    Exit.LEFTOVERS: "a teardown left something it names",
+    Exit.INTERNAL: "an unexpected error: a vtb bug",
+    Exit.INTERRUPTED: "interrupted by Ctrl-C (what was measured is kept)",
+    Exit.TERMINATED: "stopped by SIGTERM (what was measured is kept)",
+}
+
+
+def table() -> str:
+    """The statuses, one a line."""
+    return "\n".join(f"{int(code):>3}  {MEANING[code]}" for code in Exit)
