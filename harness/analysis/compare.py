@@ -70,6 +70,14 @@ class Change:
     improvement: bool
 
 
+def as_dict(c: Change) -> dict:
+    """A change as data (`harness compare --json`)."""
+    experiment, group, point, backend, env, metric = c.key
+    return {"experiment": experiment, "group": group, "point": point, "backend": backend, "env": env, "metric": metric,
+            "a": c.a, "b": c.b, "change": c.rel_change, "ci95": [c.diff.low - 1, c.diff.high - 1] if c.diff else None,
+            "p": c.p_value, "regression": c.regression, "improvement": c.improvement}
+
+
 def compare(a_rows: list[dict], b_rows: list[dict], alpha: float, min_change: float) -> tuple[list[Change], int]:
     """(changes of the paired points, number of points found in only one of the runs)."""
     a, b = values_by_key(a_rows), values_by_key(b_rows)

@@ -423,6 +423,8 @@ def experiment_command(experiment) -> click.Command:
                 click.Option(["--precision"], type=Share(), default=None,
                              help="Add shuffled rounds to each point whose VE/PE ratio's 95% CI is wider than "
                                   "± this, e.g. 10% (repeat.precision; up to repeat.max_count)."),
+                click.Option(["--json", "as_json"], is_flag=True, default=False,
+                             help="End with one JSON line: the run's id, folder, status and failed samples."),
                 click.Option(["--allow-failed-points"], is_flag=True, default=False,
                              help="Exit 0 even when points failed or were not measured (they are recorded as failed)."),
                 click.Option(["--budget"], type=Duration(), default=None,
@@ -430,7 +432,7 @@ def experiment_command(experiment) -> click.Command:
                                   "(repeat.budget_s).")]
 
     def callback(config_path, overrides, run_id, resume, resume_anyway, plan_only, precision, budget,
-                 allow_failed_points, **given) -> None:
+                 allow_failed_points, as_json, **given) -> None:
         from harness.measure import runner
         typed = [(["repeat", key], value) for key, value in (("precision", precision), ("budget_s", budget))
                  if value is not None]
@@ -452,6 +454,9 @@ def experiment_command(experiment) -> click.Command:
             raise click.UsageError("--run-id names a new run; --resume goes on with one: give one of them")
         ctx = runner.run(cfg, experiment.name, resume=resume, resume_anyway=resume_anyway, run_id=run_id)
         failed = sum(s.status != "ok" for s in ctx.store.samples)
+        if as_json:
+            click.echo(json.dumps({"run_id": ctx.store.run_id, "folder": str(ctx.store.dir),
+                                   "status": ctx.store.manifest.get("status"), "failed_samples": failed}))
         if failed and not allow_failed_points:
             console.print(f"{failed} sample(s) of {ctx.store.run_id} failed or were not measured: exit status "
                           f"{int(Exit.POINTS_FAILED)} (--allow-failed-points accepts them)", markup=False)
@@ -472,7 +477,8 @@ def run() -> None:
 @cli.command()
 @with_config
 @click.option("--rebuild", is_flag=True, help="Recreate the index from the run folders first.")
-def runs(config_path, overrides, rebuild) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON list instead.")
+def runs(config_path, overrides, rebuild, as_json) -> None:
     """The runs in the results folder, oldest first."""
     import time as _time
 
@@ -485,7 +491,7 @@ def runs(config_path, overrides, rebuild) -> None:
     table = Table(title=f"runs in {index.path.parent}")
     for col in ("run id", "experiment", "status", "started", "accel", "backend"):
         table.add_column(col)
-    unfinished = []
+    unfinished, listed = [], []
     for r in index.list():
         started = _time.strftime("%Y-%m-%d %H:%M", _time.localtime(r["started"])) if r["started"] else ""
         status = r["status"] or ""
@@ -494,8 +500,12 @@ def runs(config_path, overrides, rebuild) -> None:
             status = status_of(json.loads(manifest.read_text()))
         if status in ("interrupted", "died", "failed"):
             unfinished.append(f"harness run {r['experiment']} --resume {r['run_id']}")
+        listed.append({**dict(r), "status": status})
         table.add_row(escape(r["run_id"]), escape(r["experiment"] or ""), status, started, r["accel"] or "",
                       escape(r["backend"] or ""))
+    if as_json:
+        click.echo(json.dumps(listed, indent=1))
+        return
     console.print(table)
     if unfinished:   # with the config they ran with: --resume refuses another
         console.print("go on with an unfinished run (its measured points are kept):\n  " + "\n  ".join(unfinished),
@@ -505,15 +515,16 @@ def runs(config_path, overrides, rebuild) -> None:
 @cli.command()
 @with_config
 @click.argument("run_a")
-@click.argument("run_b")
+@click.argument("run_b", required=False, default="latest")
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level of the test.")
 @click.option("--min-change", type=float, default=0.05, show_default=True,
               help="Smallest relative change that counts as a regression.")
 @click.option("--junit", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the comparison as JUnit XML (a test case per point and metric) for CI.")
-def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit) -> None:
-    """Pair the same points of RUN_A (a run, a baseline's name, or a samples.jsonl) and RUN_B; exit 1 on a
-    regression."""
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of a table.")
+def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit, as_json) -> None:
+    """Pair the same points of RUN_A (a run, a baseline's name, or a samples.jsonl) and RUN_B (default: the
+    latest run); exit 1 on a regression."""
     from rich.table import Table
 
     from harness.analysis import compare as cmp
@@ -532,35 +543,42 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit) -> N
                       "-" if c.p_value is None else p_text(c.p_value).removeprefix("p="), verdict)
     table.caption = (f"change: B over A (geometric means); p: Welch's t-test on log values, Holm-adjusted over the "
                      f"{len(changes)} compared metrics; a regression is significant and at least {min_change:.0%}")
-    console.print(table)
-    if unpaired:
-        console.print(f"{unpaired} point(s) are in only one of the two runs and were not compared")
     if not changes:
         raise click.ClickException("no point is in both runs")
+    regressions = [c for c in changes if c.regression]
+    if as_json:
+        click.echo(json.dumps({"a": run_a, "b": run_b, "alpha": alpha, "min_change": min_change, "unpaired": unpaired,
+                               "regressions": len(regressions), "changes": [cmp.as_dict(c) for c in changes]}, indent=1))
+    else:
+        console.print(table)
+        if unpaired:
+            console.print(f"{unpaired} point(s) are in only one of the two runs and were not compared")
     if junit:
         from harness.report import junit as junit_xml
-        console.print(f"JUnit XML: {junit_xml.write(changes, junit, f'{run_b} against {run_a}')}", markup=False)
-    regressions = [c for c in changes if c.regression]
-    console.print(f"{len(regressions)} regression(s) among {len(changes)} compared metric(s)"
-                  + ("" if any(c.p_value is not None for c in changes) else
-                     "; single measurements cannot be tested: set repeat.count >= 2"))
+        written = junit_xml.write(changes, junit, f'{run_b} against {run_a}')
+        if not as_json:
+            console.print(f"JUnit XML: {written}", markup=False)
+    if not as_json:
+        console.print(f"{len(regressions)} regression(s) among {len(changes)} compared metric(s)"
+                      + ("" if any(c.p_value is not None for c in changes) else
+                         "; single measurements cannot be tested: set repeat.count >= 2"))
     if regressions:
         sys.exit(Exit.REGRESSION)
 
 
 @cli.command()
 @with_config
-@click.argument("run_ids", nargs=-1, required=True)
+@click.argument("run_ids", nargs=-1)
 @click.option("--out", type=click.Path(path_type=Path), help="Where to write (default: report.html in the first run).")
 @click.option("--prefer", type=click.Choice(["iops", "latency", "efficiency"]), default="iops", show_default=True,
               help="The priority the recommendation is made under: the headline metric (IOPS, bandwidth, TPS), "
                    "p99 latency, or I/Os per CPU-second.")
 def report(config_path, overrides, run_ids, out, prefer) -> None:
-    """One self-contained HTML report of one or more runs, the verdict first."""
+    """One self-contained HTML report of one or more runs (default: the latest), the verdict first."""
     from harness.common.files import write_atomic
     from harness.report import html as html_report
     cfg = load(config_path, overrides)
-    runs = [resolve_run(cfg, r) for r in run_ids]
+    runs = [resolve_run(cfg, r) for r in run_ids or ("latest",)]
     if bare := [str(r) for r in runs if not (r / "run.json").is_file()]:
         raise click.ClickException(f"{', '.join(bare)}: no run.json (a samples file, or a baseline saved from one): "
                                    "the report needs a run folder. Fix: give the run's folder or id (`harness runs`)")
@@ -614,11 +632,17 @@ def predict(config_path, overrides, run_id, metric, at) -> None:
 
 
 def resolve_run(cfg, arg: str) -> Path:
-    """A run folder, a samples.jsonl file, a run id in the results folder, or a baseline's name;
+    """A run folder, a samples.jsonl file, a run id in the results folder, `latest`, or a baseline's name;
     `baseline:NAME` names only a baseline, and a path with a / only a path. A bare name that means
     two of these is refused: a folder in the working directory must not stand in for a baseline."""
     from harness.results import baselines
     from harness.results.store import RunIndex
+    if arg == "latest":   # the run that started last
+        listed = RunIndex(cfg.results_dir).list()
+        if not listed:
+            raise click.ClickException(f"latest: no run in {cfg.results_dir} yet. Fix: `harness run NAME` first, or "
+                                       "set results_dir")
+        return Path(listed[-1]["path"])
     if arg.startswith("baseline:"):
         if (found := baselines.find(cfg.results_dir, arg.removeprefix("baseline:"))) is None:
             raise click.ClickException(f"{arg}: no baseline of that name in {cfg.results_dir} (see `harness baseline list`)")

@@ -2,6 +2,7 @@
 (`harness compare` gates; it takes a baseline's name where it takes a run)."""
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -34,10 +35,14 @@ def baseline_save(config_path, overrides, name, run) -> None:
 
 @baseline.command("list")
 @with_config
-def baseline_list(config_path, overrides) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the baselines as a JSON list instead.")
+def baseline_list(config_path, overrides, as_json) -> None:
     """The baselines, with the run each was saved from."""
     from harness.results import baselines
     cfg = load(config_path, overrides)
+    if as_json:
+        click.echo(json.dumps(baselines.listing(cfg.results_dir), indent=1, default=str))
+        return
     table = Table(title=f"baselines in {baselines.folder(cfg.results_dir)}")
     for col in ("name", "saved", "from run"):
         table.add_column(col)
@@ -54,7 +59,8 @@ def baseline_list(config_path, overrides) -> None:
                                         "in the results folder, oldest first).")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False),
               help="Where to write the plot (default: trend-METRIC.png in the results folder).")
-def trend(config_path, overrides, metric, point, run_ids, out) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print each run's figure per point as a JSON list instead.")
+def trend(config_path, overrides, metric, point, run_ids, out, as_json) -> None:
     """METRIC's mean and 95% CI over runs, per point: a table and a plot."""
     from harness.analysis import trend as trends
     from harness.report import trend_plot
@@ -69,6 +75,11 @@ def trend(config_path, overrides, metric, point, run_ids, out) -> None:
         raise click.ClickException(f"no run has {metric}{f' at a point matching {point!r}' if point else ''} "
                                    f"among {len(runs)} run(s). Fix: a metric the runs measured (e.g. "
                                    "aggregate_iops, iops, lat_p99; `harness runs` lists them)")
+    if as_json:
+        click.echo(json.dumps([{"run_id": s.run_id, "point": s.point, "metric": metric, "n": s.summary.n,
+                                "mean": s.summary.mean, "ci95": s.summary.ci95, "cv": s.summary.cv} for s in seen], indent=1))
+        trend_plot.plot(seen, out or cfg.results_dir / f"trend-{metric}.png", metric)
+        return
     table = Table(title=f"{metric} over {len(dict.fromkeys(s.run_id for s in seen))} run(s)")
     for col in ("run", "point", "mean ± 95% CI (CV)", "n"):
         table.add_column(col, justify="right" if col in ("mean ± 95% CI (CV)", "n") else "left")

@@ -1,0 +1,89 @@
+"""The exit statuses a CI job relies on, each from a real command (the failed-points status from a
+real run: tests/integration/test_fleet_lifecycle.py), and the commands' JSON output."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.common.exits import Exit
+from harness.results.samples import Sample
+from harness.results.store import RunStore
+
+HARNESS = str(Path(sys.executable).parent / "harness")
+
+
+def harness(*args, results: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([HARNESS, *args, "--set", f"results_dir={results}"], capture_output=True, text=True,
+                          timeout=120)
+
+
+def a_run(root: Path, run_id: str, mean: float) -> Path:
+    store = RunStore(root, run_id)
+    store.update_manifest(experiment="vm-scaling", status="completed", environment={"accel": "tcg"})
+    meta = {"experiment": "vm-scaling", "point": "virtual-n1", "point_id": "virtual-n1", "env": "virtual",
+            "backend": "virtio-blk", "scope": "aggregate", "headline": "aggregate_iops", "better": "higher"}
+    values = np.random.default_rng(len(run_id)).normal(mean, mean * 0.02, 5)
+    store.add([Sample("aggregate_iops", float(v), "IOPS", {**meta, "repeat": i}) for i, v in enumerate(values)])
+    time.sleep(0.01)   # `latest` is the run that started last
+    return store.dir
+
+
+@pytest.mark.parametrize("args", [["compare", "nosuchrun1", "nosuchrun2"], ["baseline", "save", "main", "nosuchrun"],
+                                  ["trend", "no_such_metric"], ["report", "nosuchrun"],
+                                  ["run", "vm-scaling", "--resume", "nosuchrun"], ["run", "vm-scaling", "--precision", "2"],
+                                  ["run", "vm-scaling", "--run-id", "../escape"], ["--set", "fleet.vms=0", "runs"]])
+def test_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path, args):
+    a_run(tmp_path, "a", 1000)
+    out = subprocess.run([HARNESS, *args, "--set", f"results_dir={tmp_path}"] if args[0] != "--set" else
+                         [HARNESS, "runs", *args[:2]], capture_output=True, text=True, timeout=120)
+    assert out.returncode == Exit.BAD_INPUT, out.stdout + out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_a_regression_exits_1_and_no_regression_0_and_both_read_as_json(tmp_path):
+    a_run(tmp_path, "a", 1000)
+    a_run(tmp_path, "b", 800)
+    worse = harness("compare", "a", "--json", results=tmp_path)     # against the latest run: b
+    assert worse.returncode == Exit.REGRESSION, worse.stdout + worse.stderr
+    data = json.loads(worse.stdout)
+    assert data["b"] == "latest" and data["regressions"] == 1 and data["changes"][0]["regression"]
+    assert data["changes"][0]["change"] < -0.15 and len(data["changes"][0]["ci95"]) == 2
+    same = harness("compare", "a", "a", results=tmp_path)
+    assert same.returncode == Exit.OK
+
+
+def test_runs_baselines_and_trend_read_as_json(tmp_path):
+    a_run(tmp_path, "a", 1000)
+    a_run(tmp_path, "b", 1010)
+    runs = json.loads(harness("runs", "--json", results=tmp_path).stdout)
+    assert [r["run_id"] for r in runs] == ["a", "b"] and {r["status"] for r in runs} == {"completed"}
+    assert harness("baseline", "save", "main", "latest", results=tmp_path).returncode == 0
+    (saved,) = json.loads(harness("baseline", "list", "--json", results=tmp_path).stdout)
+    assert saved["name"] == "main"
+    trend = json.loads(harness("trend", "aggregate_iops", "--json", results=tmp_path).stdout)
+    assert [t["run_id"] for t in trend] == ["a", "b"] and all(t["n"] == 5 and t["ci95"] > 0 for t in trend)
+
+
+def test_help_ends_with_the_exit_statuses_and_version_answers():
+    out = subprocess.run([HARNESS, "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0
+    for code in Exit:
+        assert f"{int(code):>3}  " in out.stdout, code
+    version = subprocess.run([HARNESS, "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("harness, version ")
+
+
+def test_an_unexpected_error_is_a_bug_exit_70_in_one_line(tmp_path):
+    """A results folder that is a file: nothing vtb checks for, so the command fails unexpectedly."""
+    results = tmp_path / "not-a-folder"
+    results.write_text("")
+    out = subprocess.run([HARNESS, "runs", "--set", f"results_dir={results}"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == Exit.INTERNAL, out.stdout + out.stderr
+    assert "This is a vtb bug" in out.stdout and "Traceback" not in out.stdout + out.stderr
