@@ -1,0 +1,97 @@
+"""The sweep engine with a fake experiment: its blocks are provisioned in order, each block's points
+are shuffled in rounds and paired with their baselines, a resumed run's finished blocks are not
+provisioned again, a block whose place this host cannot have is skipped, and every fleet goes.
+The blocks' testbeds stand in for Terraform (what the engine asks of one: up, down, rebuilt); the
+pipeline, its results folder and libvirt (its test driver) are real."""
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from functools import partial
+from types import SimpleNamespace
+
+from harness.config import settings
+from harness.experiments import RunContext
+from harness.hosts import LocalHost
+from harness.measure import sweep
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Output, Point
+from harness.results.store import RunStore
+from harness.workloads import fio
+
+EVENTS: list[str] = []
+
+
+class FakeTestbed:
+    def __init__(self, label: str):
+        self.label = label
+
+    def up(self):
+        EVENTS.append(f"up {self.label}")
+        return SimpleNamespace(metadata=lambda: {"setup": self.label})
+
+    def down(self, quiet: bool = False) -> list[str]:
+        EVENTS.append(f"down {self.label}")
+        return []
+
+    def rebuilt(self):
+        return self.up()
+
+
+def blocks(raw: str, labels: list[str], unplaceable: str = "") -> list[sweep.SweepBlock]:
+    def point(label: str, name: str, env: str) -> Point:
+        def run():
+            EVENTS.append(f"{label}/{name}/{env}")
+            return [Output("slot0", raw)]
+        pid = f"{label}/{name}/{env}"
+        return Point(pid, env, "host" if env == PHYSICAL else "virtio-blk", (), run=run, parse=fio.parse,
+                     headline="iops", meta={"point": name, "setup": label},
+                     baseline=f"{label}/{name}/{PHYSICAL}" if env == VIRTUAL else None)
+
+    @contextmanager
+    def place(label: str):
+        yield None if label == unplaceable else {}
+    names = ["seq", "rand"]
+    return [sweep.SweepBlock(label, [f"{label}/{n}/{e}" for n in names for e in (PHYSICAL, VIRTUAL)], 4 * 2,
+                             testbed=lambda _where, label=label: FakeTestbed(label), place=partial(place, label),
+                             points=lambda _rec, _tb, label=label: [point(label, n, e) for n in names
+                                                                   for e in (PHYSICAL, VIRTUAL)])
+            for label in labels]
+
+
+def context(tmp_path, store: RunStore | None = None) -> RunContext:
+    cfg = settings.load(None, ["repeat.count=2", "repeat.seed=5", "settle.max_wait_s=0.2", "settle.window_s=0.1",
+                               f"state_dir={tmp_path / 'state'}"])
+    return RunContext(cfg=cfg, testbed=None, store=store or RunStore(tmp_path, "run"), environment={"accel": "tcg"},
+                      host=LocalHost(uri="test:///default"))
+
+
+def test_blocks_in_order_points_paired_and_shuffled_every_fleet_down(tmp_path, fixture_text, monkeypatch):
+    monkeypatch.setattr(sweep, "Testbed", lambda *a, **k: FakeTestbed("stale"))   # a killed run's fleet, removed
+    EVENTS.clear()
+    ctx = context(tmp_path)
+    ctx.store.update_manifest(experiment="fake")
+    sweep.run(ctx, ctx.cfg, blocks(fixture_text("fio/host-randread-qd16.json"), ["a", "b"]), "the fake fleet")
+    assert EVENTS[:2] == ["down stale", "up a"] and EVENTS[-1] == "down b"
+    measured = [e for e in EVENTS if "/" in e]
+    assert len(measured) == 16 and measured[:8] != sorted(measured[:8])        # block a first, shuffled
+    assert all(m.startswith("a/") for m in measured[:8]) and all(m.startswith("b/") for m in measured[8:])
+    ratios = [s.metadata for s in ctx.store.samples if s.metric == "ve_pe_ratio"]
+    assert sorted(r["point_id"] for r in ratios) == ["a/rand/virtual", "a/seq/virtual", "b/rand/virtual", "b/seq/virtual"]
+    assert all(r["baseline_point"] == r["point_id"].replace("virtual", "physical") for r in ratios)
+
+
+def test_a_resumed_run_does_not_provision_a_finished_block_and_a_place_not_here_is_skipped(tmp_path, fixture_text,
+                                                                                          monkeypatch):
+    monkeypatch.setattr(sweep, "Testbed", lambda *a, **k: FakeTestbed("stale"))
+    raw = fixture_text("fio/host-randread-qd16.json")
+    first = context(tmp_path / "first")
+    first.store.update_manifest(experiment="fake")
+    sweep.run(first, first.cfg, blocks(raw, ["a"]), "the fake fleet")
+    EVENTS.clear()
+    again = context(tmp_path / "again", RunStore.reopened(first.store.dir))
+    sweep.run(again, again.cfg, blocks(raw, ["a", "b", "c"], unplaceable="c"), "the fake fleet")
+    assert "up a" not in EVENTS and "up b" in EVENTS and "up c" not in EVENTS
+    assert not [e for e in EVENTS if e.startswith("a/")] and len([e for e in EVENTS if e.startswith("b/")]) == 8
+    rows = [json.loads(line) for line in (first.store.dir / "samples.jsonl").read_text().splitlines()]
+    runs = [(r["point_id"], r["repeat"]) for r in rows if r["metric"] == "iops" and r["repeat"] != "all"]
+    assert len(runs) == len(set(runs)) == 16
