@@ -146,6 +146,8 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     try:
         with RunProgress(experiment_name) as progress:
             ctx.progress = progress
+            if the_plan.point_runs:
+                progress.plan(plan_mod.estimate(the_plan, costs).seconds / the_plan.point_runs)
             experiment.run(ctx)
         failed = [s for s in store.samples if s.status != "ok"]
         status = "completed" if not failed else "completed-with-failures"
