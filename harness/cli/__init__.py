@@ -64,8 +64,8 @@ def testbed() -> None:
 @with_config
 def testbed_up(config_path, overrides) -> None:
     """Probe the accelerator, terraform apply the fleet (and its [raid] array), wait for every guest agent."""
+    from harness.cli import runner
     from harness.fleet.testbed import Testbed, TestbedError
-    from harness.measure import runner
     from harness.resources import nested_l1
     cfg = load(config_path, overrides)
     deployed = Testbed.deployed_vms(cfg)
@@ -433,7 +433,7 @@ def experiment_command(experiment) -> click.Command:
 
     def callback(config_path, overrides, run_id, resume, resume_anyway, plan_only, precision, budget,
                  allow_failed_points, as_json, **given) -> None:
-        from harness.measure import runner
+        from harness.cli import runner
         typed = [(["repeat", key], value) for key, value in (("precision", precision), ("budget_s", budget))
                  if value is not None]
         for flag in experiment.flags:

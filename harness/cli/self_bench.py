@@ -21,6 +21,7 @@ import time
 from rich.table import Table
 
 from harness.analysis.stats import summarize
+from harness.cli import runner
 from harness.common.console import console, step, warn
 from harness.common.files import write_atomic
 from harness.config.core import Config
@@ -29,7 +30,6 @@ from harness.fleet.agent import GuestAgent
 from harness.fleet.testbed import Testbed
 from harness.hosts import LocalHost
 from harness.libvirt.libvirt_conn import connect, domain_call
-from harness.measure import runner
 from harness.resources.ceph import local as ceph_local
 from harness.resources.ceph.bootstrap import missing_tools
 from harness.resources.ceph.plan import CephPlan

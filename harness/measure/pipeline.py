@@ -40,6 +40,7 @@ from harness.fleet.agent import AgentError, GuestAgent, restart
 from harness.libvirt.libvirt_conn import connect
 from harness.measure import conditions, hoststat, overlap
 from harness.results.metrics import Direction, direction
+from harness.results.outputs import Output
 from harness.results.samples import Sample
 
 PHYSICAL, VIRTUAL = "physical", "virtual"
@@ -74,16 +75,6 @@ def detail(r: Parsed, metric: str) -> dict:
     """What a sample of the metric keeps beside its value, where the result has more (fio's whole
     latency distribution beside a percentile)."""
     return r.detail(metric) if hasattr(r, "detail") else {}
-
-
-@dataclass
-class Output:
-    """One process's raw output (a VM's or a host slot's), with any files kept beside it."""
-    who: str
-    raw: str
-    extra: dict[str, str | bytes] = field(default_factory=dict)   # file suffix -> text (server config, log, a capture)
-    clock_offset_s: float = 0.0   # its node's clock minus this machine's (puts tool timestamps on one line)
-    host: str = ""                # the host it ran on (or whose guest it ran in), when the fleet spans hosts
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from harness.common import paths
 from harness.config.schema import Section
 from harness.fleet.agent import PATH, guests
 from harness.hosts import Node
-from harness.measure.pipeline import Output
+from harness.results.outputs import Output
 from harness.workloads import run_runner, runner_cpu_s
 
 RUNNER = paths.GUEST_AGENTS / "run-db-bench.sh"

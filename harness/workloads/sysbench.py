@@ -11,7 +11,7 @@ from harness.common import paths
 from harness.common.guest_scripts import guest_script
 from harness.fleet.agent import PATH, GuestAgent, guests, in_parallel
 from harness.hosts import Node
-from harness.measure.pipeline import Output
+from harness.results.outputs import Output
 from harness.workloads import runner_cpu_s
 
 RUNNER = paths.GUEST_AGENTS / "run-mysql.sh"

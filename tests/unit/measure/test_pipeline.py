@@ -10,7 +10,8 @@ import pytest
 import harness.measure.pipeline as pipeline_mod
 from harness.config.core import Config
 from harness.hosts import LocalHost
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Output, Pipeline, Point, block_rng, schedule
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point, block_rng, schedule
+from harness.results.outputs import Output
 from harness.results.store import RunStore
 from harness.workloads import fio
 

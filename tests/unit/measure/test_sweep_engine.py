@@ -14,7 +14,8 @@ from harness.config import settings
 from harness.experiments import RunContext
 from harness.hosts import LocalHost
 from harness.measure import sweep
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Output, Point
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.results.outputs import Output
 from harness.results.store import RunStore
 from harness.workloads import fio
 
