@@ -707,9 +707,9 @@ def main() -> None:
     from harness.common.bounded import Unanswered
     from harness.common.cancel import Terminated
     from harness.fleet.accel import AccelError
-    from harness.fleet.agent import AgentError
     from harness.fleet.testbed import TestbedError
     from harness.hosts.ssh import SshError
+    from harness.libvirt.agent import AgentError
     # Ctrl-C (SIGINT) stops every command, even one started in a script's background, which ignores it
     signal.signal(signal.SIGINT, signal.default_int_handler)
     # What vtb makes is root's alone to change: gc trusts a record only in a folder no one else can write

@@ -26,9 +26,9 @@ from harness.common.console import console, step, warn
 from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.fleet import vm_start
-from harness.fleet.agent import GuestAgent
 from harness.fleet.testbed import Testbed
 from harness.hosts import LocalHost
+from harness.libvirt.agent import GuestAgent
 from harness.libvirt.libvirt_conn import connect, domain_call
 from harness.resources.ceph import local as ceph_local
 from harness.resources.ceph.bootstrap import missing_tools

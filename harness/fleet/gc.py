@@ -22,9 +22,9 @@ from harness.common import paths, pids
 from harness.hosts import Host, LocalHost, Node, from_descriptor
 from harness.hosts.folders import untrusted, untrusted_file
 from harness.hosts.nested import NestedHostError
+from harness.libvirt import pausing
 from harness.libvirt.libvirt_conn import Unanswered, connect, domain_call
 from harness.libvirt.libvirt_xml import OWNER_NS, UNRECORDED, owner_of
-from harness.measure import conditions
 from harness.resources import hugepages, nested_l1, raid
 from harness.resources.ceph import existing as ceph_existing
 from harness.resources.ceph.plan import CephPlan
@@ -329,7 +329,7 @@ def resume_left_paused(host: Host, keep: tuple[str, ...], results_dir: Path) -> 
         return []
     try:
         return [f"resumed {name} (left paused by a run that was killed)"
-                for name in conditions.resume_paused(conn, keep)]
+                for name in pausing.resume_paused(conn, keep)]
     except libvirt.libvirtError as e:
         return [f"(could not resume paused VMs: {e.get_error_message()})"]
     finally:

@@ -27,13 +27,12 @@ from harness.common.pids import owner
 from harness.config.core import Config
 from harness.config.schema import Refusal
 from harness.fleet import accel, gc, guest_consoles, host_images, vm_start
-from harness.fleet.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
-from harness.hosts import Host, LocalHost
+from harness.hosts import Host, LocalHost, page_cache
 from harness.hosts.folders import state_dir_problem
 from harness.hosts.local import Stopped
+from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
 from harness.libvirt.libvirt_conn import connect, unanswered
 from harness.libvirt.libvirt_xml import owner_metadata
-from harness.measure import conditions
 from harness.resources import nested_l1
 from harness.resources.ceph import clusters as ceph_clusters
 from harness.resources.ceph import existing as ceph_existing
@@ -389,7 +388,7 @@ class Testbed:
             if undo := self._undo():
                 raise TestbedError(f"{e}{undo}") from None
             raise
-        conditions.flush(self.host)  # the prefilled device is written back now, not during the first point
+        page_cache.flush(self.host)  # the prefilled device is written back now, not during the first point
         vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
                       str(self.host_dir / "consoles" / f"{vm.name}.log"), vm.index, self.host.name) for vm in plan.vms]
         views = {vm.name: json.dumps(backend.guest_view(plan, vm), sort_keys=True) for vm in plan.vms}

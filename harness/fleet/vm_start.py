@@ -30,8 +30,8 @@ from harness.common import paths
 from harness.common.bounded import heartbeat
 from harness.common.console import step, warn
 from harness.common.guest_scripts import guest_script
-from harness.fleet.agent import AgentError, GuestAgent
 from harness.hosts import Host
+from harness.libvirt.agent import AgentError, GuestAgent
 from harness.libvirt.libvirt_conn import Unanswered, domain_call, restore_saved
 from harness.libvirt.save_image import SaveImageError, set_identity_on
 

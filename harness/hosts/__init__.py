@@ -19,7 +19,7 @@ from harness.hosts.local import LocalHost
 
 class Node(Protocol):
     """Anything that runs commands: this machine, a nested host, a guest through its agent
-    (harness.fleet.agent.GuestAgent). Workloads run on a node, whichever it is."""
+    (harness.libvirt.agent.GuestAgent). Workloads run on a node, whichever it is."""
     label: str                  # how messages name it ("this machine", "the nested host"; a guest: its name)
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,

@@ -15,8 +15,8 @@ from pathlib import Path
 import libvirt
 
 from harness.common import paths
-from harness.fleet.agent import AgentError, guests
 from harness.hosts.ssh import libvirt_uri
+from harness.libvirt.agent import AgentError, guests
 from harness.libvirt.libvirt_conn import connect
 
 DOMAIN = f"{paths.PREFIX}nested"          # the first nested host; the others are vtb-nested<i>

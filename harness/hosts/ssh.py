@@ -19,14 +19,12 @@ from typing import ClassVar
 from urllib.parse import quote
 
 from harness.common.cancel import Cancelled
+from harness.common.ssh_options import ALIVE_COUNT, ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
 from harness.hosts import sessions
 from harness.hosts.folders import state_dir_problem
 from harness.hosts.local import STOP_GRACE_S, LocalHost
 
-CONNECT_TIMEOUT_S = 15
 ANSWER_S = CONNECT_TIMEOUT_S + 5   # a first command's bound: ssh gives up connecting by itself before it
-ALIVE_INTERVAL_S = 5          # a host that stops answering fails the command within about 15 s
-ALIVE_COUNT = 3
 CONTROL_PERSIST_S = 60        # one multiplexed connection serves a point's many short commands
 LOCAL = LocalHost()
 # What ssh itself prints when it cannot run the command (exit 255 is also a remote command's own)

@@ -14,7 +14,7 @@ import libvirt
 
 from harness.common import bounded, paths
 from harness.common.files import write_atomic
-from harness.hosts.ssh import ALIVE_COUNT, ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
+from harness.common.ssh_options import ALIVE_COUNT, ALIVE_INTERVAL_S, CONNECT_TIMEOUT_S
 
 KEEPALIVE_INTERVAL_S = 5
 KEEPALIVE_COUNT = 3          # unanswered probes before the connection is closed and calls raise

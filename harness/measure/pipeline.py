@@ -36,7 +36,9 @@ from harness.common import bounded, cancel
 from harness.common.console import step, warn
 from harness.config.core import RepeatConfig, SettleConfig
 from harness.fleet import guest_consoles
-from harness.fleet.agent import AgentError, GuestAgent, restart
+from harness.hosts import page_cache
+from harness.libvirt import pausing
+from harness.libvirt.agent import AgentError, GuestAgent, restart
 from harness.libvirt.libvirt_conn import connect
 from harness.measure import conditions, hoststat, overlap
 from harness.results.metrics import Direction, direction
@@ -202,7 +204,7 @@ class Pipeline:
         try:
             for conn in conns:
                 try:
-                    if left := conditions.resume_paused(conn, self.quiet_prefixes):
+                    if left := pausing.resume_paused(conn, self.quiet_prefixes):
                         warn(f"resumed {', '.join(left)}, left suspended by a run that was killed")
                 except libvirt.libvirtError as e:   # a guest that does not resume (bounded) is restarted
                     guest = getattr(e, "guest", "")
@@ -361,7 +363,7 @@ class Pipeline:
             if why := self._fault():   # before the fleet is touched: a guest with I/O stuck on it would not pause
                 raise StorageFault(why)
             with contextlib.ExitStack() as stack:
-                paused = [stack.enter_context(conditions.suspended(conn, self.quiet_prefixes, keep=set(p.vms)))
+                paused = [stack.enter_context(pausing.suspended(conn, self.quiet_prefixes, keep=set(p.vms)))
                           for conn in conns]
                 restarted, _ = self._check_guests(conns, p.vms)
                 if self.repeat.drop_caches:
@@ -578,7 +580,7 @@ class Pipeline:
     # --- around a point -------------------------------------------------------------------
     def _drop_caches(self, conns: list[libvirt.virConnect], vms: tuple[str, ...]) -> None:
         for site in self.sites:
-            site.host.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], timeout=conditions.FLUSH_S)
+            site.host.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], timeout=page_cache.FLUSH_S)
         for name in vms:
             res = GuestAgent(self._domain(conns, name)[1]).exec("/bin/sh", ["-c", "sync; echo 3 > /proc/sys/vm/drop_caches"],
                                                             timeout=30)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Callable, ContextManager, Iterator
 
 from harness.common.console import step, warn
 from harness.config.core import Config
-from harness.fleet.agent import AgentError
 from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
+from harness.libvirt.agent import AgentError
 from harness.measure.pipeline import Pipeline, Point, Site
 from harness.resources import nested_l1
 

@@ -23,7 +23,6 @@ from harness.common.bounded import heartbeat, write_bound_s
 from harness.common.console import step, warn
 from harness.common.files import write_atomic
 from harness.fleet import accel
-from harness.fleet.agent import AgentError, GuestAgent
 from harness.hosts import Host, LocalHost
 from harness.hosts.nested import (
     DOMAIN,
@@ -38,6 +37,7 @@ from harness.hosts.nested import (
     domain_name,
     state_subdir,
 )
+from harness.libvirt.agent import AgentError, GuestAgent
 from harness.libvirt.libvirt_conn import Unanswered, connect, define, domain_call, unanswered
 from harness.libvirt.libvirt_xml import UNRECORDED, attr, owner_metadata, owner_of, qemu_commandline, qemu_opt
 

@@ -12,8 +12,8 @@ from pydantic import Field
 
 from harness.common import paths
 from harness.config.schema import Section
-from harness.fleet.agent import PATH, guests
 from harness.hosts import Node
+from harness.libvirt.agent import PATH, guests
 from harness.results.outputs import Output
 from harness.workloads import run_runner, runner_cpu_s
 

@@ -12,8 +12,8 @@ from pydantic import Field
 from harness.common import paths
 from harness.common.console import step
 from harness.config.schema import BlockSize, Section, bs_bytes
-from harness.fleet.agent import PATH, guests, in_parallel
 from harness.hosts import Node
+from harness.libvirt.agent import PATH, guests, in_parallel
 from harness.results.outputs import Output
 from harness.workloads import fio_jobfile, fio_output, fio_trace, run_runner
 from harness.workloads.fio_jobfile import MARGIN_S, JobFile

@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass
 
 from harness.common import paths
 from harness.common.guest_scripts import guest_script
-from harness.fleet.agent import PATH, GuestAgent, guests, in_parallel
 from harness.hosts import Node
+from harness.libvirt.agent import PATH, GuestAgent, guests, in_parallel
 from harness.results.outputs import Output
 from harness.workloads import runner_cpu_s
 

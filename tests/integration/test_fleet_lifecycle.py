@@ -19,7 +19,7 @@ import libvirt
 import pytest
 
 from harness.fleet import gc
-from harness.fleet.agent import AgentError, GuestAgent
+from harness.libvirt.agent import AgentError, GuestAgent
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"

@@ -11,8 +11,8 @@ import pytest
 from run_harness import harness
 
 from harness.fleet import gc
-from harness.fleet.agent import guests
 from harness.fleet.testbed import TestbedRecord
+from harness.libvirt.agent import guests
 from harness.resources.raid import MKFS
 from harness.workloads import fio
 

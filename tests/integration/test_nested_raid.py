@@ -174,7 +174,7 @@ def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_p
     """testbed up puts the fleet on an md array with ext4 in the L1; a guest is a node like a host;
     vm-scaling's physical baseline is host fio in the L1 on the array's data file, the VMs are L2
     guests whose disks are slices of it; down leaves no array, mount or loop."""
-    from harness.fleet.agent import guests
+    from harness.libvirt.agent import guests
     from harness.workloads import fio
     from harness.workloads.fio import FioJob
     extra = ["--set", "raid.level=10", "--set", "raid.filesystem=ext4", "--set", "fleet.vms=2",

@@ -10,7 +10,7 @@ import pytest
 from run_harness import harness
 
 from harness.fleet import gc
-from harness.fleet.agent import guests
+from harness.libvirt.agent import guests
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"

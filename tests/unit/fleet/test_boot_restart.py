@@ -6,8 +6,8 @@ import pytest
 
 from harness.config import settings
 from harness.fleet import testbed
-from harness.fleet.agent import AgentTimeout
 from harness.hosts import LocalHost
+from harness.libvirt.agent import AgentTimeout
 
 
 class FakeDomain:

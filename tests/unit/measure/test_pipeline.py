@@ -81,8 +81,8 @@ def test_a_failed_point_is_recorded_not_repeated_and_others_go_on(tmp_path, fixt
 
 
 def test_idle_fleet_vms_are_suspended_during_a_point(tmp_path, fixture_text, monkeypatch):
-    from harness.measure import conditions
-    monkeypatch.setattr(conditions, "_ours", lambda dom: True)   # the test driver's domain has no owner record
+    from harness.libvirt import pausing
+    monkeypatch.setattr(pausing, "_ours", lambda dom: True)   # the test driver's domain has no owner record
     raw = fixture_text("fio/host-randread-qd16.json")
     p = pipeline(tmp_path, count=1)
     p.measure([Point("phys", PHYSICAL, "host", (), run=lambda: [Output("slot0", raw)], parse=fio.parse,
@@ -99,7 +99,7 @@ def test_adaptive_adds_rounds_only_for_points_not_yet_tight(tmp_path, fixture_te
 
 
 def test_a_point_whose_guest_was_lost_and_restarted_is_measured_again_once(tmp_path, fixture_text, monkeypatch):
-    from harness.fleet.agent import AgentError
+    from harness.libvirt.agent import AgentError
     raw, log = fixture_text("fio/host-randread-qd16.json"), []
     p = pipeline(tmp_path, count=1)
     monkeypatch.setattr(p, "_check_guests", lambda conn, vms: ("", False))
@@ -176,7 +176,7 @@ def test_samples_name_the_engine_fio_ran_not_the_one_the_job_asked_for(tmp_path,
 
 def losing_guest(p: Pipeline, monkeypatch, raw: str, losses: int, log: list) -> Point:
     """A VM point whose guest stops answering its first `losses` times and cannot be restarted."""
-    from harness.fleet.agent import AgentError
+    from harness.libvirt.agent import AgentError
     left = [losses]
 
     def lose(conns, vms, force=False):

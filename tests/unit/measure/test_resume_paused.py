@@ -2,8 +2,8 @@
 record: a user's `vtb-` domain is neither suspended nor resumed."""
 from __future__ import annotations
 
+from harness.libvirt import pausing
 from harness.libvirt.libvirt_xml import owner_metadata
-from harness.measure import conditions
 
 
 class FakeDomain:
@@ -38,12 +38,12 @@ def test_only_paused_domains_that_record_vtb_defined_them_are_resumed():
     ours = FakeDomain("vtb-ci-vm0", owner_metadata("vtb-ci"))
     users = FakeDomain("vtb-ci-mine", "")
     other = FakeDomain("web0", owner_metadata("vtb-web"))
-    assert conditions.resume_paused(FakeConn([ours, users, other]), ("vtb-ci-",)) == ["vtb-ci-vm0"]
+    assert pausing.resume_paused(FakeConn([ours, users, other]), ("vtb-ci-",)) == ["vtb-ci-vm0"]
     assert ours.resumed and not users.resumed and not other.resumed
 
 
 def test_a_point_suspends_only_the_idle_domains_that_record_vtb_defined_them():
     ours, users = FakeDomain("vtb-ci-vm1", owner_metadata("vtb-ci")), FakeDomain("vtb-ci-mine", "")
-    with conditions.suspended(FakeConn([ours, users]), ("vtb-ci-",), keep=set()) as paused:
+    with pausing.suspended(FakeConn([ours, users]), ("vtb-ci-",), keep=set()) as paused:
         assert paused == ["vtb-ci-vm1"]
     assert ours.suspended and ours.resumed and not users.suspended
