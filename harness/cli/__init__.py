@@ -706,8 +706,8 @@ def main() -> None:
 
     from harness.common.bounded import Unanswered
     from harness.common.cancel import Terminated
-    from harness.fleet.accel import AccelError
     from harness.fleet.testbed import TestbedError
+    from harness.hosts.accel import AccelError
     from harness.hosts.ssh import SshError
     from harness.libvirt.agent import AgentError
     # Ctrl-C (SIGINT) stops every command, even one started in a script's background, which ignores it

@@ -9,8 +9,7 @@ from rich.table import Table
 from harness.common import paths
 from harness.common.console import console
 from harness.config.core import Config
-from harness.fleet import accel
-from harness.hosts import Host
+from harness.hosts import Host, accel
 from harness.libvirt.libvirt_conn import connect
 from harness.results.environment import libvirt_version
 

@@ -20,10 +20,10 @@ from harness.common.progress import RunProgress
 from harness.config import settings
 from harness.config.core import Config, validation_context
 from harness.experiments import RunContext, registry
-from harness.fleet import accel, gc
+from harness.fleet import gc
 from harness.fleet.multi_host import MultiHostFleet
 from harness.fleet.testbed import Testbed
-from harness.hosts import LocalHost
+from harness.hosts import LocalHost, accel
 from harness.hosts.folders import state_dir_problem
 from harness.measure import plan as plan_mod
 from harness.measure import resume as resume_mod

@@ -26,8 +26,8 @@ from harness.common.files import write_atomic
 from harness.common.pids import owner
 from harness.config.core import Config
 from harness.config.schema import Refusal
-from harness.fleet import accel, gc, guest_consoles, host_images, vm_start
-from harness.hosts import Host, LocalHost, page_cache
+from harness.fleet import gc, guest_consoles, host_images, vm_start
+from harness.hosts import Host, LocalHost, accel, page_cache
 from harness.hosts.folders import state_dir_problem
 from harness.hosts.local import Stopped
 from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart

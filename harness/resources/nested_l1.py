@@ -22,8 +22,7 @@ from harness.common import paths
 from harness.common.bounded import heartbeat, write_bound_s
 from harness.common.console import step, warn
 from harness.common.files import write_atomic
-from harness.fleet import accel
-from harness.hosts import Host, LocalHost
+from harness.hosts import Host, LocalHost, accel
 from harness.hosts.nested import (
     DOMAIN,
     DRIVE_PCI_SLOT,

@@ -1,6 +1,6 @@
 import pytest
 
-from harness.fleet.accel import AccelError, decide
+from harness.hosts.accel import AccelError, decide
 
 
 def test_tcg_requested_skips_the_probe():
@@ -23,6 +23,6 @@ def test_kvm_demanded_but_broken_is_an_error_with_a_fix():
 def test_a_probe_that_failed_is_said_by_its_last_words_not_its_terminal_codes():
     """A quiet kernel that reached nothing leaves only QEMU's and the firmware's terminal control
     sequences on the console: they are not a reason."""
-    from harness.fleet.accel import _last_words
+    from harness.hosts.accel import _last_words
     assert _last_words("\x1bc\x1b[?7l\x1b[2J") == ""
     assert _last_words("\x1b[2J[    1.0] VFS: Cannot open root device\n\x1bc") == "[    1.0] VFS: Cannot open root device"
