@@ -303,7 +303,7 @@ def host_nested_down(config_path, overrides) -> None:
         step(f"removed {r}")
 
 
-@host.group("raid")
+@host.group("raid", hidden=True)   # Terraform's hooks, not a user's commands
 def host_raid() -> None:
     """Create or destroy a host RAID array from a plan (Terraform's hooks run these)."""
 
@@ -330,7 +330,7 @@ def host_raid_destroy(plan_file) -> None:
     step(raid.destroy(from_descriptor(plan.host), plan))
 
 
-@host.group("ceph")
+@host.group("ceph", hidden=True)
 def host_ceph() -> None:
     """Create or destroy a Ceph cluster vtb makes, from its plan (Terraform's hooks and teardowns run these)."""
 
@@ -395,6 +395,14 @@ class ExperimentCommands(click.Group):
         return experiment_command(experiment) if experiment else None
 
 
+def shown_default(info) -> str:
+    """A settings field's default as a flag takes it (a list comma-separated); "" for none."""
+    default = info.get_default(call_default_factory=True)
+    if default is None or default == [] or hasattr(default, "model_dump"):
+        return ""
+    return ",".join(map(str, default)) if isinstance(default, list) else str(default)
+
+
 def experiment_command(experiment) -> click.Command:
     """The command of one experiment: --config, --set and its own flags, typed by the fields they set."""
     from harness.config import settings
@@ -402,6 +410,8 @@ def experiment_command(experiment) -> click.Command:
     for flag in experiment.flags:
         info = settings.field_at(flag.fields[0].split("."))
         help_text = flag.help or (f"{info.description}." if info else "")
+        if flag.switch is None and info is not None and "default" not in help_text and (shown := shown_default(info)):
+            help_text += f" (default: {shown})"
         if flag.switch is not None:
             options.append(click.Option([flag.option], is_flag=True, default=False, help=help_text))
             continue
