@@ -462,14 +462,12 @@ def experiment_command(experiment) -> click.Command:
             return
         if run_id and resume:
             raise click.UsageError("--run-id names a new run; --resume goes on with one: give one of them")
-        ctx = runner.run(cfg, experiment.name, resume=resume, resume_anyway=resume_anyway, run_id=run_id)
+        ctx = runner.run(cfg, experiment.name, resume=resume, resume_anyway=resume_anyway, run_id=run_id,
+                         as_json=as_json)
         failed = sum(s.status != "ok" for s in ctx.store.samples)
-        if as_json:
-            click.echo(json.dumps({"run_id": ctx.store.run_id, "folder": str(ctx.store.dir),
-                                   "status": ctx.store.manifest.get("status"), "failed_samples": failed}))
-        if failed and not allow_failed_points:
-            console.print(f"{failed} sample(s) of {ctx.store.run_id} failed or were not measured: exit status "
-                          f"{int(Exit.POINTS_FAILED)} (--allow-failed-points accepts them)", markup=False)
+        if failed and not allow_failed_points:   # on stderr: with --json, stdout ends with the run's line
+            click.echo(f"{failed} sample(s) of {ctx.store.run_id} failed or were not measured: exit status "
+                       f"{int(Exit.POINTS_FAILED)} (--allow-failed-points accepts them)", err=True)
             sys.exit(Exit.POINTS_FAILED)
 
     doc = (sys.modules[type(experiment).__module__].__doc__ or experiment.name).strip()

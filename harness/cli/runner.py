@@ -8,6 +8,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+import click
 from pydantic import ValidationError
 
 from harness import hosts
@@ -74,7 +75,7 @@ def show_plan(cfg: Config, experiment_name: str) -> None:
 
 
 def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_anyway: bool = False,
-        run_id: str | None = None) -> RunContext:
+        run_id: str | None = None, as_json: bool = False) -> RunContext:
     """Runs the experiment in a new run folder, or goes on with the run `resume` names (its
     measured points kept, the rest measured in the original round order)."""
     t0 = time.monotonic()
@@ -97,6 +98,14 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
             step(f"{experiment_name} needs {need} VMs and the fleet has {max(cfg.fleet.vms, deployed)}: "
                  f"growing the fleet to {need}")
         cfg = grown(cfg, max(need, deployed))  # a fleet grown before stays grown
+    store = None
+    if resumed:   # refused before the fleet is touched; claimed at once, so that no second --resume takes it
+        store = RunStore.reopened(resumed)
+        config_changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()),
+                                            store.manifest.get("environment") or {})
+        if config_changed and not resume_anyway:
+            raise settings.ConfigError(resume_mod.changed_refusal(resumed, config_changed))
+        store.update_manifest(status="running", owner=owner())
     if cfg.hosts:
         hosts.check_answering(cfg)
         host_list = hosts.all_for_config(cfg)
@@ -117,7 +126,7 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     if len(records) > 1:  # each host's own environment beside the first's
         env["per_host"] = {h.name: environment.collect(r.accel, h) for h, r in zip(host_list, records)}
         env["host"] = ",".join(h.name for h in host_list)
-    store = RunStore.reopened(resumed) if resumed else RunStore(cfg.results_dir, run_id or new_run_id(experiment_name))
+    store = store or RunStore(cfg.results_dir, run_id or new_run_id(experiment_name))
     if resumed:
         changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()), env)
         if changed and not resume_anyway:
@@ -167,6 +176,9 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
         store.update_manifest(status=status, finished=time.time())
         _summarize(experiment, ctx, replaces_nothing=status in ("completed", "completed-with-failures"))
         step(f"results: {store.dir} ({status})")
+        if as_json:   # the last line, whatever the outcome: a CI job learns the run it made
+            click.echo(json.dumps({"run_id": store.run_id, "folder": str(store.dir), "status": status,
+                                   "failed_samples": sum(s.status != "ok" for s in store.samples)}))
         if status in ("interrupted", "failed"):
             step(f"go on with it: harness run {experiment_name} --resume {store.run_id} (the same config and flags)")
     return ctx
@@ -181,10 +193,10 @@ def _precision_summary(ctx: RunContext) -> None:
         return
     short = [m for m in ratios if not m["precision_met"]]
     title = f"precision ±{target:.0%}: {len(ratios) - len(short)} of {len(ratios)} VE/PE ratios reached it"
-    lines = [f"{m['point_id']}: ±{m['ratio_ci_rel']:.0%}" if m["ratio_ci_rel"] is not None else f"{m['point_id']}: no interval"
-             for m in short]
+    lines = [f"{m['point_id']}: ±{m['ratio_ci_rel']:.0%}" if m.get("ratio_ci_rel") is not None
+             else f"{m['point_id']}: no interval" for m in short]
     if short:
-        ended = "the time budget" if any(m["budget_ended_first"] for m in short) else "repeat.max_count"
+        ended = "the time budget" if any(m.get("budget_ended_first") for m in short) else "repeat.max_count"
         lines = [f"not reached ({ended} ended first) by:", *lines]
     console.print("\n".join([title, *lines]), markup=False)
     tables.record_text(title, lines or ["every ratio's 95% CI is within it"])

@@ -49,12 +49,6 @@ class RunContext:
         self.testbeds = [self.testbed]
         return self.testbed.metadata()
 
-    def measured_before(self, point_ids: list[str]) -> bool:
-        """Whether every repeat of these points is on disk already: a resumed run's block that is
-        done, and need not be provisioned again."""
-        done = self.store.done()
-        return bool(point_ids) and all((pid, r) in done for pid in point_ids for r in range(self.cfg.repeat.count))
-
     def plan(self, runs: int) -> None:
         """Declares point runs to come (for the progress bar and its ETA)."""
         if self.progress:

@@ -16,7 +16,7 @@ from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import BlockSize
 from harness.experiments import RunContext, sweep_flags
-from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point, point_id
+from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
 from harness.fleet.testbed import TestbedRecord
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.measure.plan import PlannedPoint
@@ -59,8 +59,6 @@ class Breakdown(FioMatrix):
     def planned_block(self, cfg: Config, backend: str) -> list[PlannedPoint]:
         return [PlannedPoint(p.label, env, fio.tool_seconds(p.job)) for p, env in self.measured(cfg, backend)]
 
-    def point_ids(self, cfg: Config, backend: str) -> list[str]:
-        return [point_id(p, env, backend) for p, env in self.measured(cfg, backend)]
 
     def block_points(self, ctx: RunContext, record: TestbedRecord) -> list[Point]:
         return [measured_point(ctx, record, p, env) for p, env in self.measured(ctx.cfg, record.disk["backend"])]

@@ -111,7 +111,7 @@ class CephScaling:
 
     def plan(self, cfg: Config) -> Plan:
         c = cfg.ceph_scaling
-        points = [PlannedPoint(label, env, fio.tool_seconds(job), c.vms if env == VIRTUAL else 1)
+        points = [PlannedPoint(label, env, fio.tool_seconds(job), c.vms)   # as many host clients as VMs
                   for label, job in self.jobs(cfg) for env in self.envs(cfg)]
         return Plan(self.name, [Block(block_label(k, rate), points) for k, rate in self.blocks(cfg)], cfg.repeat.count)
 
@@ -125,9 +125,8 @@ class CephScaling:
         runs = len(jobs) * len(self.envs(cfg)) * cfg.repeat.count
 
         def block(k: int, rate: int) -> sweep.SweepBlock:
-            name = block_name(k, rate)
             return sweep.SweepBlock(
-                block_label(k, rate), [f"{name}/{label}/{env}" for label, _ in jobs for env in self.envs(cfg)], runs,
+                block_label(k, rate), runs,
                 testbed=lambda _where: Testbed(sweep_cfg.model_copy(update={
                     "ceph": sweep_cfg.ceph.model_copy(update={"pool_nodes": k})}), ctx.host, run_scoped=True),
                 ready=lambda tb: ceph_local.set_link_rate(ctx.host, tb.ceph, rate),

@@ -141,7 +141,7 @@ class DeviceProfile:
         jobs = self.jobs(c)
         runs = len(jobs) * len(self.envs(c)) * cfg.repeat.count
         blocks = [sweep.SweepBlock(
-            f"device {name}", [f"{name}/{label}/{env}" for label, _, _ in jobs for env in self.envs(c)], runs,
+            f"device {name}", runs,
             place=lambda name=name: self._device(ctx, sweep_cfg, name), keep_fleet=False, rebuildable=False,
             testbed=lambda where: Testbed(sweep_cfg, ctx.host, run_scoped=True, **where),
             points=lambda record, _tb, name=name: [self._point(ctx, record, name, label, meta, job, env)

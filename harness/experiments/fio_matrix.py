@@ -193,8 +193,7 @@ class FioMatrix:
                      f"file: {dev}")
                 yield {"device": dev}
         return sweep.SweepBlock(
-            f"backend {backend}", self.point_ids(ctx.cfg, backend),
-            len(self.planned_block(ctx.cfg, backend)) * ctx.cfg.repeat.count,
+            f"backend {backend}", len(self.planned_block(ctx.cfg, backend)) * ctx.cfg.repeat.count,
             testbed=lambda where: Testbed(tb.cfg, ctx.host, run_scoped=True, **where).for_backend(backend),
             points=lambda record, _tb: self.block_points(ctx, record), place=place, rebuildable=not loop,
             later=self.later_points(ctx))
@@ -203,9 +202,6 @@ class FioMatrix:
         """Points that follow from the block's first figures (none here)."""
         return None
 
-    def point_ids(self, cfg: Config, backend: str) -> list[str]:
-        """The ids of a backend's block (that the block is done is known before it is provisioned)."""
-        return [point_id(p, env, backend) for p in self.points(cfg) for env in (PHYSICAL, VIRTUAL)]
 
     def block_points(self, ctx: RunContext, record: TestbedRecord) -> list[Point]:
         """This experiment's points on the host and in the VM of one backend."""

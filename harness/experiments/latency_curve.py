@@ -64,8 +64,6 @@ class LatencyCurve(FioMatrix):
         return [PlannedPoint(p.label, env, fio.tool_seconds(p.job))
                 for p in (*self.points(cfg), *self.steps(cfg)) for env in (PHYSICAL, VIRTUAL)]
 
-    def point_ids(self, cfg: Config, backend: str) -> list[str]:
-        return [point_id(p, env, backend) for p in (*self.points(cfg), *self.steps(cfg)) for env in (PHYSICAL, VIRTUAL)]
 
     def block_points(self, ctx: RunContext, record: TestbedRecord) -> list[Point]:
         """First the bound of both environments (unthrottled, interleaved) ..."""

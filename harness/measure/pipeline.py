@@ -145,6 +145,8 @@ def new_seed() -> int:
     return random.SystemRandom().randrange(1 << 31)
 
 
+# what names a facet of a point (a job file's job and direction): harness/workloads/fio.py parse_jobs
+FACET_KEYS = ("point_id", "point", "job", "direction", "ioengine", "group_id")
 RUN_ONLY = frozenset({"run_id", "accel_reason", "vm_start"})   # what one run records that does not decide a result
 
 
@@ -190,6 +192,10 @@ class Pipeline:
         self.broken, self.guest_lost, self.rebuilt = "", False, False
         self.rebuild, self.block = rebuild, points
         self.rng, self.last = block_rng(self.seed, [p.id for p in points]), None
+        for sample in self.store.samples:   # a resumed run's facets, known from their samples
+            pid = str(sample.metadata.get("point_id", ""))
+            if "#" in pid and pid not in self.facet_meta:
+                self.facet_meta[pid] = {k: sample.metadata[k] for k in FACET_KEYS if k in sample.metadata}
         adaptive = s.adaptive or s.precision is not None
         rounds = s.max_count if adaptive else s.count
         done = self.store.done()   # a resumed run's: kept, and not measured again
@@ -304,9 +310,11 @@ class Pipeline:
         if s.precision is None:
             return all(enough(self.values(pid, p.headline), s.target_rel_ci, minimum=s.count)
                        for pid in self.point_ids(p.id))
-        pairs = [p] if p.baseline in block else [q for q in block.values() if q.baseline == p.id]
-        if not pairs:
+        partners = [p] if p.baseline in block else [q for q in block.values() if q.baseline == p.id]
+        if not partners:
             return all(enough(self.values(pid, p.headline), s.precision, minimum=s.count) for pid in self.point_ids(p.id))
+        # a pair whose other side failed gains nothing from more rounds
+        pairs = [q for q in partners if q.id not in self.failed and q.baseline not in self.failed]
         return all(width is not None and width <= s.precision for q in pairs for width in self.ratio_widths(q).values())
 
     def ratio_widths(self, p: Point) -> dict[str, float | None]:

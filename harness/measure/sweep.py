@@ -89,8 +89,7 @@ def rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
 @dataclass
 class SweepBlock:
     """One block of a sweep: a setup the engine provisions, then the points measured on it."""
-    label: str                                       # said as it is provisioned, e.g. "backend nbd", "raid5-n4-c64k"
-    point_ids: list[str]                             # its points' ids, known before it is provisioned
+    label: str                                       # unique in the run, e.g. "backend nbd", "raid5-n4-c64k"
     runs: int                                        # its point runs (points x repeats), for the progress bar
     testbed: Callable[[dict], Testbed]               # its testbed on the run's host as it is now, given `place`'s
     points: Callable[[TestbedRecord, Testbed], list[Point]]
@@ -115,8 +114,8 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
     with fleet.torn_down_after(what):
         for i, b in enumerate(blocks):
             said = f"[{i + 1}/{len(blocks)}] {b.label}"
-            if ctx.measured_before(b.point_ids):
-                step(f"{said}: every point was measured before: kept")
+            if b.label in ctx.store.manifest.get("blocks_done", []):
+                step(f"{said}: measured before, its ratios and derived values too: kept")
                 ctx.plan(-b.runs)
                 continue
             with b.place() as where:
@@ -135,6 +134,9 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
                         pipeline.measure(b.later(pipeline, record), record.metadata(), rebuild=rebuild)
                     if b.after:
                         b.after(pipeline, points)
+            # done only now: a block stopped before its derived values is provisioned again on a resume
+            # (its measured points are kept), and a precision run's added rounds go on there
+            ctx.store.update_manifest(blocks_done=[*ctx.store.manifest.get("blocks_done", []), b.label])
 
 
 def _rebuilt(block: SweepBlock, tb: Testbed) -> dict:

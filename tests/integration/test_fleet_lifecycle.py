@@ -213,7 +213,7 @@ def test_mysql_data_that_does_not_fit_fails_clearly(fleet, tmp_path):
     out = harness("run", "mysql", "--tests", "oltp_read_only", "--set", f"results_dir={tmp_path}", "--set",
                   "repeat.count=1", "--set", "mysql.tables=1", "--set", "mysql.table_size=1000000", "--runtime", "1",
                   check=False)
-    assert out.returncode == 3 and "failed or were not measured: exit status 3" in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 3 and "failed or were not measured: exit status 3" in out.stderr, out.stdout + out.stderr
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     assert {r["env"] for r in rows} == {"physical", "virtual"}

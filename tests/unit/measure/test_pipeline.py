@@ -382,3 +382,39 @@ def test_a_spent_budget_adds_no_round_and_the_ratio_says_it_ended_first(tmp_path
     (ratio,) = [s for s in p.store.samples if s.metric == "ve_pe_ratio"]
     assert ratio.metadata["n_virtual"] == 3 and not ratio.metadata["precision_met"]
     assert ratio.metadata["budget_ended_first"] and len(log) == 6
+
+
+def test_a_resumed_job_file_run_takes_each_facets_ratio_from_the_samples_kept(tmp_path, fixture_text):
+    """Every repeat measured before the stop: the resumed run measures nothing and still gives each
+    facet (job and direction) its ratio, named as the first run would have."""
+    raw, log = fixture_text("fio/fio-3.33-two-stonewalled-jobs.jsonplus.json"), []
+
+    def point(pid, env, baseline=None):
+        def run():
+            log.append(pid)
+            return [Output("vm0", raw)]
+        return Point(pid, env, "host" if env == PHYSICAL else "virtio-blk", (), run=run,
+                     parse=fio.parse_jobs, headline="iops", meta={"group": "fio-job", "point": "two"}, baseline=baseline)
+    first = pipeline(tmp_path / "first", count=2)
+    first.store.update_manifest(seed=7)
+    first.measure([point("pe", PHYSICAL), point("ve", VIRTUAL, baseline="pe")])
+    again = pipeline(tmp_path / "again", count=2)
+    again.store = RunStore.reopened(first.store.dir)
+    log.clear()
+    again.measure([point("pe", PHYSICAL), point("ve", VIRTUAL, baseline="pe")])
+    assert log == []
+    ratios = {s.metadata["point"]: s.metadata["baseline_point"] for s in again.store.samples if s.metric == "ve_pe_ratio"}
+    assert ratios == {"qd1-randread/read": "pe#qd1-randread/read", "oltp-70-30/read": "pe#oltp-70-30/read",
+                      "oltp-70-30/write": "pe#oltp-70-30/write"}
+
+
+def test_with_a_precision_a_pair_whose_baseline_failed_gets_no_added_rounds(tmp_path, fixture_text):
+    raw, log = fixture_text("fio/host-randread-qd16.json"), []
+
+    def broken():
+        log.append("phys")
+        return [Output("slot0", "fio: no JSON here")]
+    p = pipeline(tmp_path, count=3, max_count=10, precision=0.01)
+    p.measure([Point("phys", PHYSICAL, "host", (), run=broken, parse=fio.parse, headline="iops", meta={}),
+               noisy_point("virt", VIRTUAL, raw, log, [0.5, 0.6, 0.45], baseline="phys")])
+    assert log.count("phys") == 1 and log.count("virt") == 3

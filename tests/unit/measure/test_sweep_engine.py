@@ -52,7 +52,7 @@ def blocks(raw: str, labels: list[str], unplaceable: str = "") -> list[sweep.Swe
     def place(label: str):
         yield None if label == unplaceable else {}
     names = ["seq", "rand"]
-    return [sweep.SweepBlock(label, [f"{label}/{n}/{e}" for n in names for e in (PHYSICAL, VIRTUAL)], 4 * 2,
+    return [sweep.SweepBlock(label, 4 * 2,
                              testbed=lambda _where, label=label: FakeTestbed(label), place=partial(place, label),
                              points=lambda _rec, _tb, label=label: [point(label, n, e) for n in names
                                                                    for e in (PHYSICAL, VIRTUAL)])
