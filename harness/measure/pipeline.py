@@ -166,6 +166,7 @@ class Pipeline:
         self.rng = random.Random(seed)
         self.last: str | None = None
         self.started = time.monotonic()   # the time budget of added rounds counts from here
+        self.budget_share = 1.0           # of the budget, what may be spent by the end of this block
         self.budget_ended = False
         self.failed: set[str] = set()
         self.broken = ""          # why the block's fleet cannot be measured any more (a guest that cannot be restarted)
@@ -189,7 +190,7 @@ class Pipeline:
             raise ValueError("point ids must be unique")
         s = self.repeat
         self.testbed_meta = testbed_meta or {}
-        self.broken, self.guest_lost, self.rebuilt = "", False, False
+        self.broken, self.guest_lost, self.rebuilt, self.budget_ended = "", False, False, False
         self.rebuild, self.block = rebuild, points
         self.rng, self.last = block_rng(self.seed, [p.id for p in points]), None
         for sample in self.store.samples:   # a resumed run's facets, known from their samples
@@ -220,9 +221,11 @@ class Pipeline:
                 self._fail_rest(points)
                 return
             for r in range(rounds):
-                if r >= s.count and s.budget_s is not None and time.monotonic() - self.started > s.budget_s:
+                if r >= s.count and s.budget_s is not None and \
+                        time.monotonic() - self.started > s.budget_s * self.budget_share:
                     self.budget_ended = True
-                    warn(f"the time budget ({s.budget_s:g} s) ended: no more rounds are added")
+                    warn(f"this block's share of the time budget ({s.budget_s * self.budget_share:g} of "
+                         f"{s.budget_s:g} s) ended: no more rounds are added")
                     break
                 todo = [p.id for p in points if p.id not in self.failed
                         and not (adaptive and r >= s.count and self._converged(by_id[p.id], by_id))]
