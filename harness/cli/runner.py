@@ -31,7 +31,7 @@ from harness.measure import resume as resume_mod
 from harness.report import tables
 from harness.resources import nested_l1
 from harness.results import environment
-from harness.results.store import RunStore, new_run_id
+from harness.results.store import RunStore, new_run_id, status_of
 
 
 def _terminate(signum, _frame):
@@ -98,13 +98,14 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
             step(f"{experiment_name} needs {need} VMs and the fleet has {max(cfg.fleet.vms, deployed)}: "
                  f"growing the fleet to {need}")
         cfg = grown(cfg, max(need, deployed))  # a fleet grown before stays grown
-    store = None
+    store, before = None, ""
     if resumed:   # refused before the fleet is touched; claimed at once, so that no second --resume takes it
         store = RunStore.reopened(resumed)
         config_changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()),
                                             store.manifest.get("environment") or {})
         if config_changed and not resume_anyway:
             raise settings.ConfigError(resume_mod.changed_refusal(resumed, config_changed))
+        before = status_of(store.manifest)
         store.update_manifest(status="running", owner=owner())
     if cfg.hosts:
         hosts.check_answering(cfg)
@@ -130,6 +131,7 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     if resumed:
         changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()), env)
         if changed and not resume_anyway:
+            store.update_manifest(status=before)   # given back as it was: refused
             raise settings.ConfigError(resume_mod.changed_refusal(resumed, changed))
         env = {**env, **({"resumed_anyway": "; ".join(changed)} if changed else {})}
         step(f"resuming {store.run_id}: {len(store.done())} point runs measured before are kept")
