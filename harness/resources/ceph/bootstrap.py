@@ -17,6 +17,7 @@ from typing import Callable
 
 from harness.common.bounded import heartbeat
 from harness.common.console import step
+from harness.config.schema import Refusal
 from harness.resources.ceph.plan import CephPlan, conf, crush_commands, daemon_keys, pool_commands
 
 PACKAGES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-common")
@@ -30,6 +31,10 @@ NodeRunner = Callable[[int], tuple[object, list[str]]]
 
 class CephError(RuntimeError):
     pass
+
+
+class CephRefusal(CephError, Refusal):
+    """A Ceph plan refused before anything is made (bad input, or what its hosts lack)."""
 
 
 def run(host, argv: list[str], what: str, timeout: float = 120, input: bytes | None = None) -> str:

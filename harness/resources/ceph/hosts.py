@@ -12,7 +12,7 @@ import time
 
 from harness.common.console import step
 from harness.hosts import from_descriptor
-from harness.resources.ceph.bootstrap import PACKAGES, CephError, build, complete, log_tails, missing_tools, remove
+from harness.resources.ceph.bootstrap import PACKAGES, CephError, CephRefusal, build, complete, log_tails, missing_tools, remove
 from harness.resources.ceph.plan import CephPlan, refusals
 
 __all__ = ["CephError", "create", "destroy"]
@@ -40,7 +40,7 @@ def create(plan: CephPlan) -> str:
         elif why := _address_problem(host, plan.node_address(k)):
             problems.append(why)
     if problems:
-        raise CephError("the Ceph plan is refused, nothing was made:\n" + "\n".join(f"  {p}" for p in problems))
+        raise CephRefusal("the Ceph plan is refused, nothing was made:\n" + "\n".join(f"  {p}" for p in problems))
     mon = hosts[0]
     if complete(mon, plan):
         return f"ceph {plan.name}: already up ({plan.osd_count} OSDs on {plan.nodes} hosts)"

@@ -16,7 +16,17 @@ from pathlib import Path
 from typing import Iterator
 
 from harness.common.console import step
-from harness.resources.ceph.bootstrap import PACKAGES, CephError, build, complete, log_tails, missing_tools, remove, run
+from harness.resources.ceph.bootstrap import (
+    PACKAGES,
+    CephError,
+    CephRefusal,
+    build,
+    complete,
+    log_tails,
+    missing_tools,
+    remove,
+    run,
+)
 from harness.resources.ceph.plan import CephPlan, counters_at, link_utilisation, refusals
 
 __all__ = ["CephError", "create", "destroy", "links_observed", "set_link_rate"]
@@ -44,7 +54,7 @@ def create(host, plan: CephPlan) -> str:
     elif clash := _subnet_in_use(host, plan):
         problems.append(clash)
     if problems:
-        raise CephError("the Ceph plan is refused, nothing was made:\n" + "\n".join(f"  {p}" for p in problems))
+        raise CephRefusal("the Ceph plan is refused, nothing was made:\n" + "\n".join(f"  {p}" for p in problems))
     if complete(host, plan):
         return f"ceph {plan.name}: already up ({plan.osd_count} OSDs on {plan.nodes} nodes)"
     if Path(plan.dir).exists():   # half made (killed during create) or made from another plan: start over
