@@ -299,15 +299,15 @@ class Testbed:
         plan = self.plan()
         if self.on_ceph and (self.raid or self.device or self.cfg.fleet.device):
             what = "raid.level" if self.raid else "fleet.device" if self.cfg.fleet.device else "the experiment's device"
-            raise TestbedError(f"backend {backend.name} keeps the fleet's disks in Ceph, so {what} would go unused. "
-                               "Fix: remove it, or choose another backend")
+            raise Refusal(f"backend {backend.name} keeps the fleet's disks in Ceph, so {what} would go unused. "
+                          "Fix: remove it, or choose another backend")
         if plan.device.kind == "file" and not self.host.is_this_machine:
-            raise TestbedError(f"a fleet on the {self.host.name} host needs a block device there (an array, "
-                               "or one of its drives), not a file prefilled on this machine")
+            raise Refusal(f"a fleet on the {self.host.name} host needs a block device there (an array, "
+                          "or one of its drives), not a file prefilled on this machine")
         if reason := self.backend_verdict(plan):
-            raise TestbedError(f"backend {backend.name} cannot run here: {reason}")
+            raise Refusal(f"backend {backend.name} cannot run here: {reason}")
         if self.on_ceph and self.ceph is None and (reason := ceph_existing.access_problem(self.host, self.cfg.ceph)):
-            raise TestbedError(f"ceph (existing): {reason}")
+            raise Refusal(f"ceph (existing): {reason}")
         # the fleet's disks on fleet.device (not an array's, nor a device a sweep hands over): checked
         # now, on its host, however long ago the config loaded
         gated = self.cfg.fleet.device is not None and self.raid is None and self.device is None

@@ -312,7 +312,7 @@ def test_mysql_raid_on_raid6_and_one_member(host, tmp_path):
 def test_filesystems_all_five_on_the_nested_host(host, tmp_path):
     """Every filesystem the study compares is made and measured in the L1 (its generic kernel has
     f2fs and nilfs2), xfs included at the default 300 MiB region; none is skipped."""
-    out = harness("run", "filesystems", "--pe-only", "--set", "filesystems.levels=[0]",
+    out = harness("run", "filesystems", "--pe-only", "--full", "--set", "filesystems.levels=[0]",
                   "--set", "filesystems.patterns=randwrite", "--set", "filesystems.direct=false",
                   "--set", "filesystems.runtime_s=2", "--set", "filesystems.ramp_s=0", "--set", f"results_dir={tmp_path}")
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]

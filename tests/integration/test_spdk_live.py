@@ -65,7 +65,8 @@ def test_one_vm_on_spdk_polling_and_interrupt_mode_then_nothing_is_left(tmp_path
             assert virtual["spdk_version"] == spdk_target.version("") != "unknown"
             assert virtual["spdk_cpu_s"] > 0 and "spdk_cpu_pct" in virtual   # the target's cost, recorded
             if interrupt == "false":   # a polling reactor: one core, busy or not; the settle wait ignores it
-                assert virtual["spdk_cpu_pct"] > 80 and not virtual["settle_timed_out"]
+                # most of a core (less when the other lane of `make test` keeps both cores busy)
+                assert virtual["spdk_cpu_pct"] > 50 and not virtual["settle_timed_out"]
             host_job = json.loads((run / "raw" / "physical-n1" / "host-slot0.json").read_text())["global options"]
             assert host_job["filename"].endswith("vtb-spdk-device.raw") and host_job["offset"] == "0"   # VM 0's slice
     finally:
