@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from functools import partial
 
 import pytest
 
@@ -230,19 +231,22 @@ def test_in_a_run_of_one_repeat_the_lost_point_is_measured_on_the_new_fleet_and_
     assert got == expected, got
 
 
+def job_file_point(raw: str, log: list, pid: str, env: str, baseline=None) -> Point:
+    """A point whose run is a recorded job file's report (a point per job and direction)."""
+    def run():
+        log.append(pid)
+        return [Output("vm0", raw)]
+    return Point(pid, env, "host" if env == PHYSICAL else "virtio-blk", (), run=run,
+                 parse=fio.parse_jobs, headline="iops", meta={"group": "fio-job", "point": "two"}, baseline=baseline)
+
+
 def test_a_job_file_run_is_a_point_per_job_and_direction_with_a_ratio_each(tmp_path, fixture_text):
     """A job file of two stonewalled jobs (QD1 random read; a 70/30 mix): one run per repeat, three
     facets (qd1/read, mix/read, mix/write), each with its own samples, its own VE/PE ratio and its
     latency distribution; nothing summed across them."""
     raw, log = fixture_text("fio/fio-3.33-two-stonewalled-jobs.jsonplus.json"), []
     doc = json.loads(raw)
-
-    def point(pid, env, baseline=None):
-        def run():
-            log.append(pid)
-            return [Output("vm0", raw)]
-        return Point(pid, env, "host" if env == PHYSICAL else "virtio-blk", (), run=run,
-                     parse=fio.parse_jobs, headline="iops", meta={"group": "fio-job", "point": "two"}, baseline=baseline)
+    point = partial(job_file_point, raw, log)
     p = pipeline(tmp_path, count=2)
     p.measure([point("pe", PHYSICAL), point("ve", VIRTUAL, baseline="pe")])
     assert sorted(log) == ["pe", "pe", "ve", "ve"]   # one run per repeat, not one per facet
@@ -388,13 +392,7 @@ def test_a_resumed_job_file_run_takes_each_facets_ratio_from_the_samples_kept(tm
     """Every repeat measured before the stop: the resumed run measures nothing and still gives each
     facet (job and direction) its ratio, named as the first run would have."""
     raw, log = fixture_text("fio/fio-3.33-two-stonewalled-jobs.jsonplus.json"), []
-
-    def point(pid, env, baseline=None):
-        def run():
-            log.append(pid)
-            return [Output("vm0", raw)]
-        return Point(pid, env, "host" if env == PHYSICAL else "virtio-blk", (), run=run,
-                     parse=fio.parse_jobs, headline="iops", meta={"group": "fio-job", "point": "two"}, baseline=baseline)
+    point = partial(job_file_point, raw, log)
     first = pipeline(tmp_path / "first", count=2)
     first.store.update_manifest(seed=7)
     first.measure([point("pe", PHYSICAL), point("ve", VIRTUAL, baseline="pe")])
