@@ -31,7 +31,8 @@ def sleeper():
 
 @pytest.mark.parametrize("host", [LocalHost(), ThroughPython3()], ids=["in-process", "python3"])
 def test_the_settle_wait_ends_with_a_snapshot_of_the_points_processes(host, sleeper):
-    got = hoststat.wait_quiet_on(host, 0.5, 100.0, 1e6, 0.1, [], [("tool", "sleep 37.5")])
+    # busy + iowait never exceeds 100%, so a bound over it is met however loaded CI is
+    got = hoststat.wait_quiet_on(host, 0.5, 101.0, 1e6, 0.1, [], [("tool", "sleep 37.5")])
     assert not got["timed_out"] and got["wait_s"] >= 0.1
     snap = got["snapshot"]
     assert {p["label"] for p in snap["procs"].values()} == {"tool"}
