@@ -62,11 +62,18 @@ def run_id_problem(results_dir: Path, run_id: str) -> str | None:
     return None
 
 
+def configured(experiment, cfg: Config) -> Config:
+    """The config as the experiment reads its own settings (vm-scaling's one backend is the
+    fleet's), after its refusal of a config it cannot run (naming the field and the fix)."""
+    if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):
+        raise settings.ConfigError(why)
+    return experiment.configured(cfg) if hasattr(experiment, "configured") else cfg
+
+
 def show_plan(cfg: Config, experiment_name: str) -> None:
     """`harness run NAME --plan`: the plan and its estimate; nothing is provisioned or measured."""
     experiment = registry()[experiment_name]
-    if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):
-        raise settings.ConfigError(why)
+    cfg = configured(experiment, cfg)
     if experiment.uses_fleet and hasattr(experiment, "fleet_size"):
         cfg = grown(cfg, max(experiment.fleet_size(cfg), cfg.fleet.vms))
     console.print(plan_mod.describe(experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg)),
@@ -81,8 +88,7 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     t0 = time.monotonic()
     signal.signal(signal.SIGTERM, _terminate)  # a CI timeout or `kill` ends the run like Ctrl-C
     experiment = registry()[experiment_name]
-    if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):   # before anything is made
-        raise settings.ConfigError(why)
+    cfg = configured(experiment, cfg)   # before anything is made
     resumed = resume_mod.folder_of(cfg.results_dir, resume) if resume else None
     if run_id is not None and (why := run_id_problem(cfg.results_dir, run_id)):
         raise settings.ConfigError(why)

@@ -142,12 +142,10 @@ class CephScaling:
                 "vm_count": len(record.vms), **fio.job_meta(job), "bs_bytes": bs_bytes(job.bs)}
         common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline, meta=meta,
                       observe=partial(ceph_local.links_observed, tb.ceph, nodes, rate))
-        if env == PHYSICAL:
-            return Point(f"{block}/{label}/physical", PHYSICAL, "host", (), **common, run=partial(
-                fio.on_host, ctx.host, job, device=record.device_path,
-                slots=[(vm.slice_offset, vm.slice_bytes) for vm in record.vms]))
-        return Point(f"{block}/{label}/virtual", VIRTUAL, "rbd", tuple(vm.name for vm in record.vms), **common,
-                     baseline=f"{block}/{label}/physical", run=partial(fio.in_guests, record.uri, job, record.vms))
+        return sweep.point_in(
+            env, f"{block}/{label}", partial(fio.on_host, ctx.host, job, device=record.device_path,
+                                             slots=[(vm.slice_offset, vm.slice_bytes) for vm in record.vms]),
+            ("rbd", tuple(vm.name for vm in record.vms), partial(fio.in_guests, record.uri, job, record.vms)), **common)
 
     # --- the summary ---------------------------------------------------------------------
     def summarize(self, ctx: RunContext) -> None:

@@ -223,14 +223,11 @@ class DeviceProfile:
         offset, size = (meta["zone"] * (c.zone_mib << 20), c.zone_mib << 20) if zone else (0, c.size_mib << 20)
         common = dict(parse=parse_requests, headline="bw" if zone else "iops_req",
                       meta={"point": label, "group": device, "profiled_device": device, **meta, **fio.job_meta(job)})
-        pid = f"{device}/{label}"
-        if env == PHYSICAL:
-            return Point(f"{pid}/physical", PHYSICAL, "host", (), **common, run=partial(
-                fio.on_host, ctx.host, job, device=record.device_path, slots=[(offset, size)]))
-        vm = record.vms[0]
-        return Point(f"{pid}/virtual", VIRTUAL, record.disk["backend"], (vm.name,), **common,
-                     baseline=f"{pid}/physical",
-                     run=partial(fio.in_guests, record.uri, job, [vm], size=size, offset=offset))
+        vms = record.vms[:1]
+        return sweep.point_in(env, f"{device}/{label}", partial(fio.on_host, ctx.host, job, device=record.device_path,
+                                                                slots=[(offset, size)]),
+                              (record.disk["backend"], tuple(vm.name for vm in vms),
+                               partial(fio.in_guests, record.uri, job, vms, size=size, offset=offset)), **common)
 
     # --- the summary ---------------------------------------------------------------------
     def summarize(self, ctx: RunContext) -> None:

@@ -24,7 +24,7 @@ from harness.common import bounded
 from harness.common.console import step
 from harness.common.files import write_atomic
 from harness.config.core import Config
-from harness.config.schema import ConfigError, Section
+from harness.config.schema import Section
 from harness.experiments import RunContext, matrix_summary, registry
 from harness.fleet import gc
 from harness.fleet.testbed import Testbed, TestbedRecord
@@ -74,13 +74,10 @@ def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str
         if p.vms > 1 else dict(headline=p.headline)
     common = dict(parse=p.parse, **several, meta={"group": p.group, "point": p.label, "block": backend,
                                                   **({"vm_count": p.vms} if p.vms > 1 else {}), **fio.job_meta(p.job)})
-    pid = point_id(p, env, backend)
-    if env == PHYSICAL:
-        return Point(pid, PHYSICAL, "host", (), **common, run=partial(
-            fio.on_host, ctx.host, p.job, device=record.device_path,
-            slots=[(vm.slice_offset, vm.slice_bytes) for vm in vms]))
-    return Point(pid, VIRTUAL, backend, tuple(vm.name for vm in vms), **common,
-                 baseline=point_id(p, PHYSICAL, backend), run=partial(fio.in_guests, record.uri, p.job, vms))
+    return sweep.point_in(env, p.label, partial(fio.on_host, ctx.host, p.job, device=record.device_path,
+                                                slots=[(vm.slice_offset, vm.slice_bytes) for vm in vms]),
+                          (backend, tuple(vm.name for vm in vms), partial(fio.in_guests, record.uri, p.job, vms)),
+                          ids=(point_id(p, PHYSICAL, backend), point_id(p, VIRTUAL, backend)), **common)
 
 
 def on_loop(tb: Testbed, backend: str) -> bool:
@@ -157,13 +154,7 @@ class FioMatrix:
                     cfg.repeat.count)
 
     def _verdicts(self, tb: Testbed, names: list[str]) -> dict[str, str | None]:
-        verdicts = {}
-        for name in names:
-            try:
-                verdicts[name] = None if on_loop(tb, name) else tb.for_backend(name).backend_verdict()
-            except ConfigError as e:
-                verdicts[name] = str(e)
-        return verdicts
+        return {name: None if on_loop(tb, name) else sweep.backend_verdict(tb, name) for name in names}
 
     def run(self, ctx: RunContext) -> None:
         tb = Testbed(self.sweep_config(ctx.cfg), ctx.host, run_scoped=True)

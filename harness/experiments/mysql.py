@@ -10,11 +10,12 @@ from typing import Annotated, Literal
 from pydantic import Field
 from rich.table import Table
 
-from harness.common.console import step, warn
+from harness.common.console import step
 from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import Section, VmCounts, each
 from harness.experiments import Flag, RunContext
+from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
@@ -110,10 +111,9 @@ class Mysql:
                           raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
             slots = [{"device": tb.device_path, "offset": vm.slice_offset, "size": vm.slice_bytes,
                       "mount": f"{HOST_MOUNT_DIR}/{tb.prefix}-db{i}"} for i, vm in enumerate(vms)]
-            points.append(Point(f"{p.name}/physical", PHYSICAL, "host", (), **common,
-                                run=partial(sysbench.on_host, ctx.host, p.point, slots)))
-            points.append(Point(f"{p.name}/virtual", VIRTUAL, tb.disk["backend"], tuple(vm.name for vm in vms),
-                                **common, baseline=f"{p.name}/physical", run=partial(sysbench.in_guests, tb.uri, p.point, vms)))
+            points += sweep.paired(p.name, partial(sysbench.on_host, ctx.host, p.point, slots),
+                                   (tb.disk["backend"], tuple(vm.name for vm in vms),
+                                    partial(sysbench.in_guests, tb.uri, p.point, vms)), **common)
         return points
 
     def run(self, ctx: RunContext) -> None:
@@ -121,13 +121,7 @@ class Mysql:
             raise RuntimeError("mysql needs a block device on the host for its physical baseline, and an rbd "
                                "fleet has none (no krbd here). Fix: run mysql with another backend")
         planned, skipped = plan(ctx.cfg, len(ctx.testbed.vms))
-        for name, reason in skipped.items():
-            warn(f"{name} skipped: {reason}")
-        ctx.store.update_manifest(planned=[p.name for p in planned], skipped=skipped)
-        points = self.points(ctx, planned)
-        ctx.plan(len(points) * ctx.cfg.repeat.count)
-        pipeline = ctx.pipeline(ctx.testbed.uri, (ctx.testbed.prefix + "-",))
-        pipeline.measure(points, ctx.testbed.metadata())
+        sweep.run_on_fleet(ctx, self.points(ctx, planned), [p.name for p in planned], skipped)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = mysql_rows(ctx.store.samples)

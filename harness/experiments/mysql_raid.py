@@ -28,7 +28,8 @@ from harness.experiments.raid_sweep import (
     workload_table,
 )
 from harness.fleet.testbed import TestbedRecord
-from harness.measure.pipeline import PHYSICAL, Point
+from harness.measure import sweep
+from harness.measure.pipeline import Point
 from harness.results.environment import accel_label
 from harness.results.samples import Sample
 from harness.workloads import sysbench
@@ -104,15 +105,13 @@ class MysqlRaid(WorkloadSweep):
                 "vm_count": 1, "stands_in_for": "TPC-C", **p.db.metadata()}
         common = dict(parse=sysbench.parse, aggregate=sysbench.aggregate, headline=self.headline, meta=meta,
                       raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
-        if env == PHYSICAL:   # the region the VM's disk is (offset 0, size_mib), so PE and VE use the same blocks
-            slot = {"device": record.device_path, "offset": 0, "size": ctx.cfg.mysql_raid.size_mib << 20,
-                    "mount": f"{HOST_MOUNT_DIR}/{record.prefix}-db0"}
-            return Point(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common,
-                                 run=partial(sysbench.on_host, ctx.host, p.db, [slot]))
-        vm = record.vms[0]
-        return Point(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
-                             baseline=f"{s.label}/{p.label}/physical",
-                             run=partial(sysbench.in_guests, record.uri, p.db, [vm]))
+        # the host's slot is the region the VM's disk is (offset 0, size_mib): PE and VE use the same blocks
+        slot = {"device": record.device_path, "offset": 0, "size": ctx.cfg.mysql_raid.size_mib << 20,
+                "mount": f"{HOST_MOUNT_DIR}/{record.prefix}-db0"}
+        vms = record.vms[:1]
+        return sweep.point_in(env, f"{s.label}/{p.label}", partial(sysbench.on_host, ctx.host, p.db, [slot]),
+                              (record.disk["backend"], tuple(vm.name for vm in vms),
+                               partial(sysbench.in_guests, record.uri, p.db, vms)), **common)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = tps_rows(ctx.store.samples, ctx.cfg.mysql_raid.tests)

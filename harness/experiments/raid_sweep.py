@@ -199,15 +199,13 @@ class RaidSweep:
                 "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a", "filesystem": p.filesystem or "none",
                 **fio.job_meta(p.job), "data_size_bytes": p.size(c.size_mib << 20)}
         common = dict(parse=fio.parse, headline=self.headline, meta=meta)
-        if env == PHYSICAL:
-            return Point(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
-                fio.on_host, ctx.host, p.job, device=record.device_path, slots=[(0, p.size(c.size_mib << 20))],
-                extra_env=extra))
-        vm = record.vms[0]
-        return Point(f"{s.label}/{p.label}/virtual", VIRTUAL, record.disk["backend"], (vm.name,), **common,
-                             baseline=f"{s.label}/{p.label}/physical",
-                             run=partial(fio.in_guests, record.uri, p.job, [vm], size=p.size(vm.slice_bytes),
-                                         extra_env=extra))
+        vms = record.vms[:1]
+        return sweep.point_in(
+            env, f"{s.label}/{p.label}", partial(fio.on_host, ctx.host, p.job, device=record.device_path,
+                                                 slots=[(0, p.size(c.size_mib << 20))], extra_env=extra),
+            (record.disk["backend"], tuple(vm.name for vm in vms),
+             partial(fio.in_guests, record.uri, p.job, vms, size=p.size(vms[0].slice_bytes) if vms else 0,
+                     extra_env=extra)), **common)
 
     def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[Point]) -> None:
         """The RAID model against the single member measured at the same point (and filesystem) in

@@ -25,7 +25,8 @@ from harness.experiments.raid_sweep import (
     workload_table,
 )
 from harness.fleet.testbed import TestbedRecord
-from harness.measure.pipeline import PHYSICAL, Point
+from harness.measure import sweep
+from harness.measure.pipeline import Point
 from harness.resources.raid import MKFS
 from harness.results.environment import accel_label
 from harness.results.samples import Sample
@@ -86,13 +87,12 @@ class RocksDb(WorkloadSweep):
                 **{f"db_{k}": v for k, v in job.model_dump().items()}}
         common = dict(parse=db_bench.parse, headline=self.headline, meta=meta,
                       raw_suffix=".txt")
-        if env == PHYSICAL:
-            return Point(f"{s.label}/{p.label}/physical", PHYSICAL, "host", (), **common, run=partial(
-                db_bench.on_host, ctx.host, job, p.benchmark, device=record.device_path, mkfs=mkfs))
-        vm = record.vms[0]
-        return Point(f"{s.label}/{p.label}/virtual", env, record.disk["backend"], (vm.name,), **common,
-                             baseline=f"{s.label}/{p.label}/physical",
-                             run=partial(db_bench.in_guest, record.uri, job, p.benchmark, vm, mkfs=mkfs))
+        vm = record.vms[0] if record.vms else None
+        return sweep.point_in(
+            env, f"{s.label}/{p.label}", partial(db_bench.on_host, ctx.host, job, p.benchmark,
+                                                 device=record.device_path, mkfs=mkfs),
+            (record.disk["backend"], (vm.name,) if vm else (),
+             partial(db_bench.in_guest, record.uri, job, p.benchmark, vm, mkfs=mkfs)), **common)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = db_rows(ctx.store.samples, ctx.cfg.rocksdb.benchmarks)

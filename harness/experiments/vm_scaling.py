@@ -1,5 +1,10 @@
 """vm-scaling: the same fio job in 1..N VMs at once on one host device, against host fio on the
-same device at the same total concurrency. How does aggregate IOPS scale with the VM count?
+same device at the same total concurrency. How does aggregate IOPS scale with the VM count, and,
+with several backends, which scales best?
+
+One backend runs on the user's fleet. Several are one block each, on a fleet of the sweep's own
+(vs-<fleet>, as large as the largest VM count) re-provisioned for each backend, each block with
+the host's baseline measured in its own shuffled rounds; the user's fleet is left as it is.
 
 On a fleet that spans hosts ([[hosts]]), the first N VMs of the fleet (placed round-robin) run
 together on all their hosts, and the physical baseline runs on each host, on that host's device,
@@ -15,12 +20,15 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 from rich.table import Table
 
-from harness.common.console import step
+from harness.analysis import scaling
+from harness.backends import BackendNames
+from harness.common.console import console, step
 from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.config.schema import Section, VmCounts
 from harness.experiments import Flag, RunContext
-from harness.measure import aggregate
+from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point, Site
 from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
@@ -37,6 +45,8 @@ class Settings(Section):
     job_file: Path | None = Field(None, description="your fio job file instead of `job` (vtb sets only its target; "
                                                     "each job and direction is a point of its own)")
     profile: str | None = Field(None, description="a shipped profile (profiles/fio/) instead of `job`")
+    backends: BackendNames = Field([], description="backends whose scaling curves are compared, each on a fleet "
+                                                   "of its own; empty = disk.backend, on the user's fleet")
 
 
 class VmScaling:
@@ -53,11 +63,22 @@ class VmScaling:
              Flag("--job", ("vm_scaling.job_file",), "Your fio job file instead of vtb's job (--runtime and --ramp "
                                                       "apply to it)."),
              Flag("--profile", ("vm_scaling.profile",), "A shipped profile (profiles/fio/*.fio) instead of vtb's job."),
-             Flag("--backend", ("disk.backend",), "Disk backend; the fleet is re-provisioned when it differs."))
+             Flag("--backend", ("vm_scaling.backends",), "Comma-separated backends: one re-provisions the fleet "
+                                                          "when it differs; several are compared, each on a fleet of its own."))
 
     # what of vtb's own job applies to a job file (each job's runtime and ramp, over the file's, when
     # set); its other fields are vtb's job's only: the file says its own
     OVER_FILE = {"runtime_s": "runtime", "ramp_s": "ramp_time"}
+
+    def configured(self, cfg: Config) -> Config:
+        """One backend named is the user's fleet's (disk.backend)."""
+        if len(cfg.vm_scaling.backends) == 1:
+            return cfg.model_copy(update={"disk": cfg.disk.with_backend(cfg.vm_scaling.backends[0])})
+        return cfg
+
+    def compared(self, cfg: Config) -> list[str]:
+        """The backends of a comparison (each a block of its own), or [] for the user's fleet alone."""
+        return cfg.vm_scaling.backends if len(cfg.vm_scaling.backends) > 1 else []
 
     def fleet_size(self, cfg: Config) -> int:
         """The fleet this experiment needs: it grows to the largest VM count."""
@@ -74,12 +95,15 @@ class VmScaling:
 
     def refusal(self, cfg: Config) -> str | None:
         c = cfg.vm_scaling
+        if self.compared(cfg) and cfg.hosts:
+            return ("vm-scaling compares several backends on one host; the config's fleet is on [[hosts]]. "
+                    "Fix: name one backend (--backend), or drop [[hosts]]")
         if c.job_file is None and c.profile is None:
             return None
         if c.job_file is not None and c.profile is not None:
             return ("vm-scaling runs a job file or a profile, not both (vm_scaling.job_file, vm_scaling.profile). "
                     "Fix: drop --job or --profile")
-        if cfg.disk.backend == "rbd":
+        if "rbd" in (cfg.disk.backend, *c.backends):
             return fio_jobfile.ON_RBD
         return fio_jobfile.refusal(lambda: self.workload(cfg))
 
@@ -89,67 +113,79 @@ class VmScaling:
         parse = fio.parse if isinstance(job, fio.FioJob) else partial(fio.parse_jobs, prefix=f"n{n}/")
         return dict(parse=parse, aggregate=aggregate.aggregate, headline=self.headline)
 
-    def points(self, ctx: RunContext) -> list[Point]:
-        if len(ctx.testbeds) > 1:
-            return self.points_across_hosts(ctx)
-        job, tb = self.workload(ctx.cfg), ctx.testbed
+    def ids(self, n: int, block: str | None) -> tuple[str, str]:
+        """A VM count's point ids: physical-n2 and virtual-n2, under the backend's name when several are compared."""
+        return tuple(f"{block}/{env}-n{n}" if block else f"{env}-n{n}" for env in (PHYSICAL, VIRTUAL))
+
+    def points(self, ctx: RunContext, record: TestbedRecord, block: str | None = None) -> list[Point]:
+        """Each VM count on the host (its slots of the device) and in the fleet's first VMs."""
+        job, backend = self.workload(ctx.cfg), record.disk["backend"]
         job_meta = fio.job_meta(job)
         points = []
         for n in ctx.cfg.vm_scaling.vm_counts:
-            vms = tb.vms[:n]
-            common = self._common(job, n)
-            points.append(Point(f"physical-n{n}", PHYSICAL, "host", (), **common,
-                                meta={"point": f"physical-n{n}", "vm_count": n, **job_meta},
-                                run=partial(fio.on_host, ctx.host, job, device=tb.device_path,
-                                            slots=[(vm.slice_offset, vm.slice_bytes) for vm in vms])))
-            points.append(Point(f"virtual-n{n}", VIRTUAL, tb.disk["backend"], tuple(vm.name for vm in vms), **common,
-                                meta={"point": f"virtual-n{n}", **job_meta}, baseline=f"physical-n{n}",
-                                run=partial(fio.in_guests, tb.uri, job, vms)))
+            vms, ids = record.vms[:n], self.ids(n, block)
+            host = partial(fio.on_host, ctx.host, job, device=record.device_path,
+                           slots=[(vm.slice_offset, vm.slice_bytes) for vm in vms])
+            guest = (backend, tuple(vm.name for vm in vms), partial(fio.in_guests, record.uri, job, vms))
+            # compared, a VM count is one workload whose host baseline is measured in each backend's block
+            # (as the fio matrix's points are); its point is named alike in every block
+            within = {"group": self.name, "block": block} if block else {}
+            points += [sweep.point_in(env, "", host, guest, ids, **self._common(job, n), meta={
+                "point": f"{env}-n{n}", "vm_count": n, **within, **job_meta}) for env in (PHYSICAL, VIRTUAL)]
         return points
 
     def points_across_hosts(self, ctx: RunContext) -> list[Point]:
         """Each VM count over the hosts: the fleet's first n VMs, and the same slots on each host."""
-        job = self.workload(ctx.cfg)
+        job, backend = self.workload(ctx.cfg), ctx.testbed.disk["backend"]
         job_meta = fio.job_meta(job)
         fleet = sorted(((vm, host, tb) for host, tb in zip(ctx.hosts, ctx.testbeds) for vm in tb.vms),
                        key=lambda x: x[0].index)
         points = []
         for n in ctx.cfg.vm_scaling.vm_counts:
-            common = self._common(job, n)
             chosen = fleet[:n]
             groups = [(host, tb, [vm for vm, h, _ in chosen if h is host]) for host, tb in zip(ctx.hosts, ctx.testbeds)]
             groups = [g for g in groups if g[2]]
             placement = {host.name: len(vms) for host, _, vms in groups}
             slots = [(host, tb.device_path, [(vm.slice_offset, vm.slice_bytes) for vm in vms]) for host, tb, vms in groups]
             fleets = [(host, tb.uri, vms) for host, tb, vms in groups]
-            points.append(Point(f"physical-n{n}", PHYSICAL, "host", (), **common,
-                                meta={"point": f"physical-n{n}", "vm_count": n, "placement": placement, **job_meta},
-                                run=partial(fio.across_hosts, job, slots=slots)))
-            points.append(Point(f"virtual-n{n}", VIRTUAL, ctx.testbed.disk["backend"],
-                                tuple(vm.name for vm, _, _ in chosen), **common,
-                                meta={"point": f"virtual-n{n}", "placement": placement, **job_meta},
-                                baseline=f"physical-n{n}", run=partial(fio.across_hosts, job, fleets=fleets)))
+            host = partial(fio.across_hosts, job, slots=slots)
+            guest = (backend, tuple(vm.name for vm, _, _ in chosen), partial(fio.across_hosts, job, fleets=fleets))
+            points += [sweep.point_in(env, "", host, guest, self.ids(n, None), **self._common(job, n), meta={
+                "point": f"{env}-n{n}", "vm_count": n, "placement": placement, **job_meta}) for env in (PHYSICAL, VIRTUAL)]
         return points
 
     def plan(self, cfg: Config) -> Plan:
-        """One block, the fleet: each VM count on the host and in the VMs."""
+        """One block, the fleet, or one per backend compared: each VM count on the host and in the VMs."""
         seconds = fio.tool_seconds(self.workload(cfg))
-        return Plan(self.name, [Block(f"the fleet ({cfg.disk.backend})", [
-            PlannedPoint(f"{env}-n{n}", env, seconds, n) for n in cfg.vm_scaling.vm_counts for env in (PHYSICAL, VIRTUAL)])],
-            cfg.repeat.count)
+        planned = [PlannedPoint(f"{env}-n{n}", env, seconds, n) for n in cfg.vm_scaling.vm_counts
+                   for env in (PHYSICAL, VIRTUAL)]
+        blocks = [f"backend {b}" for b in self.compared(cfg)] or [f"the fleet ({cfg.disk.backend})"]
+        return Plan(self.name, [Block(label, planned) for label in blocks], cfg.repeat.count)
 
     def run(self, ctx: RunContext) -> None:
-        points = self.points(ctx)
-        ctx.store.update_manifest(planned=[p.id for p in points])
-        ctx.plan(len(points) * ctx.cfg.repeat.count)
-        sites = [Site(h, tb.uri) for h, tb in zip(ctx.hosts, ctx.testbeds)] if len(ctx.testbeds) > 1 else None
-        pipeline = ctx.pipeline(ctx.testbed.uri, (ctx.testbed.prefix + "-",), sites=sites)
-        meta = ctx.testbed.metadata()
-        if sites:  # the whole fleet, and each host's device
-            meta.update(fleet_vms=sum(len(tb.vms) for tb in ctx.testbeds),
-                        device=",".join(f"{h.name}:{tb.device_path}" for h, tb in zip(ctx.hosts, ctx.testbeds)))
-        # a fleet over [[hosts]] is a MultiHostFleet's parts: not rebuilt as one testbed
-        pipeline.measure(points, meta, rebuild=None if ctx.cfg.hosts else ctx.rebuilt_fleet)
+        if backends := self.compared(ctx.cfg):
+            self.run_compared(ctx, backends)
+            return
+        if len(ctx.testbeds) <= 1:
+            sweep.run_on_fleet(ctx, self.points(ctx, ctx.testbed), {"vm_counts": ctx.cfg.vm_scaling.vm_counts})
+            return
+        meta = {**ctx.testbed.metadata(), "fleet_vms": sum(len(tb.vms) for tb in ctx.testbeds),   # the whole fleet
+                "device": ",".join(f"{h.name}:{tb.device_path}" for h, tb in zip(ctx.hosts, ctx.testbeds))}
+        sweep.run_on_fleet(ctx, self.points_across_hosts(ctx), {"vm_counts": ctx.cfg.vm_scaling.vm_counts},
+                           sites=[Site(h, tb.uri) for h, tb in zip(ctx.hosts, ctx.testbeds)], meta=meta)
+
+    def run_compared(self, ctx: RunContext, backends: list[str]) -> None:
+        """A block per backend on the sweep's own fleet, re-provisioned for each; a backend this host
+        cannot serve is skipped with why."""
+        sweep_cfg = sweep.fleet_config(ctx.cfg, "vs", vms=self.fleet_size(ctx.cfg))
+        fleet = Testbed(sweep_cfg, ctx.host, run_scoped=True)
+        skipped = {f"backend {b}": why for b in backends if (why := sweep.backend_verdict(fleet, b))}
+        runnable = [b for b in backends if f"backend {b}" not in skipped]
+        runs = 2 * len(ctx.cfg.vm_scaling.vm_counts) * ctx.cfg.repeat.count
+        blocks = [sweep.SweepBlock(f"backend {b}", runs, testbed=lambda _where, b=b: fleet.for_backend(b),
+                                   points=lambda record, _tb, b=b: self.points(ctx, record, b)) for b in runnable]
+        sweep.run(ctx, sweep_cfg, blocks, "the vm-scaling fleet",
+                  {"backends": runnable, "vm_counts": ctx.cfg.vm_scaling.vm_counts}, skipped)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = vm_scaling_rows(ctx.store.samples)
@@ -158,10 +194,10 @@ class VmScaling:
         accel = accel_label(ctx.environment)
         job = self.workload(ctx.cfg)
         what = f"{job.rw} {job.bs} QD{job.iodepth}" if isinstance(job, fio.FioJob) else job.source
+        served = ", ".join(dict.fromkeys(r["block"] for r in rows if r["block"])) or ctx.testbed.disk["backend"]
         png = plot(rows, ctx.store.dir / "vm-scaling.png",
-                   title=f"vm-scaling: {what}, {ctx.testbed.disk['backend']}, accel={accel}{tcg_caveat(accel)}; "
-                         "mean ± 95% CI")
-        text = print_vm_scaling(rows, accel=accel)
+                   title=f"vm-scaling: {what}, {served}, accel={accel}{tcg_caveat(accel)}; mean ± 95% CI")
+        text = print_vm_scaling(rows, accel=accel) + print_scaling(rows)
         if per_host := per_host_rows(ctx.store.samples):
             text += print_per_host(per_host)
         write_atomic(ctx.store.dir / "summary.txt", text)
@@ -179,14 +215,14 @@ def vm_scaling_rows(samples: list[Sample]) -> list[dict]:
     """One row per VM count (and per job and direction of a job file): physical and virtual
     aggregates side by side (None where failed), each a mean over repeats with its CI, and the
     noisy flag of the headline."""
-    rows: dict[tuple[str, int], dict] = {}
+    rows: dict[tuple[str, str, int], dict] = {}
     unquiet: dict[tuple, list[str]] = {}
     threshold = 0.10
     for s in samples:
         if s.metadata.get("scope") != "aggregate":
             continue
-        key = (facet(s.metadata), s.metadata["vm_count"])
-        row = rows.setdefault(key, {"facet": key[0], "vm_count": key[1], "errors": []})
+        key = (s.metadata.get("block", ""), facet(s.metadata), s.metadata["vm_count"])
+        row = rows.setdefault(key, {"block": key[0], "facet": key[1], "vm_count": key[2], "errors": []})
         env = s.metadata["env"]
         threshold = s.metadata.get("noisy_cv_threshold", threshold)
         if s.status != "ok":
@@ -198,8 +234,9 @@ def vm_scaling_rows(samples: list[Sample]) -> list[dict]:
             unquiet.setdefault((key, env), []).extend(tables.unquiet_reasons(s.metadata))
     for (key, env), reasons in unquiet.items():
         tables.flag_noisy(rows[key], f"{env}_aggregate_iops", reasons, threshold)
-    order = list(dict.fromkeys(f for f, _ in rows))   # the file's order of jobs and directions
-    return [tables.means(rows[k]) for k in sorted(rows, key=lambda k: (order.index(k[0]), k[1]))]
+    blocks = list(dict.fromkeys(b for b, _, _ in rows))   # the run's order of backends
+    order = list(dict.fromkeys(f for _, f, _ in rows))    # the file's order of jobs and directions
+    return [tables.means(rows[k]) for k in sorted(rows, key=lambda k: (order.index(k[1]), blocks.index(k[0]), k[2]))]
 
 
 def per_host_rows(samples: list[Sample]) -> list[dict]:
@@ -223,13 +260,15 @@ def per_host_rows(samples: list[Sample]) -> list[dict]:
 
 
 def _named(r: dict) -> list[str]:
-    """A row's first cells: its job and direction when it has one, and its VM count."""
-    return [r["facet"], str(r["vm_count"])] if r["facet"] else [str(r["vm_count"])]
+    """A row's first cells: its job and direction and its backend when it has them, and its VM count."""
+    return [c for c in (r["facet"], r.get("block", "")) if c] + [str(r["vm_count"])]
 
 
 def _columns(table: Table, rows: list[dict], cols: tuple[str, ...]) -> None:
-    for col in (("job/direction",) if any(r["facet"] for r in rows) else ()) + cols:
-        table.add_column(col, justify="left" if col == "job/direction" else "right")
+    named = (("job/direction",) if any(r["facet"] for r in rows) else ()) + \
+        (("backend",) if any(r.get("block") for r in rows) else ())
+    for col in named + cols:
+        table.add_column(col, justify="left" if col in named else "right")
 
 
 def print_per_host(rows: list[dict]) -> str:
@@ -257,16 +296,69 @@ def print_vm_scaling(rows: list[dict], accel: str) -> str:
 
 
 def _name(r: dict) -> str:
-    return " ".join(filter(None, (r["facet"], f"{r['vm_count']} VM")))
+    return " ".join(filter(None, (r["facet"], r.get("block", ""), f"{r['vm_count']} VM")))
+
+
+def curves(rows: list[dict]) -> dict[tuple[str, str], list[scaling.Step]]:
+    """Each (job and direction, backend) curve's steps, from the rows' repeat values."""
+    out: dict[tuple[str, str], tuple[dict, dict]] = {}
+    for r in rows:
+        virtual, physical = out.setdefault((r["facet"], r["block"]), ({}, {}))
+        virtual[r["vm_count"]] = r.get("virtual_aggregate_iops" + tables.VALUES, [])
+        physical[r["vm_count"]] = r.get("physical_aggregate_iops" + tables.VALUES, [])
+    return {k: scaling.curve(v, p) for k, (v, p) in out.items()}
+
+
+def _ratio(d) -> str:
+    return f"{d.ratio:.2f} ({d.low:.2f}-{d.high:.2f})" if d is not None else "-"
+
+
+def print_scaling(rows: list[dict]) -> str:
+    """The scaling verdict: per curve and VM count, the efficiency and the share of bare metal with
+    their CIs and where the curve stops rising; with several backends, which scales best at each
+    count, named only where the test allows."""
+    found = curves(rows)
+    table = Table(title="vm-scaling: how the aggregate scales")
+    named = [c for c, used in (("job/direction", any(f for f, _ in found)), ("backend", any(b for _, b in found))) if used]
+    for col in (*named, "VMs", "efficiency (95% CI)", "of bare metal (95% CI)", "gain over previous"):
+        table.add_column(col, justify="left" if col in named else "right")
+    for (job, block), steps in found.items():
+        for st in steps:
+            gain = "-" if st.gain is None else f"{st.gain.percent()}{'' if st.rose else ' (not significant)'}"
+            first = ([job] if "job/direction" in named else []) + ([block] if "backend" in named else [])
+            table.add_row(*first, str(st.vm_count),
+                          _ratio(st.efficiency), _ratio(st.share), gain)
+    table.caption = ("efficiency: the aggregate at N VMs over N x the 1-VM aggregate (1 = linear); of bare metal: "
+                     "the VMs' aggregate over host fio at the same concurrency; gains Holm-adjusted along each curve")
+    said = [f"{_curve_name(job, block)}: {scaling.knee_text(steps)}" for (job, block), steps in found.items()]
+    for job in dict.fromkeys(j for j, _ in found):
+        by_backend = {b: {r["vm_count"]: r.get("virtual_aggregate_iops" + tables.VALUES, []) for r in rows
+                          if r["facet"] == job and r["block"] == b} for j, b in found if j == job}
+        if len(by_backend) > 1:
+            said += [f"{job + ': ' if job else ''}{best.text()}" for best in scaling.best_by_count(by_backend)]
+    tables.record_text("scaling verdict", said)
+    text = tables.render([table], [])
+    for line in said:
+        console.print(line, highlight=False)
+    return text + "\n".join(said) + "\n"
+
+
+def _curve_name(job: str, block: str) -> str:
+    return " ".join(filter(None, (job, block))) or "the curve"
 
 
 def plot(rows: list[dict], path: Path, title: str) -> Path:
-    """Aggregate and per-VM IOPS against VM count (mean ± 95% CI), with the physical baseline; a
-    panel per job and direction of a job file."""
+    """Per job and direction (one for vtb's own job): aggregate IOPS against VM count, each
+    backend's curve beside the host's at the same concurrency (mean ± 95% CI), and beside it each
+    backend's scaling efficiency per count (with its CI; 1 = linear)."""
     facets = list(dict.fromkeys(r["facet"] for r in rows))
-    fig, axes = plt.subplots(1, len(facets), figsize=(7 + 3.5 * (len(facets) - 1), 4.5), squeeze=False)
-    for ax, name in zip(axes[0], facets):
-        _panel(ax, [r for r in rows if r["facet"] == name], name)
+    found = curves(rows)
+    fig, axes = plt.subplots(len(facets), 2, figsize=(12, 4.5 * len(facets)), squeeze=False,
+                             gridspec_kw={"width_ratios": [3, 2]})
+    for (left, right), name in zip(axes, facets):
+        mine = [r for r in rows if r["facet"] == name]
+        _curves_panel(left, mine, name)
+        _efficiency_panel(right, {b: steps for (f, b), steps in found.items() if f == name})
     if len(facets) > 1:
         fig.suptitle(title, fontsize=9)
     else:
@@ -274,20 +366,29 @@ def plot(rows: list[dict], path: Path, title: str) -> Path:
     return plots.save(fig, path)
 
 
-def _panel(ax, rows: list[dict], name: str) -> None:
-    def series(key: str, fmt: str, label: str):
-        pts = [r for r in rows if r.get(key) is not None]
+def _curves_panel(ax, rows: list[dict], name: str) -> None:
+    blocks = list(dict.fromkeys(r["block"] for r in rows))
+    several = len(blocks) > 1
+
+    def series(pts: list[dict], key: str, fmt: str, label: str, **style):
+        pts = [r for r in pts if r.get(key) is not None]
         xs, ys = [r["vm_count"] for r in pts], [r[key] for r in pts]
-        ax.errorbar(xs, ys, yerr=[plots.ci(r, key) for r in pts], fmt=fmt, capsize=4, label=label)
+        ax.errorbar(xs, ys, yerr=[plots.ci(r, key) for r in pts], fmt=fmt, capsize=4, label=label, **style)
         plots.mark_noisy(ax, xs, ys, [bool(r.get(key + tables.NOISY)) for r in pts])
 
-    series("virtual_aggregate_iops", "o-", "virtual: aggregate IOPS")
-    series("virtual_iops_per_vm", "s--", "virtual: mean IOPS per VM")
-    series("physical_aggregate_iops", "k^-", "physical: host fio, same concurrency")
-    for r in rows:
-        if r.get("virtual_ve_pe_ratio") is not None:
-            ax.annotate(f"{r['virtual_ve_pe_ratio']:.2f}x", (r["vm_count"], r["virtual_aggregate_iops"]),
-                        textcoords="offset points", xytext=(6, 6), fontsize=8)
+    for i, block in enumerate(blocks):
+        mine = [r for r in rows if r["block"] == block]
+        color = f"C{i}"
+        series(mine, "virtual_aggregate_iops", "o-", f"{block or 'virtual'}: aggregate IOPS", color=color)
+        if not several:
+            series(mine, "virtual_iops_per_vm", "s--", "virtual: mean IOPS per VM", color="C1")
+        series(mine, "physical_aggregate_iops", "^:" if several else "k^-",
+               f"host, in {block}'s rounds" if several else "physical: host fio, same concurrency",
+               **({"color": color, "alpha": 0.6} if several else {}))
+        for r in mine:
+            if r.get("virtual_ve_pe_ratio") is not None:
+                ax.annotate(f"{r['virtual_ve_pe_ratio']:.2f}x", (r["vm_count"], r["virtual_aggregate_iops"]),
+                            textcoords="offset points", xytext=(6, 6), fontsize=8, color=color)
     ax.set_xlabel("VM count (host slots for physical)")
     ax.set_ylabel(f"IOPS, {name}" if name else "IOPS")
     ax.set_xticks(sorted({r["vm_count"] for r in rows}))
@@ -295,6 +396,27 @@ def _panel(ax, rows: list[dict], name: str) -> None:
         ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
+
+
+def _efficiency_panel(ax, by_block: dict[str, list[scaling.Step]]) -> None:
+    shown = False
+    for i, (block, steps) in enumerate(by_block.items()):
+        pts = [st for st in steps if st.efficiency is not None]
+        if not pts:
+            continue
+        shown = True
+        ys = [st.efficiency.ratio for st in pts]
+        err = [[y - st.efficiency.low for y, st in zip(ys, pts)], [st.efficiency.high - y for y, st in zip(ys, pts)]]
+        ax.errorbar([st.vm_count for st in pts], ys, yerr=err, fmt="o-", capsize=4, color=f"C{i}",
+                    label=block or "virtual")
+    ax.axhline(1.0, color="grey", lw=1, ls="--")
+    ax.set_xticks(sorted({st.vm_count for steps in by_block.values() for st in steps}))
+    ax.set_xlabel("VM count")
+    ax.set_ylabel("scaling efficiency (aggregate / N x 1-VM)")
+    ax.set_title("efficiency, 95% CI" if shown else "efficiency: needs a 1-VM count and 2+ repeats", fontsize=9)
+    if shown:
+        ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
 
 
 EXPERIMENT = VmScaling()

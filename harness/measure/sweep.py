@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Callable, ContextManager, Iterator
 
 from harness.common.console import step, warn
 from harness.config.core import Config
+from harness.config.schema import ConfigError
 from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
 from harness.libvirt.agent import AgentError
-from harness.measure.pipeline import Pipeline, Point, Site
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point, Site
 from harness.resources import nested_l1
 
 if TYPE_CHECKING:
@@ -55,7 +56,34 @@ class SweepFleet:
             yield
 
 
-def record_plan(ctx: RunContext, planned: dict, skipped: dict[str, str] | None = None) -> None:
+Guest = tuple[str, tuple[str, ...], Callable]   # a point's backend, the VMs it runs in, and what runs it there
+
+
+def point_in(env: str, label: str, host: Callable, guest: Guest, ids: tuple[str, str] | None = None,
+             **common) -> Point:
+    """The point `label` in one environment: on the host (`host` runs it), or in the VMs (`guest`)
+    with the host's point as its baseline. Its id is `<label>/<env>`, or `ids` (physical, virtual)."""
+    physical_id, virtual_id = ids or (f"{label}/{PHYSICAL}", f"{label}/{VIRTUAL}")
+    if env == PHYSICAL:
+        return Point(physical_id, PHYSICAL, "host", (), run=host, **common)
+    backend, vms, run = guest
+    return Point(virtual_id, VIRTUAL, backend, vms, run=run, baseline=physical_id, **common)
+
+
+def paired(label: str, host: Callable, guest: Guest, ids: tuple[str, str] | None = None, **common) -> list[Point]:
+    """The point on the host and in the VMs, the VE/PE ratio taken against the first."""
+    return [point_in(env, label, host, guest, ids, **common) for env in (PHYSICAL, VIRTUAL)]
+
+
+def backend_verdict(fleet: Testbed, backend: str) -> str | None:
+    """Why the fleet cannot be served by the backend on its host (its options, the host's side), or None."""
+    try:
+        return fleet.for_backend(backend).backend_verdict()
+    except ConfigError as e:
+        return str(e)
+
+
+def record_plan(ctx: RunContext, planned: dict | list, skipped: dict[str, str] | None = None) -> None:
     """The plan in the run's manifest, and what is skipped there too, each said once with why."""
     for what, why in (skipped or {}).items():
         warn(f"{what} skipped: {why}")
@@ -145,3 +173,14 @@ def _rebuilt(block: SweepBlock, tb: Testbed) -> dict:
     record = tb.rebuilt()
     block.ready(tb)
     return record.metadata()
+
+
+def run_on_fleet(ctx: RunContext, points: list[Point], planned: dict | list, skipped: dict[str, str] | None = None,
+                 sites: list[Site] | None = None, meta: dict | None = None) -> None:
+    """One block, the user's fleet: the run brought it up and leaves it up. Its points are measured
+    on it (on every site of a fleet that spans hosts); a lost guest gets the fleet built anew, on
+    one host (a fleet over [[hosts]] is several testbeds, not rebuilt as one)."""
+    record_plan(ctx, planned, skipped)
+    ctx.plan(len(points) * ctx.cfg.repeat.count)
+    pipeline = ctx.pipeline(ctx.testbed.uri, (ctx.testbed.prefix + "-",), sites=sites)
+    pipeline.measure(points, meta or ctx.testbed.metadata(), rebuild=None if ctx.cfg.hosts else ctx.rebuilt_fleet)

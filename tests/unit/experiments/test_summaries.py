@@ -41,6 +41,28 @@ def test_vm_scaling_table_and_plot(tmp_path):
     assert vm_scaling.plot(rows, tmp_path / "v.png", title="t").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_vm_scaling_of_two_backends_has_a_curve_each_efficiencies_and_a_verdict_per_count(tmp_path):
+    """Two backends, each block with its own host baseline: rows per backend, the scaling table, a
+    knee per curve, and a best backend named only at the count where the test allows it."""
+    samples = []
+    for block, per_vm in (("virtio-blk", (100.0, 200.0)), ("nvme", (100.0, 150.0))):
+        for i, n in enumerate((1, 2)):
+            for env, base in (("physical", 1000.0 * n), ("virtual", per_vm[i])):
+                for rep, jitter in enumerate((0.0, 2.0, -2.0)):
+                    meta = {"scope": "aggregate", "vm_count": n, "env": env, "repeat": rep, "host_quiet": True,
+                            "group": "vm-scaling", "block": block, "point": f"{env}-n{n}",
+                            "point_id": f"{block}/{env}-n{n}"}
+                    samples.append(Sample("aggregate_iops", base + jitter * (n if block == "nvme" else 1), "IOPS", meta))
+    rows = vm_scaling.vm_scaling_rows(samples)
+    assert [(r["block"], r["vm_count"]) for r in rows] == [("virtio-blk", 1), ("virtio-blk", 2), ("nvme", 1), ("nvme", 2)]
+    text = " ".join(vm_scaling.print_scaling(rows).split())
+    assert "virtio-blk: kept rising to 2 VMs" in text and "nvme: kept rising to 2 VMs" in text
+    assert "2 VM(s): virtio-blk scales best, +33%" in text
+    assert "1 VM(s): no significant difference between" in text
+    assert "backend" in vm_scaling.print_vm_scaling(rows, accel="tcg")
+    assert vm_scaling.plot(rows, tmp_path / "v.png", title="t").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_every_summary_names_a_nested_host_and_its_accelerator():
     from harness.results.environment import accel_label
     nested = accel_label({"accel": "kvm", "l0_accel": "tcg"})
