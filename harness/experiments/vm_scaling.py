@@ -78,7 +78,8 @@ class VmScaling:
 
     def compared(self, cfg: Config) -> list[str]:
         """The backends of a comparison (each a block of its own), or [] for the user's fleet alone."""
-        return cfg.vm_scaling.backends if len(cfg.vm_scaling.backends) > 1 else []
+        named = list(dict.fromkeys(cfg.vm_scaling.backends))
+        return named if len(named) > 1 else []
 
     def fleet_size(self, cfg: Config) -> int:
         """The fleet this experiment needs: it grows to the largest VM count."""

@@ -5,7 +5,9 @@ leaves no array and no L1 running."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -270,14 +272,36 @@ def test_raid_levels_pe_and_ve_on_four_nvme_drives(host, tmp_path):
     assert "tearing down the sweep fleet" in out.stdout
 
 
-def test_rocksdb_on_an_array_and_one_member(host, tmp_path):
-    """db_bench from the images' rocksdb-tools on the L1's array and on one member. On the host
-    only: a workload runs in a guest through the same node interface (fio and sysbench do so in
-    the other tests), and a fleet on an array here is raid-levels' and the main job's."""
-    harness("run", "rocksdb", "--pe-only", "--set", "rocksdb.levels=[0]", "--set",
-            "rocksdb.benchmarks=fillrandom,readrandom", "--num", "2000", "--set", f"results_dir={tmp_path}")
+def test_rocksdb_on_an_array_and_one_member_killed_in_its_second_block_then_resumed(host, tmp_path):
+    """db_bench from the images' rocksdb-tools on the L1's array and on one member, SIGKILLed while
+    the array's block runs, then --resume: the block measured before is kept, the array's is made
+    again, and each (point, repeat) is measured once. On the host only: a workload runs in a guest
+    through the same node interface (fio and sysbench do so in the other tests), and a fleet on an
+    array here is raid-levels' and the main job's."""
+    args = ["run", "rocksdb", "--pe-only", "--set", "rocksdb.levels=[0]", "--set", "repeat.count=2",
+            "--set", "rocksdb.benchmarks=fillrandom,readrandom", "--num", "2000", "--set", f"results_dir={tmp_path}",
+            "--config", str(CONFIG)]
+    log = tmp_path.parent / f"{tmp_path.name}.killed.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([HARNESS, *args], start_new_session=True, stdout=f, stderr=f)
+    deadline = time.monotonic() + 900
+
+    def measured() -> list[tuple[str, int]]:
+        rows = [json.loads(l) for p in tmp_path.glob("*/samples.jsonl") for l in p.read_text().splitlines()]
+        return [(r["point_id"], r["repeat"]) for r in rows if r["metric"] == "ops" and r["repeat"] != "all"
+                and r["status"] == "ok"]
+    while not any(pid.startswith("raid0") for pid, _ in measured()):   # the array's block under way
+        assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert json.loads((run / "run.json").read_text())["blocks_done"] == ["single"]
+    out = harness(*args[:-2], "--resume", run.name)
+    assert "[1/2] single: measured before" in out.stdout
     assert json.loads((run / "run.json").read_text())["status"] == "completed"
+    twice = measured()
+    assert len(twice) == len(set(twice)) == 8                       # 2 setups x 2 benchmarks x 2 repeats, once each
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     ops = {(r["setup"], r["benchmark"], r["env"]) for r in rows if r["metric"] == "ops" and r["status"] == "ok"
            and r["value"] > 0 and r["repeat"] != "all"}

@@ -76,7 +76,8 @@ def test_flags_set_typed_fields_not_strings_parsed_back(monkeypatch):
     cfg = run_with(monkeypatch, "vm-scaling", "--vm-counts", "4,1", "--runtime", "3", "--backend", "nvme",
                    "--rw", "randwrite")
     assert cfg.vm_scaling.vm_counts == [1, 4] and cfg.vm_scaling.job.runtime_s == 3
-    assert cfg.disk.backend == "nvme" and cfg.vm_scaling.job.rw == "randwrite"
+    assert cfg.vm_scaling.backends == ["nvme"] and cfg.vm_scaling.job.rw == "randwrite"
+    assert runner.configured(registry()["vm-scaling"], cfg).disk.backend == "nvme"   # one backend: the fleet's
     cfg = run_with(monkeypatch, "backends", "--runtime", "5", "--backend", "virtio-blk,nvme")
     assert (cfg.latency.runtime_s, cfg.iops.runtime_s, cfg.bandwidth.runtime_s) == (5, 5, 5)
     assert cfg.backends.backends == ["virtio-blk", "nvme"]
