@@ -681,6 +681,25 @@ def config_reference() -> None:
     click.echo(markdown(), nl=False)
 
 
+@cli.group()
+def results() -> None:
+    """The samples' columns: their reference and JSON Schema."""
+
+
+@results.command("reference")
+def results_reference() -> None:
+    """Every sample column with its type, unit and meaning, as Markdown (results/README.md's)."""
+    from harness.results.columns import markdown
+    click.echo(markdown(), nl=False)
+
+
+@results.command("schema")
+def results_schema() -> None:
+    """The JSON Schema one row of samples.jsonl validates against (results/sample.schema.json)."""
+    from harness.results.columns import json_schema
+    click.echo(json.dumps(json_schema(), indent=1))
+
+
 @cli.command()
 @with_config
 def doctor(config_path, overrides) -> None:

@@ -15,14 +15,17 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import jsonschema
 import libvirt
 import pytest
 
 from harness.fleet import gc
 from harness.libvirt.agent import AgentError, GuestAgent
+from harness.results import columns
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"
+ROOT = Path(__file__).parents[2]
 PREFIX = "vtb-ci-"
 STATE = Path("/var/tmp/vtb-ci")
 HARNESS = str(Path(sys.executable).parent / "harness")
@@ -159,6 +162,13 @@ def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     with open(run / "samples.csv") as f:
         assert len(list(csv.DictReader(f))) == len(rows)
+    validator = jsonschema.Draft202012Validator(columns.json_schema())
+    for r in rows:
+        validator.validate(r)   # every column declared, of its declared type
+    example = re.search(r"```python\n(.*?)```", (ROOT / "results" / "README.md").read_text(), re.S).group(1)
+    scope: dict = {}
+    exec(example.replace("results/RUN/samples.jsonl", str(run / "samples.jsonl")), scope)
+    assert list(scope["table"].index) == [1, 2, 4] and (scope["table"]["virtual / physical"] > 0).all()
     for r in rows:
         for key in ("backend", "cache", "aio", "iothreads", "iodepth", "bs", "vm_count", "data_size_bytes",
                     "accel", "host_kernel", "qemu_version", "libvirt_version", "cpu_model", "harness_rev", "seed"):
