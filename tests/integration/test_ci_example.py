@@ -4,6 +4,7 @@ the baseline the first one saved. `make bootstrap` is the set-up `make test` has
 the job's run is named by its RUN variable, push-1 then push-2."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -48,8 +49,8 @@ def test_the_ci_example_gates_reports_and_keeps_a_baseline(tmp_path):
     env = {**os.environ, "RESULTS": str(tmp_path / "results"), "RUNTIME": "1", "RUN": "push-1",
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
 
-    def step(name: str) -> subprocess.CompletedProcess:
-        script = re.sub(r"^make bootstrap$", "true", commands[name], flags=re.M)
+    def step(name: str, script: str | None = None) -> subprocess.CompletedProcess:
+        script = re.sub(r"^make bootstrap$", "true", script or commands[name], flags=re.M)
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=900)
         print(f"--- {name}\n{done.stdout}{done.stderr}")
@@ -76,6 +77,16 @@ def test_the_ci_example_gates_reports_and_keeps_a_baseline(tmp_path):
         runs = sorted(p.name for p in (tmp_path / "results").glob("push-*"))
         assert runs == ["push-1", "push-2"] and trend.stdout.index(runs[0]) < trend.stdout.index(runs[1])
         assert (tmp_path / "results" / "trend-iops.png").exists()
+        # a push that breaks the VM disk path fails at Measure: its VM points fail for real (a job whose
+        # buffers, 1 GiB, do not fit a 512 MiB guest, where the host's fio runs it), never "no regression"
+        env["RUN"] = "push-3"
+        (tmp_path / "big-buffers.fio").write_text("[big-buffers]\nrw=randread\nbs=32m\niodepth=32\nioengine=libaio\n"
+                                                  "direct=1\n")
+        broken = step("Measure", commands["Measure"].replace("--profile qd1-latency", "--job big-buffers.fio"))
+        assert broken.returncode == 3, broken.stdout + broken.stderr
+        rows = [json.loads(line) for line in (tmp_path / "results" / "push-3" / "samples.jsonl").read_text().splitlines()]
+        assert {r["env"] for r in rows if r["status"] == "failed"} == {"virtual"}
+        assert any(r["env"] == "physical" and r["status"] == "ok" for r in rows)
     finally:
         assert step("Down").returncode == 0
     assert gc.leftovers("vtb-ci-") == [] and gc.leftovers("vtb-sw-ci-") == []
