@@ -34,6 +34,7 @@ test: venv lint bootstrap host-image
 
 lint: venv
 	$(VENV)/bin/ruff check harness tests
+	$(VENV)/bin/lint-imports --no-cache
 
 bench: bootstrap
 	$(HARNESS) bench

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.config.schema import bs_bytes
+from harness.common.schema import bs_bytes
 
 NUMERIC = ("vm_count", "iodepth", "numjobs", "bs_bytes", "rate_iops", "db_threads", "db_buffer_pool_fraction",
            "ceph_nodes")

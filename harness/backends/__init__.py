@@ -15,7 +15,7 @@ from harness.backends.base import Attachment, Backend, HostDevice, HostPlan, Hos
 from harness.common.plugins import discover
 
 __all__ = ["Attachment", "Backend", "BackendNames", "HostDevice", "HostPlan", "HostProcess", "VmSlot", "all_backends",
-           "get", "host_processes", "option_fields"]
+           "get", "host_processes", "option_fields", "read_plan"]
 
 
 @cache
@@ -28,6 +28,20 @@ def get(name: str) -> Backend:
         return all_backends()[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(all_backends())}") from None
+
+
+def read_plan(text: str) -> HostPlan:
+    """A host plan read back from disk (gc acts as root on what it names): every field checked
+    (HostPlan.from_json), its backend known, and that backend's own [disk] fields by its own rules
+    (vfio's pci_address a PCI address); ValueError naming the first that is not what vtb writes."""
+    plan = HostPlan.from_json(text)
+    if (backend := all_backends().get(plan.disk.get("backend"))) is None:
+        raise ValueError(f"disk.backend {plan.disk.get('backend')!r} is no backend")
+    try:
+        backend.Options.model_validate({k: v for k, v in plan.disk.items() if k in backend.Options.model_fields})
+    except ValueError as e:
+        raise ValueError(f"disk: {e}") from None
+    return plan
 
 
 def host_processes() -> list[HostProcess]:

@@ -9,8 +9,8 @@ from typing import ClassVar
 
 from harness.common import pids
 from harness.common.paths import safe_path
-from harness.config.schema import Section
-from harness.hosts import LocalHost
+from harness.common.schema import Section
+from harness.hosts import LocalHost, descriptor_problem
 from harness.libvirt.libvirt_xml import attr, qemu_commandline, qemu_opt
 
 DATA_SERIAL = "vtb-data"     # the guest runner finds a disk by this serial ...
@@ -64,7 +64,8 @@ class HostPlan:
     @classmethod
     def from_json(cls, text: str) -> "HostPlan":
         """The plan, every field checked first (gc reads plans back from disk and acts as root on
-        what they name): ValueError naming the first that is not what vtb writes."""
+        what they name): ValueError naming the first that is not what vtb writes. Its backend's
+        own fields are its backend's to check: harness.backends.read_plan."""
         d = json.loads(text)
         plan = cls(prefix=d["prefix"], fleet_dir=d["fleet_dir"], disk=d["disk"],
                    device=HostDevice(**d["device"]), vms=[VmSlot(**v) for v in d["vms"]],
@@ -76,7 +77,6 @@ class HostPlan:
 
     def problem(self) -> str | None:
         """The first field that is not what vtb writes, or None."""
-        from harness import backends, hosts  # the registries import every backend, this module too
         dev = self.device
         checks = [
             (NAME.fullmatch(self.prefix), f"prefix {self.prefix!r} is not a vtb- name"),
@@ -92,14 +92,8 @@ class HostPlan:
             (type(self.guest_memory_mib) is int and self.guest_memory_mib >= 0, "guest_memory_mib is not a whole number"),
             (all(safe_path(a) for a in self.allow), "allow: an entry is not an absolute path without '..'"),
         ]
-        if why := next((said for ok, said in checks if not ok), None) or hosts.descriptor_problem(self.host):
+        if why := next((said for ok, said in checks if not ok), None) or descriptor_problem(self.host):
             return why
-        if (backend := backends.all_backends().get(self.disk.get("backend"))) is None:
-            return f"disk.backend {self.disk.get('backend')!r} is no backend"
-        try:   # its own [disk] fields by its own rules (vfio's pci_address a PCI address)
-            backend.Options.model_validate({k: v for k, v in self.disk.items() if k in backend.Options.model_fields})
-        except ValueError as e:
-            return f"disk: {e}"
         shared = {k: self.disk.get(k) for k in ("cache", "aio", "iothreads", "num_queues") if self.disk.get(k) is not None}
         if not all(re.fullmatch(r"[a-z_]+", v) if isinstance(v, str) else type(v) is int for v in shared.values()):
             return "disk: cache, aio, iothreads or num_queues is not of the config's shape"

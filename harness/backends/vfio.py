@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import Field
 
 from harness.backends.base import DATA_PCI_SLOT, Attachment, Backend, HostPlan, VmSlot, pci_address
-from harness.config.schema import Section
+from harness.common.schema import Section
 from harness.hosts import LocalHost
 from harness.libvirt.libvirt_xml import attr
 from harness.resources import devices

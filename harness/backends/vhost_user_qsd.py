@@ -26,7 +26,7 @@ from harness.backends.base import (
     succeeds,
     vhost_user_blk,
 )
-from harness.config.schema import Section
+from harness.common.schema import Section
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_opt
 

@@ -26,7 +26,7 @@ from pydantic import Field
 from harness.backends import spdk_target
 from harness.backends.base import Attachment, Backend, HostPlan, HostProcess, VmSlot, vhost_user_blk
 from harness.backends.spdk_target import SpdkError, call
-from harness.config.schema import Section
+from harness.common.schema import Section
 from harness.hosts import Host
 from harness.resources import hugepages
 

@@ -13,46 +13,10 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from harness.common import exits
+from harness.cli.app import DEBUG, cli, config_params, load, resolve_run, with_config
 from harness.common.console import console, step
 from harness.common.exits import Exit
-from harness.config.schema import ConfigError, bs_bytes
-
-CONFIG_OPTIONS = (
-    (("--config", "config_path"), dict(type=click.Path(path_type=Path), default=None,
-                                       help="TOML config file (default: ./harness.toml if present).")),
-    (("--set", "overrides"), dict(multiple=True, metavar="KEY=VALUE",
-                                  help="Override any config field, e.g. --set fleet.vms=2 "
-                                       "--set vm_scaling.job.iodepth=8 --set raid.allow=/dev/a,/dev/b.")),
-)
-
-
-def with_config(f):
-    for decls, kwargs in reversed(CONFIG_OPTIONS):
-        f = click.option(*decls, **kwargs)(f)
-    return f
-
-
-def config_params() -> list[click.Parameter]:
-    """--config and --set, for commands built at run time."""
-    return [click.Option(list(decls), **kwargs) for decls, kwargs in CONFIG_OPTIONS]
-
-
-def load(config_path, overrides):
-    from harness.config import settings
-    return settings.load(config_path, list(overrides))
-
-
-DEBUG: list[bool] = []   # set by --debug: an unexpected error shows its traceback
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]},
-             epilog="\b\nExit status:\n" + exits.table())
-@click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error (a vtb bug).")
-@click.version_option(package_name="vtb-harness", prog_name="harness")
-def cli(debug: bool) -> None:
-    """QEMU/KVM virtualized-storage testbed: VM disks against bare metal, measured for real."""
-    DEBUG[:] = [debug]
+from harness.common.schema import ConfigError, bs_bytes
 
 
 @cli.group()
@@ -110,8 +74,8 @@ def _down(config_path, overrides, everything) -> None:
     from harness import hosts
     asked = hosts.answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
     if everything:   # first: a killed run's terraform apply would hold the state lock, its fio act
-        from harness.hosts import sessions
-        for said in sessions.stop_orphans(asked):
+        from harness.hosts import orphans
+        for said in orphans.stop_orphans(asked):
             step(f"stopped {said}")
     failed = []   # with --all, a fleet whose teardown fails is said at the end; the others still go
 
@@ -168,9 +132,9 @@ def gc(config_path, overrides, everything) -> None:
     from harness.fleet import gc as gc_mod
     from harness.hosts import LocalHost
     cfg = load(config_path, overrides)
-    from harness.hosts import HostsNotAnswering, all_for_config, answers, check_answering, sessions
+    from harness.hosts import HostsNotAnswering, all_for_config, answers, check_answering, orphans
     asked = answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
-    for said in sessions.stop_orphans(asked):   # first: a killed run's terraform or host fio still acts
+    for said in orphans.stop_orphans(asked):   # first: a killed run's terraform or host fio still acts
         console.print(f"gc: stopped {said}", markup=False)
     keep = () if everything else gc_mod.live_prefixes((cfg.state_dir,))
     if keep:
@@ -244,7 +208,7 @@ def backend_host_up(plan_file) -> None:
     """Provision a backend's host side (run by Terraform before the domains)."""
     from harness import backends
     from harness.hosts import from_descriptor
-    plan = backends.HostPlan.from_json(plan_file.read_text())
+    plan = backends.read_plan(plan_file.read_text())
     backends.get(plan.disk["backend"]).host_up(from_descriptor(plan.host), plan)
 
 
@@ -256,7 +220,7 @@ def backend_host_down(plan_file) -> None:
     from harness.hosts import from_descriptor
     if not plan_file.exists():
         return  # nothing was provisioned from it, or it is already gone
-    plan = backends.HostPlan.from_json(plan_file.read_text())
+    plan = backends.read_plan(plan_file.read_text())
     backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
 
 
@@ -405,7 +369,7 @@ def shown_default(info) -> str:
 
 def experiment_command(experiment) -> click.Command:
     """The command of one experiment: --config, --set and its own flags, typed by the fields they set."""
-    from harness.config import settings
+    from harness.cli import settings
     options = []
     for flag in experiment.flags:
         info = settings.field_at(flag.fields[0].split("."))
@@ -639,36 +603,6 @@ def predict(config_path, overrides, run_id, metric, at) -> None:
             raise click.ClickException(str(e)) from None
 
 
-def resolve_run(cfg, arg: str) -> Path:
-    """A run folder, a samples.jsonl file, a run id in the results folder, `latest`, or a baseline's name;
-    `baseline:NAME` names only a baseline, and a path with a / only a path. A bare name that means
-    two of these is refused: a folder in the working directory must not stand in for a baseline."""
-    from harness.results import baselines
-    from harness.results.store import RunIndex
-    if arg == "latest":   # the run that started last
-        listed = RunIndex(cfg.results_dir).list()
-        if not listed:
-            raise click.ClickException(f"latest: no run in {cfg.results_dir} yet. Fix: `harness run NAME` first, or "
-                                       "set results_dir")
-        return Path(listed[-1]["path"])
-    if arg.startswith("baseline:"):
-        if (found := baselines.find(cfg.results_dir, arg.removeprefix("baseline:"))) is None:
-            raise click.ClickException(f"{arg}: no baseline of that name in {cfg.results_dir} (see `harness baseline list`)")
-        return found
-    path = Path(arg)
-    meant = [path if path.exists() else cfg.results_dir / arg] if "/" in arg else [
-        path, cfg.results_dir / arg, RunIndex(cfg.results_dir).find(arg), baselines.find(cfg.results_dir, arg)]
-    found = list(dict.fromkeys(p.resolve() for p in meant if p is not None and p.exists()))
-    if not found:
-        raise click.ClickException(f"{arg}: not a run folder, a samples.jsonl file, a run id in "
-                                   f"{cfg.results_dir} or a baseline's name (see `harness runs`, "
-                                   "`harness baseline list`)")
-    if len(found) > 1:
-        raise click.ClickException(f"{arg} names {' and '.join(map(str, found))}. Fix: ./{arg} (a path) for the "
-                                   f"one here, baseline:{arg} for the baseline, or the run's whole path")
-    return found[0]
-
-
 @cli.group()
 def config() -> None:
     """The configuration: its reference."""
@@ -677,7 +611,7 @@ def config() -> None:
 @config.command("reference")
 def config_reference() -> None:
     """Every section and field, with type, default, range and description, as Markdown (from the schema)."""
-    from harness.config.reference import markdown
+    from harness.cli.config_reference import markdown
     click.echo(markdown(), nl=False)
 
 
@@ -778,4 +712,4 @@ def main() -> None:
         sys.exit(Exit.INTERNAL)
 
 
-from harness.cli import tracking  # noqa: E402,F401  (its commands join `cli`; it needs the helpers above)
+from harness.cli import tracking  # noqa: E402,F401  (its commands join `cli`)

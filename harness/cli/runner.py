@@ -12,13 +12,13 @@ import click
 from pydantic import ValidationError
 
 from harness import hosts
+from harness.cli import settings
 from harness.common import paths
 from harness.common.cancel import CANCEL, Terminated
 from harness.common.console import console, step, warn
 from harness.common.files import write_atomic
 from harness.common.pids import owner
 from harness.common.progress import RunProgress
-from harness.config import settings
 from harness.config.core import Config, validation_context
 from harness.experiments import RunContext, registry
 from harness.fleet import gc

@@ -10,7 +10,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from harness.cli import cli, console, load, resolve_run, with_config
+from harness.cli.app import cli, load, resolve_run, with_config
+from harness.common.console import console
 
 
 @cli.group()

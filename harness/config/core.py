@@ -1,6 +1,6 @@
 """The core settings: the fleet, its disk, the host, the array, repeats and settling. Each
 experiment's settings live in its own module, each backend's own [disk] fields in its module;
-harness/config/settings.py assembles them with these into the whole config and loads it."""
+harness/cli/settings.py assembles them with these into the whole config and loads it."""
 from __future__ import annotations
 
 import ipaddress
@@ -12,7 +12,7 @@ from pydantic import Field, ValidationError, ValidationInfo, create_model, field
 
 from harness import backends
 from harness.common import paths
-from harness.config.schema import FIX, ChunkKib, ConfigError, Filesystem, RaidLevel, Section, StatePath
+from harness.common.schema import FIX, ChunkKib, ConfigError, Filesystem, RaidLevel, Section, StatePath
 from harness.resources.ceph.plan import CephConfig, hosts_mode_problem
 
 __all__ = ["Config", "ConfigError", "DiskConfig", "FleetConfig", "RaidConfig", "RemoteHostConfig", "RepeatConfig",
@@ -292,7 +292,7 @@ class Config(Section):
             raise ValueError(f"host.kind={self.host.kind} and [[hosts]] both name where the fleet runs; "
                              "remove one of them")
         if self.hosts:
-            from harness.fleet.placement import PlacementError, place
+            from harness.hosts.placement import PlacementError, place
             try:
                 place(self.fleet.vms, [(h.name, h.vms) for h in self.hosts])
             except PlacementError as e:

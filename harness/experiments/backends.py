@@ -5,8 +5,8 @@ from pydantic import Field
 
 from harness import backends
 from harness.backends import BackendNames
+from harness.common.schema import StudySection
 from harness.config.core import Config
-from harness.config.schema import StudySection
 from harness.experiments import full_flag, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix
 

@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.config.schema import BlockSize
+from harness.common.schema import BlockSize
 from harness.experiments import sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings
 

@@ -13,8 +13,8 @@ from harness.analysis import breakdown
 from harness.analysis.stats import summarize
 from harness.common.console import step
 from harness.common.files import write_atomic
+from harness.common.schema import BlockSize
 from harness.config.core import Config
-from harness.config.schema import BlockSize
 from harness.experiments import RunContext, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
 from harness.fleet.testbed import TestbedRecord

@@ -24,8 +24,8 @@ from scipy import stats
 from harness.analysis import model
 from harness.common.console import step
 from harness.common.files import write_atomic
+from harness.common.schema import BlockSize, StudySection, bs_bytes, each
 from harness.config.core import Config
-from harness.config.schema import BlockSize, StudySection, bs_bytes, each
 from harness.experiments import Flag, RunContext, full_flag
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep

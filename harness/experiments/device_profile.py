@@ -31,8 +31,8 @@ from rich.table import Table
 
 from harness.common.console import step, warn
 from harness.common.files import write_atomic
+from harness.common.schema import BlockSize, Section, each
 from harness.config.core import Config
-from harness.config.schema import BlockSize, Section, each
 from harness.experiments import Flag, RunContext
 from harness.experiments.fio_matrix import loop_over_prefilled_file
 from harness.fleet import gc

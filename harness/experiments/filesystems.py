@@ -10,8 +10,8 @@ from pydantic import Field, model_validator
 from harness.analysis.stats import difference, holm, p_text
 from harness.common.console import console
 from harness.common.files import write_atomic
+from harness.common.schema import Filesystem, RaidLevel
 from harness.config.core import Config
-from harness.config.schema import Filesystem, RaidLevel
 from harness.experiments import RunContext
 from harness.experiments.raid_sweep import SINGLE, RaidSweep, RaidSweepSettings, Setup, raid_flags, raid_rows
 from harness.report import tables

@@ -11,8 +11,8 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from harness.backends import BackendNames
+from harness.common.schema import Section, VmCounts
 from harness.config.core import Config
-from harness.config.schema import Section, VmCounts
 from harness.experiments import Flag
 from harness.experiments.fio_matrix import FioMatrix, FioPoint
 from harness.workloads import fio, fio_jobfile

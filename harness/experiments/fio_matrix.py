@@ -23,8 +23,8 @@ from harness.backends import BackendNames
 from harness.common import bounded
 from harness.common.console import step
 from harness.common.files import write_atomic
+from harness.common.schema import Section
 from harness.config.core import Config
-from harness.config.schema import Section
 from harness.experiments import RunContext, matrix_summary, registry
 from harness.fleet import gc
 from harness.fleet.testbed import Testbed, TestbedRecord

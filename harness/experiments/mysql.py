@@ -12,8 +12,8 @@ from rich.table import Table
 
 from harness.common.console import step
 from harness.common.files import write_atomic
+from harness.common.schema import Section, VmCounts, each
 from harness.config.core import Config
-from harness.config.schema import Section, VmCounts, each
 from harness.experiments import Flag, RunContext
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point

@@ -14,8 +14,8 @@ from pydantic import Field, model_validator
 
 from harness.common.console import step
 from harness.common.files import write_atomic
+from harness.common.schema import RaidLevel, StudySection
 from harness.config.core import Config
-from harness.config.schema import RaidLevel, StudySection
 from harness.experiments import Flag, RunContext, full_flag
 from harness.experiments.mysql import HOST_MOUNT_DIR
 from harness.experiments.raid_sweep import (

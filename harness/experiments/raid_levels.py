@@ -5,8 +5,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from harness.analysis.raid_model import member_count_problem
+from harness.common.schema import PositiveInts, RaidLevel
 from harness.config.core import Config
-from harness.config.schema import PositiveInts, RaidLevel
 from harness.experiments.raid_sweep import RaidSweep, RaidSweepSettings, Setup, raid_flags
 
 

@@ -19,8 +19,8 @@ from rich.table import Table
 from harness.analysis import raid_model
 from harness.common.console import step
 from harness.common.files import write_atomic
+from harness.common.schema import BlockSize, StudySection
 from harness.config.core import Config
-from harness.config.schema import BlockSize, StudySection
 from harness.experiments import Flag, RunContext, full_flag
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import sweep

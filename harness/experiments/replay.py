@@ -8,8 +8,8 @@ from pathlib import Path
 from pydantic import Field
 
 from harness.backends import BackendNames
+from harness.common.schema import Section
 from harness.config.core import Config
-from harness.config.schema import Section
 from harness.experiments import Flag
 from harness.experiments.fio_matrix import FioMatrix, FioPoint
 from harness.workloads import fio, fio_trace

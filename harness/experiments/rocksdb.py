@@ -12,8 +12,8 @@ from pydantic import Field, model_validator
 
 from harness.common.console import step
 from harness.common.files import write_atomic
+from harness.common.schema import Filesystem, RaidLevel
 from harness.config.core import Config
-from harness.config.schema import Filesystem, RaidLevel
 from harness.experiments import Flag, RunContext
 from harness.experiments.raid_sweep import (
     SINGLE,

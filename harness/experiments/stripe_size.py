@@ -5,8 +5,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from harness.analysis.raid_model import no_level_buildable
+from harness.common.schema import ChunkKib, RaidLevel
 from harness.config.core import Config
-from harness.config.schema import ChunkKib, RaidLevel
 from harness.experiments.raid_sweep import RaidSweep, RaidSweepSettings, Setup, raid_flags
 
 

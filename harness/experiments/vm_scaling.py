@@ -24,8 +24,8 @@ from harness.analysis import scaling
 from harness.backends import BackendNames
 from harness.common.console import console, step
 from harness.common.files import write_atomic
+from harness.common.schema import Section, VmCounts
 from harness.config.core import Config
-from harness.config.schema import Section, VmCounts
 from harness.experiments import Flag, RunContext
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep

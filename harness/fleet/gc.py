@@ -530,7 +530,7 @@ def undo_backends(plan_files: list[Path]) -> tuple[list[str], list[str]]:
     done, stuck = [], []
     for plan_file in plan_files:
         try:
-            plan = backends.HostPlan.from_json(plan_file.read_text())
+            plan = backends.read_plan(plan_file.read_text())
         except (OSError, ValueError, KeyError, TypeError) as e:
             stuck.append(_unusable(plan_file, e))
             continue

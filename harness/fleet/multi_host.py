@@ -1,7 +1,7 @@
 """A fleet that spans hosts ([[hosts]] in the config): one Testbed per host, each with its own
 Terraform root and state (the libvirt provider takes one URI per provider block and Terraform
 cannot for_each over providers, so one root per host is the plain way), applied in parallel.
-VMs are numbered across the fleet and placed by harness/fleet/placement.py.
+VMs are numbered across the fleet and placed by harness/hosts/placement.py.
 
 A Ceph cluster over the hosts (ceph.mode = "hosts") is the fleet's, not one host's: it is made
 before the parts and removed after them, its plan kept in the fleet's folder until it is gone."""
@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from harness.common.console import step, warn
 from harness.common.files import write_atomic
 from harness.config.core import Config
-from harness.fleet.placement import place
 from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, plan_path
 from harness.hosts import Host
+from harness.hosts.placement import place
 from harness.resources.ceph import clusters as ceph_clusters
 from harness.resources.ceph.plan import CephPlan, fleet_images, osd_size_problem
 

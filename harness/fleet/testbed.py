@@ -24,8 +24,8 @@ from harness.common.bounded import heartbeat
 from harness.common.console import step, warn
 from harness.common.files import write_atomic
 from harness.common.pids import owner
+from harness.common.schema import Refusal
 from harness.config.core import Config
-from harness.config.schema import Refusal
 from harness.fleet import gc, guest_consoles, host_images, vm_start
 from harness.hosts import Host, LocalHost, accel, page_cache
 from harness.hosts.folders import state_dir_problem

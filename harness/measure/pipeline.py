@@ -31,6 +31,7 @@ from typing import Any, Callable, ContextManager, Protocol
 import libvirt
 
 from harness import backends
+from harness.analysis import overlap
 from harness.analysis.stats import difference, enough, summarize
 from harness.common import bounded, cancel
 from harness.common.console import step, warn
@@ -40,7 +41,7 @@ from harness.hosts import page_cache
 from harness.libvirt import pausing
 from harness.libvirt.agent import AgentError, GuestAgent, restart
 from harness.libvirt.libvirt_conn import connect
-from harness.measure import conditions, hoststat, overlap
+from harness.measure import conditions, hoststat
 from harness.results.metrics import Direction, direction
 from harness.results.outputs import Output
 from harness.results.samples import Sample

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.config.settings import ConfigError
+from harness.common.schema import ConfigError
 from harness.results.store import RunIndex, status_of
 
 # what in the environment decides a result, beside the config

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ContextManager, Iterator
+from typing import Callable, ContextManager, Iterator
 
 from harness.common.console import step, warn
+from harness.common.schema import ConfigError
 from harness.config.core import Config
-from harness.config.schema import ConfigError
 from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
 from harness.libvirt.agent import AgentError
+from harness.measure.context import RunContext
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point, Site
 from harness.resources import nested_l1
-
-if TYPE_CHECKING:
-    from harness.experiments import RunContext
 
 
 def fleet_config(cfg: Config, tag: str, **fleet) -> Config:

@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness.analysis import overlap
 from harness.analysis.stats import noisy_reason, summarize
 from harness.common.console import console as shared
-from harness.measure import overlap
 from harness.results.samples import Sample
 
 STATS = "#stats"  # row[key + STATS]: the Summary behind row[key] (a mean over repeats)

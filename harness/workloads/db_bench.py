@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from harness.common import paths
-from harness.config.schema import Section
+from harness.common.schema import Section
 from harness.hosts import Node
 from harness.libvirt.agent import PATH, guests
 from harness.results.outputs import Output

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from harness.common import paths
 from harness.common.console import step
-from harness.config.schema import BlockSize, Section, bs_bytes
+from harness.common.schema import BlockSize, Section, bs_bytes
 from harness.hosts import Node
 from harness.libvirt.agent import PATH, guests, in_parallel
 from harness.results.outputs import Output

@@ -17,7 +17,7 @@ from typing import Callable
 
 from harness.common.bounded import heartbeat
 from harness.common.console import step
-from harness.config.schema import Refusal
+from harness.common.schema import Refusal
 from harness.resources.ceph.plan import CephPlan, conf, crush_commands, daemon_keys, pool_commands
 
 PACKAGES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-common")

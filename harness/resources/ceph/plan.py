@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from harness.config.schema import Section
+from harness.common.schema import Section
 from harness.resources.ceph.images import RbdImage
 
 MAX_NODES = 5

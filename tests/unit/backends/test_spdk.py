@@ -10,7 +10,7 @@ from spdk.rpc.client import JSONRPCException
 from harness.backends import HostDevice, HostPlan, VmSlot, spdk_target
 from harness.backends.spdk_target import SpdkError, call
 from harness.backends.vhost_user_spdk import VhostUserSpdk, hugepage_plan
-from harness.config import settings
+from harness.cli import settings
 from harness.config.core import ConfigError
 
 MIB = 1 << 20

@@ -1,7 +1,7 @@
 """The configuration reference is generated from the schema, and the page in docs/ is that output."""
 from pathlib import Path
 
-from harness.config.reference import markdown
+from harness.cli.config_reference import markdown
 
 PAGE = Path(__file__).parents[3] / "docs" / "config-reference.md"
 

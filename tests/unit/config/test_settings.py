@@ -9,9 +9,8 @@ from pydantic import Field
 
 from harness import backends, cli
 from harness.backends.base import Backend
-from harness.cli import runner
-from harness.config import settings
-from harness.config.schema import ConfigError, Section
+from harness.cli import runner, settings
+from harness.common.schema import ConfigError, Section
 from harness.experiments import Flag, registry
 from harness.results.metrics import Direction, direction
 

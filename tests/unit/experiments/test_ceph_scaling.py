@@ -61,7 +61,7 @@ def test_the_summary_and_its_plots(tmp_path):
 
 
 def test_a_sweep_that_would_fill_its_cluster_is_refused_before_anything_starts():
-    from harness.config import settings
+    from harness.cli import settings
     from harness.experiments.ceph_scaling import EXPERIMENT
     assert EXPERIMENT.refusal(settings.load(None, [])) is None   # the defaults fit: the OSDs are sized for them
     said = EXPERIMENT.refusal(settings.load(None, ["ceph.osd_size_mib=1024"]))

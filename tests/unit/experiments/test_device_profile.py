@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.config import settings
+from harness.cli import settings
 from harness.experiments import device_profile as dp
 from harness.workloads import fio
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.config import settings
+from harness.cli import settings
 from harness.fleet import testbed
 from harness.hosts import LocalHost
 from harness.libvirt.agent import AgentTimeout

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from harness.config import settings
+from harness.cli import settings
 from harness.fleet import gc, testbed
 from harness.hosts import LocalHost
 

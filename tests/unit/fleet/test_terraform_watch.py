@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import settings
 from harness.common import paths
-from harness.config import settings
 from harness.fleet import testbed
 
 

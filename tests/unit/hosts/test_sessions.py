@@ -8,7 +8,7 @@ import time
 import pytest
 
 from harness.common.pids import owner, start_ticks
-from harness.hosts import LocalHost, sessions
+from harness.hosts import LocalHost, orphans, sessions
 
 
 def test_a_local_command_is_recorded_while_it_runs(tmp_path, monkeypatch):
@@ -18,7 +18,7 @@ def test_a_local_command_is_recorded_while_it_runs(tmp_path, monkeypatch):
     time.sleep(0.5)
     (record,) = [json.loads(p.read_text()) for p in (tmp_path / "sessions").glob("*.json")]
     assert record["command"] == "sleep" and record["owner"] == owner() and record["start"] == start_ticks(record["pid"])
-    assert sessions.stop_orphans() == []   # its owner (this process) is alive: kept
+    assert orphans.stop_orphans() == []   # its owner (this process) is alive: kept
     t.join()
     assert not list((tmp_path / "sessions").glob("*.json"))
 
@@ -36,9 +36,9 @@ def test_a_session_whose_harness_was_killed_is_stopped_and_no_other(tmp_path, mo
             json.dumps({"owner": killed_harness, "pid": pid, "start": start, "command": "terraform"}))
     try:
         (tmp_path / "sessions").chmod(0o777)
-        assert sessions.stop_orphans() == [] and orphan.poll() is None   # records anyone could have written
+        assert orphans.stop_orphans() == [] and orphan.poll() is None   # records anyone could have written
         (tmp_path / "sessions").chmod(0o700)
-        said = sessions.stop_orphans()
+        said = orphans.stop_orphans()
         assert said == [f"session {orphan.pid} (terraform), left running by a killed harness"]
         assert orphan.wait(timeout=10) == -9 and reused.poll() is None
         assert not list((tmp_path / "sessions").glob("*.json"))
@@ -62,5 +62,5 @@ def test_a_remote_session_on_a_host_already_found_silent_costs_no_second_timeout
                                   "tag": "/tmp/vtb-run-0123456789abcdef.pid", "command": "fio"}))
     monkeypatch.setattr(SshHost, "unanswered", lambda self: pytest.fail("asked again"))
     t0 = time.monotonic()
-    assert sessions.stop_orphans({host.label: f"{host.label} does not answer over SSH (timed out)"}) == []
+    assert orphans.stop_orphans({host.label: f"{host.label} does not answer over SSH (timed out)"}) == []
     assert time.monotonic() - t0 < 2 and record.exists()   # kept for the next gc

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from functools import partial
 from types import SimpleNamespace
 
-from harness.config import settings
+from harness.cli import settings
 from harness.experiments import RunContext
 from harness.hosts import LocalHost
 from harness.measure import sweep

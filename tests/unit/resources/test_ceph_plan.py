@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import settings
+from harness.cli import settings
 from harness.config.core import ConfigError
 from harness.hosts import all_for_config
 from harness.resources.ceph.plan import (

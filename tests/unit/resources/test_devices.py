@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import settings
+from harness.cli import settings
 from harness.config.core import ConfigError
 from harness.resources.devices import refuse_reason
 
@@ -29,7 +29,7 @@ def test_a_blank_device_on_the_allowlist_is_accepted_and_off_it_refused(loop, tm
     """#28: on this machine fleet.device must be on raid.allow too (compared as disks: a link to it
     is the same disk), checked just before use: a mistyped disk that is blank and unmounted is
     refused. (Not as the config loads: a fleet made before must still be torn down.)"""
-    from harness.config.schema import Refusal
+    from harness.common.schema import Refusal
     from harness.fleet.testbed import Testbed
     from harness.hosts import LocalHost
     dev, _ = loop

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import settings
+from harness.cli import settings
 from harness.config.core import ConfigError
 from harness.hosts import LocalHost
 from harness.resources import raid

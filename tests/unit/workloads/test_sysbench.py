@@ -1,7 +1,7 @@
 """sysbench output parsing (recorded real 1.0.20 outputs) and the mysql sweep plan."""
 import pytest
 
-from harness.config import settings
+from harness.cli import settings
 from harness.config.core import ConfigError
 from harness.experiments.mysql import plan
 from harness.workloads import sysbench

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError, create_model
 
+from harness.common.schema import FIX, ConfigError
 from harness.config.core import Config, validation_context
-from harness.config.schema import FIX, ConfigError
 
 __all__ = ["ConfigError", "describe", "field_at", "load", "model", "parse_override", "typed_value"]
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from harness.measure import overlap
+from harness.analysis import overlap
 from harness.report import tables
 from harness.workloads import fio
 

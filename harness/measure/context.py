@@ -1,0 +1,49 @@
+"""What an experiment's run is given: the config, the user's fleet (for experiments that use it),
+the run's store and environment, its host(s), and the progress bar; and the run's measurement
+pipeline, made from them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.common.progress import RunProgress
+from harness.config.core import Config
+from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.hosts import Host
+from harness.measure.pipeline import Pipeline, Site, new_seed
+from harness.results.store import RunStore
+
+
+@dataclass
+class RunContext:
+    cfg: Config
+    testbed: TestbedRecord | None   # the user's fleet, for experiments that use it
+    store: RunStore
+    environment: dict
+    host: Host
+    progress: RunProgress | None = None
+    testbeds: list[TestbedRecord] = field(default_factory=list)   # one per host the fleet spans
+    hosts: list[Host] = field(default_factory=list)               # those hosts, in the same order
+
+    def pipeline(self, uri: str, quiet_prefixes: tuple[str, ...], sites: list[Site] | None = None) -> Pipeline:
+        """The run's measurement pipeline on the fleet at `uri` (or on every site of a fleet that
+        spans hosts); idle VMs of `quiet_prefixes` (and of the user's fleet) are suspended during each point."""
+        seed = self.store.manifest.get("seed")   # one seed for the whole run, a resumed one's too
+        if seed is None:
+            seed = self.cfg.repeat.seed if self.cfg.repeat.seed is not None else new_seed()
+            self.store.update_manifest(seed=seed)
+        return Pipeline(store=self.store, repeat=self.cfg.repeat, settle=self.cfg.settle, seed=seed, host=self.host, uri=uri,
+                        quiet_prefixes=(*quiet_prefixes, self.cfg.prefix + "-"), progress=self.progress, sites=sites,
+                        base_meta={"run_id": self.store.run_id, "experiment": self.store.manifest.get("experiment"),
+                                   **self.environment})
+
+    def rebuilt_fleet(self) -> dict:
+        """The user's fleet (on one host) built anew, for a pipeline whose guest could not be
+        restarted; its metadata."""
+        self.testbed = Testbed(self.cfg, self.host).rebuilt()
+        self.testbeds = [self.testbed]
+        return self.testbed.metadata()
+
+    def plan(self, runs: int) -> None:
+        """Declares point runs to come (for the progress bar and its ETA)."""
+        if self.progress:
+            self.progress.add(runs)
