@@ -19,12 +19,12 @@ from harness.common.exits import Exit
 from harness.common.schema import ConfigError, bs_bytes
 
 
-@cli.group()
+@cli.group(short_help="Bring the fleet up or down.")
 def testbed() -> None:
     """Bring the fleet up or down (`make testbed up` runs `harness testbed up`)."""
 
 
-@testbed.command("up")
+@testbed.command("up", short_help="Bring the fleet up (or keep it, when it is as configured).")
 @with_config
 def testbed_up(config_path, overrides) -> None:
     """Probe the accelerator, terraform apply the fleet (and its [raid] array), wait for every guest agent."""
@@ -53,7 +53,7 @@ def testbed_up(config_path, overrides) -> None:
         Testbed(cfg, rebuilt).up()
 
 
-@testbed.command("down")
+@testbed.command("down", short_help="Tear the fleet down and remove what it left.")
 @with_config
 @click.option("--all", "everything", is_flag=True, help="Also remove every other vtb- resource on this host.")
 def testbed_down(config_path, overrides, everything) -> None:
@@ -122,7 +122,7 @@ def _testbed_for_down(cfg):
         return Testbed(cfg, LocalHost())
 
 
-@cli.command()
+@cli.command(short_help="Remove vtb- leftovers that no live state owns.")
 @with_config
 @click.option("--all", "everything", is_flag=True, help="Every vtb- resource, even what live state owns.")
 def gc(config_path, overrides, everything) -> None:
@@ -224,17 +224,17 @@ def backend_host_down(plan_file) -> None:
     backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
 
 
-@cli.group()
+@cli.group(short_help="The testbed host: a nested host, its arrays, Ceph.")
 def host() -> None:
     """The testbed host: a nested host for machines without md, and its RAID arrays."""
 
 
-@host.group("nested")
+@host.group("nested", short_help="The nested host: an L1 VM that plays the host.")
 def host_nested() -> None:
     """An L1 VM that plays the host (emulated NVMe drives, libvirtd, KVM inside); set host.kind=nested to use it."""
 
 
-@host_nested.command("up")
+@host_nested.command("up", short_help="Boot the nested host, or keep it when it answers.")
 @with_config
 @click.option("--count", type=click.IntRange(1, 8), default=None,
               help="Boot this many nested hosts, each with sshd and the testbed's key, and print (last) the path "
@@ -258,7 +258,7 @@ def host_nested_up(config_path, overrides, count) -> None:
     console.print(str(path), markup=False, soft_wrap=True)
 
 
-@host_nested.command("down")
+@host_nested.command("down", short_help="Destroy every nested host and its drives.")
 @with_config
 def host_nested_down(config_path, overrides) -> None:
     """Destroy every nested host and its drives, with everything built inside them."""
@@ -299,7 +299,7 @@ def host_ceph() -> None:
     """Create or destroy a Ceph cluster vtb makes, from its plan (Terraform's hooks and teardowns run these)."""
 
 
-@host_ceph.command("create")
+@host_ceph.command("create", short_help="Make the plan's Ceph cluster.")
 @click.argument("plan_file", type=click.Path(exists=True, path_type=Path))
 def host_ceph_create(plan_file) -> None:
     """Check the plan, then a mon, a mgr and N storage nodes with their OSDs (idempotent)."""
@@ -308,7 +308,7 @@ def host_ceph_create(plan_file) -> None:
     step(clusters.create(CephPlan.from_json(plan_file.read_text())))
 
 
-@host_ceph.command("destroy")
+@host_ceph.command("destroy", short_help="Remove the plan's Ceph cluster.")
 @click.argument("plan_file", type=click.Path(path_type=Path))
 def host_ceph_destroy(plan_file) -> None:
     """Stop the plan's daemons, remove its namespaces, links, bridge and files (idempotent)."""
@@ -438,10 +438,10 @@ def experiment_command(experiment) -> click.Command:
     summary = " ".join(doc.split("\n\n")[0].split())
     summary = re.sub(rf"^(`harness run {experiment.name}`|{experiment.name}): ", "", summary)
     return click.Command(experiment.name, callback=callback, params=[*config_params(), *options],
-                         help=summary)
+                         help=summary, short_help=experiment.question)
 
 
-@cli.group(cls=ExperimentCommands)
+@cli.group(cls=ExperimentCommands, short_help="Run an experiment (`harness run NAME --help`).")
 def run() -> None:
     """Run an experiment against the deployed testbed (`harness run NAME --help` lists its flags)."""
 
@@ -484,7 +484,7 @@ def runs(config_path, overrides, rebuild, as_json) -> None:
                       markup=False, soft_wrap=True)
 
 
-@cli.command()
+@cli.command(short_help="Is RUN_B slower than RUN_A? The gate: exit 1 on a regression.")
 @with_config
 @click.argument("run_a")
 @click.argument("run_b", required=False, default="latest")
@@ -538,7 +538,7 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit, as_j
         sys.exit(Exit.REGRESSION)
 
 
-@cli.command()
+@cli.command(short_help="One self-contained HTML report of runs (default: latest).")
 @with_config
 @click.argument("run_ids", nargs=-1)
 @click.option("--out", type=click.Path(path_type=Path), help="Where to write (default: report.html in the first run).")
@@ -560,7 +560,7 @@ def report(config_path, overrides, run_ids, out, prefer) -> None:
     console.print(f"report: {path}", markup=False)
 
 
-@cli.command()
+@cli.command(short_help="Predict METRIC at an unmeasured point from a run's model.")
 @with_config
 @click.argument("run_id")
 @click.option("--metric", required=True, help="The metric to model, e.g. iops, aggregate_iops, lat_mean, aggregate_tps.")
@@ -608,7 +608,7 @@ def config() -> None:
     """The configuration: its reference."""
 
 
-@config.command("reference")
+@config.command("reference", short_help="Every config field, as Markdown.")
 def config_reference() -> None:
     """Every section and field, with type, default, range and description, as Markdown (from the schema)."""
     from harness.cli.config_reference import markdown
@@ -620,14 +620,14 @@ def results() -> None:
     """The samples' columns: their reference and JSON Schema."""
 
 
-@results.command("reference")
+@results.command("reference", short_help="Every sample column, as Markdown.")
 def results_reference() -> None:
     """Every sample column with its type, unit and meaning, as Markdown (results/README.md's)."""
     from harness.results.columns import markdown
     click.echo(markdown(), nl=False)
 
 
-@results.command("schema")
+@results.command("schema", short_help="The JSON Schema of a sample row.")
 def results_schema() -> None:
     """The JSON Schema one row of samples.jsonl validates against (results/sample.schema.json)."""
     from harness.results.columns import json_schema
@@ -643,7 +643,7 @@ def doctor(config_path, overrides) -> None:
     sys.exit(Exit.OK if ok else Exit.HOST_FAILED)
 
 
-@cli.command()
+@cli.command(short_help="The harness's own costs: bring-up, agents, points.")
 @with_config
 @click.option("--runtime", type=int, default=3, show_default=True, help="fio seconds per measured point.")
 def bench(config_path, overrides, runtime) -> None:

@@ -14,12 +14,12 @@ from harness.cli.app import cli, load, resolve_run, with_config
 from harness.common.console import console
 
 
-@cli.group()
+@cli.group(short_help="Runs kept by name, to compare against.")
 def baseline() -> None:
     """Runs kept by name, to compare against (`harness compare NAME RUN`)."""
 
 
-@baseline.command("save")
+@baseline.command("save", short_help="Keep RUN's samples as baseline NAME.")
 @with_config
 @click.argument("name")
 @click.argument("run")
@@ -52,7 +52,7 @@ def baseline_list(config_path, overrides, as_json) -> None:
     console.print(table)
 
 
-@cli.command()
+@cli.command(short_help="METRIC's mean and 95% CI over runs, per point.")
 @with_config
 @click.argument("metric")
 @click.option("--point", help="Only the points whose name contains this (e.g. virtual-n2, or a backend).")

@@ -38,6 +38,7 @@ def sweep_flags(*sections: str, backends_field: str) -> tuple[Flag, ...]:
 
 class Experiment(Protocol):
     name: str
+    question: str                # what it answers, in a line: its entry in `harness run --help`
     section: str                 # its [section] in the config
     Settings: ClassVar[type[Section]]
     flags: tuple[Flag, ...]

@@ -20,6 +20,7 @@ class Settings(StudySection):
 
 
 class Backends(FioMatrix):
+    question = "Each backend against the host: latency, IOPS, bandwidth"
     name = section = "backends"
     Settings = Settings
     groups = GROUPS

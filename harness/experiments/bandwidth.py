@@ -18,6 +18,7 @@ class Settings(SweepSettings):
 
 
 class Bandwidth(FioMatrix):
+    question = "Sequential bandwidth, the host against each backend"
     name = section = "bandwidth"
     Settings = Settings
     headline = "bw"

@@ -35,6 +35,7 @@ class Settings(SweepSettings):
 
 
 class Breakdown(FioMatrix):
+    question = "Where QD1 latency goes, layer by layer, per backend"
     name = section = GROUP
     Settings = Settings
     headline = "lat_mean"

@@ -71,6 +71,7 @@ def block_label(nodes: int, rate: int) -> str:
 
 
 class CephScaling:
+    question = "How a Ceph cluster's I/O scales with its nodes"
     uses_fleet = False
     name = "ceph-scaling"
     section = "ceph_scaling"

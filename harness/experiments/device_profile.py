@@ -103,6 +103,7 @@ def parse_requests(raw: str) -> RequestStats:
 
 
 class DeviceProfile:
+    question = "A device's bandwidth by zone and its random IOPS, PE and VE"
     uses_fleet = False
     name = "device-profile"
     section = "device_profile"

@@ -46,6 +46,7 @@ class Settings(RaidSweepSettings):
 
 
 class Filesystems(RaidSweep):
+    question = "Which filesystem on RAID, PE and VE"
     name = "filesystems"
     section = "filesystems"
     Settings = Settings

@@ -46,6 +46,7 @@ class Settings(Section):
 
 
 class FioJobFile(FioMatrix):
+    question = "Your fio job file on the host and on each backend"
     name = "fio-job"
     section = "fio_job"
     Settings = Settings

@@ -17,6 +17,7 @@ class Settings(SweepSettings):
 
 
 class Iops(FioMatrix):
+    question = "Peak IOPS at high concurrency, the host against each backend"
     name = section = "iops"
     Settings = Settings
     headline = "iops"

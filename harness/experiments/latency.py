@@ -16,6 +16,7 @@ class Settings(SweepSettings):
 
 
 class Latency(FioMatrix):
+    question = "QD1 latency, the host against each backend"
     name = section = "latency"
     Settings = Settings
     headline = "lat_mean"

@@ -44,6 +44,7 @@ class Settings(SweepSettings):
 
 
 class LatencyCurve(FioMatrix):
+    question = "Latency against IOPS, the host against each backend"
     name = GROUP
     section = "latency_curve"
     Settings = Settings

@@ -81,6 +81,7 @@ def plan(cfg: Config, fleet_size: int) -> tuple[list[Planned], dict[str, str]]:
 
 
 class Mysql:
+    question = "sysbench OLTP on MariaDB, physical against virtual"
     name = "mysql"
     section = "mysql"
     Settings = Settings

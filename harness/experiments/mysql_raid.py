@@ -83,6 +83,7 @@ class SweepPoint:
 
 
 class MysqlRaid(WorkloadSweep):
+    question = "sysbench OLTP on each RAID level, PE and VE"
     name = "mysql-raid"
     section = "mysql_raid"
     Settings = Settings

@@ -31,6 +31,7 @@ class Settings(RaidSweepSettings):
 
 
 class RaidLevels(RaidSweep):
+    question = "Which RAID level, against the RAID model, PE and VE"
     name = "raid-levels"
     section = "raid_levels"
     Settings = Settings

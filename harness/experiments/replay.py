@@ -23,6 +23,7 @@ class Settings(Section):
 
 
 class Replay(FioMatrix):
+    question = "An I/O trace replayed on the host and on each backend"
     name = section = "replay"
     Settings = Settings
     headline = "iops"

@@ -63,6 +63,7 @@ class SweepPoint:
 
 
 class RocksDb(WorkloadSweep):
+    question = "RocksDB's db_bench on RAID and one drive, PE and VE"
     name = "rocksdb"
     section = "rocksdb"
     Settings = Settings

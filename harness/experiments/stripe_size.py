@@ -30,6 +30,7 @@ class Settings(RaidSweepSettings):
 
 
 class StripeSize(RaidSweep):
+    question = "Which RAID chunk size, PE and VE"
     name = "stripe-size"
     section = "stripe_size"
     Settings = Settings

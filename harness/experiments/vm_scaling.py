@@ -50,6 +50,7 @@ class Settings(Section):
 
 
 class VmScaling:
+    question = "How aggregate IOPS scales with VMs, against bare metal"
     uses_fleet = True
     name = "vm-scaling"
     section = "vm_scaling"
