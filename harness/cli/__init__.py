@@ -450,7 +450,8 @@ def run() -> None:
 @with_config
 @click.option("--rebuild", is_flag=True, help="Recreate the index from the run folders first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON list instead.")
-def runs(config_path, overrides, rebuild, as_json) -> None:
+@click.option("--durations", is_flag=True, help="Print the finished runs' durations as a Markdown table instead.")
+def runs(config_path, overrides, rebuild, as_json, durations) -> None:
     """The runs in the results folder, oldest first."""
     import time as _time
 
@@ -460,6 +461,11 @@ def runs(config_path, overrides, rebuild, as_json) -> None:
     index = RunIndex(load(config_path, overrides).results_dir)
     if rebuild:
         index.rebuild()
+    if durations:
+        from harness.report import durations as durations_table
+        click.echo(durations_table.markdown([Path(r["path"]) for r in index.list() if (Path(r["path"]) / "run.json").exists()]),
+                   nl=False)
+        return
     table = Table(title=f"runs in {index.path.parent}")
     for col in ("run id", "experiment", "status", "started", "accel", "backend"):
         table.add_column(col)

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import signal
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -62,6 +64,11 @@ def run_id_problem(results_dir: Path, run_id: str) -> str | None:
     return None
 
 
+def command_line() -> str:
+    """The command as typed (`harness run ...`), for the run's record."""
+    return " ".join(["harness", *(shlex.quote(a) for a in sys.argv[1:])])
+
+
 def configured(experiment, cfg: Config) -> Config:
     """The config as the experiment reads its own settings (vm-scaling's one backend is the
     fleet's), after its refusal of a config it cannot run (naming the field and the fix)."""
@@ -104,7 +111,7 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
             step(f"{experiment_name} needs {need} VMs and the fleet has {max(cfg.fleet.vms, deployed)}: "
                  f"growing the fleet to {need}")
         cfg = grown(cfg, max(need, deployed))  # a fleet grown before stays grown
-    store, before = None, ""
+    store, before, before_wall = None, "", 0.0
     if resumed:   # refused before the fleet is touched; claimed at once, so that no second --resume takes it
         store = RunStore.reopened(resumed)
         config_changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()),
@@ -112,6 +119,7 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
         if config_changed and not resume_anyway:
             raise settings.ConfigError(resume_mod.changed_refusal(resumed, config_changed))
         before = status_of(store.manifest)
+        before_wall = float(store.manifest.get("wall_s") or 0.0)
         store.update_manifest(status="running", owner=owner())
     if cfg.hosts:
         hosts.check_answering(cfg)
@@ -180,8 +188,9 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
         status = "failed"
         store.update_manifest(error=str(e))
         raise
-    finally:
-        store.update_manifest(status=status, finished=time.time())
+    finally:   # the command's whole time, provisioning included, summed over a resumed run's sessions
+        store.update_manifest(status=status, finished=time.time(), command=command_line(),
+                              wall_s=round(before_wall + time.monotonic() - t0, 1))
         _summarize(experiment, ctx, replaces_nothing=status in ("completed", "completed-with-failures"))
         step(f"results: {store.dir} ({status})")
         if as_json:   # the last line, whatever the outcome: a CI job learns the run it made

@@ -27,3 +27,12 @@ def step(msg: str) -> None:
 
 def warn(msg: str) -> None:
     console.print(_line("warning:", "yellow", msg), soft_wrap=True)
+
+
+def duration(seconds: float) -> str:
+    minutes = seconds / 60
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if minutes < 10:
+        return f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+    return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from scipy import stats as sps
 
+from harness.common.console import duration
 from harness.common.files import write_atomic
 
 KEEP = 5   # the costs of the last KEEP runs are averaged: a host's speed drifts
@@ -143,15 +144,6 @@ def resolvable(cv: float, repeats: int) -> float:
 def repeats_for(cv: float, difference: float, cap: int = 1000) -> int | None:
     """The fewest repeats that resolve `difference` (None: more than `cap`)."""
     return next((n for n in range(2, cap + 1) if resolvable(cv, n) <= difference), None)
-
-
-def duration(seconds: float) -> str:
-    minutes = seconds / 60
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if minutes < 10:
-        return f"{int(seconds // 60)} min {seconds % 60:.0f} s"
-    return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
 
 
 def describe(plan: Plan, costs: Costs, precision: float | None = None, max_count: int = 0,
