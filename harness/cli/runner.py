@@ -7,7 +7,7 @@ import shlex
 import signal
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import click
@@ -25,7 +25,7 @@ from harness.config.core import Config, validation_context
 from harness.experiments import RunContext, registry
 from harness.fleet import gc
 from harness.fleet.multi_host import MultiHostFleet
-from harness.fleet.testbed import Testbed
+from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.hosts import LocalHost, accel
 from harness.hosts.folders import state_dir_problem
 from harness.measure import plan as plan_mod
@@ -88,6 +88,15 @@ def show_plan(cfg: Config, experiment_name: str) -> None:
                   markup=False, highlight=False)
 
 
+@dataclass
+class Reopened:
+    """A resumed run's folder, claimed, with how it stood before."""
+    folder: Path
+    store: RunStore
+    status: str
+    wall_s: float
+
+
 def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_anyway: bool = False,
         run_id: str | None = None, as_json: bool = False) -> RunContext:
     """Runs the experiment in a new run folder, or goes on with the run `resume` names (its
@@ -95,62 +104,14 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     t0 = time.monotonic()
     signal.signal(signal.SIGTERM, _terminate)  # a CI timeout or `kill` ends the run like Ctrl-C
     experiment = registry()[experiment_name]
-    cfg = configured(experiment, cfg)   # before anything is made
-    resumed = resume_mod.folder_of(cfg.results_dir, resume) if resume else None
-    if run_id is not None and (why := run_id_problem(cfg.results_dir, run_id)):
-        raise settings.ConfigError(why)
-    if resumed and (why := resume_mod.refusal(resumed, experiment_name)):
-        raise settings.ConfigError(why)
-    if why := state_dir_problem(LocalHost(), str(cfg.state_dir), "state_dir"):
-        raise settings.ConfigError(why)
-    gc.register_state_dir(cfg.state_dir)   # what the run mounts there is found by gc after a SIGKILL
-    need = experiment.fleet_size(cfg) if hasattr(experiment, "fleet_size") else 0
-    deployed = Testbed.deployed_vms(cfg)
-    if experiment.uses_fleet and max(need, deployed) > cfg.fleet.vms:
-        if need > max(cfg.fleet.vms, deployed):
-            step(f"{experiment_name} needs {need} VMs and the fleet has {max(cfg.fleet.vms, deployed)}: "
-                 f"growing the fleet to {need}")
-        cfg = grown(cfg, max(need, deployed))  # a fleet grown before stays grown
-    store, before, before_wall = None, "", 0.0
-    if resumed:   # refused before the fleet is touched; claimed at once, so that no second --resume takes it
-        store = RunStore.reopened(resumed)
-        config_changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()),
-                                            store.manifest.get("environment") or {})
-        if config_changed and not resume_anyway:
-            raise settings.ConfigError(resume_mod.changed_refusal(resumed, config_changed))
-        before = status_of(store.manifest)
-        before_wall = float(store.manifest.get("wall_s") or 0.0)
-        store.update_manifest(status="running", owner=owner())
-    if cfg.hosts:
-        hosts.check_answering(cfg)
-        host_list = hosts.all_for_config(cfg)
-        cluster = MultiHostFleet(cfg, host_list)
-        if len(cluster.parts) > 1 and not getattr(experiment, "spans_hosts", False):
-            raise settings.ConfigError(f"{experiment_name} runs on one host; the config's fleet spans "
-                                       f"{len(cluster.parts)} ([[hosts]]). Fix: keep one [[hosts]] table for it, "
-                                       "or run vm-scaling, which spreads its VM counts over the hosts")
-        records = cluster.ensure() if experiment.uses_fleet else []
-        host_list = [part.host for part in cluster.parts]
-    else:
-        host_list = [nested_l1.host_for(cfg)]
-        records = [Testbed(cfg, host_list[0]).ensure()] if experiment.uses_fleet else []
+    cfg = checked(experiment, cfg, resume, run_id)   # refused before anything is made
+    reopened = reopen(cfg, resume, resume_anyway) if resume else None
+    host_list, records = fleet_for(experiment, cfg)
     host, record = host_list[0], (records[0] if records else None)
-    choice = record.accel if record else accel.as_dict(
-        accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host))
-    env = environment.collect(choice, host)
-    if len(records) > 1:  # each host's own environment beside the first's
-        env["per_host"] = {h.name: environment.collect(r.accel, h) for h, r in zip(host_list, records)}
-        env["host"] = ",".join(h.name for h in host_list)
-    store = store or RunStore(cfg.results_dir, run_id or new_run_id(experiment_name))
-    if resumed:
-        changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()), env)
-        if changed and not resume_anyway:
-            store.update_manifest(status=before)   # given back as it was: refused
-            raise settings.ConfigError(resume_mod.changed_refusal(resumed, changed))
-        env = {**env, **({"resumed_anyway": "; ".join(changed)} if changed else {})}
-        step(f"resuming {store.run_id}: {len(store.done())} point runs measured before are kept")
-        store.update_manifest(status="running", resumed=[*store.manifest.get("resumed", []),
-                                                          {"at": time.time(), "changed": changed}])
+    env = run_environment(cfg, host_list, records)
+    store = reopened.store if reopened else RunStore(cfg.results_dir, run_id or new_run_id(experiment_name))
+    if reopened:
+        env = resumed_environment(reopened, cfg, env, resume_anyway)
     where = (f"{sum(len(r.vms) for r in records)} VM fleet on {len(records)} host(s), backend={record.disk['backend']}"
              if record else "a sweep fleet")
     step(f"run {store.run_id}: {experiment_name} on {where}, accel={env['accel']}, "
@@ -165,20 +126,11 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     for line in plan_mod.describe(the_plan, costs, cfg.repeat.precision, cfg.repeat.max_count,
                                   cfg.repeat.budget_s).splitlines():
         step(line)
-    if not resumed:
+    if not reopened:
         store.update_manifest(estimate_s=round(plan_mod.estimate(the_plan, costs).seconds))
     status = "running"
     try:
-        with RunProgress(experiment_name) as progress:
-            ctx.progress = progress
-            if the_plan.point_runs:
-                progress.plan(plan_mod.estimate(the_plan, costs).seconds / the_plan.point_runs)
-            experiment.run(ctx)
-        failed = [s for s in store.samples if s.status != "ok"]
-        status = "completed" if not failed else "completed-with-failures"
-        if not resumed:   # a whole run's time: what this host's costs are learnt from
-            costs.learn(experiment_name, *plan_mod.learnt_from(the_plan, [s.row() for s in store.samples],
-                                                               time.monotonic() - t0, len(the_plan.blocks)))
+        status = measured(experiment, ctx, the_plan, costs, learn_from_s=None if reopened else t0)
     except KeyboardInterrupt:   # raised again below, so that the exit status says so (130, or 143)
         CANCEL.set()
         status = "interrupted"
@@ -188,17 +140,117 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
         status = "failed"
         store.update_manifest(error=str(e))
         raise
-    finally:   # the command's whole time, provisioning included, summed over a resumed run's sessions
-        store.update_manifest(status=status, finished=time.time(), command=command_line(),
-                              wall_s=round(before_wall + time.monotonic() - t0, 1))
-        _summarize(experiment, ctx, replaces_nothing=status in ("completed", "completed-with-failures"))
-        step(f"results: {store.dir} ({status})")
-        if as_json:   # the last line, whatever the outcome: a CI job learns the run it made
-            click.echo(json.dumps({"run_id": store.run_id, "folder": str(store.dir), "status": status,
-                                   "failed_samples": sum(s.status != "ok" for s in store.samples)}))
-        if status in ("interrupted", "failed"):
-            step(f"go on with it: harness run {experiment_name} --resume {store.run_id} (the same config and flags)")
+    finally:
+        ended(experiment, ctx, status, (reopened.wall_s if reopened else 0.0) + time.monotonic() - t0, as_json)
     return ctx
+
+
+def checked(experiment, cfg: Config, resume: str | None, run_id: str | None) -> Config:
+    """The config the run goes on with (the experiment's reading of it, its fleet grown to the
+    largest VM count), after every refusal that needs nothing made: the experiment's, the run id's,
+    the resumed run's, the state dir's."""
+    cfg = configured(experiment, cfg)
+    if run_id is not None and (why := run_id_problem(cfg.results_dir, run_id)):
+        raise settings.ConfigError(why)
+    if resume and (why := resume_mod.refusal(resume_mod.folder_of(cfg.results_dir, resume), experiment.name)):
+        raise settings.ConfigError(why)
+    if why := state_dir_problem(LocalHost(), str(cfg.state_dir), "state_dir"):
+        raise settings.ConfigError(why)
+    gc.register_state_dir(cfg.state_dir)   # what the run mounts there is found by gc after a SIGKILL
+    need = experiment.fleet_size(cfg) if hasattr(experiment, "fleet_size") else 0
+    deployed = Testbed.deployed_vms(cfg)
+    if experiment.uses_fleet and max(need, deployed) > cfg.fleet.vms:
+        if need > max(cfg.fleet.vms, deployed):
+            step(f"{experiment.name} needs {need} VMs and the fleet has {max(cfg.fleet.vms, deployed)}: "
+                 f"growing the fleet to {need}")
+        cfg = grown(cfg, max(need, deployed))  # a fleet grown before stays grown
+    return cfg
+
+
+def reopen(cfg: Config, resume: str, resume_anyway: bool) -> Reopened:
+    """The resumed run, refused before the fleet is touched when its config changed (unless
+    --resume-anyway), and claimed at once, so that no second --resume takes it."""
+    folder = resume_mod.folder_of(cfg.results_dir, resume)
+    store = RunStore.reopened(folder)
+    config_changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()),
+                                        store.manifest.get("environment") or {})
+    if config_changed and not resume_anyway:
+        raise settings.ConfigError(resume_mod.changed_refusal(folder, config_changed))
+    reopened = Reopened(folder, store, status_of(store.manifest), float(store.manifest.get("wall_s") or 0.0))
+    store.update_manifest(status="running", owner=owner())
+    return reopened
+
+
+def fleet_for(experiment, cfg: Config) -> tuple[list, list[TestbedRecord]]:
+    """The run's hosts, and the user's fleet on them when the experiment uses it (brought up, or
+    re-provisioned where it differs from the config)."""
+    if not cfg.hosts:
+        host = nested_l1.host_for(cfg)
+        return [host], [Testbed(cfg, host).ensure()] if experiment.uses_fleet else []
+    hosts.check_answering(cfg)
+    cluster = MultiHostFleet(cfg, hosts.all_for_config(cfg))
+    if len(cluster.parts) > 1 and not getattr(experiment, "spans_hosts", False):
+        raise settings.ConfigError(f"{experiment.name} runs on one host; the config's fleet spans "
+                                   f"{len(cluster.parts)} ([[hosts]]). Fix: keep one [[hosts]] table for it, "
+                                   "or run vm-scaling, which spreads its VM counts over the hosts")
+    records = cluster.ensure() if experiment.uses_fleet else []
+    return [part.host for part in cluster.parts], records
+
+
+def run_environment(cfg: Config, host_list: list, records: list[TestbedRecord]) -> dict:
+    """What every sample records of where it ran: the first host's, and each host's beside it."""
+    record = records[0] if records else None
+    choice = record.accel if record else accel.as_dict(
+        accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host_list[0]))
+    env = environment.collect(choice, host_list[0])
+    if len(records) > 1:
+        env["per_host"] = {h.name: environment.collect(r.accel, h) for h, r in zip(host_list, records)}
+        env["host"] = ",".join(h.name for h in host_list)
+    return env
+
+
+def resumed_environment(reopened: Reopened, cfg: Config, env: dict, resume_anyway: bool) -> dict:
+    """The environment a resumed run goes on in: refused (the run given back as it stood) when
+    the host or accelerator changed, unless --resume-anyway, which its samples then record."""
+    store = reopened.store
+    changed = resume_mod.changes(store.manifest, json.loads(cfg.model_dump_json()), env)
+    if changed and not resume_anyway:
+        store.update_manifest(status=reopened.status)
+        raise settings.ConfigError(resume_mod.changed_refusal(reopened.folder, changed))
+    step(f"resuming {store.run_id}: {len(store.done())} point runs measured before are kept")
+    store.update_manifest(status="running", resumed=[*store.manifest.get("resumed", []),
+                                                      {"at": time.time(), "changed": changed}])
+    return {**env, **({"resumed_anyway": "; ".join(changed)} if changed else {})}
+
+
+def measured(experiment, ctx: RunContext, the_plan: plan_mod.Plan, costs: plan_mod.Costs,
+             learn_from_s: float | None) -> str:
+    """The experiment run under its progress bar; its status. A whole run (not a resumed one:
+    `learn_from_s` is its start) teaches this host's costs."""
+    with RunProgress(experiment.name) as progress:
+        ctx.progress = progress
+        if the_plan.point_runs:
+            progress.plan(plan_mod.estimate(the_plan, costs).seconds / the_plan.point_runs)
+        experiment.run(ctx)
+    samples = ctx.store.samples
+    if learn_from_s is not None:
+        costs.learn(experiment.name, *plan_mod.learnt_from(the_plan, [s.row() for s in samples],
+                                                           time.monotonic() - learn_from_s, len(the_plan.blocks)))
+    return "completed" if all(s.status == "ok" for s in samples) else "completed-with-failures"
+
+
+def ended(experiment, ctx: RunContext, status: str, wall_s: float, as_json: bool) -> None:
+    """Whatever the outcome: the manifest's end (the command's whole time, provisioning included,
+    summed over a resumed run's sessions), the summary, and where the results are."""
+    store = ctx.store
+    store.update_manifest(status=status, finished=time.time(), command=command_line(), wall_s=round(wall_s, 1))
+    _summarize(experiment, ctx, replaces_nothing=status in ("completed", "completed-with-failures"))
+    step(f"results: {store.dir} ({status})")
+    if as_json:   # the last line, whatever the outcome: a CI job learns the run it made
+        click.echo(json.dumps({"run_id": store.run_id, "folder": str(store.dir), "status": status,
+                               "failed_samples": sum(s.status != "ok" for s in store.samples)}))
+    if status in ("interrupted", "failed"):
+        step(f"go on with it: harness run {experiment.name} --resume {store.run_id} (the same config and flags)")
 
 
 def _precision_summary(ctx: RunContext) -> None:
