@@ -320,29 +320,39 @@ def print_scaling(rows: list[dict]) -> str:
     their CIs and where the curve stops rising; with several backends, which scales best at each
     count, named only where the test allows."""
     found = curves(rows)
+    said = [f"{_curve_name(job, block)}: {scaling.knee_text(steps)}" for (job, block), steps in found.items()]
+    said += _best_backends(rows, found)
+    tables.record_text("scaling verdict", said)
+    text = tables.render([_scaling_table(found)], [])
+    for line in said:
+        console.print(line, highlight=False)
+    return text + "\n".join(said) + "\n"
+
+
+def _scaling_table(found: dict[tuple[str, str], list[scaling.Step]]) -> Table:
     table = Table(title="vm-scaling: how the aggregate scales")
     named = [c for c, used in (("job/direction", any(f for f, _ in found)), ("backend", any(b for _, b in found))) if used]
     for col in (*named, "VMs", "efficiency (95% CI)", "of bare metal (95% CI)", "gain over previous"):
         table.add_column(col, justify="left" if col in named else "right")
     for (job, block), steps in found.items():
+        first = ([job] if "job/direction" in named else []) + ([block] if "backend" in named else [])
         for st in steps:
             gain = "-" if st.gain is None else f"{st.gain.percent()}{'' if st.rose else ' (not significant)'}"
-            first = ([job] if "job/direction" in named else []) + ([block] if "backend" in named else [])
-            table.add_row(*first, str(st.vm_count),
-                          _ratio(st.efficiency), _ratio(st.share), gain)
+            table.add_row(*first, str(st.vm_count), _ratio(st.efficiency), _ratio(st.share), gain)
     table.caption = ("efficiency: the aggregate at N VMs over N x the 1-VM aggregate (1 = linear); of bare metal: "
                      "the VMs' aggregate over host fio at the same concurrency; gains Holm-adjusted along each curve")
-    said = [f"{_curve_name(job, block)}: {scaling.knee_text(steps)}" for (job, block), steps in found.items()]
+    return table
+
+
+def _best_backends(rows: list[dict], found: dict[tuple[str, str], list[scaling.Step]]) -> list[str]:
+    """Per job and direction measured on several backends: the best at each VM count, where the test allows."""
+    said = []
     for job in dict.fromkeys(j for j, _ in found):
         by_backend = {b: {r["vm_count"]: r.get("virtual_aggregate_iops" + tables.VALUES, []) for r in rows
                           if r["facet"] == job and r["block"] == b} for j, b in found if j == job}
         if len(by_backend) > 1:
             said += [f"{job + ': ' if job else ''}{best.text()}" for best in scaling.best_by_count(by_backend)]
-    tables.record_text("scaling verdict", said)
-    text = tables.render([table], [])
-    for line in said:
-        console.print(line, highlight=False)
-    return text + "\n".join(said) + "\n"
+    return said
 
 
 def _curve_name(job: str, block: str) -> str:

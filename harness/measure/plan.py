@@ -182,29 +182,39 @@ def learnt_from(plan: Plan, rows: list[dict], wall_s: float, blocks_run: int) ->
     for b in plan.blocks:
         for p in b.points:
             planned.setdefault((p.env, p.participants), []).append(p.seconds)
+    walls, headline = _walls_and_headlines(rows)
+    overheads: dict[str, list[float]] = {}
+    for (env, n), values in walls.items():
+        beyond = max(0.0, statistics.fmean(values) - statistics.fmean(planned.get((env, n)) or [0.0]))
+        overheads.setdefault(f"{env}/{n}", []).append(beyond)
+        overheads.setdefault(env, []).append(beyond)
+    points_s = sum(sum(v) for v in walls.values())
+    setup = max(0.0, wall_s - points_s) / blocks_run if blocks_run and walls else None
+    return setup, overheads, _median_cv(headline)
+
+
+def _walls_and_headlines(rows: list[dict]) -> tuple[dict[tuple[str, int], list[float]], dict]:
+    """Each measured (point, repeat)'s wall time once, by environment and participants; and each
+    point's headline values by repeat (its participants' beside each other)."""
     walls: dict[tuple[str, int], list[float]] = {}
     seen, headline = set(), {}
     for r in rows:
-        key = (str(r.get("point_id", "")).split("#")[0], r.get("repeat"))
         if r.get("status") != "ok" or not isinstance(r.get("repeat"), int) or "point_wall_s" not in r:
             continue
         if r.get("metric") == r.get("headline") and r.get("scope") in ("aggregate", "slot", "vm"):
             headline.setdefault(r.get("point_id"), {}).setdefault(r["repeat"], []).append(float(r["value"]))
-        if key in seen:
-            continue
-        seen.add(key)
-        n = int(r.get("vm_count") or 1)
-        walls.setdefault((r["env"], n), []).append(float(r["point_wall_s"]))
-    overheads: dict[str, list[float]] = {}
-    for (env, n), values in walls.items():
-        tool = statistics.fmean(planned.get((env, n)) or [0.0])
-        overheads.setdefault(f"{env}/{n}", []).append(max(0.0, statistics.fmean(values) - tool))
-        overheads.setdefault(env, []).append(max(0.0, statistics.fmean(values) - tool))
-    points_s = sum(sum(v) for v in walls.values())
-    setup = max(0.0, wall_s - points_s) / blocks_run if blocks_run and walls else None
+        key = (str(r.get("point_id", "")).split("#")[0], r.get("repeat"))
+        if key not in seen:
+            seen.add(key)
+            walls.setdefault((r["env"], int(r.get("vm_count") or 1)), []).append(float(r["point_wall_s"]))
+    return walls, headline
+
+
+def _median_cv(headline: dict) -> float | None:
+    """The median over points of their headline's CV over repeats (participants summed)."""
     cvs = []
     for by_repeat in headline.values():
         values = [sum(v) if len(v) > 1 else v[0] for v in by_repeat.values()]
         if len(values) >= 2 and statistics.fmean(values) > 0:
             cvs.append(statistics.stdev(values) / statistics.fmean(values))
-    return setup, overheads, (statistics.median(cvs) if cvs else None)
+    return statistics.median(cvs) if cvs else None
