@@ -379,6 +379,19 @@ def workload_table(rows: list[dict], title: str, caption: str, point: str,
                          width=150, notes=tables.noisy_notes([(f"{r['setup']} {r['point']}", r) for r in rows], tput))
 
 
+def _env_bars(ax, lat, rows: list[dict], i: int, env: str, metrics: tuple[tuple[str, str], tuple[str, str]]) -> None:
+    """One environment's throughput bars on `ax` and its latency markers on `lat`, beside the other's."""
+    (tput, tput_label), (lat_key, lat_label) = metrics
+    color, label = (("black", "PE"), ("tab:blue", "VE"))[i]
+    x = [v + (i - 0.5) * 0.38 for v in range(len(rows))]
+    ax.bar(x, [r.get(f"{env}_{tput}") or 0 for r in rows], 0.38, color=color, alpha=0.8,
+           label=f"{label} {tput_label}", yerr=[plots.ci(r, f"{env}_{tput}") for r in rows], capsize=3, ecolor="gray")
+    ys = [r.get(f"{env}_{lat_key}") for r in rows]
+    lat.errorbar([a for a, y in zip(x, ys) if y], [y for y in ys if y], fmt="D", color="tab:red" if i else "darkred",
+                 ms=4, capsize=2, label=f"{label} {lat_label}",
+                 yerr=[plots.ci(r, f"{env}_{lat_key}") for r, y in zip(rows, ys) if y])
+
+
 def workload_bars(rows: list[dict], path: Path, title: str, metrics: tuple[tuple[str, str], tuple[str, str]]) -> Path:
     """The RAID-on-NVMe study's figure 6 layout: a panel per array, throughput bars per point (PE
     and VE), latency as markers on a second axis; whiskers are 95% CIs. `metrics`: (key, label) of
@@ -392,15 +405,8 @@ def workload_bars(rows: list[dict], path: Path, title: str, metrics: tuple[tuple
         mine = [r for r in rows if r["setup"] == setup]
         xs = range(len(mine))
         lat = ax.twinx()
-        for i, (env, color, label) in enumerate((("physical", "black", "PE"), ("virtual", "tab:blue", "VE"))):
-            x = [v + (i - 0.5) * 0.38 for v in xs]
-            ax.bar(x, [r.get(f"{env}_{tput}") or 0 for r in mine], 0.38, color=color, alpha=0.8,
-                   label=f"{label} {tput_label}", yerr=[plots.ci(r, f"{env}_{tput}") for r in mine], capsize=3,
-                   ecolor="gray")
-            ys = [r.get(f"{env}_{lat_key}") for r in mine]
-            lat.errorbar([a for a, y in zip(x, ys) if y], [y for y in ys if y], fmt="D",
-                         color="tab:red" if i else "darkred", ms=4, capsize=2, label=f"{label} {lat_label}",
-                         yerr=[plots.ci(r, f"{env}_{lat_key}") for r, y in zip(mine, ys) if y])
+        for i, env in enumerate(("physical", "virtual")):
+            _env_bars(ax, lat, mine, i, env, metrics)
         ax.set_xticks(list(xs), [r["point"] for r in mine], rotation=30, ha="right", fontsize=8)
         ax.set_title(setup, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
