@@ -88,17 +88,8 @@ class Sysfs:
         return found, None
 
 
-def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = False,
-                  allow: list[str] | None = None) -> str | None:
-    """Why the controller at `addr` must not be passed through, or None. `allow`: this machine's
-    allowlist (raid.allow), on which each of its namespaces must be (a mistyped address that names
-    another, blank controller is refused); None in a recorded tree."""
-    groups = sysfs.p("/sys/kernel/iommu_groups")
-    if not groups.is_dir() or not any(groups.iterdir()):
-        return ("the IOMMU is off (no IOMMU groups in /sys/kernel/iommu_groups): enable VT-d/AMD-Vi in "
-                "firmware and boot with intel_iommu=on or amd_iommu=on")
-    if not addr:
-        return "vfio needs disk.pci_address, the NVMe controller to pass through (e.g. 0000:01:00.0)"
+def _device_refusal(addr: str, sysfs: Sysfs) -> str | None:
+    """Why the PCI device itself cannot be passed through: absent, not NVMe, not alone in its IOMMU group."""
     dev = sysfs.device(addr)
     if not dev.exists():
         return f"there is no PCI device {addr}"
@@ -112,6 +103,33 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = Fal
     others = sorted(d.name for d in sysfs.p(f"/sys/kernel/iommu_groups/{group}/devices").iterdir() if d.name != addr)
     if others:
         return f"{addr} shares IOMMU group {group} with {', '.join(others)}; passing it through would take them too"
+    return None
+
+
+def _mounted(addr: str, namespaces: list[str], sysfs: Sysfs) -> str | None:
+    """A filesystem mounted from one of the controller's namespaces, said; or None."""
+    for line in sysfs.proc_mounts.read_text().splitlines():
+        src, target = line.split()[:2]
+        # nvme1n1p2 lives on nvme1n1: partitions are matched by their disk's name
+        if src.startswith("/dev/") and any(os.path.basename(src).startswith(n) for n in namespaces):
+            what = "the host's root filesystem" if target == "/" else f"a filesystem mounted on {target}"
+            return f"{addr} holds {what} ({src}); it cannot be passed through"
+    return None
+
+
+def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = False,
+                  allow: list[str] | None = None) -> str | None:
+    """Why the controller at `addr` must not be passed through, or None. `allow`: this machine's
+    allowlist (raid.allow), on which each of its namespaces must be (a mistyped address that names
+    another, blank controller is refused); None in a recorded tree."""
+    groups = sysfs.p("/sys/kernel/iommu_groups")
+    if not groups.is_dir() or not any(groups.iterdir()):
+        return ("the IOMMU is off (no IOMMU groups in /sys/kernel/iommu_groups): enable VT-d/AMD-Vi in "
+                "firmware and boot with intel_iommu=on or amd_iommu=on")
+    if not addr:
+        return "vfio needs disk.pci_address, the NVMe controller to pass through (e.g. 0000:01:00.0)"
+    if why := _device_refusal(addr, sysfs):
+        return why
     namespaces, unfollowed = sysfs.namespaces_on(addr)
     if unfollowed or not namespaces:
         # its namespaces are what the allowlist and the system-disk checks prove it free by
@@ -119,12 +137,8 @@ def refuse_reason(addr: str | None, sysfs: Sysfs, vms: int = 1, wipe: bool = Fal
                 f"{'raid.allow' if allow is not None else 'the allowlist'} nor the system-disk checks can be "
                 "applied. Fix: let the nvme driver bind it and show its namespaces (a controller on another "
                 "driver, vfio-pci included, shows none), or create one (nvme create-ns)")
-    for line in sysfs.proc_mounts.read_text().splitlines():
-        src, target = line.split()[:2]
-        # nvme1n1p2 lives on nvme1n1: partitions are matched by their disk's name
-        if src.startswith("/dev/") and any(os.path.basename(src).startswith(n) for n in namespaces):
-            what = "the host's root filesystem" if target == "/" else f"a filesystem mounted on {target}"
-            return f"{addr} holds {what} ({src}); it cannot be passed through"
+    if why := _mounted(addr, namespaces, sysfs):
+        return why
     for name in namespaces:
         if why := sysfs.disk_refusal(name, wipe, allow):
             return f"{addr} holds /dev/{name}, refused: {why}"
