@@ -73,15 +73,8 @@ def _daemons() -> tuple[str, ...]:
     return ("qemu-system", "mariadbd", *dict.fromkeys(p.executable for p in backends.host_processes()))
 
 
-def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[list[tuple[dict, str]], list[str]]:
-    """QEMUs, storage daemons, database servers (a host slot's, see mysql) and Ceph daemons on the
-    host that are vtb's by record, each as its proof (harness/common/pids.py, taken as it is found:
-    only that process is killed, never one that has its pid later) and its executable, and notes on
-    those with the prefix in their command line that are not. Only root's count (as vtb runs them);
-    the record is a pid file holding the process's pid, in a folder vtb made for the prefix (its
-    state dirs, its scratch mounts) that the process's own arguments name, or libvirt's pid file
-    of a domain whose XML has vtb's owner record. A prefix in the arguments alone (root's own
-    `qemu ... /srv/vtb-test.img`) is listed."""
+def _candidates(host: Node, prefix: str, keep: tuple[str, ...]) -> dict[int, tuple[str, str]]:
+    """root's processes of a daemon gc knows whose arguments name the prefix: pid -> (exe, args)."""
     out = host.run(["ps", "-ww", "-eo", "pid=,uid=,args="], timeout=30, check=False).stdout.decode(errors="replace")
     candidates: dict[int, tuple[str, str]] = {}
     for line in out.splitlines():
@@ -89,9 +82,12 @@ def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[lis
         exe = os.path.basename(args.split(" ", 1)[0])
         if uid == "0" and exe.startswith(_daemons()) and prefix in args and not _kept(args, keep):
             candidates[int(pid)] = (exe, args)
-    if not candidates:
-        return [], []
-    proofs = dict(zip(candidates, pids.on(host, "proofs", list(candidates), timeout=30)))
+    return candidates
+
+
+def _recorded(host: Node, prefix: str, keep: tuple[str, ...], candidates: dict[int, tuple[str, str]]
+              ) -> tuple[set[int], set[int]]:
+    """The candidates a pid file of vtb's holds (the prefix's), and the QEMUs of other domains."""
     argv = _arguments(host, list(candidates))
     lines = "".join(f"{pid}\t{folder}\n" for pid, (exe, _) in candidates.items()
                     for folder in [*_pid_file_folders(argv.get(pid, [])),
@@ -109,6 +105,23 @@ def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[lis
             (recorded if domain.startswith(prefix) and not domain.startswith(keep) else other_domains).add(int(pid))
         elif any(_made_by_vtb(p, prefix, keep, roots, SCRATCH_MOUNT_DIRS) for p in (f, os.path.dirname(f))):
             recorded.add(int(pid))
+    return recorded, other_domains
+
+
+def _processes(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> tuple[list[tuple[dict, str]], list[str]]:
+    """QEMUs, storage daemons, database servers (a host slot's, see mysql) and Ceph daemons on the
+    host that are vtb's by record, each as its proof (harness/common/pids.py, taken as it is found:
+    only that process is killed, never one that has its pid later) and its executable, and notes on
+    those with the prefix in their command line that are not. Only root's count (as vtb runs them);
+    the record is a pid file holding the process's pid, in a folder vtb made for the prefix (its
+    state dirs, its scratch mounts) that the process's own arguments name, or libvirt's pid file
+    of a domain whose XML has vtb's owner record. A prefix in the arguments alone (root's own
+    `qemu ... /srv/vtb-test.img`) is listed."""
+    candidates = _candidates(host, prefix, keep)
+    if not candidates:
+        return [], []
+    proofs = dict(zip(candidates, pids.on(host, "proofs", list(candidates), timeout=30)))
+    recorded, other_domains = _recorded(host, prefix, keep, candidates)
     ours = [(proofs[pid], exe) for pid, (exe, _) in candidates.items() if pid in recorded and proofs[pid]]
     notes = [f"(process {pid} ({exe}) not stopped: its command line names {prefix} but no pid file of vtb's holds "
              f"it; if it is yours to stop, `kill {pid}`)" for pid, (exe, _) in candidates.items()
