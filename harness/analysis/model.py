@@ -67,16 +67,7 @@ def fit(rows: list[dict], metric: str) -> Model:
     if len(obs) < 3:
         raise ValueError(f"{metric}: {len(obs)} measured points; a model needs at least 3")
     numeric = [n for n in NUMERIC if len({o.get(n) for o in obs}) > 1 and all(n in o for o in obs)]
-    levels: dict[str, list[str]] = {}
-    seen = set()
-    for c in CATEGORICAL:
-        if not all(c in o for o in obs) or len({str(o[c]) for o in obs}) < 2:
-            continue
-        grouping = frozenset(frozenset(i for i, o in enumerate(obs) if str(o[c]) == v) for v in {str(o[c]) for o in obs})
-        if grouping in seen:
-            continue  # the same split as a factor already in (physical rows are backend "host"): aliased
-        seen.add(grouping)
-        levels[c] = sorted({str(o[c]) for o in obs})
+    levels = _levels(obs)
     if not numeric and not levels:
         raise ValueError(f"{metric}: no factor varies in this run; sweep something first")
     X, y = _design(obs, numeric, levels)
@@ -84,14 +75,36 @@ def fit(rows: list[dict], metric: str) -> Model:
     resid = y - X @ coef
     ss_tot = float(((y - y.mean()) ** 2).sum())
     r2 = 1 - float((resid ** 2).sum()) / ss_tot if ss_tot else 1.0
-    errors = []
-    if len(obs) > X.shape[1] + 1:
-        for i in range(len(obs)):
-            keep = np.arange(len(obs)) != i
-            c, *_ = np.linalg.lstsq(X[keep], y[keep], rcond=None)
-            errors.append(abs(math.exp(X[i] @ c) / obs[i]["y"] - 1))
+    errors = _leave_one_out(obs, X, y)
     sd = float(resid.std(ddof=min(len(resid) - 1, X.shape[1]))) if len(resid) > 1 else 0.0
     return Model(metric, numeric, levels, coef, r2, float(np.mean(errors)) if errors else None, sd)
+
+
+def _levels(obs: list[dict]) -> dict[str, list[str]]:
+    """The categorical factors that vary, each with its levels; one of two that split the
+    observations alike is left out (physical rows are backend "host": aliased)."""
+    levels: dict[str, list[str]] = {}
+    seen = set()
+    for c in CATEGORICAL:
+        if not all(c in o for o in obs) or len({str(o[c]) for o in obs}) < 2:
+            continue
+        grouping = frozenset(frozenset(i for i, o in enumerate(obs) if str(o[c]) == v) for v in {str(o[c]) for o in obs})
+        if grouping not in seen:
+            seen.add(grouping)
+            levels[c] = sorted({str(o[c]) for o in obs})
+    return levels
+
+
+def _leave_one_out(obs: list[dict], X, y) -> list[float]:
+    """Each observation's relative error when the model is fitted without it (none when too few)."""
+    if len(obs) <= X.shape[1] + 1:
+        return []
+    errors = []
+    for i in range(len(obs)):
+        keep = np.arange(len(obs)) != i
+        c, *_ = np.linalg.lstsq(X[keep], y[keep], rcond=None)
+        errors.append(abs(math.exp(X[i] @ c) / obs[i]["y"] - 1))
+    return errors
 
 
 def anomalies(model: Model, rows: list[dict], k: float = 3.0, floor: float = 0.25) -> list[tuple[dict, float]]:
