@@ -5,7 +5,7 @@ import contextlib
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -221,21 +221,29 @@ def parse_jobs(raw: str, prefix: str = "") -> JobReport:
     parts, names = [], [job.name for job in measured]
     for i, job in enumerate(measured):
         name = job.name if names.count(job.name) == 1 else f"{job.name}.{i}"   # numjobs without group_reporting
-        sync = job.direction(fio_output.SYNC)
-        for f in job.directions:
-            if f.direction == fio_output.SYNC:
-                continue
-            key = f"{prefix}{name}/{f.direction}"
-            meta = {"point": key, "job": job.name, "direction": f.direction, "ioengine": job.engine, "group_id": job.group}
-            if fill:   # preconditioned: how the fill went, and whether the job was steady before it counted
-                meta.update(preconditioned, **steady_state(steady.get(job.name)))
-            if sync and f.direction == "write":
-                meta.update({"sync_ios": sync.ios, "sync_lat_mean_us": sync.lat_mean_us,
-                             "sync_percentiles_us": percentiles_meta(sync.percentiles_us)})
-            parts.append((key, meta, _result(report, job, f)))
+        # preconditioned: how the fill went, and whether the job was steady before it counted
+        extra = {**preconditioned, **steady_state(steady.get(job.name))} if fill else {}
+        parts += _job_parts(report, job, f"{prefix}{name}", extra)
     if not parts:
         raise FioError("fio completed no I/O")
     return JobReport(report.version, report.window_of(measured), sum(j.cpu_s for j in report.jobs), tuple(parts))
+
+
+def _job_parts(report: fio_output.Report, job: fio_output.Job, name: str, extra: dict) -> list[tuple[str, dict, Any]]:
+    """One job's facets, a direction each (`<name>/<direction>`), its fsync figures beside its writes."""
+    sync = job.direction(fio_output.SYNC)
+    parts = []
+    for f in job.directions:
+        if f.direction == fio_output.SYNC:
+            continue
+        key = f"{name}/{f.direction}"
+        meta = {"point": key, "job": job.name, "direction": f.direction, "ioengine": job.engine, "group_id": job.group,
+                **extra}
+        if sync and f.direction == "write":
+            meta.update({"sync_ios": sync.ios, "sync_lat_mean_us": sync.lat_mean_us,
+                         "sync_percentiles_us": percentiles_meta(sync.percentiles_us)})
+        parts.append((key, meta, _result(report, job, f)))
+    return parts
 
 
 def steady_state(run: fio_output.Job | None) -> dict:
