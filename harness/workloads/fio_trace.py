@@ -96,12 +96,8 @@ class Log:
                 yield IO_ACTIONS[act], offset, length, i
 
 
-def read(data: bytes, where: str) -> tuple[Log, list[int]]:
-    """An iolog read line by line as fio reads it -> (its records, each record's line number).
-    A line fio would skip with an error, or read in pieces, is refused naming it."""
-    if data.startswith(_GZIP):
-        data = _gunzip(data, where)
-    first, _, rest = data.partition(b"\n")
+def _version(first: bytes, where: str) -> int:
+    """The iolog version its header line says, or why it is no iolog."""
     version = next((v for head, v in _HEADERS.items() if first.startswith(head)), None)
     if version is None or len(first) > HEADER_MAX:
         try:
@@ -113,6 +109,30 @@ def read(data: bytes, where: str) -> tuple[Log, list[int]]:
         raise TraceError(f"{where} line 1: not a fio iolog header (`fio version 2 iolog` or `fio version 3 iolog`, in "
                          f"at most {HEADER_MAX} bytes). Fix: give fio's own iolog (write_iolog), or a capture of "
                          "`harness run fio-job --capture`")
+    return version
+
+
+def _record_form(fields: list[bytes], version: int, line: bytes, where: str, n: int) -> tuple[str, bool]:
+    """A record's action and whether it is an I/O (else a file action or a skipped wait); a line
+    that is neither, refused naming it."""
+    action = fields[1].decode(errors="replace") if len(fields) > 1 else ""
+    io_form = len(fields) == 4 and action in (*IO_ACTIONS, *(("wait",) if version == 2 else ()))
+    file_form = len(fields) == 2 and action in FILE_ACTIONS
+    ignored_wait = version == 3 and action == "wait"   # fio skips it, after taking its timestamp
+    if not (io_form or file_form or ignored_wait):
+        shown = line.decode(errors="replace").strip()[:80]
+        raise TraceError(f"{where} line {n}: `{shown}` is not a version {version} iolog record as fio reads it "
+                         "(its fields are separated by spaces or tabs only). Fix: correct or remove the line")
+    return action, io_form
+
+
+def read(data: bytes, where: str) -> tuple[Log, list[int]]:
+    """An iolog read line by line as fio reads it -> (its records, each record's line number).
+    A line fio would skip with an error, or read in pieces, is refused naming it."""
+    if data.startswith(_GZIP):
+        data = _gunzip(data, where)
+    first, _, rest = data.partition(b"\n")
+    version = _version(first, where)
     scan, names, ix = _SCAN[version], {}, {a: i for i, a in enumerate(ACTIONS)}
     name, action_ix, time, offsets, lengths, numbers = array("I"), array("B"), array("Q"), array("Q"), array("Q"), []
     for n, line in enumerate(rest.split(b"\n"), 2):
@@ -125,14 +145,7 @@ def read(data: bytes, where: str) -> tuple[Log, list[int]]:
         if not fields and not line.strip(b" \t\n\v\f\r"):
             continue   # a blank line: fio skips it
         t, fields = (_ull(fields[0]), fields[1:]) if version == 3 and fields else (0, fields)
-        action = fields[1].decode(errors="replace") if len(fields) > 1 else ""
-        io_form = len(fields) == 4 and action in (*IO_ACTIONS, *(("wait",) if version == 2 else ()))
-        file_form = len(fields) == 2 and action in FILE_ACTIONS
-        ignored_wait = version == 3 and action == "wait"   # fio skips it, after taking its timestamp
-        if not (io_form or file_form or ignored_wait):
-            shown = line.decode(errors="replace").strip()[:80]
-            raise TraceError(f"{where} line {n}: `{shown}` is not a version {version} iolog record as fio reads it "
-                             "(its fields are separated by spaces or tabs only). Fix: correct or remove the line")
+        action, io_form = _record_form(fields, version, line, where, n)
         name.append(names.setdefault(fields[0], len(names)))
         action_ix.append(ix[action])
         time.append(t)
