@@ -274,25 +274,14 @@ class JobFile:
         return any(s.get(key) for s in self.sections)
 
 
-def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dict[str, str] | None = None,
-         precondition: Precondition | None = None, capture: bool = False) -> JobFile:
-    """The job file at `path`, checked against a participant's slice and as fio reads it
-    (parse_only), with `overrides` set for every job (runtime, ramp_time); JobFileError names what
-    is wrong. The JobFile keeps the text it checked: rendering never reads the file again."""
-    where = source or str(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise JobFileError(f"{where}: cannot read it ({e}). Fix: give a readable fio job file") from None
-    sections = _sections(text, where)
-    job = JobFile(where, text, tuple(sections), slice_bytes, tuple((overrides or {}).items()), precondition, capture)
-    if not job.jobs:
-        raise JobFileError(f"{where}: no job section (only [global], or nothing). Fix: add a job, e.g. [randread]")
+def _check_sections(job: JobFile, sections: list, where: str, capture: bool) -> None:
+    """The file's sections and options as vtb takes them: one [global] first, job names that can
+    name a point and a capture, no option vtb refuses; JobFileError names the line."""
+    names = [j.name for j in job.jobs]
     if len(globals_ := [s for s in sections if s.name == "global"]) > 1 or (globals_ and sections[0].name != "global"):
         second = globals_[1] if len(globals_) > 1 else globals_[0]
         raise JobFileError(f"{where} line {second.line}: a [global] after a job (fio applies it to the jobs after it "
                            "only). Fix: one [global], first")
-    names = [j.name for j in job.jobs]
     if capture and (dup := sorted({n for n in names if names.count(n) > 1})):
         raise JobFileError(f"{where}: the job name {', '.join(dup)} is used twice, and each job's capture is named "
                            "for it. Fix: rename one")
@@ -307,18 +296,40 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
             raise JobFileError(f"{where} line {s.line}: [{s.name}]: vtb names its precondition's jobs so. Fix: "
                                "rename the job")
         for opt in s.options:
-            if opt.key in REASONS:
-                raise JobFileError(f"{where} line {opt.line}: `{opt.key}`: {REASONS[opt.key]}. Fix: remove the line")
-            if opt.key == "percentile_list" and not {50.0, 99.0, 99.9} <= set(_floats(opt.value)):
-                raise JobFileError(f"{where} line {opt.line}: percentile_list={opt.value} lacks 50, 99 or 99.9, which "
-                                   "vtb's tables report. Fix: add them, or remove the line (vtb asks for 18)")
-            if capture and opt.key == "numjobs" and _count(opt, where) != 1:
-                raise JobFileError(f"{where} line {opt.line}: numjobs={opt.value} with --capture: fio's clones of a job "
-                                   "write one iolog together, interleaved. Fix: numjobs=1, or no capture")
-            # before fio reads the file: fio loads an engine as it parses (ioengine=external:/lib.so)
-            if opt.key == "ioengine" and (opt.value or "") not in fio_options.ENGINES:
-                raise JobFileError(f"{where} line {opt.line}: ioengine={opt.value} is not in the guest image's fio. "
-                                   f"Fix: use one of {', '.join(sorted(fio_options.ENGINES))}")
+            _check_option(opt, where, capture)
+
+
+def _check_option(opt, where: str, capture: bool) -> None:
+    """One option as vtb takes it (the refused ones, the percentiles it reports, the engines the image has)."""
+    if opt.key in REASONS:
+        raise JobFileError(f"{where} line {opt.line}: `{opt.key}`: {REASONS[opt.key]}. Fix: remove the line")
+    if opt.key == "percentile_list" and not {50.0, 99.0, 99.9} <= set(_floats(opt.value)):
+        raise JobFileError(f"{where} line {opt.line}: percentile_list={opt.value} lacks 50, 99 or 99.9, which "
+                           "vtb's tables report. Fix: add them, or remove the line (vtb asks for 18)")
+    if capture and opt.key == "numjobs" and _count(opt, where) != 1:
+        raise JobFileError(f"{where} line {opt.line}: numjobs={opt.value} with --capture: fio's clones of a job "
+                           "write one iolog together, interleaved. Fix: numjobs=1, or no capture")
+    # before fio reads the file: fio loads an engine as it parses (ioengine=external:/lib.so)
+    if opt.key == "ioengine" and (opt.value or "") not in fio_options.ENGINES:
+        raise JobFileError(f"{where} line {opt.line}: ioengine={opt.value} is not in the guest image's fio. "
+                           f"Fix: use one of {', '.join(sorted(fio_options.ENGINES))}")
+
+
+def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dict[str, str] | None = None,
+         precondition: Precondition | None = None, capture: bool = False) -> JobFile:
+    """The job file at `path`, checked against a participant's slice and as fio reads it
+    (parse_only), with `overrides` set for every job (runtime, ramp_time); JobFileError names what
+    is wrong. The JobFile keeps the text it checked: rendering never reads the file again."""
+    where = source or str(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise JobFileError(f"{where}: cannot read it ({e}). Fix: give a readable fio job file") from None
+    sections = _sections(text, where)
+    job = JobFile(where, text, tuple(sections), slice_bytes, tuple((overrides or {}).items()), precondition, capture)
+    if not job.jobs:
+        raise JobFileError(f"{where}: no job section (only [global], or nothing). Fix: add a job, e.g. [randread]")
+    _check_sections(job, sections, where, capture)
     for j in job.jobs:
         runtime = job._effective(j, "runtime")
         if runtime is None:
