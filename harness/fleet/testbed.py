@@ -280,6 +280,26 @@ class Testbed:
 
     # --- lifecycle -------------------------------------------------------------------------
     def preflight(self) -> tuple[backends.Backend, HostPlan]:
+        """Every check before anything is made: what the host needs (the image, Terraform, libvirt),
+        what the plan puts where (its device, its backend), and the user's device gate."""
+        self._host_ready()
+        backend = backends.get(self.cfg.disk.backend)
+        self._fit_to_drive()
+        plan = self.plan()
+        self._placement_refusal(backend, plan)
+        # the fleet's disks on fleet.device (not an array's, nor a device a sweep hands over): checked
+        # now, on its host, however long ago the config loaded
+        gated = self.cfg.fleet.device is not None and self.raid is None and self.device is None
+        if gated:
+            self._user_device_gate(str(self.cfg.fleet.device))
+        self._device_fits(plan)
+        if not gated and self.host.drives_are_users and plan.device.path in self.host.drives:   # its first drive
+            if reason := refuse_reason_on(self.host, plan.device.path, wipe_field="its own data"):
+                raise Refusal(f"{self.host.label}: device {plan.device.path} refused: {reason}")
+        return backend, plan
+
+    def _host_ready(self) -> None:
+        """The state dir, the built image and Terraform, libvirt answering, a Ceph plan whose OSDs fit."""
         if why := state_dir_problem(LocalHost(), str(self.cfg.state_dir), "state_dir"):
             raise Refusal(why)
         missing = [p for p in (paths.IMAGE_DIR / "rootfs.qcow2", paths.TERRAFORM_CACHE / "cli.tfrc",
@@ -294,9 +314,9 @@ class Testbed:
                                "Fix: run `make testbed up` (it starts libvirtd)") from None
         if self.ceph is not None and (reason := osd_size_problem(self.cfg.ceph, fleet_images(self.cfg))):
             raise TestbedError(reason)
-        backend = backends.get(self.cfg.disk.backend)
-        self._fit_to_drive()
-        plan = self.plan()
+
+    def _placement_refusal(self, backend: backends.Backend, plan: HostPlan) -> None:
+        """Where the plan puts the disks against what the backend and host take."""
         if self.on_ceph and (self.raid or self.device or self.cfg.fleet.device):
             what = "raid.level" if self.raid else "fleet.device" if self.cfg.fleet.device else "the experiment's device"
             raise Refusal(f"backend {backend.name} keeps the fleet's disks in Ceph, so {what} would go unused. "
@@ -308,22 +328,17 @@ class Testbed:
             raise Refusal(f"backend {backend.name} cannot run here: {reason}")
         if self.on_ceph and self.ceph is None and (reason := ceph_existing.access_problem(self.host, self.cfg.ceph)):
             raise Refusal(f"ceph (existing): {reason}")
-        # the fleet's disks on fleet.device (not an array's, nor a device a sweep hands over): checked
-        # now, on its host, however long ago the config loaded
-        gated = self.cfg.fleet.device is not None and self.raid is None and self.device is None
-        if gated:
-            self._user_device_gate(str(self.cfg.fleet.device))
-        if plan.device.kind == "block" and not self.host.is_this_machine and self.raid is None:
-            have = int(self.host.run(["blockdev", "--getsize64", plan.device.path], timeout=60).stdout or 0)
-            need = len(plan.vms) * (self.cfg.fleet.disk_size_mib << 20)
-            if have < need:
-                raise Refusal(f"{self.host.label}: {plan.device.path} has {have >> 20} MiB, and {len(plan.vms)} VM(s) "
-                                   f"x fleet.disk_size_mib={self.cfg.fleet.disk_size_mib} need {need >> 20} MiB. "
-                                   "Fix: lower fleet.disk_size_mib or the VM count")
-        if not gated and self.host.drives_are_users and plan.device.path in self.host.drives:   # its first drive
-            if reason := refuse_reason_on(self.host, plan.device.path, wipe_field="its own data"):
-                raise Refusal(f"{self.host.label}: device {plan.device.path} refused: {reason}")
-        return backend, plan
+
+    def _device_fits(self, plan: HostPlan) -> None:
+        """A block device on another host holds the fleet's slices."""
+        if plan.device.kind != "block" or self.host.is_this_machine or self.raid is not None:
+            return
+        have = int(self.host.run(["blockdev", "--getsize64", plan.device.path], timeout=60).stdout or 0)
+        need = len(plan.vms) * (self.cfg.fleet.disk_size_mib << 20)
+        if have < need:
+            raise Refusal(f"{self.host.label}: {plan.device.path} has {have >> 20} MiB, and {len(plan.vms)} VM(s) "
+                          f"x fleet.disk_size_mib={self.cfg.fleet.disk_size_mib} need {need >> 20} MiB. "
+                          "Fix: lower fleet.disk_size_mib or the VM count")
 
     def _user_device_gate(self, device: str) -> None:
         """fleet.device, checked on its host just before use: on that host's allowlist (its devices,
@@ -377,17 +392,7 @@ class Testbed:
         step(f"terraform apply: {len(plan.vms)} VM(s) named {self.cfg.prefix}-vm*" +
              (f" on {self.host.label}" if self.part else ""))
         t0 = time.monotonic()
-        try:
-            self._terraform("apply", "-auto-approve", "-input=false", "-no-color", *self._state_args())
-        except TestbedError as e:
-            if lost := self.host_not_answering():   # undoing it there would wait as long again
-                raise TestbedError(f"{e}\nThe fleet was left as it is: its host does not answer ({lost}). "
-                                   "Fix: `harness testbed down` once it answers (a nested host is booted anew "
-                                   "by `harness host nested up`)") from None
-            # A failed create leaves defined domains that block the next apply: undo it all.
-            if undo := self._undo():
-                raise TestbedError(f"{e}{undo}") from None
-            raise
+        self._apply()
         page_cache.flush(self.host)  # the prefilled device is written back now, not during the first point
         vms = [VmInfo(vm.name, vm.offset, vm.size, backend.attach(plan, vm).locator,
                       str(self.host_dir / "consoles" / f"{vm.name}.log"), vm.index, self.host.name) for vm in plan.vms]
@@ -395,18 +400,7 @@ class Testbed:
         started, ready, boot_restarts = {}, {}, {}
         try:
             if vms:   # none: a sweep measured on the host only wants the disk, not a VM
-                started = self._start(views)
-                ready, boot_restarts = self._wait_agents([v.name for v in vms], t0)
-                def restored(among) -> list[VmInfo]:
-                    return [v for v in vms if v.name in among and v.name in started and started[v.name].how == "restored"]
-                if wrong := self._personalize(restored(started)):
-                    t_again = time.monotonic()
-                    started.update(self._start_afresh(wrong, started, views))
-                    again, restarts = self._wait_agents(list(wrong), t_again)
-                    ready.update(again)
-                    boot_restarts.update(restarts)
-                    if still := self._personalize(restored(wrong)):
-                        raise AgentError("; ".join(still.values()))
+                started, ready, boot_restarts = self._started(vms, views, t0)
         except (AgentError, libvirt.libvirtError, vm_start.TemplateError) as e:
             raise TestbedError(f"{vm_start.message(e)}; {self._keep_consoles_and_undo()}") from None
         record = TestbedRecord(
@@ -424,6 +418,38 @@ class Testbed:
         step(f"fleet ready: {', '.join(f'{n} {s:.1f}s' for n, s in ready.items())} after apply start" if ready else
              f"disk ready ({plan.device.path}), with no VM: measured on the host only")
         return record
+
+    def _apply(self) -> None:
+        """terraform apply; a failed one undone (its defined domains would block the next), except on
+        a host that stopped answering, where undoing would wait as long again."""
+        try:
+            self._terraform("apply", "-auto-approve", "-input=false", "-no-color", *self._state_args())
+        except TestbedError as e:
+            if lost := self.host_not_answering():
+                raise TestbedError(f"{e}\nThe fleet was left as it is: its host does not answer ({lost}). "
+                                   "Fix: `harness testbed down` once it answers (a nested host is booted anew "
+                                   "by `harness host nested up`)") from None
+            if undo := self._undo():
+                raise TestbedError(f"{e}{undo}") from None
+            raise
+
+    def _started(self, vms: list[VmInfo], views: dict[str, str], t0: float) -> tuple[dict, dict, dict]:
+        """The VMs started and their agents answering: how each started, when it was ready, and its
+        boot restarts. A restored guest that shows another's identity is booted afresh, once."""
+        started = self._start(views)
+        ready, boot_restarts = self._wait_agents([v.name for v in vms], t0)
+
+        def restored(among) -> list[VmInfo]:
+            return [v for v in vms if v.name in among and v.name in started and started[v.name].how == "restored"]
+        if wrong := self._personalize(restored(started)):
+            t_again = time.monotonic()
+            started.update(self._start_afresh(wrong, started, views))
+            again, restarts = self._wait_agents(list(wrong), t_again)
+            ready.update(again)
+            boot_restarts.update(restarts)
+            if still := self._personalize(restored(wrong)):
+                raise AgentError("; ".join(still.values()))
+        return started, ready, boot_restarts
 
     def _ceph_metadata(self) -> dict | None:
         """The cluster under the fleet: the local plan, or which pool of yours and as whom (no key)."""
@@ -584,52 +610,66 @@ class Testbed:
     def down(self, quiet: bool = False) -> list[str]:
         """terraform destroy, then remove anything left with this fleet's prefix, then the state.
         A nested host that stopped answering is removed instead, and its fleet and arrays with it."""
-        removed: list[str] | None = None   # set when the host was removed
-        destroy_failed = ""
-        if (self.dir / "terraform.tfstate").exists() and (self.dir / "fleet.tfvars.json").exists():
-            if not quiet:
-                step(f"terraform destroy: {self.cfg.prefix}")
-            stopped: TestbedError | None = None   # Terraform stopped: its host missed its checks
-            try:
-                done = self._terraform("destroy", "-auto-approve", "-input=false", "-no-color",
-                                       *self._state_args(), check=False)
-                if done.returncode != 0:
-                    destroy_failed = f"terraform destroy failed (exit {done.returncode}; log: {self.log})"
-            except TestbedError as e:
-                stopped = e
-            if stopped or destroy_failed:   # a nested host that hung or died goes, and the fleet in it
-                removed = nested_l1.removed_after_loss(self.host, self.host_not_answering)
-                if removed is None and stopped:
-                    raise stopped
-                if removed is None:   # what it left is removed directly below, then checked
-                    warn(f"{destroy_failed}; removing what it left directly")
+        removed, destroy_failed = self._destroyed(quiet)
         if removed is None:   # the host is still there: what Terraform left on it, and its arrays
-            # a cluster over the hosts outlives this part: the MultiHostFleet stops it after every part
-            keep = (self.ceph.name,) if self.ceph is not None and self.ceph.hosts else ()
-            removed = gc.collect(self.cfg.prefix + "-", self.host, keep)
-            # arrays whose plans are still here (a destroy that failed, a killed run), once their
-            # guests are gone: stopped again, directly (one check each for those already gone)
-            gone, left = gc.destroy_arrays(sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else [])
-            removed += gone
-            if destroy_failed:   # Terraform's teardown hook may not have run: the backend's host side by its plan
-                undone, stuck = gc.undo_backends(sorted(self.dir.glob("backend-*.json")) if self.dir.exists() else [])
-                removed += undone
-                left += stuck
-                try:
-                    left += gc.leftovers(self.cfg.prefix + "-", self.host, keep)
-                except libvirt.libvirtError as e:   # libvirtd gone: what remains cannot be known
-                    left.append(f"(its libvirtd does not answer: {e.get_error_message()})")
-            if left:   # the state stays, so that `testbed down` can try again
-                raise TestbedError(f"testbed down did not finish on {self.host.label}"
-                                   + (f": {destroy_failed}" if destroy_failed else "")
-                                   + ", and these remain: " + "; ".join(left)
-                                   + ". Fix: see the log, then run `harness testbed down` again")
-            if destroy_failed:
-                removed.append(f"({destroy_failed}; nothing of the fleet remains)")
+            removed = self._collected(destroy_failed)
         removed += self._destroy_clusters()   # a local cluster lives on this machine, not in the host
         removed += ceph_existing.remove_recorded(LocalHost(), self.dir / ceph_existing.RECORD, self.cfg.state_dir)
         if self.dir.exists():
             shutil.rmtree(self.dir)
+        return removed
+
+    def _destroyed(self, quiet: bool) -> tuple[list[str] | None, str]:
+        """terraform destroy, where there is state: (what went with a nested host removed because it
+        stopped answering, else None; why the destroy failed, or "")."""
+        if not ((self.dir / "terraform.tfstate").exists() and (self.dir / "fleet.tfvars.json").exists()):
+            return None, ""
+        if not quiet:
+            step(f"terraform destroy: {self.cfg.prefix}")
+        stopped: TestbedError | None = None   # Terraform stopped: its host missed its checks
+        destroy_failed = ""
+        try:
+            done = self._terraform("destroy", "-auto-approve", "-input=false", "-no-color",
+                                   *self._state_args(), check=False)
+            if done.returncode != 0:
+                destroy_failed = f"terraform destroy failed (exit {done.returncode}; log: {self.log})"
+        except TestbedError as e:
+            stopped = e
+        if not (stopped or destroy_failed):
+            return None, ""
+        removed = nested_l1.removed_after_loss(self.host, self.host_not_answering)   # a hung or dead nested host goes
+        if removed is None and stopped:
+            raise stopped
+        if removed is None:   # what it left is removed directly, then checked
+            warn(f"{destroy_failed}; removing what it left directly")
+        return removed, destroy_failed
+
+    def _collected(self, destroy_failed: str) -> list[str]:
+        """What Terraform left on the host with the fleet's prefix, and its arrays, removed; after a
+        failed destroy also the backend's host side by its plan, and a check that nothing remains
+        (else the state stays, so that `testbed down` can try again)."""
+        # a cluster over the hosts outlives this part: the MultiHostFleet stops it after every part
+        keep = (self.ceph.name,) if self.ceph is not None and self.ceph.hosts else ()
+        removed = gc.collect(self.cfg.prefix + "-", self.host, keep)
+        # arrays whose plans are still here (a destroy that failed, a killed run), once their
+        # guests are gone: stopped again, directly (one check each for those already gone)
+        gone, left = gc.destroy_arrays(sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else [])
+        removed += gone
+        if destroy_failed:   # Terraform's teardown hook may not have run: the backend's host side by its plan
+            undone, stuck = gc.undo_backends(sorted(self.dir.glob("backend-*.json")) if self.dir.exists() else [])
+            removed += undone
+            left += stuck
+            try:
+                left += gc.leftovers(self.cfg.prefix + "-", self.host, keep)
+            except libvirt.libvirtError as e:   # libvirtd gone: what remains cannot be known
+                left.append(f"(its libvirtd does not answer: {e.get_error_message()})")
+        if left:
+            raise TestbedError(f"testbed down did not finish on {self.host.label}"
+                               + (f": {destroy_failed}" if destroy_failed else "")
+                               + ", and these remain: " + "; ".join(left)
+                               + ". Fix: see the log, then run `harness testbed down` again")
+        if destroy_failed:
+            removed.append(f"({destroy_failed}; nothing of the fleet remains)")
         return removed
 
     def _destroy_clusters(self) -> list[str]:
