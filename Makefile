@@ -35,6 +35,7 @@ test: venv lint bootstrap host-image
 lint: venv
 	$(VENV)/bin/ruff check harness tests
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/xenon --max-absolute C harness
 
 bench: bootstrap
 	$(HARNESS) bench

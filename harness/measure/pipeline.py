@@ -115,6 +115,20 @@ class Point:
         return d
 
 
+@dataclass
+class _Executed:
+    """One run of a point, as _recorded takes it."""
+    outputs: list[Output]
+    run_s: float
+    settled: list                 # each site's settle result
+    before: list[dict]            # each site's snapshot as the point started
+    after: list[dict]             # and as it ended
+    paused: list                  # each site's suspended guests
+    restarted: str                # guests restarted before the point, and why
+    own_cpu_s: float              # the harness's own CPU over the point
+    observed_over: Callable[[tuple[float, float] | None], dict]
+
+
 def measured_window(parsed: list, outputs: list[Output]) -> tuple[float, float] | None:
     """From the first participant's start to the last one's end of their measured runs, on this
     machine's clock; None when a tool does not say when it ran."""
@@ -186,20 +200,8 @@ class Pipeline:
         block's fleet anew (returning its metadata): asked once, when a guest cannot be restarted."""
         if not points:
             return
-        by_id = {p.id: p for p in points}
-        if len(by_id) != len(points):
-            raise ValueError("point ids must be unique")
-        s = self.repeat
-        self.testbed_meta = testbed_meta or {}
-        self.broken, self.guest_lost, self.rebuilt, self.budget_ended = "", False, False, False
-        self.rebuild, self.block = rebuild, points
-        self.rng, self.last = block_rng(self.seed, [p.id for p in points]), None
-        for sample in self.store.samples:   # a resumed run's facets, known from their samples
-            pid = str(sample.metadata.get("point_id", ""))
-            if "#" in pid and pid not in self.facet_meta:
-                self.facet_meta[pid] = {k: sample.metadata[k] for k in FACET_KEYS if k in sample.metadata}
-        adaptive = s.adaptive or s.precision is not None
-        rounds = s.max_count if adaptive else s.count
+        by_id = self._begin(points, testbed_meta, rebuild)
+        rounds = self.repeat.max_count if self._adaptive() else self.repeat.count
         done = self.store.done()   # a resumed run's: kept, and not measured again
         if kept := sum((p.id, r) in done for p in points for r in range(rounds)):
             step(f"  {kept} point runs of this block were measured before: kept")
@@ -210,44 +212,13 @@ class Pipeline:
             self._fail_rest(points)
             return
         try:
-            for conn in conns:
-                try:
-                    if left := pausing.resume_paused(conn, self.quiet_prefixes):
-                        warn(f"resumed {', '.join(left)}, left suspended by a run that was killed")
-                except libvirt.libvirtError as e:   # a guest that does not resume (bounded) is restarted
-                    guest = getattr(e, "guest", "")
-                    if not guest or not self._recover(conns, (guest,), force=True)[1]:
-                        self.broken = self.broken or e.get_error_message()
+            self._resume_left_paused(conns)
             if self.broken:
                 self._fail_rest(points)
                 return
             for r in range(rounds):
-                if r >= s.count and s.budget_s is not None and \
-                        time.monotonic() - self.started > s.budget_s * self.budget_share:
-                    self.budget_ended = True
-                    warn(f"this block's share of the time budget ({s.budget_s * self.budget_share:g} of "
-                         f"{s.budget_s:g} s) ended: no more rounds are added")
-                    break
-                todo = [p.id for p in points if p.id not in self.failed
-                        and not (adaptive and r >= s.count and self._converged(by_id[p.id], by_id))]
-                if not todo:
-                    break
-                if r >= s.count and self.progress:
-                    self.progress.add(len(todo))
-                order = schedule(todo, self.rng, self.last)
-                for i, pid in enumerate(order):
-                    if (pid, r) in done:
-                        self.last = pid
-                        if self.progress:
-                            self.progress.add(-1)
-                        continue
-                    if self.broken and not self._rebuilt():
-                        break
-                    conns = self._reconnected(conns)
-                    self._one(conns, by_id[pid], r, i)
-                    self.last = pid
-                if self.broken and not (r + 1 < rounds and self._rebuilt()):
-                    self._fail_rest(points)
+                go_on, conns = self._round(conns, r, rounds, by_id, done)
+                if not go_on:
                     break
         finally:
             self.keep_consoles()
@@ -255,6 +226,77 @@ class Pipeline:
                 with contextlib.suppress(libvirt.libvirtError):
                     conn.close()
         self._ratios(points)
+
+    def _adaptive(self) -> bool:
+        return self.repeat.adaptive or self.repeat.precision is not None
+
+    def _begin(self, points: list[Point], testbed_meta: dict | None, rebuild: Callable[[], dict] | None) -> dict:
+        """A block's state, fresh: its points by id, its fleet's metadata, its own shuffle, and a
+        resumed run's facets known from their samples."""
+        by_id = {p.id: p for p in points}
+        if len(by_id) != len(points):
+            raise ValueError("point ids must be unique")
+        self.testbed_meta = testbed_meta or {}
+        self.broken, self.guest_lost, self.rebuilt, self.budget_ended = "", False, False, False
+        self.rebuild, self.block = rebuild, points
+        self.rng, self.last = block_rng(self.seed, [p.id for p in points]), None
+        for sample in self.store.samples:
+            pid = str(sample.metadata.get("point_id", ""))
+            if "#" in pid and pid not in self.facet_meta:
+                self.facet_meta[pid] = {k: sample.metadata[k] for k in FACET_KEYS if k in sample.metadata}
+        return by_id
+
+    def _resume_left_paused(self, conns: list[libvirt.virConnect]) -> None:
+        """Guests a killed run left suspended, resumed; one that does not resume (bounded) is
+        restarted, else the block is broken."""
+        for conn in conns:
+            try:
+                if left := pausing.resume_paused(conn, self.quiet_prefixes):
+                    warn(f"resumed {', '.join(left)}, left suspended by a run that was killed")
+            except libvirt.libvirtError as e:
+                guest = getattr(e, "guest", "")
+                if not guest or not self._recover(conns, (guest,), force=True)[1]:
+                    self.broken = self.broken or e.get_error_message()
+
+    def _budget_over(self) -> bool:
+        """With a time budget: whether this block's share of it has ended (said once)."""
+        s = self.repeat
+        if s.budget_s is None or time.monotonic() - self.started <= s.budget_s * self.budget_share:
+            return False
+        self.budget_ended = True
+        warn(f"this block's share of the time budget ({s.budget_s * self.budget_share:g} of "
+             f"{s.budget_s:g} s) ended: no more rounds are added")
+        return True
+
+    def _round(self, conns: list[libvirt.virConnect], r: int, rounds: int, by_id: dict[str, Point],
+               done: set) -> tuple[bool, list[libvirt.virConnect]]:
+        """Round r: the points still to measure (a round past `count` only those not yet precise
+        enough), shuffled; those a resumed run measured are skipped. Whether to go on, and the
+        connections as they are now."""
+        s = self.repeat
+        if r >= s.count and self._budget_over():
+            return False, conns
+        todo = [p.id for p in self.block if p.id not in self.failed
+                and not (self._adaptive() and r >= s.count and self._converged(by_id[p.id], by_id))]
+        if not todo:
+            return False, conns
+        if r >= s.count and self.progress:
+            self.progress.add(len(todo))
+        for i, pid in enumerate(schedule(todo, self.rng, self.last)):
+            if (pid, r) in done:
+                self.last = pid
+                if self.progress:
+                    self.progress.add(-1)
+                continue
+            if self.broken and not self._rebuilt():
+                break
+            conns = self._reconnected(conns)
+            self._one(conns, by_id[pid], r, i)
+            self.last = pid
+        if self.broken and not (r + 1 < rounds and self._rebuilt()):
+            self._fail_rest(self.block)
+            return False, conns
+        return True, conns
 
     def _rebuilt(self) -> bool:
         """After a guest that could not be restarted: the block's fleet built anew, once a block,
@@ -361,7 +403,8 @@ class Pipeline:
         return hashlib.sha256(json.dumps(decided, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def _one(self, conns: list[libvirt.virConnect], p: Point, rep: int, order: int, retried_after: str = "") -> None:
-        """One repeat of one point. When its guest stops answering mid-point and a restart brings
+        """One repeat of one point: its execution (_executed), the sample it writes (_recorded), and
+        its failure policy (_failed). When its guest stops answering mid-point and a restart brings
         it back, or else the block's fleet is built anew, the point is measured once more at once
         (its samples say why in `retried_after`); a second loss is recorded as the point's failure."""
         meta = {**self._meta(p, rep, order), **({"retried_after": retried_after} if retried_after else {})}
@@ -371,89 +414,14 @@ class Pipeline:
         step(f"  {what}")
         t0 = time.monotonic()
         retry = interrupted = False
+        error = ""
         try:
-            if why := self._fault():   # before the fleet is touched: a guest with I/O stuck on it would not pause
-                raise StorageFault(why)
-            with contextlib.ExitStack() as stack:
-                paused = [stack.enter_context(pausing.suspended(conn, self.quiet_prefixes, keep=set(p.vms)))
-                          for conn in conns]
-                restarted, _ = self._check_guests(conns, p.vms)
-                if self.repeat.drop_caches:
-                    self._drop_caches(conns, p.vms)
-                patterns = [*(("qemu", conditions.qemu_pattern(vm)) for vm in p.vms), *PROCESS_PATTERNS]
-                # the settle wait ends with the point's starting snapshot (one call on a remote host)
-                with bounded.heartbeat("the host to settle", self.settle.max_wait_s):
-                    settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle, POLLING_DAEMONS,
-                                                                            then=patterns))
-                before, self_before = [s.snapshot for s in settled], _own_cpu_s()
-                t_run = time.monotonic()
-                with (p.observe() if p.observe else contextlib.nullcontext(lambda window: {}) as observed_over,
-                      self._watched(), bounded.heartbeat(f"{p.id} to finish", after_s=LONG_POINT_S)):
-                    outputs = p.run()
-                run_s = time.monotonic() - t_run
-                after = self._on_sites(lambda site: hoststat.snapshot_on(site.host, patterns))
-                self_after = _own_cpu_s()
-            kept = [self._keep(p, rep, out) for out in outputs]   # before parsing: a bad output is kept too
-            meta = {**meta, **kept[0]} if kept else meta
-            parsed = [p.parse(out.raw) for out in outputs]
-            observed = observed_over(measured_window(parsed, outputs))
-            per_site = []
-            for i, site in enumerate(self.sites):
-                usage = conditions.usage_between(before[i], after[i], CPU_LABELS)
-                # ours: the harness (counted once), and on a host other than this machine the host-side
-                # tools' own (a guest's tool is in its QEMU's CPU time already)
-                ours = (self_after - self_before if i == 0 else 0.0) + sum(
-                    getattr(r, "cpu_s", 0.0) for r, out in zip(parsed, outputs)
-                    if p.env == PHYSICAL and not site.host.is_this_machine and out.host in ("", site.host.name))
-                per_site.append(self._conditions(usage, ours, settled[i], paused[i], after[i]["ncpu"]))
-            cond = per_site[0] if len(per_site) == 1 else combine_conditions(
-                {site.host.name: c for site, c in zip(self.sites, per_site)})
-            meta = {**meta, **cond, **observed, "point_wall_s": round(time.monotonic() - t0, 3), "run_wall_s": round(run_s, 3),
-                    "guests_restarted": restarted}
-            samples = self._samples(p, outputs, kept, parsed, meta)
-            self.store.add(samples)
-            head = next((x for x in samples if x.metric == p.headline and x.metadata.get("scope") == "aggregate"),
-                        next(x for x in samples if x.metric == p.headline))
-            step(f"      {p.headline} {head.value:,.1f} {head.unit}; host busy {cond['host_busy_pct']:.0f}%, "
-                 f"settled in {cond['settle_wait_s']:.1f}s"
-                 f"{'' if cond['host_quiet'] else ' [not quiet: ' + cond['quiet_reason'] + ']'}")
+            self._recorded(p, rep, meta, t0, self._executed(conns, p))
         except (KeyboardInterrupt, SystemExit):
             interrupted = True   # the run's stop stays signalled (cancel.CANCEL)
             raise
         except Exception as e:  # recorded as failed, never as a number
-            error = str(e)
-            if why := cancel.point_aborted():
-                error = f"{why} (the point was stopped: {error})"
-                cancel.point_done()   # what follows (keeping a failed point's files) runs commands again
-            recovered, elsewhere = False, False
-            if isinstance(e, StorageFault) or why:   # no restart helps a guest whose storage cannot complete I/O
-                self.broken = f"the storage under the fleet says {why or e}"
-            elif isinstance(e, bounded.Unanswered) and e.guest:   # a guest that did not pause (or resume) in time
-                notes, recovered = self._recover(conns, (e.guest,), force=True)
-                error += notes
-                elsewhere = e.guest not in p.vms
-            elif isinstance(e, bounded.Unanswered):   # libvirtd itself: every further call would wait too
-                self.broken = str(e)
-            elif isinstance(e, TimeoutError) and p.vms:  # its agent may answer while a disk queue is stuck
-                notes, recovered = self._check_guests(conns, p.vms)
-                error += "\n" + notes if notes else ""
-            elif isinstance(e, AgentError):
-                notes, recovered = self._recover(conns, p.vms)
-                error += notes
-            files = {}
-            for out in p.on_failure(e) if p.on_failure else []:
-                files.update(self._keep(p, rep, out))
-            retry = bool(recovered and p.vms and not retried_after and not elsewhere)
-            if retry:
-                warn(f"{p.id}: its guest stopped answering and was restarted; measuring the point again")
-            elif self.guest_lost and not retried_after and self._rebuilt():
-                retry = True   # on the new fleet, at once: a run of one repeat keeps the point
-            else:
-                self.store.add([Sample(p.headline, None, "", {**meta, "scope": "aggregate", "vm": "", **files,
-                                                              "point_wall_s": round(time.monotonic() - t0, 3)},
-                                       status="failed", error=error)])
-                self.failed.add(p.id)
-                warn(f"{p.id} failed: {error} (not repeated)")
+            retry, error = self._failed(conns, p, rep, e, meta, t0, retried_after)
         finally:
             if not interrupted:
                 cancel.point_done()
@@ -461,6 +429,107 @@ class Pipeline:
                 self.progress.done()
         if retry:
             self._one(self._reconnected(conns), p, rep, order, retried_after=error)
+
+    def _executed(self, conns: list[libvirt.virConnect], p: Point) -> "_Executed":
+        """The point run once: the idle guests suspended, its own checked, the host settled, the tool
+        run under the storage watch, and the host's load snapshotted before and after."""
+        if why := self._fault():   # before the fleet is touched: a guest with I/O stuck on it would not pause
+            raise StorageFault(why)
+        with contextlib.ExitStack() as stack:
+            paused = [stack.enter_context(pausing.suspended(conn, self.quiet_prefixes, keep=set(p.vms)))
+                      for conn in conns]
+            restarted, _ = self._check_guests(conns, p.vms)
+            if self.repeat.drop_caches:
+                self._drop_caches(conns, p.vms)
+            patterns = [*(("qemu", conditions.qemu_pattern(vm)) for vm in p.vms), *PROCESS_PATTERNS]
+            # the settle wait ends with the point's starting snapshot (one call on a remote host)
+            with bounded.heartbeat("the host to settle", self.settle.max_wait_s):
+                settled = self._on_sites(lambda site: conditions.settle(site.host, self.settle, POLLING_DAEMONS,
+                                                                        then=patterns))
+            self_before = _own_cpu_s()
+            t_run = time.monotonic()
+            with (p.observe() if p.observe else contextlib.nullcontext(lambda window: {}) as observed_over,
+                  self._watched(), bounded.heartbeat(f"{p.id} to finish", after_s=LONG_POINT_S)):
+                outputs = p.run()
+            run_s = time.monotonic() - t_run
+            after = self._on_sites(lambda site: hoststat.snapshot_on(site.host, patterns))
+            return _Executed(outputs, run_s, settled, [s.snapshot for s in settled], after, paused, restarted,
+                             _own_cpu_s() - self_before, observed_over)
+
+    def _recorded(self, p: Point, rep: int, meta: dict, t0: float, ran: "_Executed") -> None:
+        """The point's raw outputs kept, parsed by its workload, with the conditions it ran under,
+        as samples in the store; its headline said."""
+        kept = [self._keep(p, rep, out) for out in ran.outputs]   # before parsing: a bad output is kept too
+        meta.update(kept[0] if kept else {})   # in place: a failure to parse it names the file kept
+        parsed = [p.parse(out.raw) for out in ran.outputs]
+        observed = ran.observed_over(measured_window(parsed, ran.outputs))
+        per_site = []
+        for i, site in enumerate(self.sites):
+            usage = conditions.usage_between(ran.before[i], ran.after[i], CPU_LABELS)
+            # ours: the harness (counted once), and on a host other than this machine the host-side
+            # tools' own (a guest's tool is in its QEMU's CPU time already)
+            ours = (ran.own_cpu_s if i == 0 else 0.0) + sum(
+                getattr(r, "cpu_s", 0.0) for r, out in zip(parsed, ran.outputs)
+                if p.env == PHYSICAL and not site.host.is_this_machine and out.host in ("", site.host.name))
+            per_site.append(self._conditions(usage, ours, ran.settled[i], ran.paused[i], ran.after[i]["ncpu"]))
+        cond = per_site[0] if len(per_site) == 1 else combine_conditions(
+            {site.host.name: c for site, c in zip(self.sites, per_site)})
+        meta = {**meta, **cond, **observed, "point_wall_s": round(time.monotonic() - t0, 3),
+                "run_wall_s": round(ran.run_s, 3), "guests_restarted": ran.restarted}
+        samples = self._samples(p, ran.outputs, kept, parsed, meta)
+        self.store.add(samples)
+        head = next((x for x in samples if x.metric == p.headline and x.metadata.get("scope") == "aggregate"),
+                    next(x for x in samples if x.metric == p.headline))
+        step(f"      {p.headline} {head.value:,.1f} {head.unit}; host busy {cond['host_busy_pct']:.0f}%, "
+             f"settled in {cond['settle_wait_s']:.1f}s"
+             f"{'' if cond['host_quiet'] else ' [not quiet: ' + cond['quiet_reason'] + ']'}")
+
+    def _diagnosed(self, conns: list[libvirt.virConnect], p: Point, e: Exception, aborted: str | None
+                   ) -> tuple[str, bool, bool]:
+        """What a point's error says of the fleet, acted on: a storage fault or a dead libvirtd breaks
+        the block; a guest that stopped answering is restarted. (notes for the error, whether a guest
+        came back, whether that guest was another point's)."""
+        if isinstance(e, StorageFault) or aborted:   # no restart helps a guest whose storage cannot complete I/O
+            self.broken = f"the storage under the fleet says {aborted or e}"
+        elif isinstance(e, bounded.Unanswered) and e.guest:   # a guest that did not pause (or resume) in time
+            notes, recovered = self._recover(conns, (e.guest,), force=True)
+            return notes, recovered, e.guest not in p.vms
+        elif isinstance(e, bounded.Unanswered):   # libvirtd itself: every further call would wait too
+            self.broken = str(e)
+        elif isinstance(e, TimeoutError) and p.vms:  # its agent may answer while a disk queue is stuck
+            notes, recovered = self._check_guests(conns, p.vms)
+            return ("\n" + notes if notes else ""), recovered, False
+        elif isinstance(e, AgentError):
+            notes, recovered = self._recover(conns, p.vms)
+            return notes, recovered, False
+        return "", False, False
+
+    def _failed(self, conns: list[libvirt.virConnect], p: Point, rep: int, e: Exception, meta: dict, t0: float,
+                retried_after: str) -> tuple[bool, str]:
+        """The failure policy: what the error says of the fleet (a storage fault or a dead libvirtd
+        breaks the block; a guest that stopped answering is restarted, or the fleet built anew), and
+        whether the point is measured again at once; otherwise it is recorded failed, with the files
+        its workload keeps. (retry, the error)."""
+        error = str(e)
+        if why := cancel.point_aborted():
+            error = f"{why} (the point was stopped: {error})"
+            cancel.point_done()   # what follows (keeping a failed point's files) runs commands again
+        notes, recovered, elsewhere = self._diagnosed(conns, p, e, why)
+        error += notes
+        files = {}
+        for out in p.on_failure(e) if p.on_failure else []:
+            files.update(self._keep(p, rep, out))
+        if recovered and p.vms and not retried_after and not elsewhere:
+            warn(f"{p.id}: its guest stopped answering and was restarted; measuring the point again")
+            return True, error
+        if self.guest_lost and not retried_after and self._rebuilt():
+            return True, error   # on the new fleet, at once: a run of one repeat keeps the point
+        self.store.add([Sample(p.headline, None, "", {**meta, "scope": "aggregate", "vm": "", **files,
+                                                      "point_wall_s": round(time.monotonic() - t0, 3)},
+                               status="failed", error=error)])
+        self.failed.add(p.id)
+        warn(f"{p.id} failed: {error} (not repeated)")
+        return False, error
 
     def _fault(self) -> str | None:
         """What the fleet's storage says stops its I/O now (its backend's own check), or None."""
