@@ -261,12 +261,20 @@ class Pipeline:
     def _budget_over(self) -> bool:
         """With a time budget: whether this block's share of it has ended (said once)."""
         s = self.repeat
+        if self.budget_ended:
+            return True
         if s.budget_s is None or time.monotonic() - self.started <= s.budget_s * self.budget_share:
             return False
         self.budget_ended = True
         warn(f"this block's share of the time budget ({s.budget_s * self.budget_share:g} of "
              f"{s.budget_s:g} s) ended: no more rounds are added")
         return True
+
+    def _todo(self, r: int, by_id: dict[str, Point]) -> list[str]:
+        """The points round r measures: every one not failed; past `count`, only those not yet
+        precise enough."""
+        added = self._adaptive() and r >= self.repeat.count
+        return [p.id for p in self.block if p.id not in self.failed and not (added and self._converged(p, by_id))]
 
     def _round(self, conns: list[libvirt.virConnect], r: int, rounds: int, by_id: dict[str, Point],
                done: set) -> tuple[bool, list[libvirt.virConnect]]:
@@ -276,13 +284,14 @@ class Pipeline:
         s = self.repeat
         if r >= s.count and self._budget_over():
             return False, conns
-        todo = [p.id for p in self.block if p.id not in self.failed
-                and not (self._adaptive() and r >= s.count and self._converged(by_id[p.id], by_id))]
+        todo = self._todo(r, by_id)
         if not todo:
             return False, conns
         if r >= s.count and self.progress:
             self.progress.add(len(todo))
         for i, pid in enumerate(schedule(todo, self.rng, self.last)):
+            if r >= s.count and self._budget_over():   # an added round stops at the budget, not at its end
+                return False, conns
             if (pid, r) in done:
                 self.last = pid
                 if self.progress:
