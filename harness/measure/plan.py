@@ -82,8 +82,11 @@ class Costs:
             return statistics.fmean(others), "other experiments' (none of this one's yet)"
         return 0.0, "none measured on this host yet"
 
-    def overhead_s(self, env: str, participants: int) -> float | None:
-        for key in (f"{env}/{participants}", env):
+    def overhead_s(self, env: str, participants: int, experiment: str = "") -> float | None:
+        """A point's overhead beyond its tool's time: this experiment's own where measured (a
+        workload's set-up, such as a database's, is part of it), else any experiment's."""
+        own = (f"{experiment}:{env}/{participants}", f"{experiment}:{env}") if experiment else ()
+        for key in (*own, f"{env}/{participants}", env):
             if (v := self._mean("overhead_s", key)) is not None:
                 return v
         return None
@@ -100,7 +103,8 @@ class Costs:
             del values[:-KEEP]
         if setup_s is not None:
             keep("setup_s", experiment, setup_s)
-        for key, values in overheads.items():
+        for key, values in overheads.items():   # this experiment's own, and every experiment's
+            keep("overhead_s", f"{experiment}:{key}", statistics.fmean(values))
             keep("overhead_s", key, statistics.fmean(values))
         if noise is not None:
             keep("noise_cv", "headline", noise)
@@ -123,7 +127,7 @@ def estimate(plan: Plan, costs: Costs) -> Estimate:
     total, unknown = setup * len(plan.blocks), set()
     for block in plan.blocks:
         for p in block.points:
-            overhead = costs.overhead_s(p.env, p.participants)
+            overhead = costs.overhead_s(p.env, p.participants, plan.experiment)
             if overhead is None:
                 unknown.add(p.env)
             total += plan.repeats * (p.seconds + (overhead or 0.0))

@@ -59,3 +59,15 @@ def test_every_experiment_declares_a_plan_without_touching_the_host():
         p = experiment.plan(cfg)
         assert p.experiment == name and p.blocks and all(b.points for b in p.blocks), name
         assert p.point_runs == cfg.repeat.count * sum(len(b.points) for b in p.blocks)
+
+
+def test_an_experiments_own_overhead_is_taken_over_another_experiments(tmp_path):
+    """A database point's set-up is its own overhead: it does not stretch a fio experiment's estimate."""
+    costs = Costs(tmp_path, "nested")
+    costs.learn("mysql-raid", 60.0, {"virtual/1": [70.0], "virtual": [70.0]}, None)
+    assert Costs(tmp_path, "nested").overhead_s("virtual", 1, "mysql-raid") == 70.0
+    assert Costs(tmp_path, "nested").overhead_s("virtual", 1, "raid-levels") == 70.0   # none of its own: any
+    costs = Costs(tmp_path, "nested")
+    costs.learn("raid-levels", 60.0, {"virtual/1": [5.0], "virtual": [5.0]}, None)
+    assert Costs(tmp_path, "nested").overhead_s("virtual", 1, "raid-levels") == 5.0
+    assert Costs(tmp_path, "nested").overhead_s("virtual", 1, "mysql-raid") == 70.0
