@@ -50,7 +50,7 @@ def knee_text(steps: list[Step]) -> str:
     if at is None:
         return f"kept rising to {steps[-1].vm_count} VMs"
     before = steps[[s.vm_count for s in steps].index(at) - 1].vm_count
-    return f"stops rising at {at} VMs (no significant gain over {before})"
+    return f"no significant gain from {before} to {at} VMs: it stops rising there, or rises less than the noise shows"
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,11 @@ def command_line() -> str:
     return " ".join(["harness", *(shlex.quote(a) for a in sys.argv[1:])])
 
 
+def uses_fleet(experiment, cfg: Config) -> bool:
+    """Whether the run measures on the user's fleet (vm-scaling comparing backends brings up its own)."""
+    return experiment.needs_fleet(cfg) if hasattr(experiment, "needs_fleet") else experiment.uses_fleet
+
+
 def configured(experiment, cfg: Config) -> Config:
     """The config as the experiment reads its own settings (vm-scaling's one backend is the
     fleet's), after its refusal of a config it cannot run (naming the field and the fix)."""
@@ -81,7 +86,7 @@ def show_plan(cfg: Config, experiment_name: str) -> None:
     """`harness run NAME --plan`: the plan and its estimate; nothing is provisioned or measured."""
     experiment = registry()[experiment_name]
     cfg = configured(experiment, cfg)
-    if experiment.uses_fleet and hasattr(experiment, "fleet_size"):
+    if uses_fleet(experiment, cfg) and hasattr(experiment, "fleet_size"):
         cfg = grown(cfg, max(experiment.fleet_size(cfg), cfg.fleet.vms))
     console.print(plan_mod.describe(experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg)),
                                     cfg.repeat.precision, cfg.repeat.max_count, cfg.repeat.budget_s),
@@ -117,6 +122,7 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     step(f"run {store.run_id}: {experiment_name} on {where}, accel={env['accel']}, "
          f"{cfg.repeat.count} shuffled repeat(s) per point -> {store.dir}")
     store.update_manifest(experiment=experiment_name, config=json.loads(cfg.model_dump_json()),
+                          command=store.manifest.get("command") or command_line(),   # a resumed run's first
                           testbed=asdict(record) if record else None, owner=owner(),
                           environment={k: v for k, v in env.items() if k != "resumed_anyway"},
                           **({"testbeds": [asdict(r) for r in records]} if len(records) > 1 else {}))
@@ -159,7 +165,7 @@ def checked(experiment, cfg: Config, resume: str | None, run_id: str | None) -> 
     gc.register_state_dir(cfg.state_dir)   # what the run mounts there is found by gc after a SIGKILL
     need = experiment.fleet_size(cfg) if hasattr(experiment, "fleet_size") else 0
     deployed = Testbed.deployed_vms(cfg)
-    if experiment.uses_fleet and max(need, deployed) > cfg.fleet.vms:
+    if uses_fleet(experiment, cfg) and max(need, deployed) > cfg.fleet.vms:
         if need > max(cfg.fleet.vms, deployed):
             step(f"{experiment.name} needs {need} VMs and the fleet has {max(cfg.fleet.vms, deployed)}: "
                  f"growing the fleet to {need}")
@@ -186,14 +192,14 @@ def fleet_for(experiment, cfg: Config) -> tuple[list, list[TestbedRecord]]:
     re-provisioned where it differs from the config)."""
     if not cfg.hosts:
         host = nested_l1.host_for(cfg)
-        return [host], [Testbed(cfg, host).ensure()] if experiment.uses_fleet else []
+        return [host], [Testbed(cfg, host).ensure()] if uses_fleet(experiment, cfg) else []
     hosts.check_answering(cfg)
     cluster = MultiHostFleet(cfg, hosts.all_for_config(cfg))
     if len(cluster.parts) > 1 and not getattr(experiment, "spans_hosts", False):
         raise settings.ConfigError(f"{experiment.name} runs on one host; the config's fleet spans "
                                    f"{len(cluster.parts)} ([[hosts]]). Fix: keep one [[hosts]] table for it, "
                                    "or run vm-scaling, which spreads its VM counts over the hosts")
-    records = cluster.ensure() if experiment.uses_fleet else []
+    records = cluster.ensure() if uses_fleet(experiment, cfg) else []
     return [part.host for part in cluster.parts], records
 
 
@@ -243,7 +249,7 @@ def ended(experiment, ctx: RunContext, status: str, wall_s: float, as_json: bool
     """Whatever the outcome: the manifest's end (the command's whole time, provisioning included,
     summed over a resumed run's sessions), the summary, and where the results are."""
     store = ctx.store
-    store.update_manifest(status=status, finished=time.time(), command=command_line(), wall_s=round(wall_s, 1))
+    store.update_manifest(status=status, finished=time.time(), wall_s=round(wall_s, 1))
     _summarize(experiment, ctx, replaces_nothing=status in ("completed", "completed-with-failures"))
     step(f"results: {store.dir} ({status})")
     if as_json:   # the last line, whatever the outcome: a CI job learns the run it made

@@ -148,7 +148,7 @@ def _fidelity(ctx, cfg: Config, record) -> dict:
     """Harness physical IOPS over plain fio, same device region and job, interleaved
     FIDELITY_PAIRS times (plain first, then the pipeline's point): the mean ratio and its 95% CI."""
     from harness.experiments.vm_scaling import EXPERIMENT as vm_scaling
-    physical = next(p for p in vm_scaling.points(ctx) if p.id == "physical-n1")
+    physical = next(p for p in vm_scaling.points(ctx, ctx.testbed) if p.id == "physical-n1")
     pipeline = ctx.pipeline(record.uri, (record.prefix + "-",))
     pipeline.repeat = cfg.repeat.model_copy(update={"count": 1, "adaptive": False})
     ratios = []

@@ -43,7 +43,8 @@ class Experiment(Protocol):
     Settings: ClassVar[type[Section]]
     flags: tuple[Flag, ...]
     headline: str                # the metric its tables and report lead with
-    uses_fleet: bool   # runs on the user's fleet (else brings up its own)
+    uses_fleet: bool   # runs on the user's fleet (else brings up its own); `needs_fleet(cfg)`, where
+                       # defined, says it for a config
 
     def plan(self, cfg: Config) -> Plan:
         """Its blocks and points for this config, without provisioning or measuring anything

@@ -73,9 +73,14 @@ class VmScaling:
 
     def configured(self, cfg: Config) -> Config:
         """One backend named is the user's fleet's (disk.backend)."""
-        if len(cfg.vm_scaling.backends) == 1:
-            return cfg.model_copy(update={"disk": cfg.disk.with_backend(cfg.vm_scaling.backends[0])})
+        named = list(dict.fromkeys(cfg.vm_scaling.backends))
+        if len(named) == 1:
+            return cfg.model_copy(update={"disk": cfg.disk.with_backend(named[0])})
         return cfg
+
+    def needs_fleet(self, cfg: Config) -> bool:
+        """A comparison brings up a fleet of its own for each backend: the user's is not touched."""
+        return not self.compared(cfg)
 
     def compared(self, cfg: Config) -> list[str]:
         """The backends of a comparison (each a block of its own), or [] for the user's fleet alone."""
@@ -105,7 +110,7 @@ class VmScaling:
         if c.job_file is not None and c.profile is not None:
             return ("vm-scaling runs a job file or a profile, not both (vm_scaling.job_file, vm_scaling.profile). "
                     "Fix: drop --job or --profile")
-        if "rbd" in (cfg.disk.backend, *c.backends):
+        if "rbd" in (self.compared(cfg) or [self.configured(cfg).disk.backend]):
             return fio_jobfile.ON_RBD
         return fio_jobfile.refusal(lambda: self.workload(cfg))
 
@@ -184,7 +189,9 @@ class VmScaling:
         skipped = {f"backend {b}": why for b in backends if (why := sweep.backend_verdict(fleet, b))}
         runnable = [b for b in backends if f"backend {b}" not in skipped]
         runs = 2 * len(ctx.cfg.vm_scaling.vm_counts) * ctx.cfg.repeat.count
-        blocks = [sweep.SweepBlock(f"backend {b}", runs, testbed=lambda _where, b=b: fleet.for_backend(b),
+        # each block's testbed on the run's host as it is then (a lost nested host is rebuilt)
+        blocks = [sweep.SweepBlock(f"backend {b}", runs,
+                                   testbed=lambda _where, b=b: Testbed(sweep_cfg, ctx.host, run_scoped=True).for_backend(b),
                                    points=lambda record, _tb, b=b: self.points(ctx, record, b)) for b in runnable]
         sweep.run(ctx, sweep_cfg, blocks, "the vm-scaling fleet",
                   {"backends": runnable, "vm_counts": ctx.cfg.vm_scaling.vm_counts}, skipped)
@@ -196,7 +203,8 @@ class VmScaling:
         accel = accel_label(ctx.environment)
         job = self.workload(ctx.cfg)
         what = f"{job.rw} {job.bs} QD{job.iodepth}" if isinstance(job, fio.FioJob) else job.source
-        served = ", ".join(dict.fromkeys(r["block"] for r in rows if r["block"])) or ctx.testbed.disk["backend"]
+        served = ", ".join(dict.fromkeys(r["block"] for r in rows if r["block"])) or \
+            (ctx.testbed.disk["backend"] if ctx.testbed else ctx.cfg.disk.backend)
         png = plot(rows, ctx.store.dir / "vm-scaling.png",
                    title=f"vm-scaling: {what}, {served}, accel={accel}{tcg_caveat(accel)}; mean ± 95% CI")
         text = print_vm_scaling(rows, accel=accel) + print_scaling(rows)

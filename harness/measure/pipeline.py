@@ -184,6 +184,7 @@ class Pipeline:
         self.budget_share = 1.0           # of the budget, what may be spent by the end of this block
         self.budget_ended = False
         self.failed: set[str] = set()
+        self.conns: list[libvirt.virConnect] = []   # the block's connections, one a site, as reopened
         self.broken = ""          # why the block's fleet cannot be measured any more (a guest that cannot be restarted)
         self.guest_lost = False   # broken by a guest that could not be restarted: a new fleet may help
         self.rebuilt = False      # the block's fleet was built anew once already
@@ -206,23 +207,22 @@ class Pipeline:
         if kept := sum((p.id, r) in done for p in points for r in range(rounds)):
             step(f"  {kept} point runs of this block were measured before: kept")
         try:
-            conns = [connect(site.uri) for site in self.sites]
+            self.conns = [connect(site.uri) for site in self.sites]
         except libvirt.libvirtError as e:
             self.broken = e.get_error_message()
             self._fail_rest(points)
             return
         try:
-            self._resume_left_paused(conns)
+            self._resume_left_paused(self.conns)
             if self.broken:
                 self._fail_rest(points)
                 return
             for r in range(rounds):
-                go_on, conns = self._round(conns, r, rounds, by_id, done)
-                if not go_on:
+                if not self._round(r, rounds, by_id, done):
                     break
-        finally:
+        finally:   # the connections as they are now: a point may have reopened one
             self.keep_consoles()
-            for conn in conns:
+            for conn in self.conns:
                 with contextlib.suppress(libvirt.libvirtError):
                     conn.close()
         self._ratios(points)
@@ -276,36 +276,38 @@ class Pipeline:
         added = self._adaptive() and r >= self.repeat.count
         return [p.id for p in self.block if p.id not in self.failed and not (added and self._converged(p, by_id))]
 
-    def _round(self, conns: list[libvirt.virConnect], r: int, rounds: int, by_id: dict[str, Point],
-               done: set) -> tuple[bool, list[libvirt.virConnect]]:
+    def _round(self, r: int, rounds: int, by_id: dict[str, Point], done: set) -> bool:
         """Round r: the points still to measure (a round past `count` only those not yet precise
-        enough), shuffled; those a resumed run measured are skipped. Whether to go on, and the
-        connections as they are now."""
+        enough), shuffled; those a resumed run measured are skipped. An added round stops where the
+        time budget ends. Whether to go on."""
         s = self.repeat
         if r >= s.count and self._budget_over():
-            return False, conns
+            return False
         todo = self._todo(r, by_id)
         if not todo:
-            return False, conns
+            return False
         if r >= s.count and self.progress:
             self.progress.add(len(todo))
-        for i, pid in enumerate(schedule(todo, self.rng, self.last)):
-            if r >= s.count and self._budget_over():   # an added round stops at the budget, not at its end
-                return False, conns
+        order = schedule(todo, self.rng, self.last)
+        for i, pid in enumerate(order):
+            if self.broken and not self._rebuilt():
+                break
+            if r >= s.count and self._budget_over():
+                if self.progress:   # the round's rest is not measured
+                    self.progress.add(-(len(order) - i))
+                return False
             if (pid, r) in done:
                 self.last = pid
                 if self.progress:
                     self.progress.add(-1)
                 continue
-            if self.broken and not self._rebuilt():
-                break
-            conns = self._reconnected(conns)
-            self._one(conns, by_id[pid], r, i)
+            self.conns = self._reconnected(self.conns)
+            self._one(self.conns, by_id[pid], r, i)
             self.last = pid
         if self.broken and not (r + 1 < rounds and self._rebuilt()):
             self._fail_rest(self.block)
-            return False, conns
-        return True, conns
+            return False
+        return True
 
     def _rebuilt(self) -> bool:
         """After a guest that could not be restarted: the block's fleet built anew, once a block,
@@ -437,7 +439,8 @@ class Pipeline:
             if self.progress and not retry:
                 self.progress.done()
         if retry:
-            self._one(self._reconnected(conns), p, rep, order, retried_after=error)
+            self.conns = self._reconnected(conns)
+            self._one(self.conns, p, rep, order, retried_after=error)
 
     def _executed(self, conns: list[libvirt.virConnect], p: Point) -> "_Executed":
         """The point run once: the idle guests suspended, its own checked, the host settled, the tool
