@@ -41,7 +41,7 @@ def rows(run: Path) -> list[dict]:
 def test_backends_against_the_host(tmp_path):
     # nvme is measured in its own test: QEMU 7.2's emulated NVMe stalls at queue depths above 1
     # under TCG here (guest I/O timeouts), so only its QD1 latency is a CI check.
-    wanted = ["virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vfio", "vhost-user-blk-spdk"]
+    wanted = ["virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vfio", "vhost-user-blk-spdk", "qcow2"]
     out = harness("run", "backends", "--set", f"results_dir={tmp_path}", "--set",
                   f"backends.backends={json.dumps(wanted)}", *SMALL)
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
@@ -53,11 +53,11 @@ def test_backends_against_the_host(tmp_path):
     assert "vfio skipped" in out.stdout
     got = {(r["group"], r["backend"]) for r in rows(run) if r["metric"] in ("lat_mean", "iops", "bw")}
     for group in ("latency", "iops", "bandwidth"):
-        for backend in ("host", "virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vhost-user-blk-spdk"):
+        for backend in ("host", "virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vhost-user-blk-spdk", "qcow2"):
             assert (group, backend) in got
     assert all(r["status"] == "ok" for r in rows(run)), [r["error"] for r in rows(run) if r["status"] != "ok"]
     ratios = [r for r in rows(run) if r["metric"] == "ve_pe_ratio"]
-    assert len(ratios) == 3 * 4 and all(r["value"] > 0 for r in ratios)
+    assert len(ratios) == 3 * 5 and all(r["value"] > 0 for r in ratios)
     spdk = [r for r in rows(run) if r["backend"] == "vhost-user-blk-spdk" and r["metric"] == "iops"]
     assert spdk and all(r["spdk_cpu_s"] > 0 for r in spdk)   # its polling core, recorded with every sample
     for group in ("latency", "iops", "bandwidth"):

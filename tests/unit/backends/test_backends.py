@@ -31,7 +31,7 @@ def parse(attachment):
 
 def test_registry_has_every_backend():
     assert set(backends.all_backends()) == {"virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vhost-user-blk-spdk",
-                                            "nvme", "passthrough-block", "vfio", "null", "rbd", "nbd", "iscsi"}
+                                            "nvme", "passthrough-block", "vfio", "null", "rbd", "nbd", "iscsi", "qcow2"}
     assert [n for n, b in backends.all_backends().items() if b.diagnostic] == ["null"]
 
 
