@@ -36,7 +36,7 @@ def test_file_plus_overrides(tmp_path):
     ("fleet.vms=-1", "fleet.vms", "greater than or equal to 1"),
     ("vm_scaling.job.iodepth=0", "vm_scaling.job.iodepth", "greater than or equal to 1"),
     ("vm_scaling.vm_counts=[0,2]", "vm_scaling.vm_counts", ">= 1"),
-    ("disk.backend=virtio-foo", "disk.backend", "null, nvme, passthrough-block, rbd"),   # listed in order
+    ("disk.backend=virtio-foo", "disk.backend", "null, nvme, passthrough-block, qcow2, rbd"),   # listed in order
     ("disk.iothreads=-1", "disk.iothreads", "greater than or equal to 0"),
     ("fleet.device=/dev/does-not-exist", "fleet.device", "does not exist"),
     ("vm_scaling.job.bs=4q", "vm_scaling.job.bs", "pattern"),
