@@ -126,6 +126,7 @@ class Backend:
     diagnostic: ClassVar[bool] = False  # a measuring aid, not a way to serve disks (left out of "all")
     local_host_only: ClassVar[bool] = False  # its host side runs on this machine (not yet through harness.hosts)
     needs_ceph: ClassVar[bool] = False  # its disks are images in the fleet's Ceph cluster ([ceph]), not slices
+    needs_block_device: ClassVar[bool] = False  # its disks must be slices of a host block device, not a file
     processes: ClassVar[tuple[HostProcess, ...]] = ()  # the daemons its host side runs
 
     @property

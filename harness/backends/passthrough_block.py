@@ -12,6 +12,7 @@ from harness.hosts import LocalHost
 class PassthroughBlock(VirtioBlk):
     name = "passthrough-block"
     summary = "host block device, raw, cache=none"
+    needs_block_device = True
 
     def check(self, disk) -> str | None:
         if disk.cache != "none":

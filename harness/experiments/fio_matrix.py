@@ -19,6 +19,7 @@ from typing import Any, Callable, Literal
 
 from pydantic import Field
 
+from harness import backends
 from harness.backends import BackendNames
 from harness.common import bounded
 from harness.common.console import step
@@ -81,9 +82,11 @@ def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str
 
 
 def on_loop(tb: Testbed, backend: str) -> bool:
-    """passthrough-block with no block device named (only a device file here): it runs on a loop
-    device over a prefilled file instead, so the block-device path is measured everywhere."""
-    return backend == "passthrough-block" and tb.cfg.fleet.device is None and tb.host.is_this_machine
+    """A backend that needs a block device (passthrough-block) with none named (only a device file
+    here): it runs on a loop device over a prefilled file instead, so the block-device path is
+    measured everywhere."""
+    return (backends.get(backend).needs_block_device and tb.cfg.fleet.device is None
+            and tb.host.is_this_machine)
 
 
 @contextmanager

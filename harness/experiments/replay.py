@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from harness import backends
 from harness.backends import BackendNames
 from harness.common.schema import Section
 from harness.config.core import Config
@@ -38,8 +39,9 @@ class Replay(FioMatrix):
     def refusal(self, cfg: Config) -> str | None:
         if cfg.replay.trace is None:
             return "replay needs a trace. Fix: --trace FILE (an iolog; `harness run fio-job --capture` makes them)"
-        if "rbd" in self.backend_names(cfg):
-            return "replay does not run on the rbd backend yet. Fix: --backend with another backend"
+        if ceph := [b for b in self.backend_names(cfg) if backends.get(b).needs_ceph]:
+            return (f"replay does not run on a backend whose disks are Ceph images ({', '.join(ceph)}). Fix: --backend "
+                    "with another backend")
         try:
             self.trace(cfg)
         except fio_trace.TraceError as e:

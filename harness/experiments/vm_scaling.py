@@ -20,6 +20,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 from rich.table import Table
 
+from harness import backends
 from harness.analysis import scaling
 from harness.backends import BackendNames
 from harness.common.console import console, step
@@ -110,7 +111,7 @@ class VmScaling:
         if c.job_file is not None and c.profile is not None:
             return ("vm-scaling runs a job file or a profile, not both (vm_scaling.job_file, vm_scaling.profile). "
                     "Fix: drop --job or --profile")
-        if "rbd" in (self.compared(cfg) or [self.configured(cfg).disk.backend]):
+        if any(backends.get(b).needs_ceph for b in self.compared(cfg) or [self.configured(cfg).disk.backend]):
             return fio_jobfile.ON_RBD
         return fio_jobfile.refusal(lambda: self.workload(cfg))
 
