@@ -84,6 +84,8 @@ def best_backends(rows: list[dict], metric: str, alpha: float = 0.05) -> list[st
     """Each row's best backend by the metric's direction, against its runner-up: named only where
     Welch's t-test on log values says so, its p Holm-adjusted over the rows; otherwise a tie, with
     the largest difference the CI allows (or why no test could be made)."""
+    if direction(metric) is None:   # a metric of unknown direction is not judged (as compare does not)
+        return [f"not judged: {metric} has no declared direction (harness/results/metrics.py)"] * len(rows)
     families = [[(b, r.get(metric + tables.VALUES, [r[metric]])) for b, r in row["results"].items()
                  if b != "host" and r.get(metric) is not None] for row in rows]
     lower = direction(metric) is LOWER

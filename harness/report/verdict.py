@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.analysis.stats import Difference, center, difference, on_logs, p_text, ranked_tests, summarize, wins
-from harness.results.metrics import HIGHER, LOWER, Direction, direction
+from harness.results.metrics import LOWER, Direction, direction
 from harness.results.samples import participant_sample, summed_points
 
 ALPHA = 0.05
@@ -84,7 +84,9 @@ def workloads(rows: list[dict], headlines: dict[str, str] | None = None) -> list
         metric = w["metric"]
         if metric is None:
             continue
-        better = Direction(w["better"]) if w["better"] else direction(metric) or HIGHER
+        better = Direction(w["better"]) if w["better"] else direction(metric)
+        if better is None:   # a metric of unknown direction is not judged (as compare does not)
+            continue
         places = w["at"]
         entries = []
         for backend, figures in places.items():
