@@ -33,7 +33,9 @@ def _headline_key(row: dict, headlines: dict[str, str]) -> tuple | None:
     where = row.get("backend", "") if row["env"] == "virtual" else "host"
     # a sweep's block (a node count, a device) names the point too, unless it is the backend (a column)
     block = "" if row.get("block") in (None, "", row.get("backend")) else str(row["block"])
-    return (exp, row.get("group", "") or block, row["point"], where, metric)
+    # a RAID sweep's array names the point too: each array's figures are its own, never pooled
+    point = f"{row['setup']} {row['point']}" if row.get("setup") else row["point"]
+    return (exp, row.get("group", "") or block, point, where, metric)
 
 
 def pe_ve_table(rows: list[dict], headlines: dict[str, str]) -> dict:

@@ -118,6 +118,11 @@ def test_html_pe_ve_table_keeps_a_sweeps_blocks_apart():
     assert "100.0" in page and "300.0" in page and "200.0" not in page   # never averaged over node counts
     matrix = [{**r, "block": "rbd"} for r in rows[:1]]   # fio's matrix: the block is the backend, a column
     assert "ceph-scaling write-4k-j1" in str(pe_ve_table(matrix, {}))
+    arrays = [{**r, "experiment": "raid-levels", "group": "raid_levels", "block": None, "setup": setup}
+              for r, setup in zip(rows, ("single", "raid5-n4-c512k", "single", "raid5-n4-c512k"))]
+    page = str(pe_ve_table(arrays, {}))   # a RAID sweep's arrays: each its own row, never pooled
+    assert "raid_levels single write-4k-j1" in page and "raid_levels raid5-n4-c512k write-4k-j1" in page
+    assert "200.0" not in page
 
 
 def test_three_repeats_a_side_decide_a_20_percent_drop(tmp_path):
