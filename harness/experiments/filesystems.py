@@ -24,8 +24,9 @@ STUDY = {0: "about 5x", 5: "about 50x"}   # F2FS over EXT4, buffered random writ
 class Settings(RaidSweepSettings):
     FULL = {"filesystems": ["ext4", "xfs", "btrfs", "f2fs", "nilfs2"],
             "patterns": ["read", "write", "randread", "randwrite"], "direct": [True, False]}
-    filesystems: list[Filesystem] = Field(["ext4", "xfs", "f2fs"], min_length=1,
-                                          description="filesystems to compare (full: ext4, xfs, btrfs, f2fs, nilfs2)")
+    filesystems: list[Filesystem] = Field(["ext4", "f2fs"], min_length=1,
+                                          description="filesystems to compare (the headline: F2FS against EXT4; full: "
+                                                      "ext4, xfs, btrfs, f2fs, nilfs2)")
     patterns: list[Literal["read", "write", "randread", "randwrite"]] = Field(
         ["randwrite"], min_length=1, description="fio access patterns (full: all four)")
     direct: list[bool] = Field([False], min_length=1, description="direct (O_DIRECT) and/or buffered I/O "
