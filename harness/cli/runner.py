@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from harness import hosts
 from harness.cli import settings
 from harness.common import paths
-from harness.common.cancel import CANCEL, Terminated
+from harness.common.cancel import CANCEL, Terminated, interrupt_in
 from harness.common.console import console, step, warn
 from harness.common.files import write_atomic
 from harness.common.pids import owner
@@ -137,15 +137,11 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
     status = "running"
     try:
         status = measured(experiment, ctx, the_plan, costs, learn_from_s=None if reopened else t0)
-    except KeyboardInterrupt:   # raised again below, so that the exit status says so (130, or 143)
-        CANCEL.set()
-        status = "interrupted"
-        warn("interrupted: keeping the points measured so far")
-        raise
-    except Exception as e:
-        status = "failed"
-        store.update_manifest(error=str(e))
-        raise
+    except (KeyboardInterrupt, Exception) as e:
+        status, raised = failure(e, store)
+        if raised is e:   # raised again, so that the exit status says so (130 or 143, or the error's)
+            raise
+        raise raised from e
     finally:
         ended(experiment, ctx, status, (reopened.wall_s if reopened else 0.0) + time.monotonic() - t0, as_json)
     return ctx
@@ -243,6 +239,19 @@ def measured(experiment, ctx: RunContext, the_plan: plan_mod.Plan, costs: plan_m
         costs.learn(experiment.name, *plan_mod.learnt_from(the_plan, [s.row() for s in samples],
                                                            time.monotonic() - learn_from_s, len(the_plan.blocks)))
     return "completed" if all(s.status == "ok" for s in samples) else "completed-with-failures"
+
+
+def failure(e: BaseException, store: RunStore) -> tuple[str, BaseException]:
+    """The status an exception gives the run, and the exception to raise: Ctrl-C or SIGTERM (also
+    behind a cleanup's error that took its place) interrupts it, keeping what was measured;
+    anything else fails it, its error recorded."""
+    stop = e if isinstance(e, KeyboardInterrupt) else interrupt_in(e)
+    if stop is not None:
+        CANCEL.set()
+        warn("interrupted: keeping the points measured so far")
+        return "interrupted", stop
+    store.update_manifest(error=str(e))
+    return "failed", e
 
 
 def ended(experiment, ctx: RunContext, status: str, wall_s: float, as_json: bool) -> None:

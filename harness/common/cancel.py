@@ -4,6 +4,8 @@ node's running command is stopped at once, not waited for."""
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 CANCEL = threading.Event()
 
@@ -35,3 +37,29 @@ def point_done() -> None:
     if _why:
         _why.clear()
         CANCEL.clear()
+
+
+def interrupt_in(e: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or SIGTERM) behind an error, when a cleanup's own error (a command stopped
+    because the run is being stopped) took its place as the exception being raised."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+@contextmanager
+def lowered() -> Iterator[None]:
+    """The stop signal lowered while a teardown runs (its commands must run to leave nothing
+    behind; a second Ctrl-C still stops them), and raised again after it."""
+    was = CANCEL.is_set()
+    CANCEL.clear()
+    try:
+        yield
+    finally:
+        if was:
+            CANCEL.set()

@@ -19,7 +19,7 @@ import libvirt
 
 from harness import backends, hosts
 from harness.backends import HostDevice, HostPlan, VmSlot
-from harness.common import paths
+from harness.common import cancel, paths
 from harness.common.bounded import heartbeat
 from harness.common.console import step, warn
 from harness.common.files import write_atomic
@@ -117,7 +117,8 @@ def torn_down_after(fleet: Callable[[], "Testbed"], what: str = "") -> Iterator[
         if what:
             step(f"tearing down {what}")
         try:
-            fleet().down(quiet=True)
+            with cancel.lowered():   # stopped by Ctrl-C: what the run made goes all the same
+                fleet().down(quiet=True)
         except Exception as e:
             warn(f"tearing down {what or 'the fleet'} failed too: {e}")
         raise

@@ -432,6 +432,9 @@ class Pipeline:
             interrupted = True   # the run's stop stays signalled (cancel.CANCEL)
             raise
         except Exception as e:  # recorded as failed, never as a number
+            if (stop := cancel.interrupt_in(e)) is not None:   # a Ctrl-C a cleanup's error hid: the run stops
+                interrupted = True
+                raise stop from e
             retry, error = self._failed(conns, p, rep, e, meta, t0, retried_after)
         finally:
             if not interrupted:
