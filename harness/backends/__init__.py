@@ -61,9 +61,10 @@ def option_fields() -> dict[str, tuple]:
 
 
 def _known(names: list[str]) -> list[str]:
+    """The names, each a known backend (ValueError naming the choices), each once, in order."""
     for n in names:
-        get(n)  # raises ValueError naming the choices
-    return names
+        get(n)
+    return list(dict.fromkeys(names))
 
 
 BackendNames = Annotated[list[str], AfterValidator(_known)]  # a settings field: names of known backends

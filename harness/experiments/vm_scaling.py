@@ -74,9 +74,8 @@ class VmScaling:
 
     def configured(self, cfg: Config) -> Config:
         """One backend named is the user's fleet's (disk.backend)."""
-        named = list(dict.fromkeys(cfg.vm_scaling.backends))
-        if len(named) == 1:
-            return cfg.model_copy(update={"disk": cfg.disk.with_backend(named[0])})
+        if len(cfg.vm_scaling.backends) == 1:
+            return cfg.model_copy(update={"disk": cfg.disk.with_backend(cfg.vm_scaling.backends[0])})
         return cfg
 
     def needs_fleet(self, cfg: Config) -> bool:
@@ -85,8 +84,7 @@ class VmScaling:
 
     def compared(self, cfg: Config) -> list[str]:
         """The backends of a comparison (each a block of its own), or [] for the user's fleet alone."""
-        named = list(dict.fromkeys(cfg.vm_scaling.backends))
-        return named if len(named) > 1 else []
+        return cfg.vm_scaling.backends if len(cfg.vm_scaling.backends) > 1 else []
 
     def fleet_size(self, cfg: Config) -> int:
         """The fleet this experiment needs: it grows to the largest VM count."""
