@@ -38,7 +38,7 @@ lint: venv
 	$(VENV)/bin/xenon --max-absolute C harness
 
 bench: bootstrap
-	$(HARNESS) bench
+	$(HARNESS) bench --docs docs/benchmarks.md
 
 bootstrap: host-packages venv libvirtd provider image spdk launcher
 

@@ -652,10 +652,28 @@ def doctor(config_path, overrides) -> None:
 @cli.command(short_help="The harness's own costs: bring-up, agents, points.")
 @with_config
 @click.option("--runtime", type=int, default=3, show_default=True, help="fio seconds per measured point.")
-def bench(config_path, overrides, runtime) -> None:
+@click.option("--docs", "docs_page", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A page whose `<!-- begin: harness bench -->` section gets the figures' table (make bench: "
+                   "docs/benchmarks.md).")
+@click.option("--from", "from_json", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Measure nothing: take the figures of an earlier bench's JSON (results/bench-*.json).")
+def bench(config_path, overrides, runtime, docs_page, from_json) -> None:
     """The harness's own cost: bring-up time, agent-ready time, overhead per point, agreement with plain fio."""
     from harness.cli import self_bench
-    self_bench.run(load(config_path, overrides), runtime)
+    from harness.report import bench_table
+    if docs_page and not bench_table.has_section(docs_page):
+        raise click.BadParameter(f"{docs_page} has no `{bench_table.BEGIN}` ... `{bench_table.END}` section; "
+                                 "fix: add both markers where the table goes", param_hint="--docs")
+    if from_json:
+        try:
+            figures = json.loads(from_json.read_text())
+        except json.JSONDecodeError as e:
+            raise click.BadParameter(f"{from_json} is not a bench's JSON ({e}); fix: name a results/bench-*.json",
+                                     param_hint="--from") from None
+    else:
+        figures = self_bench.run(load(config_path, overrides), runtime)
+    if docs_page:
+        bench_table.splice(docs_page, bench_table.markdown(figures))
 
 
 def failed_command(e: subprocess.CalledProcessError) -> str:

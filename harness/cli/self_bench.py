@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import subprocess
 import time
 
@@ -33,6 +34,7 @@ from harness.libvirt.libvirt_conn import connect, domain_call
 from harness.resources.ceph import local as ceph_local
 from harness.resources.ceph.bootstrap import missing_tools
 from harness.resources.ceph.plan import CephPlan
+from harness.results import environment
 from harness.workloads import fio, fio_output
 
 
@@ -65,6 +67,13 @@ def _plain_fio_iops(cfg: Config, device: str, size: int) -> float:
             f"--unified_rw_reporting={int(fio.mixed(j.rw))}"]
     return fio.parse(subprocess.run(argv, capture_output=True, text=True, check=True,
                                     timeout=j.runtime_s + j.ramp_s + 120).stdout).iops
+
+
+def _machine(accel: dict) -> str:
+    """The CPU model, its cores and memory: what the figures depend on beside the accelerator."""
+    env = environment.collect(accel)
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{env.get('cpu_model') or 'unknown CPU'}, {os.cpu_count()} cores, {mem:.0f} GiB"
 
 
 def _parse_costs(raw_dir, rounds: int = 20) -> dict:
@@ -194,7 +203,8 @@ def run(user_cfg: Config, runtime: int) -> dict:
         figures["overhead_per_point_s"] = {p: sum(w for w, _ in v) / len(v) for p, v in sorted(walls.items())}
         figures["settle_wait_per_point_s"] = {p: sum(w for _, w in v) / len(v) for p, v in sorted(walls.items())}
         figures.update(_fidelity(ctx, cfg, record), accel=record.accel["accel"], vms=len(record.vms),
-                       runtime_s=runtime, run_id=ctx.store.run_id)
+                       runtime_s=runtime, run_id=ctx.store.run_id, measured_on=time.strftime("%Y-%m-%d"),
+                       machine=_machine(record.accel))
         figures.update(_parse_costs(ctx.store.dir / "raw"))
         step("bench: a local Ceph cluster of 3 storage nodes, from nothing to all PGs active+clean")
         figures["ceph_3_nodes_active_clean_s"] = _ceph_up_s(cfg)
