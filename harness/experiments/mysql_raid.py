@@ -19,7 +19,6 @@ from harness.config.core import Config
 from harness.experiments import Flag, RunContext, full_flag
 from harness.experiments.mysql import HOST_MOUNT_DIR
 from harness.experiments.raid_sweep import (
-    SINGLE,
     Setup,
     WorkloadSweep,
     workload_bars,
@@ -101,9 +100,7 @@ class MysqlRaid(WorkloadSweep):
         return p.db.runtime_s
 
     def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: SweepPoint, env: str) -> Point:
-        meta = {"group": self.section, "point": p.label, "setup": s.label, "raid_level": SINGLE if s.level is None else s.level,
-                "members": s.members, "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a",
-                "vm_count": 1, "stands_in_for": "TPC-C", **p.db.metadata()}
+        meta = {**self.setup_meta(s, p), "vm_count": 1, "stands_in_for": "TPC-C", **p.db.metadata()}
         common = dict(parse=sysbench.parse, aggregate=sysbench.aggregate, headline=self.headline, meta=meta,
                       raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
         # the host's slot is the region the VM's disk is (offset 0, size_mib): PE and VE use the same blocks

@@ -118,6 +118,15 @@ class RaidSweep:
                                    runtime_s=c.runtime_s, ramp_s=c.ramp_s), fs)
                 for fs in self.filesystems(cfg) if fs_ok(fs) for rw in c.patterns for d in c.direct]
 
+    def setup_meta(self, s: Setup, p) -> dict:
+        """The point's array and what the report's verdict ranks there (the array, or the filesystem
+        on it), and on what workload."""
+        fs = getattr(p, "filesystem", None)
+        return {"group": self.section, "point": p.label, "setup": s.label,
+                "choice": f"{fs} on {s.label}" if fs else s.label, "workload": p.label.removeprefix(f"{fs}-"),
+                "raid_level": SINGLE if s.level is None else s.level, "members": s.members,
+                "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a"}
+
     def planned_seconds(self, cfg: Config, p) -> float:
         """A point's own tool time, for the plan."""
         return fio.tool_seconds(p.job)
@@ -194,10 +203,8 @@ class RaidSweep:
     def measured_point(self, ctx: RunContext, record: TestbedRecord, s: Setup, p: SweepPoint, env: str) -> Point:
         c = getattr(ctx.cfg, self.section)
         extra = fio.fs_env(raid.MKFS[p.filesystem] if p.filesystem else None)
-        meta = {"group": self.section, "point": p.label, "setup": s.label,
-                "raid_level": SINGLE if s.level is None else s.level, "members": s.members,
-                "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a", "filesystem": p.filesystem or "none",
-                **fio.job_meta(p.job), "data_size_bytes": p.size(c.size_mib << 20)}
+        meta = {**self.setup_meta(s, p), "filesystem": p.filesystem or "none", **fio.job_meta(p.job),
+                "data_size_bytes": p.size(c.size_mib << 20)}
         common = dict(parse=fio.parse, headline=self.headline, meta=meta)
         vms = record.vms[:1]
         return sweep.point_in(

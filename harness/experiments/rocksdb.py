@@ -16,7 +16,6 @@ from harness.common.schema import Filesystem, RaidLevel
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext
 from harness.experiments.raid_sweep import (
-    SINGLE,
     Setup,
     WorkloadSweep,
     workload_bars,
@@ -82,9 +81,7 @@ class RocksDb(WorkloadSweep):
         c = ctx.cfg.rocksdb
         job = DbBenchJob(**c.model_dump(include=set(DbBenchJob.model_fields)))
         mkfs = MKFS[c.filesystem]
-        meta = {"group": self.section, "point": p.label, "setup": s.label, "benchmark": p.benchmark,
-                "raid_level": SINGLE if s.level is None else s.level, "members": s.members,
-                "chunk_kib": s.chunk_kib if s.level not in (None, 1) else "n/a", "filesystem": c.filesystem,
+        meta = {**self.setup_meta(s, p), "benchmark": p.benchmark, "filesystem": c.filesystem,
                 **{f"db_{k}": v for k, v in job.model_dump().items()}}
         common = dict(parse=db_bench.parse, headline=self.headline, meta=meta,
                       raw_suffix=".txt")

@@ -90,6 +90,7 @@ def verdict_view(rows: list[dict], prefer: str, headlines: dict[str, str]) -> di
                       "host": _mean(w.host), "entries": entries})
     picture = ratio_plot.png(found)
     return {"recommendation": verdict.recommendation(found, prefer), "workloads": shown,
+            "noun": found[0].noun if found else "backend",
             "priority": verdict.PRIORITIES[prefer], "plot": base64.b64encode(picture).decode() if picture else None}
 
 

@@ -39,7 +39,7 @@ def png(found: list[Workload]) -> bytes | None:
         ax.set_xlabel(f"{ax.get_xlabel()} (log scale)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    plots.title(ax, "Each backend against bare metal, mean and 95% CI (Welch on log values)", 90)
+    plots.title(ax, f"Each {found[0].noun} against bare metal, mean and 95% CI (Welch on log values)", 90)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)

@@ -40,15 +40,20 @@ class Workload:
     better: Direction
     host: list[float]
     entries: list[Entry]             # best first, by the headline's geometric mean (what the test compares)
+    noun: str = "backend"            # what its entries are: backends, or a sweep's choices (arrays, filesystems)
     winner: dict[str, str | None] = field(default_factory=dict)   # priority -> backend named, or None
     tested: dict[str, bool] = field(default_factory=dict)         # priority -> whether a test could be made
     said: dict[str, str] = field(default_factory=dict)            # priority -> the verdict in words
 
 
 def _key(row: dict) -> tuple[str, str] | None:
-    """(workload, where) of a measured repeat, where is "host" or the backend."""
+    """(workload, where) of a measured repeat, where is "host" or the backend; in a sweep whose
+    points declare a `choice` (an array, a filesystem on it), that choice, and its own host baseline."""
     if row.get("status") != "ok" or row.get("repeat") == "all" or row.get("env") is None:
         return None
+    if choice := row.get("choice"):
+        name = f"{row.get('group') or row.get('experiment', '')} {row.get('workload', '')}"
+        return name, f"host@{choice}" if row["env"] == "physical" else choice
     block = "" if row.get("group") or row.get("block") in (None, "", row.get("backend")) else f" {row['block']}"
     setup = f" {row['setup']}" if row.get("setup") else ""   # a RAID sweep's array: a workload of its own
     point = str(row.get("point", "")).replace("virtual-", "").replace("physical-", "")
@@ -65,7 +70,8 @@ def _collect(rows: list[dict], headlines: dict[str, str]) -> dict[str, dict]:
         if (k := _key(r)) is None or r.get("value") is None or participant_sample(r, summed):
             continue
         name, where = k
-        w = found.setdefault(name, {"metric": None, "better": None, "at": {}})
+        w = found.setdefault(name, {"metric": None, "better": None, "at": {},
+                                    "noun": "setup" if r.get("choice") else "backend"})
         if r.get("headline"):
             w["metric"], w["better"] = r["headline"], r.get("better")
         elif w["metric"] is None:
@@ -101,7 +107,7 @@ def workloads(rows: list[dict], headlines: dict[str, str] | None = None) -> list
         logs = on_logs(*(e.values for e in entries))
         entries.sort(key=lambda e: center(e.values, logs), reverse=better is not LOWER)
         host = next((f.get(metric, []) for p, f in places.items() if p.startswith("host")), [])
-        out.append(Workload(name, metric, better, host, entries))
+        out.append(Workload(name, metric, better, host, entries, w["noun"]))
     out.sort(key=lambda w: w.name)
     for priority in PRIORITIES:
         _decide(out, priority)
@@ -109,12 +115,12 @@ def workloads(rows: list[dict], headlines: dict[str, str] | None = None) -> list
 
 
 def said(ranked: list[str], diff: Difference | None, p: float | None, what: str, note: str = "",
-         alpha: float = ALPHA, *, lower: bool) -> str:
+         alpha: float = ALPHA, *, lower: bool, noun: str = "backend") -> str:
     """A best-against-runner-up test in words: the winner with its effect and CI, a tie with the
     largest difference the noise allows, or why no test was made; `note` follows the best's name,
-    `lower` says which way is better."""
+    `lower` says which way is better, `noun` what is ranked."""
     if len(ranked) == 1:
-        return f"{ranked[0]}{note}, the only backend measured"
+        return f"{ranked[0]}{note}, the only {noun} measured"
     if diff is None or p is None:
         return f"no test: one repeat, or no spread in the repeats (set repeat.count >= 2); best {ranked[0]}"
     if wins(diff, p, lower, alpha):
@@ -130,7 +136,7 @@ def _decide(found: list[Workload], priority: str) -> None:
         what = {"iops": w.metric, "latency": "p99 latency", "efficiency": "I/Os per CPU-second"}[priority]
         w.tested[priority] = p is not None
         w.winner[priority] = ranked[0] if wins(diff, p, low, ALPHA) else None
-        w.said[priority] = said(ranked, diff, p, what, lower=low) if ranked else f"not measured ({what})"
+        w.said[priority] = said(ranked, diff, p, what, lower=low, noun=w.noun) if ranked else f"not measured ({what})"
 
 
 def recommendation(found: list[Workload], priority: str) -> str:
@@ -138,6 +144,7 @@ def recommendation(found: list[Workload], priority: str) -> str:
     backends = sorted({e.backend for w in found for e in w.entries})
     if not found:
         return "No workload was measured on a backend."
+    noun = found[0].noun
     if len(backends) == 1:
         return f"Only {backends[0]} was measured: no choice to make; its share of bare metal is below."
     tested = [w for w in found if w.tested.get(priority)]
@@ -150,7 +157,7 @@ def recommendation(found: list[Workload], priority: str) -> str:
     ties = len(tested) - sum(wins.values())
     untested = f" ({len(found) - len(tested)} workload(s) could not be tested)" if len(tested) < len(found) else ""
     if best == 0:
-        return (f"No backend is significantly ahead on {PRIORITIES[priority]} in any of the {len(tested)} tested "
+        return (f"No {noun} is significantly ahead on {PRIORITIES[priority]} in any of the {len(tested)} tested "
                 f"workload(s) at this noise: a tie{untested}. More repeats (repeat.count) narrow the intervals.")
     leaders = [b for b, n in wins.items() if n == best]
     lead = " and ".join(leaders)

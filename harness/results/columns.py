@@ -197,6 +197,9 @@ GROUPS: list[tuple[str, list[Column]]] = [
     ]),
     ("RAID sweeps (raid-levels, stripe-size, filesystems, mysql-raid, rocksdb)", [
         _c("setup", S, "the array setup (`single`, `raid5-n4-c512k`, ...)"),
+        _c("choice", S, "what the report's verdict ranks at this point in place of the backend: the array, or the "
+                        "filesystem on it (`raid5-n4-c512k`, `f2fs on single`)"),
+        _c("workload", S, "what the verdict compares the choices on (the point without its choice: `randread-direct`)"),
         _c("raid_level", (I, S), "the level, `single` for one member"),
         _c("members", I, "member drives"),
         _c("chunk_kib", (I, S), "the chunk (`n/a` for one member or RAID 1)", "KiB"),

@@ -118,3 +118,36 @@ def test_backends_are_ranked_by_what_the_test_compares_and_a_winner_needs_its_wh
     assert [e.backend for e in w.entries] == ["Y", "X"]
     assert w.winner["iops"] == "Y" and w.said["iops"].startswith("Y: iops +")
     assert verdict.recommendation([w], "iops").startswith("Prefer Y")
+
+
+def raid_rows(levels: dict[str, float], reps=(0.0, 2.0, -1.5)) -> list[dict]:
+    """A raid-levels run as the pipeline stores it: one backend, each array a setup whose points
+    declare it as the choice, with the host measured on the same array."""
+    rows = []
+    for setup, factor in levels.items():
+        for i, jitter in enumerate(reps):
+            base = {"experiment": "raid-levels", "group": "raid_levels", "point": "randwrite-direct", "setup": setup,
+                    "choice": setup, "workload": "randwrite-direct", "repeat": i, "status": "ok", "headline": "bw",
+                    "better": "higher", "scope": "vm", "metric": "bw"}
+            rows.append({**base, "env": "physical", "backend": "host", "value": factor * (1000 + jitter)})
+            rows.append({**base, "env": "virtual", "backend": "virtio-blk", "value": factor * (800 + jitter)})
+    return rows
+
+
+def test_a_raid_sweep_ranks_its_arrays_each_against_its_own_host():
+    (w,) = verdict.workloads(raid_rows({"single": 1.0, "raid0-n4-c512k": 3.0, "raid5-n4-c512k": 1.5}))
+    assert w.name == "raid_levels randwrite-direct" and w.noun == "setup"
+    assert [e.backend for e in w.entries] == ["raid0-n4-c512k", "raid5-n4-c512k", "single"]
+    assert all(0.79 < e.of_host.ratio < 0.81 for e in w.entries)   # each array's VM against its own host
+    assert w.winner["iops"] == "raid0-n4-c512k"
+    said = verdict.recommendation([w], "iops")
+    assert said.startswith("Prefer raid0-n4-c512k") and "virtio-blk" not in said
+
+
+def test_a_raid_sweeps_report_names_its_setups(tmp_path):
+    store = RunStore(tmp_path, "raid")
+    store.update_manifest(experiment="raid-levels", status="completed", environment={"accel": "kvm"})
+    rows = raid_rows({"single": 1.0, "raid0-n4-c512k": 3.0})
+    (store.dir / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    page = render([store.dir])
+    assert "Each workload's setups, best first" in page and "Prefer raid0-n4-c512k" in page
