@@ -34,7 +34,7 @@ from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import percentile_plot
 from harness.results.environment import accel_label, tcg_caveat
-from harness.workloads import fio
+from harness.workloads import Tool, fio
 
 
 class SweepSettings(Section):
@@ -56,6 +56,7 @@ class FioPoint:
     headline: str       # the metric this point is about
     parse: Callable[[str], Any] = fio.parse   # fio.parse_jobs for a job file: a point per job and direction
     vms: int = 1        # VMs at once (and as many host slots for the baseline); their figures summed
+    tool: Tool = fio.TOOL   # what runs the job (another tool's job and parse go with it)
 
 
 # a point of several participants is judged on their sum
@@ -74,10 +75,10 @@ def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str
     several = dict(aggregate=aggregate.aggregate, headline=AGGREGATE_OF.get(p.headline, p.headline)) \
         if p.vms > 1 else dict(headline=p.headline)
     common = dict(parse=p.parse, **several, meta={"group": p.group, "point": p.label, "block": backend,
-                                                  **({"vm_count": p.vms} if p.vms > 1 else {}), **fio.job_meta(p.job)})
-    return sweep.point_in(env, p.label, partial(fio.on_host, ctx.host, p.job, device=record.device_path,
+                                                  **({"vm_count": p.vms} if p.vms > 1 else {}), **p.tool.job_meta(p.job)})
+    return sweep.point_in(env, p.label, partial(p.tool.on_host, ctx.host, p.job, device=record.device_path,
                                                 slots=[(vm.slice_offset, vm.slice_bytes) for vm in vms]),
-                          (backend, tuple(vm.name for vm in vms), partial(fio.in_guests, record.uri, p.job, vms)),
+                          (backend, tuple(vm.name for vm in vms), partial(p.tool.in_guests, record.uri, p.job, vms)),
                           ids=(point_id(p, PHYSICAL, backend), point_id(p, VIRTUAL, backend)), **common)
 
 
@@ -149,7 +150,7 @@ class FioMatrix:
 
     def planned_block(self, cfg: Config, backend: str) -> list[PlannedPoint]:
         """What one backend's block measures: each point on the host and in the VM."""
-        return [PlannedPoint(p.label, env, fio.tool_seconds(p.job), p.vms)
+        return [PlannedPoint(p.label, env, p.tool.tool_seconds(p.job), p.vms)
                 for p in self.points(cfg) for env in (PHYSICAL, VIRTUAL)]
 
     def plan(self, cfg: Config) -> Plan:

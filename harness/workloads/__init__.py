@@ -4,9 +4,37 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from harness.common.guest_scripts import guest_script
+from harness.common.plugins import discover
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A workload tool as the fio matrix drives it: its job run on (offset, size) slots of a host
+    device or in VMs, its output parsed, its job as sample metadata and its own run time for a plan.
+    `qd1_job`, where the tool has one, makes the job of a QD1 latency point (`harness run latency`'s
+    `tools`) from the experiment's settings (runtime_s, ramp_s, ...), an access pattern and a block size."""
+    name: str
+    on_host: Callable[..., list]        # (host, job, *, device, slots) -> [Output]
+    in_guests: Callable[..., list]      # (uri, job, vms) -> [Output]
+    parse: Callable[[str], Any]
+    job_meta: Callable[[Any], dict]
+    tool_seconds: Callable[[Any], float]
+    qd1_job: Callable[..., Any] | None = None   # (settings, rw, bs) -> job
+
+
+def tools() -> dict[str, Tool]:
+    """{name: Tool} of every workload module that defines TOOL."""
+    return discover(__name__, __path__, "TOOL")
+
+
+def qd1_tools() -> list[str]:
+    """The tools that can measure a QD1 latency point."""
+    return [name for name, t in tools().items() if t.qd1_job]
 
 
 def runner_cpu_s(raw: str) -> float:

@@ -15,7 +15,7 @@ from harness.common.schema import BlockSize, Section, bs_bytes
 from harness.hosts import Node
 from harness.libvirt.agent import PATH, guests, in_parallel
 from harness.results.outputs import Output
-from harness.workloads import fio_jobfile, fio_output, fio_trace, run_runner
+from harness.workloads import Tool, fio_jobfile, fio_output, fio_trace, run_runner
 from harness.workloads.fio_jobfile import MARGIN_S, JobFile
 from harness.workloads.fio_trace import Trace
 
@@ -373,3 +373,12 @@ def across_hosts(job: FioJob | JobFile | Trace, *, slots: list[tuple] = (), flee
             agents = stack.enter_context(guests(uri, [vm.name for vm in vms]))
             targets += guest_targets(agents, vms, host=host.name)
         return together(job, targets)
+
+
+def qd1_job(settings, rw: str, bs: str) -> FioJob:
+    """One job, one request in flight: a QD1 latency point, with the experiment's runtime, ramp and engine."""
+    return FioJob(rw=rw, bs=bs, iodepth=1, numjobs=1, runtime_s=settings.runtime_s, ramp_s=settings.ramp_s,
+                  ioengine=settings.ioengine)
+
+
+TOOL = Tool("fio", on_host, in_guests, parse, job_meta, tool_seconds, qd1_job)
