@@ -18,7 +18,7 @@ export SOURCE_DATE_EPOCH=1700000000
 # guest image has both (vmlinuz/initrd.img: cloud; vmlinuz-generic/initrd-generic.img: generic,
 # booted where a fleet asks for it: fleet.kernel), and the nested host has the generic one.
 KERNELS=linux-image-cloud-amd64,linux-image-amd64
-PACKAGES=initramfs-tools,kmod,procps,util-linux,qemu-guest-agent,fio,sysbench,mariadb-server,mdadm,xfsprogs,btrfs-progs,f2fs-tools,e2fsprogs,nilfs-tools,rocksdb-tools
+PACKAGES=initramfs-tools,kmod,procps,util-linux,qemu-guest-agent,fio,sysbench,mariadb-server,mdadm,xfsprogs,btrfs-progs,f2fs-tools,e2fsprogs,nilfs-tools,rocksdb-tools,ioping
 hooks=()
 free_mib=1024
 # The hash of build.sh, the initramfs module list and the files of the folders named

@@ -69,12 +69,15 @@ def test_backends_against_the_host(tmp_path):
     assert gc.leftovers(SWEEP_PREFIX) == [] and storage_daemons() == []
 
 
-def test_nvme_latency(tmp_path):
+def test_nvme_latency_with_fio_and_ioping(tmp_path):
     harness("run", "latency", "--backend", "nvme", "--set", f"results_dir={tmp_path}",
-            "--set", 'latency.patterns=["randread","randwrite"]', "--runtime", "1", "--ramp", "0", *ONCE)
+            "--set", 'latency.patterns=["randread","randwrite"]', "--set", 'latency.tools=["fio","ioping"]',
+            "--runtime", "1", "--ramp", "0", *ONCE)
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     got = {(r["backend"], r["point"]) for r in rows(run) if r["metric"] == "lat_p999" and r["status"] == "ok"}
-    assert got == {(b, p) for b in ("host", "nvme") for p in ("randread-qd1", "randwrite-qd1")}
+    assert got == {(b, p + t) for b in ("host", "nvme") for p in ("randread-qd1", "randwrite-qd1") for t in ("", "-ioping")}
+    probes = [r for r in rows(run) if r["point"].endswith("-ioping") and r["metric"] == "requests"]
+    assert all(r["tool_version"].startswith("ioping ") and r["value"] >= 20 for r in probes), probes
     assert gc.leftovers(SWEEP_PREFIX) == []
 
 
