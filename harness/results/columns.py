@@ -225,6 +225,10 @@ GROUPS: list[tuple[str, list[Column]]] = [
         _c("zone", I, "the zone"),
         _c("zone_offset_mib", I, "its offset", "MiB"),
     ]),
+    ("ioping (latency.tools)", [
+        _c("ioping_interval_ms", N, "the pause between requests", "ms"),
+        _c("ioping_work_mib", I, "the region the requests fall in", "MiB"),
+    ]),
     ("vm-scaling over hosts", [
         _c("placement", O, "VMs per host in the point"),
     ]),

@@ -112,7 +112,9 @@ def parse(raw: str) -> IopingResult:
 
 
 def job_meta(job: IopingJob) -> dict:
-    return {**job.model_dump(), "iodepth": 1, "numjobs": 1}
+    """The job as sample columns: fio's names where they mean the same, ioping_* for its own."""
+    return {"rw": job.rw, "bs": job.bs, "runtime_s": job.runtime_s, "ramp_s": 0, "direct": job.direct, "iodepth": 1,
+            "numjobs": 1, "ioping_interval_ms": job.interval_ms, "ioping_work_mib": job.work_mib}
 
 
 def tool_seconds(job: IopingJob) -> float:

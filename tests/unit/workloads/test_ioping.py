@@ -55,3 +55,8 @@ def test_latency_measures_each_pattern_with_each_tool_named():
     assert probe.tool is ioping.TOOL and probe.parse is ioping.parse and probe.job.rw == "randread"
     assert probe.job.runtime_s == cfg.latency.runtime_s + cfg.latency.ramp_s
     assert ioping.TOOL.tool_seconds(probe.job) == pytest.approx(probe.job.runtime_s + 0.02)
+
+
+def test_its_job_is_recorded_in_declared_columns():
+    from harness.results.columns import declared
+    assert all(declared(k) for k in ioping.job_meta(ioping.IopingJob()))
