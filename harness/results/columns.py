@@ -229,6 +229,13 @@ GROUPS: list[tuple[str, list[Column]]] = [
         _c("ioping_interval_ms", N, "the pause between requests", "ms"),
         _c("ioping_work_mib", I, "the region the requests fall in", "MiB"),
     ]),
+    ("noisy-neighbour", [
+        _c("neighbours", I, "busy VMs beside the measured one (host slots on a physical point)"),
+        _c("cap_iops", I, "libvirt iotune total_iops_sec on each neighbour's disk (0: none)", "IOPS"),
+        _c("neighbour_rw", S, "the neighbours' fio rw"),
+        _c("neighbour_bs", S, "the neighbours' fio block size"),
+        _c("neighbour_iodepth", I, "the neighbours' fio iodepth"),
+    ]),
     ("vm-scaling over hosts", [
         _c("placement", O, "VMs per host in the point"),
     ]),

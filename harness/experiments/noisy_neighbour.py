@@ -1,0 +1,268 @@
+"""`harness run noisy-neighbour`: one VM's QD1 latency distribution while 0, 1 or 3 other VMs on
+the same device run a heavy job, with and without libvirt's I/O limits (`iotune`) on those
+neighbours. The host measures the same on its slots of the device (the victim's slot at QD1, the
+neighbours' slots under the heavy job), without limits: the baseline each VM point is paired with.
+
+The experiment brings up a fleet of its own (vtb-nn-*: the victim and the most neighbours asked
+for), on the config's backend. The neighbours start `LEAD_S` before the victim and stop after it,
+so every request the victim times meets them; their own fio reports are kept beside the victim's.
+A capped point sets `total_iops_sec` on each neighbour's data disk while it runs (a live change,
+undone afterwards); a backend whose disk libvirt does not drive (vhost-user, NVMe through QEMU's
+command line) has no such limit, so its capped points are skipped with that reason.
+
+Config section [noisy_neighbour]."""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import xml.etree.ElementTree as ET
+from functools import partial
+
+import libvirt
+from pydantic import Field, field_validator
+from rich.table import Table
+
+from harness.analysis.stats import difference, p_text, summarize
+from harness.common import bounded
+from harness.common.console import step
+from harness.common.files import write_atomic
+from harness.common.schema import StudySection
+from harness.config.core import Config
+from harness.experiments import Flag, RunContext, full_flag
+from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.libvirt.libvirt_conn import connect
+from harness.measure import sweep
+from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.measure.plan import Block, Plan, PlannedPoint
+from harness.report import tables
+from harness.results.environment import accel_label, tcg_caveat
+from harness.results.outputs import Output
+from harness.results.samples import Sample
+from harness.workloads import fio
+
+LEAD_S = 2       # the neighbours run this long before the victim starts, and after it ends
+IOTUNE_S = 30    # bound of one live iotune change (a QEMU that does not answer its monitor holds it)
+
+
+class Settings(StudySection):
+    FULL = {"neighbours": [0, 1, 2, 3, 5, 7]}
+    neighbours: list[int] = Field([0, 1, 3], min_length=1, description="counts of busy neighbour VMs, each a "
+                                                                      "point (0: the victim alone)")
+    cap_iops: int = Field(200, ge=0, le=1_000_000, description="libvirt iotune total_iops_sec on each neighbour's "
+                                                              "disk in the capped points (0: no capped points)")
+    victim: fio.FioJob = Field(fio.FioJob(rw="randread", bs="4k", iodepth=1, numjobs=1, runtime_s=10, ramp_s=2),
+                               description="the measured VM's job (QD1: its latency distribution)")
+    neighbour: fio.FioJob = Field(fio.FioJob(rw="randwrite", bs="64k", iodepth=16, numjobs=1, runtime_s=10, ramp_s=0),
+                                  description="each neighbour's heavy job (its runtime follows the victim's)")
+
+    @field_validator("neighbours")
+    @classmethod
+    def _counts(cls, counts: list[int]) -> list[int]:
+        if bad := [n for n in counts if not 0 <= n <= 15]:
+            raise ValueError(f"neighbour counts must be 0-15 (the fleet is the victim and the most neighbours), got {bad}")
+        return sorted(set(counts))
+
+
+def neighbour_job(c: Settings) -> fio.FioJob:
+    """The heavy job, timed to run over the whole of the victim's run."""
+    return c.neighbour.model_copy(update={"runtime_s": c.victim.ramp_s + c.victim.runtime_s + 2 * LEAD_S, "ramp_s": 0})
+
+
+def with_neighbours(victim, neighbours, bound_s: float = 0) -> list[Output]:
+    """The victim's run while the neighbours' runs go on (started LEAD_S before it): the victim's
+    output, the neighbours' raw reports kept beside it. A neighbour's failure fails the point, and
+    the point waits for the neighbours (at most `bound_s` after the victim) even when the victim failed."""
+    if neighbours is None:
+        return victim()
+    done: dict = {}
+
+    def busy():
+        try:
+            done["outputs"] = neighbours()
+        except BaseException as e:   # handed to the point's thread, which raises it
+            done["error"] = e
+
+    thread = threading.Thread(target=busy, name="vtb-neighbours", daemon=True)
+    thread.start()
+    try:
+        time.sleep(LEAD_S)
+        outputs = victim()
+    finally:
+        thread.join(bound_s)
+    if thread.is_alive():
+        raise TimeoutError(f"the neighbours' job did not end within {bound_s:.0f} s of the victim's")
+    if "error" in done:
+        raise RuntimeError(f"the neighbours' job failed: {done['error']}") from done["error"]
+    for out in outputs:
+        out.extra.update({f"neighbour-{n.who}.json": n.raw for n in done["outputs"]})
+    return outputs
+
+
+def data_disk_target(dom: libvirt.virDomain, serial: str) -> str | None:
+    """The target name (vdb, sda) of the domain's <disk> with this serial, or None (no such disk)."""
+    root = ET.fromstring(dom.XMLDesc(0))
+    for disk in root.iter("disk"):
+        if disk.findtext("serial") == serial and (target := disk.find("target")) is not None:
+            return target.get("dev")
+    return None
+
+
+@contextlib.contextmanager
+def capped(uri: str, vms: list, iops: int):
+    """Each VM's data disk limited to `iops` (libvirt iotune, live) while the block runs, then unlimited."""
+    conn, targets = connect(uri), []
+    try:
+        for vm in vms:
+            dom = conn.lookupByName(vm.name)
+            targets.append((dom, data_disk_target(dom, vm.locator.removeprefix("serial:"))))
+        for dom, dev in targets:
+            bounded.call(lambda d=dom, t=dev: d.setBlockIoTune(t, {"total_iops_sec": iops}, libvirt.VIR_DOMAIN_AFFECT_LIVE),
+                         f"iotune on {dom.name()}", IOTUNE_S, "its QEMU is not answering its monitor")
+        yield
+    finally:
+        with contextlib.suppress(libvirt.libvirtError, bounded.Unanswered):
+            for dom, dev in targets:
+                bounded.call(lambda d=dom, t=dev: d.setBlockIoTune(t, {"total_iops_sec": 0}, libvirt.VIR_DOMAIN_AFFECT_LIVE),
+                             f"iotune off on {dom.name()}", IOTUNE_S, "its QEMU is not answering its monitor")
+        conn.close()
+
+
+def cap_refusal(record: TestbedRecord) -> str | None:
+    """Why this fleet's neighbours cannot be capped (no <disk> libvirt drives), or None."""
+    vm = record.vms[0]
+    if not vm.locator.startswith("serial:"):
+        return f"backend {record.disk['backend']} gives libvirt no <disk> to limit (iotune needs one)"
+    conn = connect(record.uri)
+    try:
+        if data_disk_target(conn.lookupByName(vm.name), vm.locator.removeprefix("serial:")) is None:
+            return f"backend {record.disk['backend']} gives libvirt no <disk> to limit (iotune needs one)"
+    finally:
+        conn.close()
+    return None
+
+
+class NoisyNeighbour:
+    question = "One VM's QD1 latency beside 0, 1, 3 busy VMs, iotune or not"
+    name = "noisy-neighbour"
+    section = "noisy_neighbour"
+    Settings = Settings
+    headline = "lat_p99"
+    uses_fleet = False
+    flags = (Flag("--neighbours", ("noisy_neighbour.neighbours",)),
+             Flag("--cap-iops", ("noisy_neighbour.cap_iops",)),
+             Flag("--runtime", ("noisy_neighbour.victim.runtime_s",)),
+             Flag("--backend", ("disk.backend",), "The backend of the experiment's fleet (default: the config's)."),
+             full_flag("noisy_neighbour"))
+
+    def labels(self, c: Settings) -> list[tuple[int, str, str]]:
+        """(neighbours, env, id) of every point: each count on the host, in the VMs, and capped
+        (with neighbours, and a cap asked for)."""
+        out = []
+        for n in c.neighbours:
+            out += [(n, PHYSICAL, f"n{n}/physical"), (n, VIRTUAL, f"n{n}/virtual")]
+            if n and c.cap_iops:
+                out.append((n, VIRTUAL, f"n{n}/virtual-capped"))
+        return out
+
+    def plan(self, cfg: Config) -> Plan:
+        c = cfg.noisy_neighbour
+        seconds = fio.tool_seconds(c.victim) + 2 * LEAD_S
+        points = [PlannedPoint(pid, env, seconds, 1 + n) for n, env, pid in self.labels(c)]
+        return Plan(self.name, [Block(f"backend {cfg.disk.backend}", points)], cfg.repeat.count)
+
+    def points(self, ctx: RunContext, record: TestbedRecord, can_cap: bool) -> list[Point]:
+        c = ctx.cfg.noisy_neighbour
+        heavy = neighbour_job(c)
+        bound = fio.timeout_s(heavy)   # fio's own bound on the neighbours' run
+        backend, victim = record.disk["backend"], record.vms[0]
+        meta_of_heavy = {f"neighbour_{k}": v for k, v in fio.job_meta(heavy).items() if k in ("rw", "bs", "iodepth")}
+        points = []
+        for n, env, pid in self.labels(c):
+            if pid.endswith("capped") and not can_cap:
+                continue
+            others = record.vms[1:1 + n]
+            host_victim = partial(fio.on_host, ctx.host, c.victim, device=record.device_path,
+                                  slots=[(victim.slice_offset, victim.slice_bytes)])
+            host_heavy = partial(fio.on_host, ctx.host, heavy, device=record.device_path,
+                                 slots=[(vm.slice_offset, vm.slice_bytes) for vm in others]) if n else None
+            guest_heavy = partial(fio.in_guests, record.uri, heavy, others) if n else None
+            cap = c.cap_iops if pid.endswith("capped") else 0
+
+            def in_vms(guest_heavy=guest_heavy, others=others, cap=cap):
+                with capped(record.uri, others, cap) if cap else contextlib.nullcontext():
+                    return with_neighbours(partial(fio.in_guests, record.uri, c.victim, [victim]), guest_heavy, bound)
+            guest = (backend, tuple(vm.name for vm in [victim, *others]), in_vms)
+            points.append(sweep.point_in(
+                env, f"n{n}", partial(with_neighbours, host_victim, host_heavy, bound), guest,
+                ids=(f"n{n}/physical", pid), parse=fio.parse, headline=self.headline,
+                meta={"point": pid.replace("/", "-"), "neighbours": n, "cap_iops": cap, "vm_count": 1 + n,
+                      **fio.job_meta(c.victim), **meta_of_heavy}))
+        return points
+
+    def run(self, ctx: RunContext) -> None:
+        c = ctx.cfg.noisy_neighbour
+        sweep_cfg = sweep.fleet_config(ctx.cfg, "nn", vms=1 + max(c.neighbours))
+        planned = {"neighbours": c.neighbours, "cap_iops": c.cap_iops}
+        skipped: dict[str, str] = {}
+
+        def points(record: TestbedRecord, _tb) -> list[Point]:
+            why = cap_refusal(record) if c.cap_iops and any(c.neighbours) else None
+            if why:
+                step(f"capped points skipped: {why}")
+                skipped["capped points"] = why
+                ctx.store.update_manifest(skipped=skipped)
+            return self.points(ctx, record, can_cap=why is None)
+        runs = len(self.labels(c)) * ctx.cfg.repeat.count
+        block = sweep.SweepBlock(f"backend {ctx.cfg.disk.backend}", runs,
+                                 testbed=lambda _where: Testbed(sweep_cfg, ctx.host, run_scoped=True), points=points)
+        sweep.run(ctx, sweep_cfg, [block], "the noisy-neighbour fleet", planned, skipped)
+
+    def summarize(self, ctx: RunContext) -> None:
+        rows = neighbour_rows(ctx.store.samples)
+        if not rows:
+            return
+        accel = accel_label(ctx.environment)
+        table = Table(title=f"noisy-neighbour: the victim's QD1 latency, µs (mean ± 95% CI over repeats; accel={accel}"
+                            f"{tcg_caveat(accel)})")
+        for col in ("neighbours", "where", "p50", "p99", "p99 against alone (95% CI, p)"):
+            table.add_column(col, justify="left" if col == "where" else "right")
+        for r in rows:
+            table.add_row(str(r["neighbours"]), r["where"], r["p50"], r["p99"], r["against_alone"])
+        text = tables.render([table], [(f, e) for f, e in failed(ctx.store.samples)])
+        write_atomic(ctx.store.dir / "summary.txt", text)
+
+
+WHERE = {"physical": "host", "virtual": "VM", "virtual-capped": "VM, neighbours capped"}
+
+
+def _values(samples: list[Sample], point: str, metric: str) -> list[float]:
+    return [s.value for s in samples if s.metadata.get("point") == point and s.metric == metric
+            and s.status == "ok" and isinstance(s.metadata.get("repeat"), int) and s.value is not None]
+
+
+def neighbour_rows(samples: list[Sample]) -> list[dict]:
+    """Per neighbour count and place: the victim's p50 and p99, and its p99 against the same place
+    with no neighbours (the ratio, its 95% CI and p), where both were measured with spread."""
+    mine = [s for s in samples if s.metadata.get("experiment") == NoisyNeighbour.name]
+    points = sorted({(s.metadata["neighbours"], s.metadata["point"]) for s in mine if "neighbours" in s.metadata})
+    rows = []
+    for n, point in points:
+        kind = point.split("-", 1)[1]
+        p50, p99 = _values(mine, point, "lat_p50"), _values(mine, point, "lat_p99")
+        if not p99:
+            continue
+        alone = _values(mine, f"n0-{kind.removesuffix('-capped')}", "lat_p99")
+        d = difference(alone, p99) if n else None
+        rows.append({"neighbours": n, "where": WHERE.get(kind, kind), "p50": summarize(p50).format(0) if p50 else "-",
+                     "p99": summarize(p99).format(0),
+                     "against_alone": f"{d.ratio:.2f}x ({d.low:.2f}-{d.high:.2f}), {p_text(d.p_value)}" if d else "-"})
+    return rows
+
+
+def failed(samples: list[Sample]) -> list[tuple[str, str]]:
+    return sorted({(s.metadata.get("point_id", ""), s.error) for s in samples
+                   if s.metadata.get("experiment") == NoisyNeighbour.name and s.status == "failed"})
+
+
+EXPERIMENT = NoisyNeighbour()

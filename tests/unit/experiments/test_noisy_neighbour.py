@@ -1,0 +1,101 @@
+"""noisy-neighbour without a testbed: its points and plan from the config, the neighbours' run
+around the victim's, the data disk libvirt can limit, and the rows its summary prints."""
+import threading
+import time
+
+import pytest
+
+from harness.cli import settings
+from harness.common.schema import ConfigError
+from harness.experiments import noisy_neighbour as nn
+from harness.results.outputs import Output
+from harness.results.samples import Sample
+
+
+def test_each_count_on_the_host_in_the_vms_and_capped():
+    c = settings.load(None, []).noisy_neighbour
+    assert [pid for _, _, pid in nn.EXPERIMENT.labels(c)] == [
+        "n0/physical", "n0/virtual", "n1/physical", "n1/virtual", "n1/virtual-capped",
+        "n3/physical", "n3/virtual", "n3/virtual-capped"]
+    uncapped = settings.load(None, ["noisy_neighbour.cap_iops=0"]).noisy_neighbour
+    assert not any(pid.endswith("capped") for _, _, pid in nn.EXPERIMENT.labels(uncapped))
+    plan = nn.EXPERIMENT.plan(settings.load(None, []))
+    assert len(plan.blocks) == 1 and [p.participants for p in plan.blocks[0].points][-1] == 4
+
+
+def test_the_neighbours_job_spans_the_victims_run():
+    c = settings.load(None, []).noisy_neighbour
+    heavy = nn.neighbour_job(c)
+    assert heavy.ramp_s == 0 and heavy.runtime_s == c.victim.ramp_s + c.victim.runtime_s + 2 * nn.LEAD_S
+    assert (heavy.rw, heavy.bs, heavy.iodepth) == ("randwrite", "64k", 16)
+
+
+def test_a_neighbour_count_outside_the_fleet_is_refused_with_the_field():
+    with pytest.raises(ConfigError, match="noisy_neighbour.neighbours"):
+        settings.load(None, ["noisy_neighbour.neighbours=[0,16]"])
+
+
+def test_the_victim_runs_while_the_neighbours_do_and_keeps_their_reports(monkeypatch):
+    monkeypatch.setattr(nn, "LEAD_S", 0.05)
+    seen = []
+
+    def neighbours():
+        seen.append(("neighbours start", time.monotonic()))
+        time.sleep(0.2)
+        return [Output("vm1", "{neighbour report}")]
+
+    def victim():
+        seen.append(("victim start", time.monotonic()))
+        return [Output("vm0", "{victim report}")]
+    (out,) = nn.with_neighbours(victim, neighbours, bound_s=5)
+    assert [what for what, _ in seen] == ["neighbours start", "victim start"]
+    assert out.raw == "{victim report}" and out.extra == {"neighbour-vm1.json": "{neighbour report}"}
+    assert nn.with_neighbours(victim, None)[0].extra == {}   # alone
+
+
+def test_a_neighbours_failure_fails_the_point_after_the_victim(monkeypatch):
+    monkeypatch.setattr(nn, "LEAD_S", 0.01)
+
+    def neighbours():
+        raise RuntimeError("fio on vm1 exited 1")
+    with pytest.raises(RuntimeError, match="the neighbours' job failed: fio on vm1 exited 1"):
+        nn.with_neighbours(lambda: [Output("vm0", "{}")], neighbours, bound_s=5)
+    stuck = threading.Event()
+    with pytest.raises(TimeoutError, match="did not end within 0 s"):
+        nn.with_neighbours(lambda: [Output("vm0", "{}")], lambda: stuck.wait(2), bound_s=0.01)
+    stuck.set()
+
+
+class Dom:
+    def __init__(self, xml):
+        self.xml = xml
+
+    def XMLDesc(self, flags):
+        return self.xml
+
+
+def test_the_data_disk_is_found_by_its_serial():
+    xml = """<domain><devices>
+      <disk type='file' device='disk'><target dev='vda' bus='virtio'/></disk>
+      <disk type='file' device='disk'><serial>vtb-data</serial><target dev='vdb' bus='virtio'/></disk>
+    </devices></domain>"""
+    assert nn.data_disk_target(Dom(xml), "vtb-data") == "vdb"
+    assert nn.data_disk_target(Dom("<domain><devices/></domain>"), "vtb-data") is None
+
+
+def sample(point, n, metric, value, rep):
+    return Sample(metric, value, "us", {"experiment": "noisy-neighbour", "point": point, "neighbours": n,
+                                        "repeat": rep, "point_id": point})
+
+
+def test_rows_give_each_places_p99_against_its_own_alone():
+    samples = []
+    for rep, jitter in enumerate((0, 5, -4)):
+        for point, n, p99 in (("n0-virtual", 0, 400), ("n1-virtual", 1, 1200), ("n1-virtual-capped", 1, 500),
+                              ("n0-physical", 0, 100), ("n1-physical", 1, 300)):
+            samples += [sample(point, n, "lat_p99", p99 + jitter, rep), sample(point, n, "lat_p50", p99 / 2, rep)]
+    rows = {(r["neighbours"], r["where"]): r for r in nn.neighbour_rows(samples)}
+    assert rows[(0, "VM")]["against_alone"] == "-"
+    assert rows[(1, "VM")]["against_alone"].startswith("3.00x")
+    assert rows[(1, "VM, neighbours capped")]["against_alone"].startswith("1.25x")   # against the VM alone
+    assert rows[(1, "host")]["against_alone"].startswith("3.00x")
