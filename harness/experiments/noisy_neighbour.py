@@ -110,7 +110,7 @@ def data_disk_target(dom: libvirt.virDomain, serial: str) -> str | None:
 
 @contextlib.contextmanager
 def capped(uri: str, vms: list, iops: int):
-    """Each VM's data disk limited to `iops` (libvirt iotune, live) while the block runs, then unlimited."""
+    """Each VM's data disk limited to `iops` (libvirt iotune, live) while the point runs, then unlimited."""
     conn, targets = connect(uri), []
     try:
         for vm in vms:
@@ -130,16 +130,14 @@ def capped(uri: str, vms: list, iops: int):
 
 def cap_refusal(record: TestbedRecord) -> str | None:
     """Why this fleet's neighbours cannot be capped (no <disk> libvirt drives), or None."""
-    vm = record.vms[0]
+    vm, why = record.vms[0], f"backend {record.disk['backend']} gives libvirt no <disk> to limit (iotune needs one)"
     if not vm.locator.startswith("serial:"):
-        return f"backend {record.disk['backend']} gives libvirt no <disk> to limit (iotune needs one)"
+        return why
     conn = connect(record.uri)
     try:
-        if data_disk_target(conn.lookupByName(vm.name), vm.locator.removeprefix("serial:")) is None:
-            return f"backend {record.disk['backend']} gives libvirt no <disk> to limit (iotune needs one)"
+        return why if data_disk_target(conn.lookupByName(vm.name), vm.locator.removeprefix("serial:")) is None else None
     finally:
         conn.close()
-    return None
 
 
 class NoisyNeighbour:
