@@ -106,7 +106,9 @@ def workloads(rows: list[dict], headlines: dict[str, str] | None = None) -> list
             continue
         logs = on_logs(*(e.values for e in entries))
         entries.sort(key=lambda e: center(e.values, logs), reverse=better is not LOWER)
-        host = next((f.get(metric, []) for p, f in places.items() if p.startswith("host")), [])
+        # a sweep's choices each have a host of their own (their share of bare metal says it)
+        host = next((f.get(metric, []) for p, f in places.items() if p.startswith("host")), []) \
+            if w["noun"] == "backend" else []
         out.append(Workload(name, metric, better, host, entries, w["noun"]))
     out.sort(key=lambda w: w.name)
     for priority in PRIORITIES:
