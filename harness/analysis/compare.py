@@ -3,13 +3,12 @@ relative change of each metric with its CI, Welch's t-test on log values (Holm-a
 every compared metric), and a regression verdict."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.analysis.stats import Difference, difference, holm, summarize
 from harness.results.metrics import LOWER, Direction, direction
-from harness.results.samples import participant_sample, summed_points
+from harness.results.samples import participant_sample, read_rows, summed_points
 
 DERIVED = {"ve_pe_ratio"}          # follows from other metrics; compared through them
 
@@ -24,7 +23,7 @@ def load_rows(source: Path) -> list[dict]:
     path = source / "samples.jsonl" if source.is_dir() else source
     if not path.exists():
         raise FileNotFoundError(f"{source}: no samples.jsonl (give a run folder, a run id or a samples.jsonl file)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_rows(path)
 
 
 def key(row: dict) -> tuple | None:

@@ -28,7 +28,7 @@ def metadata(windows: list[tuple[float, float]], offsets: list[float]) -> dict:
 
 def reason(meta: dict) -> str | None:
     """Why a sample's point does not count as concurrent, or None."""
-    if meta.get("windows_overlap_ok", True):
+    if meta.get("windows_overlap_ok") is not False:   # None: not measured (one participant), or a row's null
         return None
     return (f"its participants ran together for only {meta['windows_overlap']:.0%} of the shortest run "
             f"(starts {meta['window_start_spread_s']:.2f} s apart)")

@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from harness.analysis.stats import noisy_reason, summarize
 from harness.report import ratio_plot, tables, verdict
+from harness.results.samples import read_rows
 
 
 def _natural(key: tuple) -> list:
@@ -96,8 +97,7 @@ def verdict_view(rows: list[dict], prefer: str, headlines: dict[str, str]) -> di
 
 def run_view(run: Path, headlines: dict[str, str], prefer: str) -> dict:
     manifest = json.loads((run / "run.json").read_text())
-    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()] \
-        if (run / "samples.jsonl").exists() else []
+    rows = read_rows(run / "samples.jsonl") if (run / "samples.jsonl").exists() else []
     retried = {(r.get("point_id"), r.get("repeat")): r for r in rows if r.get("retried_after")}
     summary = run / "summary.json"
     return {

@@ -39,10 +39,10 @@ def flag_noisy(d: dict, key: str, unquiet: list[str], threshold: float) -> None:
 def unquiet_reasons(meta: dict) -> list[str]:
     """Why a sample's conditions were not clean: a busy host, a point measured before steady state,
     or participants that did not overlap."""
-    reasons = [] if meta.get("host_quiet", True) else [meta.get("quiet_reason") or "host busy"]
+    reasons = [] if meta.get("host_quiet") is not False else [meta.get("quiet_reason") or "host busy"]
     if meta.get("steady_state_reached") is False:   # preconditioned, and fio did not find it steady in time
         reasons.append(f"measured before steady state ({meta.get('steady_state_criterion') or 'no detection'} "
-                       f"not met within {meta.get('steady_state_after_s', 0):.0f} s)")
+                       f"not met within {meta.get('steady_state_after_s') or 0:.0f} s)")
     return reasons + ([why] if (why := overlap.reason(meta)) else [])
 
 

@@ -1,7 +1,9 @@
 """The Sample: one measured (or failed) value with everything needed to interpret it."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable
 
 
@@ -39,3 +41,10 @@ def summed_points(rows: Iterable[dict]) -> set[str]:
 def participant_sample(row: dict, summed: set[str]) -> bool:
     """Whether the row is one participant's own sample of a summed point: never a repeat of the point."""
     return row.get("scope") in ("vm", "slot") and row.get("point_id") in summed
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows of a samples.jsonl, each without its null columns: a row as its sample had it (a
+    run writes every column in every row, null where the sample has no such field)."""
+    return [{k: v for k, v in json.loads(line).items() if v is not None}
+            for line in path.read_text().splitlines() if line.strip()]

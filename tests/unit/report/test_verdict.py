@@ -3,6 +3,7 @@ where Welch's test (Holm over the workloads) allows, a tie otherwise, and one re
 priority; the page opens with it, and every summary table is an HTML table."""
 import json
 import re
+from pathlib import Path
 
 from harness.report import tables, verdict
 from harness.report.html import render
@@ -151,3 +152,17 @@ def test_a_raid_sweeps_report_names_its_setups(tmp_path):
     (store.dir / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     page = render([store.dir])
     assert "Each workload's setups, best first" in page and "Prefer raid0-n4-c512k" in page
+
+
+def test_a_report_reads_rows_whose_unset_columns_are_null(tmp_path):
+    """A run's rows carry every column, null where a sample has none (a VM's own sample has no
+    overlap of participants, a failed one no conditions): the page reads a null as not measured."""
+    fixture = Path(__file__).parents[2] / "fixtures" / "runs" / "vm-scaling.samples.jsonl"
+    rows = [json.loads(line) for line in fixture.read_text().splitlines()]
+    columns = {k for r in rows for k in r}
+    store = RunStore(tmp_path, "nulls")
+    store.update_manifest(experiment="vm-scaling", status="completed", environment={"accel": "tcg"})
+    (store.dir / "samples.jsonl").write_text("".join(json.dumps({k: r.get(k) for k in sorted(columns)}) + "\n"
+                                                     for r in rows))
+    assert "Verdict" in render([store.dir])
+    assert tables.unquiet_reasons({"host_quiet": None, "windows_overlap_ok": None}) == []
