@@ -667,13 +667,18 @@ def bench(config_path, overrides, runtime, docs_page, from_json) -> None:
     if from_json:
         try:
             figures = json.loads(from_json.read_text())
-        except json.JSONDecodeError as e:
-            raise click.BadParameter(f"{from_json} is not a bench's JSON ({e}); fix: name a results/bench-*.json",
-                                     param_hint="--from") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            figures = str(e)
+        if not bench_table.is_bench(figures):
+            raise click.BadParameter(f"{from_json} is not the figures `harness bench` writes; fix: name a "
+                                     "results/bench-*.json", param_hint="--from")
     else:
         figures = self_bench.run(load(config_path, overrides), runtime)
+    table = bench_table.markdown(figures)
     if docs_page:
-        bench_table.splice(docs_page, bench_table.markdown(figures))
+        bench_table.splice(docs_page, table)
+    elif from_json:
+        click.echo(table, nl=False)
 
 
 def failed_command(e: subprocess.CalledProcessError) -> str:

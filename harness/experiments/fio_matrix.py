@@ -54,9 +54,14 @@ class FioPoint:
     label: str          # e.g. randread-qd1, randread-j4-qd64, read-128k
     job: fio.FioJob | fio.JobFile | fio.Trace
     headline: str       # the metric this point is about
-    parse: Callable[[str], Any] = fio.parse   # fio.parse_jobs for a job file: a point per job and direction
+    parse: Callable[[str], Any] | None = None   # the tool's own parser when None; fio.parse_jobs for a job
+                                                # file: a point per job and direction
     vms: int = 1        # VMs at once (and as many host slots for the baseline); their figures summed
-    tool: Tool = fio.TOOL   # what runs the job (another tool's job and parse go with it)
+    tool: Tool = fio.TOOL   # what runs the job
+
+    def __post_init__(self):
+        if self.parse is None:
+            object.__setattr__(self, "parse", self.tool.parse)
 
 
 # a point of several participants is judged on their sum

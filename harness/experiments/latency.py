@@ -37,7 +37,7 @@ class Latency(FioMatrix):
         c = self.settings(cfg)
         found = tools()
         return [FioPoint(self.name, f"{rw}-qd1" + ("" if name == "fio" else f"-{name}"), tool.qd1_job(c, rw, c.bs),
-                         self.headline, parse=tool.parse, tool=tool)
+                         self.headline, tool=tool)
                 for name, tool in ((n, found[n]) for n in c.tools) for rw in c.patterns]
 
 

@@ -25,13 +25,14 @@ from rich.table import Table
 
 from harness.analysis.stats import difference, p_text, summarize
 from harness.common import bounded
-from harness.common.console import step
+from harness.common.cancel import CANCEL
+from harness.common.console import step, warn
 from harness.common.files import write_atomic
 from harness.common.schema import StudySection
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext, full_flag
 from harness.fleet.testbed import Testbed, TestbedRecord
-from harness.libvirt.libvirt_conn import connect
+from harness.libvirt.libvirt_conn import connect, domain_call
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.measure.plan import Block, Plan, PlannedPoint
@@ -41,8 +42,24 @@ from harness.results.outputs import Output
 from harness.results.samples import Sample
 from harness.workloads import fio
 
-LEAD_S = 2       # the neighbours run this long before the victim starts, and after it ends
+# the neighbours run this long before the victim starts, and after it ends: their shared start's
+# first margin, and 2 s of their job going
+LEAD_S = fio.START_MARGIN_S + 2
 IOTUNE_S = 30    # bound of one live iotune change (a QEMU that does not answer its monitor holds it)
+
+
+class VictimJob(fio.FioJob):
+    """The measured VM's job: QD1 random reads, its latency distribution."""
+    rw: fio.FioJob.model_fields["rw"].annotation = Field("randread", description="fio access pattern")
+    iodepth: int = Field(1, ge=1, le=4096, description="queue depth (1: each request alone)")
+
+
+class NeighbourJob(fio.FioJob):
+    """Each neighbour's heavy job (its runtime follows the victim's)."""
+    rw: fio.FioJob.model_fields["rw"].annotation = Field("randwrite", description="fio access pattern")
+    bs: fio.FioJob.model_fields["bs"].annotation = Field("64k", description="block size")
+    iodepth: int = Field(16, ge=1, le=4096, description="queue depth per fio job")
+    ramp_s: int = Field(0, ge=0, le=3600, description="not used: the neighbours run over the victim's whole run")
 
 
 class Settings(StudySection):
@@ -51,10 +68,8 @@ class Settings(StudySection):
                                                                       "point (0: the victim alone)")
     cap_iops: int = Field(200, ge=0, le=1_000_000, description="libvirt iotune total_iops_sec on each neighbour's "
                                                               "disk in the capped points (0: no capped points)")
-    victim: fio.FioJob = Field(fio.FioJob(rw="randread", bs="4k", iodepth=1, numjobs=1, runtime_s=10, ramp_s=2),
-                               description="the measured VM's job (QD1: its latency distribution)")
-    neighbour: fio.FioJob = Field(fio.FioJob(rw="randwrite", bs="64k", iodepth=16, numjobs=1, runtime_s=10, ramp_s=0),
-                                  description="each neighbour's heavy job (its runtime follows the victim's)")
+    victim: VictimJob = Field(VictimJob(), description="the measured VM's job")
+    neighbour: NeighbourJob = Field(NeighbourJob(), description="each neighbour's heavy job")
 
     @field_validator("neighbours")
     @classmethod
@@ -71,8 +86,10 @@ def neighbour_job(c: Settings) -> fio.FioJob:
 
 def with_neighbours(victim, neighbours, bound_s: float = 0) -> list[Output]:
     """The victim's run while the neighbours' runs go on (started LEAD_S before it): the victim's
-    output, the neighbours' raw reports kept beside it. A neighbour's failure fails the point, and
-    the point waits for the neighbours (at most `bound_s` after the victim) even when the victim failed."""
+    output, the neighbours' raw reports kept beside it. The point fails when a neighbour failed
+    (its error first: a failed participant stops the others' commands too), when the neighbours
+    did not run over the whole of the victim's measured run, and when they outlast it by more than
+    `bound_s`."""
     if neighbours is None:
         return victim()
     done: dict = {}
@@ -88,43 +105,72 @@ def with_neighbours(victim, neighbours, bound_s: float = 0) -> list[Output]:
     try:
         time.sleep(LEAD_S)
         outputs = victim()
-    finally:
+    except BaseException:
+        CANCEL.set()   # the neighbours' commands stop too (as a failed participant's do)
         thread.join(bound_s)
+        if "error" in done:
+            raise RuntimeError(f"the neighbours' job failed: {done['error']}") from done["error"]
+        raise
+    thread.join(bound_s)
     if thread.is_alive():
         raise TimeoutError(f"the neighbours' job did not end within {bound_s:.0f} s of the victim's")
     if "error" in done:
         raise RuntimeError(f"the neighbours' job failed: {done['error']}") from done["error"]
+    if why := uncovered(outputs[0], done["outputs"]):
+        raise RuntimeError(f"not measured beside its neighbours: {why}")
     for out in outputs:
         out.extra.update({f"neighbour-{n.who}.json": n.raw for n in done["outputs"]})
     return outputs
 
 
+def uncovered(victim: Output, neighbours: list[Output], slack_s: float = 0.5) -> str | None:
+    """Why the neighbours' runs (fio's report windows, on this machine's clock) do not span the
+    victim's measured run, or None (also where a report gives no window: the pipeline says why)."""
+    def window(out: Output) -> tuple[float, float] | None:
+        try:
+            w = fio.parse(out.raw).window
+        except (fio.FioError, ValueError):
+            return None
+        return (w[0] - out.clock_offset_s, w[1] - out.clock_offset_s) if w else None
+    v = window(victim)
+    for n in neighbours:
+        if v and (w := window(n)) and (w[0] > v[0] + slack_s or w[1] < v[1] - slack_s):
+            return (f"{n.who} ran from {w[0] - v[0]:+.1f} s to {w[1] - v[1]:+.1f} s of the victim's measured "
+                    "run's start and end (a late shared start: the next point allows more)")
+    return None
+
+
 def data_disk_target(dom: libvirt.virDomain, serial: str) -> str | None:
     """The target name (vdb, sda) of the domain's <disk> with this serial, or None (no such disk)."""
-    root = ET.fromstring(dom.XMLDesc(0))
+    root = ET.fromstring(domain_call(dom, "XMLDesc", 0))
     for disk in root.iter("disk"):
         if disk.findtext("serial") == serial and (target := disk.find("target")) is not None:
             return target.get("dev")
     return None
 
 
+def _iotune(dom: libvirt.virDomain, dev: str, iops: int) -> None:
+    bounded.call(lambda: dom.setBlockIoTune(dev, {"total_iops_sec": iops}, libvirt.VIR_DOMAIN_AFFECT_LIVE),
+                 f"iotune total_iops_sec={iops} on {dom.name()}", IOTUNE_S, "its QEMU is not answering its monitor")
+
+
 @contextlib.contextmanager
 def capped(uri: str, vms: list, iops: int):
-    """Each VM's data disk limited to `iops` (libvirt iotune, live) while the point runs, then unlimited."""
-    conn, targets = connect(uri), []
+    """Each VM's data disk limited to `iops` (libvirt iotune, live) while the point runs, then
+    unlimited; 0 sets each unlimited (an uncapped point makes sure of it)."""
+    conn = connect(uri)
     try:
-        for vm in vms:
-            dom = conn.lookupByName(vm.name)
-            targets.append((dom, data_disk_target(dom, vm.locator.removeprefix("serial:"))))
+        doms = [(conn.lookupByName(vm.name), vm.locator.removeprefix("serial:")) for vm in vms]
+        targets = [(dom, data_disk_target(dom, serial)) for dom, serial in doms]
         for dom, dev in targets:
-            bounded.call(lambda d=dom, t=dev: d.setBlockIoTune(t, {"total_iops_sec": iops}, libvirt.VIR_DOMAIN_AFFECT_LIVE),
-                         f"iotune on {dom.name()}", IOTUNE_S, "its QEMU is not answering its monitor")
+            _iotune(dom, dev, iops)
         yield
+        for dom, dev in targets if iops else ():
+            try:
+                _iotune(dom, dev, 0)
+            except (libvirt.libvirtError, bounded.Unanswered) as e:   # the next point sets it again
+                warn(f"{dom.name()}: its iotune cap could not be lifted ({e}); the next uncapped point sets it again")
     finally:
-        with contextlib.suppress(libvirt.libvirtError, bounded.Unanswered):
-            for dom, dev in targets:
-                bounded.call(lambda d=dom, t=dev: d.setBlockIoTune(t, {"total_iops_sec": 0}, libvirt.VIR_DOMAIN_AFFECT_LIVE),
-                             f"iotune off on {dom.name()}", IOTUNE_S, "its QEMU is not answering its monitor")
         conn.close()
 
 
@@ -188,13 +234,13 @@ class NoisyNeighbour:
             cap = c.cap_iops if pid.endswith("capped") else 0
 
             def in_vms(guest_heavy=guest_heavy, others=others, cap=cap):
-                with capped(record.uri, others, cap) if cap else contextlib.nullcontext():
+                with capped(record.uri, others, cap) if others and can_cap else contextlib.nullcontext():
                     return with_neighbours(partial(fio.in_guests, record.uri, c.victim, [victim]), guest_heavy, bound)
             guest = (backend, tuple(vm.name for vm in [victim, *others]), in_vms)
             points.append(sweep.point_in(
                 env, f"n{n}", partial(with_neighbours, host_victim, host_heavy, bound), guest,
                 ids=(f"n{n}/physical", pid), parse=fio.parse, headline=self.headline,
-                meta={"point": pid.replace("/", "-"), "neighbours": n, "cap_iops": cap, "vm_count": 1 + n,
+                meta={"point": f"n{n}-capped" if cap else f"n{n}", "neighbours": n, "cap_iops": cap, "vm_count": 1 + n,
                       **fio.job_meta(c.victim), **meta_of_heavy}))
         return points
 
@@ -231,28 +277,29 @@ class NoisyNeighbour:
         write_atomic(ctx.store.dir / "summary.txt", text)
 
 
-WHERE = {"physical": "host", "virtual": "VM", "virtual-capped": "VM, neighbours capped"}
+def _values(samples: list[Sample], key: tuple, metric: str) -> list[float]:
+    return [s.value for s in samples if _key(s) == key and s.metric == metric and s.status == "ok"
+            and isinstance(s.metadata.get("repeat"), int) and s.value is not None]
 
 
-def _values(samples: list[Sample], point: str, metric: str) -> list[float]:
-    return [s.value for s in samples if s.metadata.get("point") == point and s.metric == metric
-            and s.status == "ok" and isinstance(s.metadata.get("repeat"), int) and s.value is not None]
+def _key(s: Sample) -> tuple:
+    """(neighbours, env, capped) of a sample's point."""
+    return s.metadata.get("neighbours"), s.metadata.get("env"), bool(s.metadata.get("cap_iops"))
 
 
 def neighbour_rows(samples: list[Sample]) -> list[dict]:
     """Per neighbour count and place: the victim's p50 and p99, and its p99 against the same place
     with no neighbours (the ratio, its 95% CI and p), where both were measured with spread."""
-    mine = [s for s in samples if s.metadata.get("experiment") == NoisyNeighbour.name]
-    points = sorted({(s.metadata["neighbours"], s.metadata["point"]) for s in mine if "neighbours" in s.metadata})
+    mine = [s for s in samples if s.metadata.get("experiment") == NoisyNeighbour.name and "neighbours" in s.metadata]
     rows = []
-    for n, point in points:
-        kind = point.split("-", 1)[1]
-        p50, p99 = _values(mine, point, "lat_p50"), _values(mine, point, "lat_p99")
+    for key in sorted({_key(s) for s in mine}, key=lambda k: (k[0], k[1] == VIRTUAL, k[2])):
+        n, env, cap = key
+        p50, p99 = _values(mine, key, "lat_p50"), _values(mine, key, "lat_p99")
         if not p99:
             continue
-        alone = _values(mine, f"n0-{kind.removesuffix('-capped')}", "lat_p99")
-        d = difference(alone, p99) if n else None
-        rows.append({"neighbours": n, "where": WHERE.get(kind, kind), "p50": summarize(p50).format(0) if p50 else "-",
+        d = difference(_values(mine, (0, env, False), "lat_p99"), p99) if n else None
+        where = "host" if env == PHYSICAL else "VM, neighbours capped" if cap else "VM"
+        rows.append({"neighbours": n, "where": where, "p50": summarize(p50).format(0) if p50 else "-",
                      "p99": summarize(p99).format(0),
                      "against_alone": f"{d.ratio:.2f}x ({d.low:.2f}-{d.high:.2f}), {p_text(d.p_value)}" if d else "-"})
     return rows

@@ -29,9 +29,9 @@ def test_a_neighbour_inflates_the_victims_latency_unless_capped(tmp_path):
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     got = {(r["point"], r["env"]) for r in rows if r["metric"] == "lat_p99" and r["status"] == "ok"}
-    assert got == {("n0-physical", "physical"), ("n0-virtual", "virtual"), ("n1-physical", "physical"),
-                   ("n1-virtual", "virtual"), ("n1-virtual-capped", "virtual")}
-    capped = [r for r in rows if r["point"] == "n1-virtual-capped" and r["metric"] in ("lat_p99", "ve_pe_ratio")]
+    assert got == {("n0", "physical"), ("n0", "virtual"), ("n1", "physical"), ("n1", "virtual"), ("n1-capped", "virtual")}
+    assert {r["iodepth"] for r in rows if r["metric"] == "lat_p99"} == {1}   # the victim at QD1
+    capped = [r for r in rows if r["point"] == "n1-capped" and r["metric"] in ("lat_p99", "ve_pe_ratio")]
     assert {r["cap_iops"] for r in capped} == {CAP}
     assert [r["baseline_point"] for r in capped if r["metric"] == "ve_pe_ratio"] == ["n1/physical"]
     # the neighbour's own report, kept beside the victim's: the cap held it, and without it ran faster

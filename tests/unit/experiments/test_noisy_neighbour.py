@@ -2,6 +2,7 @@
 around the victim's, the data disk libvirt can limit, and the rows its summary prints."""
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +29,10 @@ def test_the_neighbours_job_spans_the_victims_run():
     heavy = nn.neighbour_job(c)
     assert heavy.ramp_s == 0 and heavy.runtime_s == c.victim.ramp_s + c.victim.runtime_s + 2 * nn.LEAD_S
     assert (heavy.rw, heavy.bs, heavy.iodepth) == ("randwrite", "64k", 16)
+    # a field set keeps the job's other defaults (QD1 stays QD1)
+    c = settings.load(None, ["noisy_neighbour.victim.runtime_s=2", "noisy_neighbour.neighbour.iodepth=32"]).noisy_neighbour
+    assert (c.victim.iodepth, c.victim.rw, c.victim.runtime_s) == (1, "randread", 2)
+    assert (c.neighbour.rw, c.neighbour.bs, c.neighbour.iodepth, c.neighbour.ramp_s) == ("randwrite", "64k", 32, 0)
 
 
 def test_a_neighbour_count_outside_the_fleet_is_refused_with_the_field():
@@ -66,9 +71,37 @@ def test_a_neighbours_failure_fails_the_point_after_the_victim(monkeypatch):
     stuck.set()
 
 
+def test_the_neighbours_error_comes_first_when_it_stopped_the_victim(monkeypatch):
+    monkeypatch.setattr(nn, "LEAD_S", 0.01)
+    failed = threading.Event()
+
+    def neighbours():
+        failed.set()
+        raise RuntimeError("fio on vm1 exited 1")
+
+    def victim():   # a failed participant's cancel stops the victim's command too
+        failed.wait(2)
+        raise RuntimeError("vm0: cancelled; killed /bin/sh in the guest")
+    with pytest.raises(RuntimeError, match="the neighbours' job failed: fio on vm1 exited 1"):
+        nn.with_neighbours(victim, neighbours, bound_s=5)
+    nn.CANCEL.clear()
+
+
+def test_neighbours_that_started_late_do_not_count_as_beside_the_victim():
+    raw = (Path(__file__).parents[2] / "fixtures" / "fio" / "guest-randread-qd16.json").read_text()
+    victim = Output("vm0", raw)
+    assert nn.uncovered(victim, [Output("vm1", raw)]) is None              # the same window
+    late = Output("vm1", raw, clock_offset_s=-3.0)                          # its clock's window 3 s later here
+    assert "vm1 ran from +3.0 s" in nn.uncovered(victim, [late])
+    assert nn.uncovered(Output("vm0", "not fio's"), [late]) is None        # no window: the pipeline says why
+
+
 class Dom:
     def __init__(self, xml):
         self.xml = xml
+
+    def name(self):
+        return "vtb-nn-ci-vm1"
 
     def XMLDesc(self, flags):
         return self.xml
@@ -84,8 +117,9 @@ def test_the_data_disk_is_found_by_its_serial():
 
 
 def sample(point, n, metric, value, rep):
-    return Sample(metric, value, "us", {"experiment": "noisy-neighbour", "point": point, "neighbours": n,
-                                        "repeat": rep, "point_id": point})
+    env, cap = ("physical" if "physical" in point else "virtual"), (200 if "capped" in point else 0)
+    return Sample(metric, value, "us", {"experiment": "noisy-neighbour", "point": point, "neighbours": n, "env": env,
+                                        "cap_iops": cap, "repeat": rep, "point_id": point})
 
 
 def test_rows_give_each_places_p99_against_its_own_alone():

@@ -69,3 +69,13 @@ def test_a_page_without_the_section_is_refused_unchanged(tmp_path):
 
 def test_docs_page_has_the_section():
     assert bench_table.has_section(Path(__file__).parents[3] / "docs" / "benchmarks.md")
+
+
+def test_an_earlier_run_without_a_page_prints_its_table_and_other_json_is_refused(tmp_path):
+    figures, other = tmp_path / "bench.json", tmp_path / "run.json"
+    figures.write_text(json.dumps(FIGURES))
+    other.write_text(json.dumps({"status": "completed"}))
+    done = subprocess.run([HARNESS, "bench", "--from", str(figures)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "| warm `testbed up` (fleet already up), s | 0.680 |" in done.stdout
+    done = subprocess.run([HARNESS, "bench", "--from", str(other)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--from" in done.stderr and "Traceback" not in done.stderr

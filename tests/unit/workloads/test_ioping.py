@@ -34,7 +34,8 @@ def test_arguments_follow_the_job_and_stay_in_the_slot():
     job = ioping.IopingJob(rw="write", bs="4k", runtime_s=5, interval_ms=0, work_mib=128)
     args = ioping.argv(job, size=64 << 20, offset=1 << 30)
     assert args[args.index("-S") + 1] == str(64 << 20) and args[args.index("-o") + 1] == str(1 << 30)
-    assert {"-L", "-WWW", "-D", "-J"} <= set(args) and args[args.index("-i") + 1] == "0ms"
+    assert {"-L", "-WWW", "-D", "-C", "-J"} <= set(args) and args[args.index("-i") + 1] == "0ms"
+    assert args[args.index("-c") + 1] == str(ioping.MAX_REQUESTS + ioping.WARMUP)   # within a guest agent's output
     rand = ioping.argv(ioping.IopingJob(rw="randread"), size=1 << 30, offset=0)
     assert "-L" not in rand and "-WWW" not in rand and rand[rand.index("-S") + 1] == str(128 << 20)
     with pytest.raises(ioping.IopingError, match="smaller than one request"):
