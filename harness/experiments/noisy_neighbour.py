@@ -4,7 +4,7 @@ neighbours. The host measures the same on its slots of the device (the victim's 
 neighbours' slots under the heavy job), without limits: the baseline each VM point is paired with.
 
 The experiment brings up a fleet of its own (vtb-nn-*: the victim and the most neighbours asked
-for), on the config's backend. The neighbours start `LEAD_S` before the victim and stop after it,
+for), on the config's backend. The neighbours start `lead_s` before the victim and stop after it,
 so every request the victim times meets them; their own fio reports are kept beside the victim's.
 A capped point sets `total_iops_sec` on each neighbour's data disk while it runs (a live change,
 undone afterwards); a backend whose disk libvirt does not drive (vhost-user, NVMe through QEMU's
@@ -32,6 +32,7 @@ from harness.common.schema import StudySection
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext, full_flag
 from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.libvirt.agent import GuestAgent
 from harness.libvirt.libvirt_conn import connect, domain_call
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
@@ -42,9 +43,7 @@ from harness.results.outputs import Output
 from harness.results.samples import Sample
 from harness.workloads import fio
 
-# the neighbours run this long before the victim starts, and after it ends: their shared start's
-# first margin, and 2 s of their job going
-LEAD_S = fio.START_MARGIN_S + 2
+LEAD_S = 2       # the neighbours' job goes this long before the victim starts (their start's margin on top)
 IOTUNE_S = 30    # bound of one live iotune change (a QEMU that does not answer its monitor holds it)
 
 
@@ -79,31 +78,40 @@ class Settings(StudySection):
         return sorted(set(counts))
 
 
-def neighbour_job(c: Settings) -> fio.FioJob:
-    """The heavy job, timed to run over the whole of the victim's run."""
-    return c.neighbour.model_copy(update={"runtime_s": c.victim.ramp_s + c.victim.runtime_s + 2 * LEAD_S, "ramp_s": 0})
+def lead_s(kind: str, n: int) -> float:
+    """How long before the victim the neighbours start: LEAD_S, and for several (a shared start) the
+    margin their start allows now for n participants of this kind (learnt as the run goes)."""
+    return LEAD_S + (fio.SHARED_START.margin_s([kind] * n) if n > 1 else 0.0)
 
 
-def with_neighbours(victim, neighbours, bound_s: float = 0) -> list[Output]:
-    """The victim's run while the neighbours' runs go on (started LEAD_S before it): the victim's
-    output, the neighbours' raw reports kept beside it. The point fails when a neighbour failed
-    (its error first: a failed participant stops the others' commands too), when the neighbours
-    did not run over the whole of the victim's measured run, and when they outlast it by more than
-    `bound_s`."""
-    if neighbours is None:
+def neighbour_job(c: Settings, lead: float) -> fio.FioJob:
+    """The heavy job, timed to run over the whole of the victim's run, `lead` seconds on each side."""
+    return c.neighbour.model_copy(update={"runtime_s": c.victim.ramp_s + c.victim.runtime_s + round(2 * lead + 0.5),
+                                          "ramp_s": 0})
+
+
+def with_neighbours(victim, neighbours, c: Settings, kind: str = "", n: int = 0) -> list[Output]:
+    """The victim's run while n neighbours of a kind of node (`neighbours(job)`) run the heavy job,
+    started lead_s before it: the victim's output, the neighbours' raw reports kept beside it. The
+    point fails when a neighbour failed (its error first: a failed participant stops the others'
+    commands too), when the neighbours did not run over the whole of the victim's measured run, and
+    when they outlast fio's own bound on their job."""
+    if not n:
         return victim()
-    done: dict = {}
+    lead = lead_s(kind, n)
+    heavy = neighbour_job(c, lead)
+    bound_s, done = fio.timeout_s(heavy), {}
 
     def busy():
         try:
-            done["outputs"] = neighbours()
+            done["outputs"] = neighbours(heavy)
         except BaseException as e:   # handed to the point's thread, which raises it
             done["error"] = e
 
     thread = threading.Thread(target=busy, name="vtb-neighbours", daemon=True)
     thread.start()
     try:
-        time.sleep(LEAD_S)
+        time.sleep(lead)
         outputs = victim()
     except BaseException:
         CANCEL.set()   # the neighbours' commands stop too (as a failed participant's do)
@@ -113,7 +121,7 @@ def with_neighbours(victim, neighbours, bound_s: float = 0) -> list[Output]:
         raise
     thread.join(bound_s)
     if thread.is_alive():
-        raise TimeoutError(f"the neighbours' job did not end within {bound_s:.0f} s of the victim's")
+        raise TimeoutError(f"the neighbours' job did not end within {bound_s:.0f} s (fio's bound on it)")
     if "error" in done:
         raise RuntimeError(f"the neighbours' job failed: {done['error']}") from done["error"]
     if why := uncovered(outputs[0], done["outputs"]):
@@ -211,16 +219,14 @@ class NoisyNeighbour:
 
     def plan(self, cfg: Config) -> Plan:
         c = cfg.noisy_neighbour
-        seconds = fio.tool_seconds(c.victim) + 2 * LEAD_S
+        seconds = fio.tool_seconds(c.victim) + 2 * (LEAD_S + fio.START_MARGIN_S)
         points = [PlannedPoint(pid, env, seconds, 1 + n) for n, env, pid in self.labels(c)]
         return Plan(self.name, [Block(f"backend {cfg.disk.backend}", points)], cfg.repeat.count)
 
     def points(self, ctx: RunContext, record: TestbedRecord, can_cap: bool) -> list[Point]:
         c = ctx.cfg.noisy_neighbour
-        heavy = neighbour_job(c)
-        bound = fio.timeout_s(heavy)   # fio's own bound on the neighbours' run
         backend, victim = record.disk["backend"], record.vms[0]
-        meta_of_heavy = {f"neighbour_{k}": v for k, v in fio.job_meta(heavy).items() if k in ("rw", "bs", "iodepth")}
+        meta_of_heavy = {f"neighbour_{k}": v for k, v in fio.job_meta(c.neighbour).items() if k in ("rw", "bs", "iodepth")}
         points = []
         for n, env, pid in self.labels(c):
             if pid.endswith("capped") and not can_cap:
@@ -228,17 +234,22 @@ class NoisyNeighbour:
             others = record.vms[1:1 + n]
             host_victim = partial(fio.on_host, ctx.host, c.victim, device=record.device_path,
                                   slots=[(victim.slice_offset, victim.slice_bytes)])
-            host_heavy = partial(fio.on_host, ctx.host, heavy, device=record.device_path,
-                                 slots=[(vm.slice_offset, vm.slice_bytes) for vm in others]) if n else None
-            guest_heavy = partial(fio.in_guests, record.uri, heavy, others) if n else None
+
+            def host_heavy(job, others=others):
+                return fio.on_host(ctx.host, job, device=record.device_path,
+                                   slots=[(vm.slice_offset, vm.slice_bytes) for vm in others])
+
+            def guest_heavy(job, others=others):
+                return fio.in_guests(record.uri, job, others)
             cap = c.cap_iops if pid.endswith("capped") else 0
 
-            def in_vms(guest_heavy=guest_heavy, others=others, cap=cap):
+            def in_vms(others=others, cap=cap, n=n, heavy=guest_heavy):
                 with capped(record.uri, others, cap) if others and can_cap else contextlib.nullcontext():
-                    return with_neighbours(partial(fio.in_guests, record.uri, c.victim, [victim]), guest_heavy, bound)
+                    return with_neighbours(partial(fio.in_guests, record.uri, c.victim, [victim]), heavy, c,
+                                           GuestAgent.__name__, n)
             guest = (backend, tuple(vm.name for vm in [victim, *others]), in_vms)
             points.append(sweep.point_in(
-                env, f"n{n}", partial(with_neighbours, host_victim, host_heavy, bound), guest,
+                env, f"n{n}", partial(with_neighbours, host_victim, host_heavy, c, type(ctx.host).__name__, n), guest,
                 ids=(f"n{n}/physical", pid), parse=fio.parse, headline=self.headline,
                 meta={"point": f"n{n}-capped" if cap else f"n{n}", "neighbours": n, "cap_iops": cap, "vm_count": 1 + n,
                       **fio.job_meta(c.victim), **meta_of_heavy}))

@@ -26,8 +26,9 @@ def test_each_count_on_the_host_in_the_vms_and_capped():
 
 def test_the_neighbours_job_spans_the_victims_run():
     c = settings.load(None, []).noisy_neighbour
-    heavy = nn.neighbour_job(c)
+    heavy = nn.neighbour_job(c, nn.lead_s("GuestAgent", 1))
     assert heavy.ramp_s == 0 and heavy.runtime_s == c.victim.ramp_s + c.victim.runtime_s + 2 * nn.LEAD_S
+    assert nn.lead_s("GuestAgent", 3) >= nn.LEAD_S + 1.5   # several start together: their margin first
     assert (heavy.rw, heavy.bs, heavy.iodepth) == ("randwrite", "64k", 16)
     # a field set keeps the job's other defaults (QD1 stays QD1)
     c = settings.load(None, ["noisy_neighbour.victim.runtime_s=2", "noisy_neighbour.neighbour.iodepth=32"]).noisy_neighbour
@@ -40,11 +41,14 @@ def test_a_neighbour_count_outside_the_fleet_is_refused_with_the_field():
         settings.load(None, ["noisy_neighbour.neighbours=[0,16]"])
 
 
+C = settings.load(None, []).noisy_neighbour
+
+
 def test_the_victim_runs_while_the_neighbours_do_and_keeps_their_reports(monkeypatch):
     monkeypatch.setattr(nn, "LEAD_S", 0.05)
     seen = []
 
-    def neighbours():
+    def neighbours(job):
         seen.append(("neighbours start", time.monotonic()))
         time.sleep(0.2)
         return [Output("vm1", "{neighbour report}")]
@@ -52,22 +56,23 @@ def test_the_victim_runs_while_the_neighbours_do_and_keeps_their_reports(monkeyp
     def victim():
         seen.append(("victim start", time.monotonic()))
         return [Output("vm0", "{victim report}")]
-    (out,) = nn.with_neighbours(victim, neighbours, bound_s=5)
+    (out,) = nn.with_neighbours(victim, neighbours, C, "GuestAgent", 1)
     assert [what for what, _ in seen] == ["neighbours start", "victim start"]
     assert out.raw == "{victim report}" and out.extra == {"neighbour-vm1.json": "{neighbour report}"}
-    assert nn.with_neighbours(victim, None)[0].extra == {}   # alone
+    assert nn.with_neighbours(victim, None, C)[0].extra == {}   # alone
 
 
 def test_a_neighbours_failure_fails_the_point_after_the_victim(monkeypatch):
     monkeypatch.setattr(nn, "LEAD_S", 0.01)
 
-    def neighbours():
+    def neighbours(job):
         raise RuntimeError("fio on vm1 exited 1")
     with pytest.raises(RuntimeError, match="the neighbours' job failed: fio on vm1 exited 1"):
-        nn.with_neighbours(lambda: [Output("vm0", "{}")], neighbours, bound_s=5)
+        nn.with_neighbours(lambda: [Output("vm0", "{}")], neighbours, C, "GuestAgent", 1)
     stuck = threading.Event()
+    monkeypatch.setattr(nn.fio, "timeout_s", lambda job: 0.01)
     with pytest.raises(TimeoutError, match="did not end within 0 s"):
-        nn.with_neighbours(lambda: [Output("vm0", "{}")], lambda: stuck.wait(2), bound_s=0.01)
+        nn.with_neighbours(lambda: [Output("vm0", "{}")], lambda job: stuck.wait(2), C, "GuestAgent", 1)
     stuck.set()
 
 
@@ -75,7 +80,7 @@ def test_the_neighbours_error_comes_first_when_it_stopped_the_victim(monkeypatch
     monkeypatch.setattr(nn, "LEAD_S", 0.01)
     failed = threading.Event()
 
-    def neighbours():
+    def neighbours(job):
         failed.set()
         raise RuntimeError("fio on vm1 exited 1")
 
@@ -83,7 +88,7 @@ def test_the_neighbours_error_comes_first_when_it_stopped_the_victim(monkeypatch
         failed.wait(2)
         raise RuntimeError("vm0: cancelled; killed /bin/sh in the guest")
     with pytest.raises(RuntimeError, match="the neighbours' job failed: fio on vm1 exited 1"):
-        nn.with_neighbours(victim, neighbours, bound_s=5)
+        nn.with_neighbours(victim, neighbours, C, "GuestAgent", 1)
     nn.CANCEL.clear()
 
 
