@@ -16,7 +16,7 @@ LABELS = {
     "warm_up_s": "warm `testbed up` (fleet already up), s",
     "agents_ready_s": "all agents answering after the cold `testbed up`, s",
     "qemu_start_to_guest_ping_s": "QEMU start to guest-ping, a cold boot, s",
-    "qemu_start_to_guest_ping_generic_kernel_s": "the same with the generic kernel (f2fs, nilfs2), s",
+    "qemu_start_to_guest_ping_generic_kernel_s": "QEMU start to guest-ping with the generic kernel (f2fs, nilfs2), s",
     "overhead_per_point_s": "orchestration overhead per point (wall minus runtime and ramp, settle wait included), s",
     "settle_wait_per_point_s": "of which the settle wait (the quiet host is checked over 1 s windows), s",
     "harness_to_plain_ratio": "harness physical IOPS / plain `fio` by hand, same device and job: mean",
