@@ -113,9 +113,11 @@ def with_neighbours(victim, neighbours, c: Settings, kind: str = "", n: int = 0)
     try:
         time.sleep(lead)
         outputs = victim()
-    except BaseException:
+    except BaseException as e:
         CANCEL.set()   # the neighbours' commands stop too (as a failed participant's do)
         thread.join(bound_s)
+        if not isinstance(e, (KeyboardInterrupt, SystemExit)):
+            CANCEL.clear()   # the next point starts afresh (as in_parallel leaves it)
         if "error" in done:
             raise RuntimeError(f"the neighbours' job failed: {done['error']}") from done["error"]
         raise
