@@ -137,10 +137,7 @@ def uncovered(victim: Output, neighbours: list[Output], slack_s: float = 0.5) ->
     """Why the neighbours' runs (fio's report windows, on this machine's clock) do not span the
     victim's measured run, or None (also where a report gives no window: the pipeline says why)."""
     def window(out: Output) -> tuple[float, float] | None:
-        try:
-            w = fio.parse(out.raw).window
-        except (fio.FioError, ValueError):
-            return None
+        w = fio.window_of(out.raw)
         return (w[0] - out.clock_offset_s, w[1] - out.clock_offset_s) if w else None
     v = window(victim)
     for n in neighbours:

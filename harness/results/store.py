@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.common.files import write_atomic
 from harness.common.pids import owner_alive
-from harness.results.samples import Sample
+from harness.results.samples import Sample, read_rows
 
 
 def status_of(manifest: dict) -> str:
@@ -52,8 +52,7 @@ class RunStore:
         store = cls.__new__(cls)
         store.run_id, store.dir = folder.name, folder
         store.manifest = json.loads((folder / "run.json").read_text())
-        rows = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()
-                if line.strip()] if (folder / "samples.jsonl").exists() else []
+        rows = read_rows(folder / "samples.jsonl") if (folder / "samples.jsonl").exists() else []
         store.samples = [Sample.from_row(r) for r in rows if r.get("status") == "ok"]
         return store
 

@@ -326,12 +326,13 @@ def together(job: FioJob | JobFile | Trace, targets: list[Target], extra_env: di
     raws = in_parallel(lambda i: run(targets[i].node, job, locator=targets[i].locator, offset=targets[i].offset,
                                      size=targets[i].size, extra_env=envs[i], captures=captured[i]), range(len(targets)))
     if start is not None:
-        SHARED_START.learn(start + job.ramp_s, [_window_of(raw) for raw in raws], offs, kinds)
+        SHARED_START.learn(start + job.ramp_s, [window_of(raw) for raw in raws], offs, kinds)
     return [Output(t.who, raw, extra, clock_offset_s=off, host=t.host)
             for t, raw, off, extra in zip(targets, raws, offs, captured)]
 
 
-def _window_of(raw: str) -> tuple[float, float] | None:
+def window_of(raw: str) -> tuple[float, float] | None:
+    """When fio's measured run went (epoch seconds on its node's clock), or None where the output says none."""
     try:
         report = fio_output.read(raw)
     except fio_output.FioOutputError:
