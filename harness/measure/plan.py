@@ -91,6 +91,10 @@ class Costs:
                 return v
         return None
 
+    def measured(self, experiment: str) -> bool:
+        """Whether a run of the experiment has taught its own point costs on this host."""
+        return any(key.startswith(f"{experiment}:") for key in self.mine.get("overhead_s", {}))
+
     def noise_cv(self) -> float | None:
         return self._mean("noise_cv", "headline")
 
@@ -134,6 +138,10 @@ def estimate(plan: Plan, costs: Costs) -> Estimate:
     if unknown:
         notes.append(f"no per-point overhead measured on this host yet for {', '.join(sorted(unknown))} points: "
                      "their tools' own time only")
+    untimed = sum(1 for b in plan.blocks for p in b.points if not p.seconds)
+    if untimed and not costs.measured(plan.experiment):
+        notes.append(f"{untimed} point(s) end when their requests are done, which a first run of {plan.experiment} "
+                     "measures: until then, their overhead only")
     return Estimate(total, notes)
 
 

@@ -108,8 +108,11 @@ def job_meta(job: FioJob | JobFile | Trace) -> dict:
 
 def tool_seconds(job: FioJob | JobFile | Trace) -> float:
     """How long fio runs the job, as asked (its ramp and runtime; a job file's jobs one after
-    another; a trace's replay bound), for a run's plan."""
-    return job.runtime_s + job.ramp_s if isinstance(job, FioJob) else max(0.0, job.timeout_s - MARGIN_S)
+    another; a trace's replay bound), for a run's plan. A job of a fixed request count ends when
+    they are done, which only a run can tell: 0 (its runtime is only its bound)."""
+    if isinstance(job, FioJob):
+        return 0.0 if job.ios else job.runtime_s + job.ramp_s
+    return max(0.0, job.timeout_s - MARGIN_S)
 
 
 def timeout_s(job: FioJob) -> float:

@@ -71,3 +71,17 @@ def test_an_experiments_own_overhead_is_taken_over_another_experiments(tmp_path)
     costs.learn("raid-levels", 60.0, {"virtual/1": [5.0], "virtual": [5.0]}, None)
     assert Costs(tmp_path, "nested").overhead_s("virtual", 1, "raid-levels") == 5.0
     assert Costs(tmp_path, "nested").overhead_s("virtual", 1, "mysql-raid") == 70.0
+
+
+def test_points_that_end_by_request_count_are_timed_by_a_run_not_by_their_bound(tmp_path):
+    from harness.workloads import fio
+    bounded = fio.FioJob(rw="randread", bs="4k", iodepth=1, numjobs=1, direct=True, runtime_s=120, ramp_s=0, ios=2000)
+    assert fio.tool_seconds(bounded) == 0 and fio.tool_seconds(bounded.model_copy(update={"ios": 0})) == 120
+    counted = Plan("counted", [Block("one", [PlannedPoint("random", "physical", 0), PlannedPoint("zone", "physical", 2)])], 3)
+    costs = Costs(tmp_path, "local")
+    assert any("1 point(s) end when their requests are done" in n for n in plan.estimate(counted, costs).notes)
+    rows = [{"point_id": f"{label}/physical", "repeat": r, "status": "ok", "env": "physical", "point_wall_s": wall}
+            for label, wall in (("random", 9.0), ("zone", 5.0)) for r in range(3)]
+    costs.learn("counted", *plan.learnt_from(counted, rows, wall_s=50.0, blocks_run=1))
+    est = plan.estimate(counted, Costs(tmp_path, "local"))
+    assert est.seconds == pytest.approx(50.0) and not est.notes   # the run's own time, learnt
