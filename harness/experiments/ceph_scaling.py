@@ -1,17 +1,22 @@
-"""`harness run ceph-scaling`: the SSD-cluster study's method on a real local Ceph cluster.
+"""`harness run ceph-scaling`: the SSD-cluster study's method on a real Ceph cluster, made here
+(ceph.mode = "local": each storage node a network namespace) or over the [[hosts]] (ceph.mode =
+"hosts": each host a storage node, over the hosts' own network).
 
-One cluster with the largest node count is made (Terraform, through a one-VM sweep fleet on the
-rbd backend); each node count k is the pool whose CRUSH rule spans nodes 1..k, so each block
-re-provisions only the fleet's image and VMs. Per node count and link rate, every pattern x
-block size x client processes (fio numjobs) runs from the host through librbd (PE) and in the
-VMs through QEMU's librbd (VE). Every point records each node link's use from its byte counters
-and is flagged network-bound when a capped link ran above 90% of its cap.
+One cluster with the largest node count is made (through the sweep's fleet on the rbd backend);
+each node count k is the pool whose CRUSH rule spans nodes 1..k, so each block re-provisions only
+the fleet's image and VMs. Per node count and link rate, every pattern x block size x client
+processes (fio numjobs) runs from the host through librbd (PE) and in the VMs through QEMU's
+librbd (VE); over [[hosts]], on every host at once (`vms` clients on each, whatever the node
+count). Every point records each node link's use from its byte counters (the namespaces' veths,
+or each host's interface on the cluster's network) and is flagged network-bound when a link ran
+above 90% of its cap or of the speed its driver says.
 
 The summary fits the study's regression model per node count (R², leave-one-out error), the
 correlation of each factor with each metric per node count, and plots metric against node
 count, against client processes, and predicted against measured."""
 from __future__ import annotations
 
+import re
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Literal
@@ -21,20 +26,23 @@ from pydantic import Field
 from rich.table import Table
 from scipy import stats
 
+from harness import hosts
 from harness.analysis import model
 from harness.common.console import step
 from harness.common.files import write_atomic
 from harness.common.schema import BlockSize, StudySection, bs_bytes, each
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext, full_flag
+from harness.fleet.multi_host import MultiHostFleet, SpanningRecord, SweptOverHosts
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
+from harness.resources.ceph import hosts as ceph_hosts
 from harness.resources.ceph import local as ceph_local
-from harness.resources.ceph.plan import CephConfig, osd_size_for, osd_size_problem
+from harness.resources.ceph.plan import CephConfig, hosts_mode_problem, osd_size_for, osd_size_problem
 from harness.results.environment import accel_label, tcg_caveat
 from harness.workloads import fio
 
@@ -45,7 +53,8 @@ FACTORS = ("numjobs", "bs_bytes")
 class Settings(StudySection):
     FULL = {"patterns": ["read", "write", "randread", "randwrite"]}
     node_counts: Annotated[list[int], each(lambda n: 1 <= n <= 5, "every node count must be 1 to 5")] = Field(
-        [2, 3], min_length=1, description="storage node counts (1-5), each a pool on exactly those nodes of one cluster")
+        [2, 3], min_length=1, description="storage node counts (1-5), each a pool on exactly those nodes of one cluster "
+        "(on [[hosts]] with ceph.mode=\"hosts\", unless set: 1 up to the number of hosts)")
     patterns: list[Literal["read", "write", "randread", "randwrite"]] = Field(
         ["read", "randwrite"], min_length=1, description="fio access patterns (full: all four)")
     numjobs: Annotated[list[int], each(lambda n: 1 <= n <= 16, "every client process count must be 1 to 16")] = Field(
@@ -54,7 +63,8 @@ class Settings(StudySection):
     link_mbit: Annotated[list[int], each(lambda n: n >= 0, "every link rate must be 0 (uncapped) or more")] = Field(
         [0], min_length=1, description="node link rates in Mbit/s to sweep (0 = uncapped)")
     iodepth: int = Field(4, ge=1, le=256, description="queue depth per client process")
-    vms: int = Field(1, ge=1, le=8, description="VMs (and host clients) per point; their sum is the aggregate")
+    vms: int = Field(1, ge=1, le=8, description="VMs (and host clients) per point, on each host over [[hosts]]; "
+                     "their sum is the aggregate")
     runtime_s: int = Field(10, ge=1, le=86400, description="measured seconds per point")
     ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
     size_mib: int = Field(128, ge=16, description="each VM's region of the image")
@@ -70,9 +80,23 @@ def block_label(nodes: int, rate: int) -> str:
     return f"{nodes} storage node(s), links {f'{rate} Mbit/s' if rate else 'uncapped'}"
 
 
+def over_hosts(cfg: Config) -> bool:
+    """The cluster is made over the [[hosts]], each a storage node."""
+    return cfg.ceph.mode == "hosts"
+
+
+def node_counts(cfg: Config) -> list[int]:
+    """The node counts swept: the config's, or over [[hosts]] unless set, 1 up to the number of hosts."""
+    c = cfg.ceph_scaling
+    if over_hosts(cfg) and "node_counts" not in c.model_fields_set:
+        return list(range(1, min(len(cfg.hosts), 5) + 1))
+    return sorted(set(c.node_counts))
+
+
 class CephScaling:
     question = "How a Ceph cluster's I/O scales with its nodes"
     uses_fleet = False
+    spans_hosts = True   # over [[hosts]], every host is a storage node and a client
     name = "ceph-scaling"
     section = "ceph_scaling"
     Settings = Settings
@@ -91,62 +115,90 @@ class CephScaling:
     @staticmethod
     def _cluster(cfg: Config) -> tuple[CephConfig, dict[int, int]]:
         """The one cluster the sweep makes ([ceph] with the most nodes swept), and every block's image in it."""
-        c = cfg.ceph_scaling
-        return (cfg.ceph.model_copy(update={"nodes": max(c.node_counts), "link_mbit": 0,   # links set per block
-                                            "pool_node_counts": sorted(set(c.node_counts))}),
-                {k: c.vms * c.size_mib for k in set(c.node_counts)})
+        c, counts = cfg.ceph_scaling, node_counts(cfg)
+        clients = c.vms * (len(cfg.hosts) if over_hosts(cfg) else 1)
+        return (cfg.ceph.model_copy(update={"nodes": max(counts), "link_mbit": 0,   # links set per block
+                                            "pool_node_counts": counts}),
+                {k: clients * c.size_mib for k in counts})
 
     def refusal(self, cfg: Config) -> str | None:
-        if cfg.ceph.mode != "local":   # its pools and CRUSH rules per node count are made, not borrowed
-            return (f'ceph-scaling makes its own local cluster, so ceph.mode="{cfg.ceph.mode}" does not '
-                    'fit it. Fix: --set ceph.mode=local (your cluster serves `--backend rbd` runs)')
-        return osd_size_problem(*self._cluster(cfg))
+        if cfg.ceph.mode == "existing":   # its pools and CRUSH rules per node count are made, not borrowed
+            return ('ceph-scaling makes its own cluster, so ceph.mode="existing" does not fit it. Fix: --set '
+                    'ceph.mode=local, or ceph.mode=hosts on [[hosts]] (your cluster serves `--backend rbd` runs)')
+        if cfg.hosts and not over_hosts(cfg):
+            return ('ceph-scaling on [[hosts]] makes its cluster over them. Fix: --set ceph.mode=hosts, or drop '
+                    '[[hosts]] for a cluster of network namespaces on one machine')
+        if over_hosts(cfg) and any(cfg.ceph_scaling.link_mbit):
+            return ("ceph_scaling.link_mbit caps the storage nodes' links; over [[hosts]] those are your hosts' own "
+                    "interfaces, which vtb does not change. Fix: --set 'ceph_scaling.link_mbit=[0]'")
+        if over_hosts(cfg) and (most := max(node_counts(cfg))) > len(cfg.hosts):
+            return (f"ceph_scaling.node_counts goes up to {most} storage nodes, one per [[hosts]] entry, and the "
+                    f"config has {len(cfg.hosts)}. Fix: add [[hosts]] tables or lower the node counts")
+        ceph, images = self._cluster(cfg)
+        return hosts_mode_problem(cfg.model_copy(update={"ceph": ceph})) or osd_size_problem(ceph, images)
 
     def blocks(self, cfg: Config) -> list[tuple[int, int]]:
         """(storage nodes, link Mbit/s) of each block."""
-        c = cfg.ceph_scaling
-        return [(k, rate) for k in sorted(set(c.node_counts)) for rate in c.link_mbit]
+        return [(k, rate) for k in node_counts(cfg) for rate in cfg.ceph_scaling.link_mbit]
 
     def envs(self, cfg: Config) -> tuple[str, ...]:
         return (PHYSICAL, VIRTUAL) if cfg.ceph_scaling.ve else (PHYSICAL,)
 
     def plan(self, cfg: Config) -> Plan:
         c = cfg.ceph_scaling
-        points = [PlannedPoint(label, env, fio.tool_seconds(job), c.vms)   # as many host clients as VMs
+        clients = c.vms * (len(cfg.hosts) if over_hosts(cfg) else 1)
+        points = [PlannedPoint(label, env, fio.tool_seconds(job), clients)   # as many host clients as VMs
                   for label, job in self.jobs(cfg) for env in self.envs(cfg)]
         return Plan(self.name, [Block(block_label(k, rate), points) for k, rate in self.blocks(cfg)], cfg.repeat.count)
 
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
         ceph, images = self._cluster(cfg)
-        sweep_cfg = sweep.fleet_config(cfg, "cs", vms=c.vms, disk_size_mib=c.size_mib).model_copy(update={
-            "disk": cfg.disk.with_backend("rbd"),
-            "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)})})
+        spread = hosts.all_for_config(cfg) if over_hosts(cfg) else []
+        sweep_cfg = sweep.fleet_config(cfg, "cs", vms=c.vms * max(len(spread), 1), disk_size_mib=c.size_mib).model_copy(
+            update={"disk": cfg.disk.with_backend("rbd"),
+                    "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)})})
         jobs = self.jobs(cfg)
         runs = len(jobs) * len(self.envs(cfg)) * cfg.repeat.count
 
+        def fleet(k: int) -> Testbed | SweptOverHosts:
+            """Node count k's fleet: its VMs' disks in the pool over the first k nodes."""
+            cfg_k = sweep_cfg.model_copy(update={"ceph": sweep_cfg.ceph.model_copy(update={"pool_nodes": k})})
+            if spread:
+                return SweptOverHosts(MultiHostFleet(cfg_k, spread, run_scoped=True))
+            return Testbed(cfg_k, ctx.host, run_scoped=True)
+
         def block(k: int, rate: int) -> sweep.SweepBlock:
             return sweep.SweepBlock(
-                block_label(k, rate), runs,
-                testbed=lambda _where: Testbed(sweep_cfg.model_copy(update={
-                    "ceph": sweep_cfg.ceph.model_copy(update={"pool_nodes": k})}), ctx.host, run_scoped=True),
-                ready=lambda tb: ceph_local.set_link_rate(ctx.host, tb.ceph, rate),
+                block_label(k, rate), runs, testbed=lambda _where: fleet(k), rebuildable=not spread,
+                ready=lambda tb: None if spread else ceph_local.set_link_rate(ctx.host, tb.ceph, rate),
                 points=lambda record, tb: [self._point(ctx, tb, record, k, rate, label, job, env) for label, job in jobs
                                            for env in self.envs(cfg)])
         sweep.run(ctx, sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",
-                  {"blocks": [block_name(k, rate) for k, rate in self.blocks(cfg)], "points": [label for label, _ in jobs]})
+                  {"blocks": [block_name(k, rate) for k, rate in self.blocks(cfg)], "points": [label for label, _ in jobs]},
+                  standing=fleet(max(node_counts(cfg))))
 
-    def _point(self, ctx: RunContext, tb: Testbed, record: TestbedRecord, nodes: int, rate: int, label: str,
-               job: fio.FioJob, env: str) -> Point:
+    def _point(self, ctx: RunContext, tb: Testbed | SweptOverHosts, record: TestbedRecord | SpanningRecord,
+               nodes: int, rate: int, label: str, job: fio.FioJob, env: str) -> Point:
         block = block_name(nodes, rate)
         meta = {"point": label, "block": block, "ceph_nodes": nodes, "link": f"{rate}mbit" if rate else "uncapped",
-                "vm_count": len(record.vms), **fio.job_meta(job), "bs_bytes": bs_bytes(job.bs)}
-        common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline, meta=meta,
-                      observe=partial(ceph_local.links_observed, tb.ceph, nodes, rate))
+                **fio.job_meta(job), "bs_bytes": bs_bytes(job.bs)}
+        common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline)
+        if isinstance(record, SpanningRecord):   # every host's clients at once, each host's link observed
+            groups = [(h, part) for h, part in zip(record.hosts, record.parts) if part.vms]
+            slots = [(h, part.device_path, [(vm.slice_offset, vm.slice_bytes) for vm in part.vms]) for h, part in groups]
+            vms = tuple(vm.name for _, part in groups for vm in part.vms)
+            return sweep.point_in(
+                env, f"{block}/{label}", partial(fio.across_hosts, job, slots=slots),
+                ("rbd", vms, partial(fio.across_hosts, job, fleets=[(h, part.uri, part.vms) for h, part in groups])),
+                meta={**meta, "vm_count": len(vms), "placement": {h.name: len(part.vms) for h, part in groups}},
+                observe=partial(ceph_hosts.links_observed, tb.ceph), **common)
         return sweep.point_in(
             env, f"{block}/{label}", partial(fio.on_host, ctx.host, job, device=record.device_path,
                                              slots=[(vm.slice_offset, vm.slice_bytes) for vm in record.vms]),
-            ("rbd", tuple(vm.name for vm in record.vms), partial(fio.in_guests, record.uri, job, record.vms)), **common)
+            ("rbd", tuple(vm.name for vm in record.vms), partial(fio.in_guests, record.uri, job, record.vms)),
+            meta={**meta, "vm_count": len(record.vms)}, observe=partial(ceph_local.links_observed, tb.ceph, nodes, rate),
+            **common)
 
     # --- the summary ---------------------------------------------------------------------
     def summarize(self, ctx: RunContext) -> None:
@@ -178,13 +230,17 @@ def point_rows(rows: list[dict]) -> list[dict]:
         key = (r["ceph_nodes"], r["link"], r["point"], r["env"])
         row = out.setdefault(key, {"nodes": r["ceph_nodes"], "link": r["link"], "point": r["point"], "env": r["env"],
                                    "rw": r["rw"], "bs": r["bs"], "bs_bytes": r["bs_bytes"], "numjobs": r["numjobs"],
-                                   "network_bound": False, "link_peak": None, "failed": False})
+                                   "network_bound": False, "link_peak": None, "failed": False, "links": {}})
         if r["status"] != "ok":
             row["failed"] = True
             continue
         if r["metric"] in METRICS:
             row.setdefault(r["metric"], []).append(r["value"])
         if r["metric"] == "aggregate_bw":   # once per repeat
+            for key in r:   # each node link's busier direction (over [[hosts]]: each host's interface)
+                if (m := re.fullmatch(r"link_n(\d+)_rx_mbit_s", key)) and r[key] is not None:
+                    busier = max(r[key], r.get(f"link_n{m[1]}_tx_mbit_s") or 0.0)
+                    row["links"].setdefault(int(m[1]), []).append(busier)
             row["network_bound"] |= bool(r.get("network_bound"))
             if r.get("link_peak_utilisation") is not None:
                 row["link_peak"] = max(row["link_peak"] or 0.0, r["link_peak_utilisation"])
@@ -227,12 +283,12 @@ def correlations(points: list[dict]) -> list[dict]:
 
 def print_summary(points: list[dict], fits: dict, corr: list[dict], accel: str) -> str:
     t = Table(title=f"ceph-scaling: means over repeats, accel={accel}")
-    for col in ("nodes", "link", "point", "env", "MiB/s", "IOPS", "lat us", "link peak", "net-bound"):
-        t.add_column(col, justify="left" if col in ("link", "point", "env") else "right", no_wrap=True)
+    for col in ("nodes", "link", "point", "env", "MiB/s", "IOPS", "lat us", "node links Mbit/s", "link peak", "net-bound"):
+        t.add_column(col, justify="left" if col in ("link", "point", "env", "node links Mbit/s") else "right", no_wrap=True)
     for p in points:
         t.add_row(str(p["nodes"]), p["link"], p["point"], p["env"],
                   "failed" if p.get("aggregate_bw") is None else f"{p['aggregate_bw'] / 1024:,.1f}",
-                  tables.cell(p, "aggregate_iops"), tables.cell(p, "lat_mean"),
+                  tables.cell(p, "aggregate_iops"), tables.cell(p, "lat_mean"), links_cell(p["links"]),
                   "-" if p["link_peak"] is None else f"{p['link_peak']:.0%}", "yes" if p["network_bound"] else "")
     m = Table(title="regression per node count: log(metric) ~ log(numeric factors) + categorical factors")
     for col in ("nodes", "metric", "factors", "R²", "held-out error"):
@@ -252,6 +308,11 @@ def print_summary(points: list[dict], fits: dict, corr: list[dict], accel: str) 
                   str(row["n"]))
     failures = [(f"n{p['nodes']} {p['point']} {p['env']}", "failed") for p in points if p["failed"]]
     return tables.render([t, m, c], failures, width=120)
+
+
+def links_cell(links: dict[int, list[float]]) -> str:
+    """Each node link's busier direction, the mean over repeats: "n1 120, n2 35"."""
+    return ", ".join(f"n{k} {sum(v) / len(v):,.0f}" for k, v in sorted(links.items())) or "-"
 
 
 def _grid(points: list[dict], x_key: str, path: Path, title: str, xlabel: str) -> Path | None:

@@ -28,6 +28,7 @@ from harness.common.files import write_atomic
 from harness.common.schema import Section, VmCounts
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext
+from harness.fleet.multi_host import spanning_metadata
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point, Site
@@ -175,10 +176,9 @@ class VmScaling:
         if len(ctx.testbeds) <= 1:
             sweep.run_on_fleet(ctx, self.points(ctx, ctx.testbed), {"vm_counts": ctx.cfg.vm_scaling.vm_counts})
             return
-        meta = {**ctx.testbed.metadata(), "fleet_vms": sum(len(tb.vms) for tb in ctx.testbeds),   # the whole fleet
-                "device": ",".join(f"{h.name}:{tb.device_path}" for h, tb in zip(ctx.hosts, ctx.testbeds))}
         sweep.run_on_fleet(ctx, self.points_across_hosts(ctx), {"vm_counts": ctx.cfg.vm_scaling.vm_counts},
-                           sites=[Site(h, tb.uri) for h, tb in zip(ctx.hosts, ctx.testbeds)], meta=meta)
+                           sites=[Site(h, tb.uri) for h, tb in zip(ctx.hosts, ctx.testbeds)],
+                           meta=spanning_metadata(ctx.hosts, ctx.testbeds))
 
     def run_compared(self, ctx: RunContext, backends: list[str]) -> None:
         """A block per backend on the sweep's own fleet, re-provisioned for each; a backend this host

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from harness.common.console import step, warn
 from harness.common.files import write_atomic
@@ -22,12 +23,13 @@ from harness.resources.ceph.plan import CephPlan, fleet_images, osd_size_problem
 
 
 class MultiHostFleet:
-    def __init__(self, cfg: Config, hosts: list[Host]):
+    def __init__(self, cfg: Config, hosts: list[Host], run_scoped: bool = False):
+        """`run_scoped`: an experiment's own fleet, as Testbed's."""
         fixed = {h.name: h.vms for h in cfg.hosts}
         order = place(cfg.fleet.vms, [(h.name, fixed.get(h.name)) for h in hosts])
         self.cfg = cfg
-        self.parts = [Testbed(cfg, h, indices=[i for i, name in enumerate(order) if name == h.name])
-                      for h in hosts if h.name in order]
+        self.parts = [Testbed(cfg, h, indices=[i for i, name in enumerate(order) if name == h.name],
+                              run_scoped=run_scoped) for h in hosts if h.name in order]
         self.dir = cfg.state_dir / cfg.fleet.name
         plan = self.parts[0].ceph if self.parts else None
         self.ceph: CephPlan | None = plan if plan is not None and plan.hosts else None
@@ -72,9 +74,9 @@ class MultiHostFleet:
         return self._each("bringing the fleet to the config",
                           lambda part: part.ensure() if part.record_path.exists() else part.up())
 
-    def down(self) -> list[str]:
+    def down(self, quiet: bool = False) -> list[str]:
         try:
-            return [r for removed in self._each("testbed down", lambda p: p.down()) for r in removed]
+            return [r for removed in self._each("testbed down", lambda p: p.down(quiet)) for r in removed]
         finally:   # the cluster outlives no part: removed even when a host's teardown failed
             failing = sys.exc_info()[1] is not None
             try:
@@ -87,3 +89,40 @@ class MultiHostFleet:
             for folder in (self.dir / "hosts", self.dir):   # the fleet's folders, once nothing is left in them
                 with contextlib.suppress(OSError):
                     folder.rmdir()
+
+
+def spanning_metadata(hosts: list[Host], parts: list[TestbedRecord]) -> dict:
+    """What a point's samples keep of a fleet over hosts: the first part's, with the whole fleet's
+    VM count and each host's device."""
+    return {**parts[0].metadata(), "fleet_vms": sum(len(p.vms) for p in parts),
+            "device": ",".join(f"{h.name}:{p.device_path}" for h, p in zip(hosts, parts))}
+
+
+@dataclass
+class SpanningRecord:
+    """A fleet over hosts once up: each host's part, in the hosts' order."""
+    hosts: list[Host]
+    parts: list[TestbedRecord]
+
+    def metadata(self) -> dict:
+        return spanning_metadata(self.hosts, self.parts)
+
+
+class SweptOverHosts:
+    """A sweep block's fleet over the hosts, as the sweep engine holds a fleet: up as one record,
+    down with its cluster. A host lost as it comes up fails the block with its reason (a fleet
+    over [[hosts]] is not rebuilt)."""
+
+    def __init__(self, fleet: MultiHostFleet):
+        self.fleet = fleet
+        self.ceph = fleet.ceph
+
+    def up(self) -> SpanningRecord:
+        return SpanningRecord([part.host for part in self.fleet.parts], self.fleet.up())
+
+    def down(self, quiet: bool = False) -> list[str]:
+        return self.fleet.down(quiet)
+
+    @staticmethod
+    def host_not_answering() -> None:
+        return None

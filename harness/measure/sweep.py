@@ -14,6 +14,7 @@ from typing import Callable, ContextManager, Iterator
 from harness.common.console import step, warn
 from harness.common.schema import ConfigError
 from harness.config.core import Config
+from harness.fleet.multi_host import SpanningRecord, SweptOverHosts
 from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
 from harness.libvirt.agent import AgentError
 from harness.measure.context import RunContext
@@ -89,13 +90,14 @@ def record_plan(ctx: RunContext, planned: dict | list, skipped: dict[str, str] |
 
 
 def begin(ctx: RunContext, sweep_cfg: Config, runs: int, planned: dict | None = None,
-          skipped: dict[str, str] | None = None) -> SweepFleet:
+          skipped: dict[str, str] | None = None, standing: Testbed | SweptOverHosts | None = None) -> SweepFleet:
     """Records the plan (record_plan; None: recorded already), counts the point runs for the
-    progress bar, and removes a fleet of the sweep's name that a killed run left."""
+    progress bar, and removes a fleet of the sweep's name that a killed run left (`standing`, by
+    default the sweep config's on the run's host)."""
     if planned is not None:
         record_plan(ctx, planned, skipped)
     ctx.plan(runs)
-    tb = Testbed(sweep_cfg, ctx.host, run_scoped=True)
+    tb = standing or Testbed(sweep_cfg, ctx.host, run_scoped=True)
     tb.down(quiet=True)
     return SweepFleet(tb)
 
@@ -117,7 +119,8 @@ class SweepBlock:
     """One block of a sweep: a setup the engine provisions, then the points measured on it."""
     label: str                                       # unique in the run, e.g. "backend nbd", "raid5-n4-c64k"
     runs: int                                        # its point runs (points x repeats), for the progress bar
-    testbed: Callable[[dict], Testbed]               # its testbed on the run's host as it is now, given `place`'s
+    testbed: Callable[[dict], Testbed | SweptOverHosts]   # its testbed on the run's host as it is now, given
+                                                         # `place`'s (or its fleet over the [[hosts]])
     points: Callable[[TestbedRecord, Testbed], list[Point]]
     # what the block sits on for its duration, as Testbed arguments ({}: the sweep fleet's own device), or
     # None when this host cannot have it (the block is skipped; the context said why)
@@ -131,11 +134,11 @@ class SweepBlock:
 
 
 def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str, planned: dict | None = None,
-        skipped: dict[str, str] | None = None) -> None:
+        skipped: dict[str, str] | None = None, standing: Testbed | SweptOverHosts | None = None) -> None:
     """Runs the blocks in order on one pipeline (see the module). A block on a place of its own (a
     loop device, a RAM disk), or that keeps no fleet, has its fleet torn down when it is done
-    (before the place goes)."""
-    fleet = begin(ctx, sweep_cfg, sum(b.runs for b in blocks), planned, skipped)
+    (before the place goes). A fleet over hosts has its points measured on every host it spans."""
+    fleet = begin(ctx, sweep_cfg, sum(b.runs for b in blocks), planned, skipped, standing)
     pipeline = ctx.pipeline(ctx.host.uri, (sweep_cfg.prefix + "-",))
     with fleet.torn_down_after(what):
         for i, b in enumerate(blocks):
@@ -153,6 +156,8 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
                 with fleet.torn_down_after() if where or not b.keep_fleet else nullcontext():
                     record = fleet.up(ctx, pipeline, lambda b=b, where=where: b.testbed(where))
                     tb = fleet.testbed
+                    if isinstance(record, SpanningRecord):
+                        pipeline.sites = [Site(h, part.uri) for h, part in zip(record.hosts, record.parts)]
                     b.ready(tb)
                     rebuild = (lambda b=b, tb=tb: _rebuilt(b, tb)) if b.rebuildable else None
                     points = b.points(record, tb)

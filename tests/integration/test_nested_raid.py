@@ -406,21 +406,43 @@ def test_a_nested_host_that_died_is_booted_anew_where_the_run_reaches_it(host):
 
 
 @pytest.mark.alone   # gc --all
-@pytest.mark.timeout(1500)   # two L1s booted, a Ceph cluster over them, two runs on it
-def test_vm_scaling_on_ceph_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_path):
-    """Two nested hosts driven as `ssh` hosts (the path a user's own servers take): vm-scaling
-    with one VM on each, on the rbd backend in a Ceph cluster over both hosts (ceph.mode = "hosts":
-    the mon and an OSD on the first, an OSD on the second, over the network the nested hosts
-    share), physical baselines on both, per-host and aggregate figures. Then a run on it killed
-    with SIGKILL mid-point, and `gc --all`: nothing left on either host (VMs, Ceph daemons and
-    files), no nested host and no shared bridge here. Last in this module: it removes the nested
-    hosts. Both are booted anew (the one the tests before used was paused by the test before
-    this), with virtio-blk drives: QEMU 7.2's emulated NVMe stalls at queue depths above 1 under
-    TCG (see test_backend_sweeps), and this test is about the ssh path, not the drives."""
+@pytest.mark.timeout(1800)   # two L1s booted, Ceph clusters over them, three runs on them
+def test_ceph_and_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_path):
+    """Two nested hosts driven as `ssh` hosts (the path a user's own servers take). ceph-scaling
+    over both (ceph.mode = "hosts"): a storage node on the first, then on both, over the network
+    the nested hosts share, a client and a VM on each, each host's interface observed. Then
+    vm-scaling with one VM on each, on the rbd backend in a Ceph cluster over both hosts (the mon
+    and an OSD on the first, an OSD on the second), physical baselines on both, per-host and
+    aggregate figures; a second cluster on the same hosts meanwhile is refused. Then a run on it
+    killed with SIGKILL mid-point, and `gc --all`: nothing left on either host (VMs, Ceph daemons
+    and files), no nested host and no shared bridge here. Last in this module: it removes the
+    nested hosts. Both are booted anew (the one the tests before used was paused by the test
+    before this), with virtio-blk drives: QEMU 7.2's emulated NVMe stalls at queue depths above 1
+    under TCG (see test_backend_sweeps), and this test is about the ssh path, not the drives."""
     harness("host", "nested", "down")
     out = harness("host", "nested", "up", "--count", "2", "--set", "nested.drive_model=virtio-blk")
     ssh_config = out.stdout.strip().splitlines()[-1]
     assert ssh_config.endswith("nested-hosts.toml") and 'ssh = "root@127.0.0.1"' in Path(ssh_config).read_text()
+    scaling = ["run", "ceph-scaling", "--config", ssh_config, "--set", "ceph.mode=hosts", "--set", "ceph.pg_num=8",
+               "--set", "repeat.count=1", "--set", "settle.max_wait_s=5", "--set", "ceph_scaling.patterns=['read']",
+               "--set", "ceph_scaling.bs=['4k','64k']", "--set", "ceph_scaling.numjobs=[1]", "--runtime", "2",
+               "--ramp", "0"]
+    done = subprocess.run([HARNESS, *scaling, "--set", f"results_dir={tmp_path / 'cs'}"], capture_output=True, text=True,
+                          timeout=1500)
+    print(done.stdout, done.stderr)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next((tmp_path / "cs").glob("*-ceph-scaling-*"))
+    rows = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    agg = [r for r in rows if r["metric"] == "aggregate_bw" and r["status"] == "ok"]
+    assert {(r["ceph_nodes"], r["env"], r["bs"]) for r in agg} == {(n, e, b) for n in (1, 2) for e in ("physical", "virtual")
+                                                                    for b in ("4k", "64k")}, agg
+    assert all(r["placement"] == {"nested0": 1, "nested1": 1} and set(r["host_conditions"]) == {"nested0", "nested1"}
+               for r in agg)
+    assert all(r["link_n1_rx_mbit_s"] + r["link_n2_rx_mbit_s"] > 0 for r in agg)   # each host's own interface
+    assert {r["ioengine"] for r in rows if r["metric"] == "iops" and r["env"] == "physical" and r["status"] == "ok"} == {"rbd"}
+    summary = (run_dir / "summary.txt").read_text()
+    assert "regression per node count" in summary and "n1 " in summary and "n2 " in summary, summary
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
     rbd = ["run", "vm-scaling", "--vm-counts", "2", "--ramp", "0", "--backend", "rbd", "--set", "ceph.mode=hosts",
            "--set", "ceph.pg_num=8", "--set", "repeat.count=1", "--set", "settle.max_wait_s=5", "--set", "fleet.vms=2",
            "--config", ssh_config]
@@ -443,6 +465,9 @@ def test_vm_scaling_on_ceph_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_pat
     assert "per host" in (run_dir / "summary.txt").read_text()
     ceph = json.loads((run_dir / "run.json").read_text())["testbed"]["ceph"]
     assert ceph["mode"] == "hosts" and ceph["addresses"] == ["10.214.0.11", "10.214.0.12"]
+    clash = subprocess.run([HARNESS, *scaling, "--set", f"results_dir={tmp_path / 'clash'}"], capture_output=True,
+                           text=True, timeout=900)   # the fleet's cluster holds the mon's ports
+    assert clash.returncode == 2 and "port 3300 at 10.214.0.11 is taken" in clash.stdout + clash.stderr, clash.stdout
 
     log = tmp_path / "killed.log"
     with open(log, "w") as f:   # seed 0 shuffles physical-n2 first: the host points the kill is about come at once

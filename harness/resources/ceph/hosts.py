@@ -9,13 +9,16 @@ networks, packages and everything else on them are never touched."""
 from __future__ import annotations
 
 import time
+from functools import partial
+from typing import ContextManager
 
 from harness.common.console import step
 from harness.hosts import from_descriptor
+from harness.resources.ceph import links
 from harness.resources.ceph.bootstrap import PACKAGES, CephError, CephRefusal, build, complete, log_tails, missing_tools, remove
 from harness.resources.ceph.plan import CephPlan, refusals
 
-__all__ = ["CephError", "create", "destroy"]
+__all__ = ["CephError", "create", "destroy", "links_observed"]
 
 
 def _hosts(plan: CephPlan) -> list:
@@ -31,11 +34,22 @@ def _address_problem(host, address: str) -> str | None:
     return None
 
 
+def _mon_port_problem(host, plan: CephPlan) -> str | None:
+    """Why the mon cannot listen at its address: another cluster's mon has its ports there."""
+    out = host.run(["ss", "-Hltn"], timeout=60, check=False).stdout.decode(errors="replace")
+    taken = [port for port in (3300, 6789) for line in out.splitlines()
+             if any(f"{a}:{port}" in line.split()[3:4] for a in (plan.mon_address, "0.0.0.0", "*"))]
+    if taken:
+        return (f"{host.label}: port {taken[0]} at {plan.mon_address} is taken (another Ceph cluster's mon, such as "
+                "another fleet's on these hosts). Fix: `harness testbed down` the fleet whose cluster it is, then run again")
+    return None
+
+
 def create(plan: CephPlan) -> str:
     hosts = _hosts(plan)
     problems = refusals(plan)
     for k, host in enumerate(hosts, 1):
-        if missing := missing_tools(host, ("ip",)):
+        if missing := missing_tools(host, ("ip", "ss")):
             problems.append(f"{', '.join(missing)} missing on {host.label}: install {' '.join(PACKAGES)} there")
         elif why := _address_problem(host, plan.node_address(k)):
             problems.append(why)
@@ -49,6 +63,8 @@ def create(plan: CephPlan) -> str:
     removed = [r for h in hosts for r in remove(h, plan)]   # half made (a killed create), or another plan's
     if removed:
         step(f"ceph {plan.name}: removed what an earlier attempt left: {', '.join(removed)}")
+    if why := _mon_port_problem(mon, plan):
+        raise CephRefusal(f"the Ceph plan is refused, nothing was made:\n  {why}")
     t0 = time.monotonic()
     try:
         build(plan, mon, lambda k: (hosts[k - 1], []), hosts)
@@ -72,3 +88,40 @@ def destroy(plan: CephPlan) -> str:
         except Exception as e:  # noqa: BLE001 - the other hosts are still cleaned
             removed.append(f"(not removed on {host.label}: {e})")
     return f"ceph {plan.name}: removed {', '.join(removed) or 'nothing (already gone)'}"
+
+
+SAMPLE_EVERY_S = 1.0   # a reading is a command over each host's ssh: a second apart
+
+
+def _interface(host, address: str) -> str:
+    """The host's interface that holds the node's address."""
+    out = host.run(["ip", "-4", "-o", "addr", "show"], timeout=60, check=False).stdout.decode(errors="replace")
+    for line in out.splitlines():   # "2: eth0    inet 10.214.0.11/24 brd ..."
+        fields = line.split()
+        if len(fields) > 3 and fields[3].split("/")[0] == address:
+            return fields[1]
+    raise CephError(f"{host.label} has no interface with the Ceph address {address} any more")
+
+
+def _speed_mbit(host, iface: str) -> int:
+    """The interface's speed as its driver says it, 0 where it says none (a virtio NIC)."""
+    said = host.run(["cat", f"/sys/class/net/{iface}/speed"], timeout=30, check=False).stdout.decode(errors="replace")
+    return max(int(said.strip()), 0) if said.strip().lstrip("-").isdigit() else 0
+
+
+def _counters(host, iface: str) -> dict[str, int] | None:
+    stats = f"/sys/class/net/{iface}/statistics"
+    done = host.run(["cat", f"{stats}/rx_bytes", f"{stats}/tx_bytes"], timeout=10, check=False)
+    values = done.stdout.split()
+    if done.returncode != 0 or len(values) != 2:
+        return None   # a reading missed; the point's figures come from the others
+    return {"rx_bytes": int(values[0]), "tx_bytes": int(values[1])}
+
+
+def links_observed(plan: CephPlan) -> ContextManager:
+    """Around a point: each host's interface on the network the cluster uses (node k is host k;
+    every host is a client too), its use against its speed where its driver says one."""
+    hosts = _hosts(plan)
+    ifaces = {k: (host, _interface(host, plan.node_address(k))) for k, host in enumerate(hosts, 1)}
+    return links.observed({k: partial(_counters, h, i) for k, (h, i) in ifaces.items()},
+                          {k: _speed_mbit(h, i) for k, (h, i) in ifaces.items()}, SAMPLE_EVERY_S)

@@ -7,15 +7,15 @@ making anything; destroy removes what the plan names: its daemons by their pid f
 namespaces, links and bridge, and its dir. Nothing else is touched."""
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
-import threading
 import time
+from functools import partial
 from pathlib import Path
-from typing import Iterator
+from typing import ContextManager
 
 from harness.common.console import step
+from harness.resources.ceph import links
 from harness.resources.ceph.bootstrap import (
     PACKAGES,
     CephError,
@@ -27,7 +27,7 @@ from harness.resources.ceph.bootstrap import (
     remove,
     run,
 )
-from harness.resources.ceph.plan import CephPlan, counters_at, link_utilisation, refusals
+from harness.resources.ceph.plan import CephPlan, refusals
 
 __all__ = ["CephError", "create", "destroy", "links_observed", "set_link_rate"]
 
@@ -109,9 +109,6 @@ def destroy(host, plan: CephPlan) -> str:
     return f"ceph {plan.name}: removed {', '.join(removed) or 'nothing (already gone)'}"
 
 
-NETWORK_BOUND = 0.9   # a link above this share of its cap during a point: the network was the bottleneck
-
-
 def set_link_rate(host, plan: CephPlan, mbit: int) -> None:
     """Caps every node's link both ways at `mbit` (0 = uncapped), in place: no daemon restarts."""
     for k in range(1, plan.nodes + 1):
@@ -130,45 +127,11 @@ def _counters(dev: str) -> dict[str, int]:
 
 
 SAMPLE_EVERY_S = 0.25
-MIN_WINDOW_S = 0.5   # a measured window shorter than this falls back to the whole call
 
 
-@contextlib.contextmanager
-def links_observed(plan: CephPlan, nodes: int, link_mbit: int) -> Iterator:
-    """Around a point: each of the first `nodes` node links' byte counters, read every SAMPLE_EVERY_S.
-    Yields the function the pipeline calls with fio's measured window (this machine's clock, or
-    None): each link's use over that window (over the whole call without one), and whether any
-    capped link ran above NETWORK_BOUND of its cap (network-bound)."""
+def links_observed(plan: CephPlan, nodes: int, link_mbit: int) -> ContextManager:
+    """Around a point: each of the first `nodes` node links' use (harness/resources/ceph/links.py),
+    against its cap (`link_mbit`; 0 = uncapped, no share)."""
     devs = {k: plan.veth(k) for k in range(1, nodes + 1)}
-    series: dict[int, list] = {k: [] for k in devs}
-    stop = threading.Event()
-
-    def sample() -> None:
-        now = time.time()
-        for k, d in devs.items():
-            series[k].append((now, _counters(d)))
-
-    def keep_sampling() -> None:
-        while not stop.wait(SAMPLE_EVERY_S):
-            sample()
-    sample()
-    sampler = threading.Thread(target=keep_sampling, name="link-counters", daemon=True)
-    sampler.start()
-
-    def use(window: tuple[float, float] | None) -> dict:
-        first, last = series[1][0][0], series[1][-1][0]
-        t0, t1 = (max(window[0], first), min(window[1], last)) if window else (first, last)
-        over = "fio's measured window"
-        if t1 - t0 < MIN_WINDOW_S:
-            t0, t1, over = first, last, "the whole call"
-        uses = {k: link_utilisation(counters_at(s, t0), counters_at(s, t1), t1 - t0, link_mbit) for k, s in series.items()}
-        observed = {f"link_n{k}_{d}_mbit_s": u[f"{d}_mbit_s"] for k, u in uses.items() for d in ("rx", "tx")}
-        peak = max((u["utilisation"] for u in uses.values() if u["utilisation"] is not None), default=None)
-        return {**observed, "link_mbit": link_mbit, "link_peak_utilisation": peak, "link_window_s": round(t1 - t0, 2),
-                "link_window": over, "network_bound": peak is not None and peak > NETWORK_BOUND}
-    try:
-        yield use
-    finally:
-        stop.set()
-        sampler.join()
-        sample()
+    return links.observed({k: partial(_counters, d) for k, d in devs.items()}, {k: link_mbit for k in devs},
+                          SAMPLE_EVERY_S)

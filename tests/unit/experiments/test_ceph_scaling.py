@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from harness.experiments import ceph_scaling as cs
 
 
@@ -20,7 +22,8 @@ def rows():
                         meta = {"ceph_nodes": nodes, "link": "uncapped", "point": f"read-{bs}-j{nj}", "env": env,
                                 "rw": "read", "bs": bs, "bs_bytes": bs_bytes, "numjobs": nj, "scope": "aggregate",
                                 "repeat": rep, "status": "ok", "network_bound": nodes == 3 and bs == "128k",
-                                "link_peak_utilisation": 0.95 if nodes == 3 and bs == "128k" else 0.3}
+                                "link_peak_utilisation": 0.95 if nodes == 3 and bs == "128k" else 0.3,
+                                "link_n1_rx_mbit_s": 100.0 + 20 * rep, "link_n1_tx_mbit_s": 10.0}
                         out += [{**meta, "metric": "aggregate_bw", "value": bw},
                                 {**meta, "metric": "aggregate_iops", "value": bw * 1024 / bs_bytes},
                                 {**meta, "metric": "lat_mean", "value": 1e6 / (bw * 1024 / bs_bytes)}]
@@ -34,6 +37,7 @@ def test_one_row_per_point_with_means_and_the_network_bound_flag():
     assert {(p["nodes"], p["bs"]) for p in bound} == {(3, "128k")} and all(p["link_peak"] == 0.95 for p in bound)
     p = next(p for p in points if p["nodes"] == 2 and p["point"] == "read-4k-j1" and p["env"] == "physical")
     assert math.isclose(p["aggregate_bw"], 2 * 64 * 1.01)
+    assert p["links"] == {1: [100.0, 120.0]} and cs.links_cell(p["links"]) == "n1 110"   # each node link's busier way
 
 
 def test_the_model_fits_each_node_count_and_the_correlations_have_the_right_sign():
@@ -67,3 +71,30 @@ def test_a_sweep_that_would_fill_its_cluster_is_refused_before_anything_starts()
     said = EXPERIMENT.refusal(settings.load(None, ["ceph.osd_size_mib=1024"]))
     assert said.startswith("ceph.osd_size_mib=1024 is too small") and "Fix: set ceph.osd_size_mib >=" in said
     assert "ceph.mode" in EXPERIMENT.refusal(settings.load(None, ["ceph.mode=existing", "ceph.conf=/c", "ceph.pool=p"]))
+
+
+HOSTS = ('hosts=[{"name": "a", "ssh": "root@192.0.2.1", "devices": ["/dev/vdb"]}, '
+         '{"name": "b", "ssh": "root@192.0.2.2", "devices": ["/dev/vdb"]}]')
+
+
+def test_over_hosts_each_host_is_a_node_and_the_node_counts_run_up_to_them():
+    from harness.cli import settings
+    from harness.experiments.ceph_scaling import EXPERIMENT
+    cfg = settings.load(None, [HOSTS, "ceph.mode=hosts"])
+    assert cs.node_counts(cfg) == [1, 2] and EXPERIMENT.refusal(cfg) is None
+    p = EXPERIMENT.plan(cfg)
+    assert [b.label for b in p.blocks] == ["1 storage node(s), links uncapped", "2 storage node(s), links uncapped"]
+    assert {pt.participants for b in p.blocks for pt in b.points} == {2}   # a client on each host
+    ceph, images = EXPERIMENT._cluster(cfg)
+    assert ceph.nodes == 2 and ceph.pool_node_counts == [1, 2] and images == {1: 256, 2: 256}
+
+
+@pytest.mark.parametrize("overrides, said", [
+    (["ceph.mode=local"], "--set ceph.mode=hosts"),
+    (["ceph.mode=hosts", "ceph_scaling.link_mbit=[100]"], "your hosts' own interfaces"),
+    (["ceph.mode=hosts", "ceph_scaling.node_counts=[2,3]"], "up to 3 storage nodes, one per [[hosts]] entry"),
+])
+def test_over_hosts_what_does_not_fit_them_is_refused_with_the_fix(overrides, said):
+    from harness.cli import settings
+    from harness.experiments.ceph_scaling import EXPERIMENT
+    assert said in EXPERIMENT.refusal(settings.load(None, [HOSTS, *overrides]))

@@ -56,3 +56,32 @@ def test_osds_too_small_for_the_fleet_are_refused_before_the_cluster_is_made_on_
     fleet = multi_host.MultiHostFleet(cfg, [remote(h) for h in cfg.hosts])
     with pytest.raises(TestbedError, match=r"ceph.osd_size_mib=1024 is too small.*Fix: set ceph.osd_size_mib >= \d+"):
         fleet.up()
+
+
+class ListeningHost(RecordedHost):
+    """A host whose `ss -Hltn` shows another cluster's mon at 10.214.0.11, and its NIC's counters."""
+
+    def run(self, argv, *, env=None, input=None, timeout=None, check=True):
+        self.calls.append(argv)
+        out = {"ss": b"LISTEN 0      512      10.214.0.11:3300      0.0.0.0:*\nLISTEN 0 128 0.0.0.0:22 0.0.0.0:*\n",
+               "ip": IP_ADDR, "cat": b"1000\n2000\n" if "rx_bytes" in " ".join(argv) else b"-1\n"}[argv[0]]
+        return subprocess.CompletedProcess(argv, 0, out, b"")
+
+
+def test_a_mon_port_another_cluster_holds_is_refused_with_the_fix():
+    plan = CephPlan(name="vtb-cs-ceph", dir="/var/tmp/vtb/cs/vtb-cs-ceph", nodes=1, hosts=({"name": "h0"},),
+                    addresses=("10.214.0.11",))
+    said = hosts._mon_port_problem(ListeningHost("h0"), plan)
+    assert "port 3300 at 10.214.0.11 is taken" in said and "harness testbed down" in said
+    free = CephPlan(name="vtb-cs-ceph", dir="/var/tmp/vtb/cs/vtb-cs-ceph", nodes=1, hosts=({"name": "h0"},),
+                    addresses=("10.214.0.12",))
+    assert hosts._mon_port_problem(ListeningHost("h0"), free) is None
+
+
+def test_a_hosts_link_is_its_interface_with_the_nodes_address_and_a_speed_it_does_not_say_is_unknown():
+    host = ListeningHost("h0")
+    assert hosts._interface(host, "10.214.0.11") == "eth0"
+    assert hosts._speed_mbit(host, "eth0") == 0   # virtio: -1
+    assert hosts._counters(host, "eth0") == {"rx_bytes": 1000, "tx_bytes": 2000}
+    with pytest.raises(CephError, match="no interface with the Ceph address 10.214.0.99"):
+        hosts._interface(host, "10.214.0.99")

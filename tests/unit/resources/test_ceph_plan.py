@@ -184,3 +184,24 @@ def test_a_fleets_cluster_makes_only_its_pool_and_a_sweep_names_its_own(tmp_path
 def test_pool_node_counts_that_cannot_serve_the_fleet_are_refused_by_name(sets, says):
     with pytest.raises(ConfigError, match=says):
         settings.load(None, ["disk.backend=rbd", *sets])
+
+
+def test_link_use_is_sampled_around_a_point_and_a_missed_reading_is_skipped():
+    import time
+
+    from harness.resources.ceph import links
+    ticks = {1: 0, 2: 0}
+
+    def reader(k: int):
+        def read():
+            ticks[k] += 1
+            if k == 2 and ticks[k] == 2:
+                return None   # an ssh reading that failed: the next one counts
+            return {"rx_bytes": ticks[k] * 1_250_000, "tx_bytes": 0}
+        return read
+    with links.observed({1: reader(1), 2: reader(2)}, {1: 1000, 2: 0}, every_s=0.05) as use:
+        time.sleep(0.7)
+    said = use(None)
+    assert said["link_window"] == "the whole call" and said["link_n1_rx_mbit_s"] > 0 and said["link_n2_tx_mbit_s"] == 0
+    peak = pytest.approx(said["link_n1_rx_mbit_s"] / 1000, abs=0.01)
+    assert said["link_mbit"] == 1000 and said["link_peak_utilisation"] == peak
