@@ -86,13 +86,22 @@ def _json_or_text(raw: str) -> Any:
         return raw
 
 
+def _toml_array(raw: str) -> list | None:
+    """A TOML array as the config file would hold it (['read'] too: TOML's literal strings), or None."""
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"] if raw.strip().startswith("[") else None
+    except tomllib.TOMLDecodeError:
+        return None
+    return value if isinstance(value, list) else None
+
+
 def typed_value(keys: list[str], raw: str) -> Any:
     """A command-line value for the field at `keys`, typed by that field: text fields keep the text,
-    lists take JSON or comma-separated items (brackets optional), the rest is read as JSON."""
+    lists take JSON, a TOML array or comma-separated items (brackets optional), the rest is read as JSON."""
     info = field_at(keys)
     annotation = info.annotation if info is not None else None
     if typing.get_origin(annotation) is list:
-        if isinstance(parsed := _json_or_text(raw), list):
+        if isinstance(parsed := _json_or_text(raw), list) or isinstance(parsed := _toml_array(raw), list):
             return parsed
         (item,) = typing.get_args(annotation) or (Any,)
         items = [i.strip() for i in raw.strip().removeprefix("[").removesuffix("]").split(",") if i.strip()]

@@ -424,8 +424,8 @@ def test_ceph_and_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_pa
     ssh_config = out.stdout.strip().splitlines()[-1]
     assert ssh_config.endswith("nested-hosts.toml") and 'ssh = "root@127.0.0.1"' in Path(ssh_config).read_text()
     scaling = ["run", "ceph-scaling", "--config", ssh_config, "--set", "ceph.mode=hosts", "--set", "ceph.pg_num=8",
-               "--set", "repeat.count=1", "--set", "settle.max_wait_s=5", "--set", "ceph_scaling.patterns=['read']",
-               "--set", "ceph_scaling.bs=['4k','64k']", "--set", "ceph_scaling.numjobs=[1]", "--runtime", "2",
+               "--set", "repeat.count=1", "--set", "settle.max_wait_s=5", "--set", 'ceph_scaling.patterns=["read"]',
+               "--set", 'ceph_scaling.bs=["4k","64k"]', "--set", "ceph_scaling.numjobs=[1]", "--runtime", "2",
                "--ramp", "0"]
     done = subprocess.run([HARNESS, *scaling, "--set", f"results_dir={tmp_path / 'cs'}"], capture_output=True, text=True,
                           timeout=1500)

@@ -24,6 +24,11 @@ def test_overrides_parse_json_values():
     assert cfg.fleet.vms == 3 and cfg.vm_scaling.vm_counts == [1, 4] and cfg.vm_scaling.job.direct is False
 
 
+@pytest.mark.parametrize("value", ["['read', 'write']", '["read","write"]', "read,write", "[read, write]"])
+def test_a_list_override_reads_as_the_config_file_would_hold_it(value):
+    assert load(f"ceph_scaling.patterns={value}").ceph_scaling.patterns == ["read", "write"]   # TOML, JSON or items
+
+
 def test_file_plus_overrides(tmp_path):
     f = tmp_path / "h.toml"
     f.write_text('[fleet]\nvms = 3\n[vm_scaling.job]\niodepth = 4\n')
