@@ -25,3 +25,11 @@ def test_a_finished_run_is_a_row_and_an_interrupted_one_is_not(tmp_path):
     row = "| `harness run mysql-raid --set host.kind=nested` | 1 (1) | 20 min 8 s | 3 min 0 s | nested, kvm | 2026-11-27 |"
     assert row in text
     assert "harness run x" not in text and "Measured on: AMD EPYC" in text
+
+
+def test_a_command_run_again_shows_its_latest_figure_only(tmp_path):
+    rows = [{"point_id": "a/physical", "repeat": 0, "status": "ok", "metric": "iops"}]
+    runs = [_run(tmp_path / f"r{i}", "completed", rows, command="harness run backends", wall_s=wall, estimate_s=1200,
+                 environment={}) for i, wall in enumerate((1154.0, 1134.7))]
+    text = durations.markdown(runs)
+    assert "18 min 55 s" in text and "19 min 14 s" not in text and text.count("harness run backends") == 1
