@@ -15,7 +15,7 @@ from harness.backends.base import Attachment, Backend, HostDevice, HostPlan, Hos
 from harness.common.plugins import discover
 
 __all__ = ["Attachment", "Backend", "BackendNames", "HostDevice", "HostPlan", "HostProcess", "VmSlot", "all_backends",
-           "get", "host_processes", "option_fields", "read_plan"]
+           "get", "host_processes", "option_fields", "read_plan", "storeless"]
 
 
 @cache
@@ -28,6 +28,14 @@ def get(name: str) -> Backend:
         return all_backends()[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(all_backends())}") from None
+
+
+@cache
+def storeless() -> str:
+    """The backend whose device stores nothing (`stores_nothing`): what the latency breakdown
+    measures the virtualization layers alone with."""
+    (name,) = [name for name, b in all_backends().items() if b.stores_nothing]
+    return name
 
 
 def read_plan(text: str) -> HostPlan:

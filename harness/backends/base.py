@@ -124,6 +124,7 @@ class Backend:
     Options: ClassVar[type[Section]] = NoOptions  # its own [disk] fields (with defaults), merged into [disk]
     summary: ClassVar[str] = ""
     diagnostic: ClassVar[bool] = False  # a measuring aid, not a way to serve disks (left out of "all")
+    stores_nothing: ClassVar[bool] = False  # a device with no storage behind it: the virtualization layers alone
     local_host_only: ClassVar[bool] = False  # its host side runs on this machine (not yet through harness.hosts)
     needs_ceph: ClassVar[bool] = False  # its disks are images in the fleet's Ceph cluster ([ceph]), not slices
     needs_block_device: ClassVar[bool] = False  # its disks must be slices of a host block device, not a file

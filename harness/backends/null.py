@@ -12,6 +12,7 @@ class Null(Backend):
     shared_options = frozenset()
     summary = "virtio-blk on QEMU null-co (no storage): the virtualization layers alone"
     diagnostic = True
+    stores_nothing = True
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
         args = ["-blockdev", f"driver=null-co,node-name=vtbnull,size={vm.size},latency-ns=0",

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field
 from rich.table import Table
 
+from harness import backends
 from harness.analysis import breakdown
 from harness.analysis.stats import summarize
 from harness.common.console import step
@@ -42,7 +43,8 @@ class Breakdown(FioMatrix):
     flags = sweep_flags(GROUP, backends_field="breakdown.backends")
 
     def backend_names(self, cfg: Config) -> list[str]:
-        return [b for b in (cfg.breakdown.backends or [cfg.disk.backend]) if b != "null"] + ["null"]
+        null = backends.storeless()   # the layers alone: every other backend's reference
+        return [b for b in (cfg.breakdown.backends or [cfg.disk.backend]) if b != null] + [null]
 
     def group_points(self, cfg: Config) -> list[FioPoint]:
         c = self.settings(cfg)
@@ -51,11 +53,11 @@ class Breakdown(FioMatrix):
                          self.headline)]
 
     def measured(self, cfg: Config, backend: str) -> list[tuple[FioPoint, str]]:
-        """The host's device and fio-null points, the VM's device point, and with the null backend
+        """The host's device and fio-null points, the VM's device point, and with the storeless backend
         the VM's fio-null point too."""
         device, fio_null = self.points(cfg)
         return [(device, PHYSICAL), (fio_null, PHYSICAL), (device, VIRTUAL),
-                *([(fio_null, VIRTUAL)] if backend == "null" else [])]
+                *([(fio_null, VIRTUAL)] if backend == backends.storeless() else [])]
 
     def planned_block(self, cfg: Config, backend: str) -> list[PlannedPoint]:
         return [PlannedPoint(p.label, env, fio.tool_seconds(p.job)) for p, env in self.measured(cfg, backend)]
@@ -68,12 +70,13 @@ class Breakdown(FioMatrix):
         lat: dict[tuple[str, str], float] = {}
         for (b, point), values in values_of(ctx.store.samples, GROUP, "lat_mean").items():
             lat[(b, point)] = summarize(values).mean
-        needed = [("host", "fio-null"), ("host", "device"), ("null", "fio-null"), ("null", "device")]
+        null = backends.storeless()
+        needed = [("host", "fio-null"), ("host", "device"), (null, "fio-null"), (null, "device")]
         if any(k not in lat for k in needed):
             return
         host_null, host_dev, guest_null, null_disk = (lat[k] for k in needed)
         per_backend = {b: breakdown.layers(host_null, host_dev, guest_null, null_disk, lat[(b, "device")])
-                       for (b, point) in lat if point == "device" and b not in ("host", "null")}
+                       for (b, point) in lat if point == "device" and b not in ("host", null)}
         if not per_backend:
             return
         accel = accel_label(ctx.environment)
