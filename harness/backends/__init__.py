@@ -34,8 +34,10 @@ def get(name: str) -> Backend:
 def storeless() -> str:
     """The backend whose device stores nothing (`stores_nothing`): what the latency breakdown
     measures the virtualization layers alone with."""
-    (name,) = [name for name, b in all_backends().items() if b.stores_nothing]
-    return name
+    names = [name for name, b in all_backends().items() if b.stores_nothing]
+    if len(names) != 1:
+        raise ValueError(f"exactly one backend may declare stores_nothing; these do: {names or 'none'}")
+    return names[0]
 
 
 def read_plan(text: str) -> HostPlan:

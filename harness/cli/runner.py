@@ -237,7 +237,8 @@ def measured(experiment, ctx: RunContext, the_plan: plan_mod.Plan, costs: plan_m
     samples = ctx.store.samples
     if learn_from_s is not None:
         costs.learn(experiment.name, *plan_mod.learnt_from(the_plan, [s.row() for s in samples],
-                                                           time.monotonic() - learn_from_s, len(the_plan.blocks)))
+                                                           time.monotonic() - learn_from_s, len(the_plan.blocks)),
+                    shared=not the_plan.untimed)
     return "completed" if all(s.status == "ok" for s in samples) else "completed-with-failures"
 
 

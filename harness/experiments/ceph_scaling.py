@@ -118,8 +118,15 @@ class CephScaling:
         c, counts = cfg.ceph_scaling, node_counts(cfg)
         clients = c.vms * (len(cfg.hosts) if over_hosts(cfg) else 1)
         return (cfg.ceph.model_copy(update={"nodes": max(counts), "link_mbit": 0,   # links set per block
+                                            "replicas": min(cfg.ceph.replicas, max(counts)),
                                             "pool_node_counts": counts}),
                 {k: clients * c.size_mib for k in counts})
+
+    def configured(self, cfg: Config) -> Config:
+        """The node counts that run, set (over [[hosts]] they default to the host count): the
+        run's recorded config says what was swept."""
+        return cfg.model_copy(update={"ceph_scaling": cfg.ceph_scaling.model_copy(
+            update={"node_counts": node_counts(cfg)})})
 
     def refusal(self, cfg: Config) -> str | None:
         if cfg.ceph.mode == "existing":   # its pools and CRUSH rules per node count are made, not borrowed
@@ -157,7 +164,9 @@ class CephScaling:
         spread = hosts.all_for_config(cfg) if over_hosts(cfg) else []
         sweep_cfg = sweep.fleet_config(cfg, "cs", vms=c.vms * max(len(spread), 1), disk_size_mib=c.size_mib).model_copy(
             update={"disk": cfg.disk.with_backend("rbd"),
-                    "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)})})
+                    "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)}),
+                    # the sweep's VMs on each host: ceph_scaling.vms, whatever [[hosts]] vms the user's fleet has
+                    "hosts": [h.model_copy(update={"vms": c.vms}) for h in cfg.hosts]})
         jobs = self.jobs(cfg)
         runs = len(jobs) * len(self.envs(cfg)) * cfg.repeat.count
 
@@ -172,18 +181,27 @@ class CephScaling:
             return sweep.SweepBlock(
                 block_label(k, rate), runs, testbed=lambda _where: fleet(k), rebuildable=not spread,
                 ready=lambda tb: None if spread else ceph_local.set_link_rate(ctx.host, tb.ceph, rate),
-                points=lambda record, tb: [self._point(ctx, tb, record, k, rate, label, job, env) for label, job in jobs
-                                           for env in self.envs(cfg)])
+                points=lambda record, tb: self._points(ctx, tb, record, k, rate, jobs))
         sweep.run(ctx, sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",
                   {"blocks": [block_name(k, rate) for k, rate in self.blocks(cfg)], "points": [label for label, _ in jobs]},
                   standing=fleet(max(node_counts(cfg))))
 
-    def _point(self, ctx: RunContext, tb: Testbed | SweptOverHosts, record: TestbedRecord | SpanningRecord,
-               nodes: int, rate: int, label: str, job: fio.FioJob, env: str) -> Point:
+    def _points(self, ctx: RunContext, tb: Testbed | SweptOverHosts, record: TestbedRecord | SpanningRecord,
+                nodes: int, rate: int, jobs: list[tuple[str, fio.FioJob]]) -> list[Point]:
+        """A block's points; over hosts, each host's link is found once for all of them."""
+        if isinstance(record, SpanningRecord):
+            observe = ceph_hosts.node_links(tb.ceph)
+        else:
+            observe = partial(ceph_local.links_observed, tb.ceph, nodes, rate)
+        return [self._point(ctx, record, nodes, rate, label, job, env, observe) for label, job in jobs
+                for env in self.envs(ctx.cfg)]
+
+    def _point(self, ctx: RunContext, record: TestbedRecord | SpanningRecord, nodes: int, rate: int, label: str,
+               job: fio.FioJob, env: str, observe) -> Point:
         block = block_name(nodes, rate)
         meta = {"point": label, "block": block, "ceph_nodes": nodes, "link": f"{rate}mbit" if rate else "uncapped",
                 **fio.job_meta(job), "bs_bytes": bs_bytes(job.bs)}
-        common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline)
+        common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline, observe=observe)
         if isinstance(record, SpanningRecord):   # every host's clients at once, each host's link observed
             groups = [(h, part) for h, part in zip(record.hosts, record.parts) if part.vms]
             slots = [(h, part.device_path, [(vm.slice_offset, vm.slice_bytes) for vm in part.vms]) for h, part in groups]
@@ -192,13 +210,12 @@ class CephScaling:
                 env, f"{block}/{label}", partial(fio.across_hosts, job, slots=slots),
                 ("rbd", vms, partial(fio.across_hosts, job, fleets=[(h, part.uri, part.vms) for h, part in groups])),
                 meta={**meta, "vm_count": len(vms), "placement": {h.name: len(part.vms) for h, part in groups}},
-                observe=partial(ceph_hosts.links_observed, tb.ceph), **common)
+                **common)
         return sweep.point_in(
             env, f"{block}/{label}", partial(fio.on_host, ctx.host, job, device=record.device_path,
                                              slots=[(vm.slice_offset, vm.slice_bytes) for vm in record.vms]),
             ("rbd", tuple(vm.name for vm in record.vms), partial(fio.in_guests, record.uri, job, record.vms)),
-            meta={**meta, "vm_count": len(record.vms)}, observe=partial(ceph_local.links_observed, tb.ceph, nodes, rate),
-            **common)
+            meta={**meta, "vm_count": len(record.vms)}, **common)
 
     # --- the summary ---------------------------------------------------------------------
     def summarize(self, ctx: RunContext) -> None:

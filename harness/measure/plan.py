@@ -50,6 +50,11 @@ class Plan:
     def point_runs(self) -> int:
         return self.repeats * sum(len(b.points) for b in self.blocks)
 
+    @property
+    def untimed(self) -> int:
+        """Its points whose tool time only a run tells (they end when their requests are done)."""
+        return sum(1 for b in self.blocks for p in b.points if not p.seconds)
+
 
 def host_key(host_name: str) -> str:
     """The host costs are kept for: the first host of a fleet that spans several."""
@@ -99,8 +104,9 @@ class Costs:
         return self._mean("noise_cv", "headline")
 
     def learn(self, experiment: str, setup_s: float | None, overheads: dict[str, list[float]],
-              noise: float | None) -> None:
-        """Adds one run's costs and writes the file (atomically)."""
+              noise: float | None, shared: bool = True) -> None:
+        """Adds one run's costs and writes the file (atomically). `shared`: its point overheads
+        stand for every experiment's too (not when they hold tool time the plan could not tell)."""
         def keep(kind: str, key: str, value: float) -> None:
             values = self.mine.setdefault(kind, {}).setdefault(key, [])
             values.append(round(value, 3))
@@ -109,7 +115,8 @@ class Costs:
             keep("setup_s", experiment, setup_s)
         for key, values in overheads.items():   # this experiment's own, and every experiment's
             keep("overhead_s", f"{experiment}:{key}", statistics.fmean(values))
-            keep("overhead_s", key, statistics.fmean(values))
+            if shared:
+                keep("overhead_s", key, statistics.fmean(values))
         if noise is not None:
             keep("noise_cv", "headline", noise)
         self.all[self.host] = self.mine
@@ -138,8 +145,7 @@ def estimate(plan: Plan, costs: Costs) -> Estimate:
     if unknown:
         notes.append(f"no per-point overhead measured on this host yet for {', '.join(sorted(unknown))} points: "
                      "their tools' own time only")
-    untimed = sum(1 for b in plan.blocks for p in b.points if not p.seconds)
-    if untimed and not costs.measured(plan.experiment):
+    if (untimed := plan.untimed) and not costs.measured(plan.experiment):
         notes.append(f"{untimed} point(s) end when their requests are done, which a first run of {plan.experiment} "
                      "measures: until then, their overhead only")
     return Estimate(total, notes)

@@ -41,9 +41,9 @@ def _exact(seconds: float) -> str:
 
 
 def markdown(runs: list[Path]) -> str:
-    """The table, with the machine and dates it was measured on: the latest run of each command
-    (`runs` oldest first), as its current figure."""
-    rows = list({r["command"]: r for r in map(row, runs) if r}.values())
+    """The table, with the machine and dates it was measured on: the latest run of each command on
+    each host and accelerator (`runs` oldest first), as its current figure."""
+    rows = list({(r["command"], r["host"], r["accel"]): r for r in map(row, runs) if r}.values())
     out = ["| command | point runs measured (failed) | wall time | the plan's estimate | host, accel | date |",
            "|---|---|---|---|---|---|"]
     for r in rows:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import ContextManager
+from typing import Callable, ContextManager
 
 from harness.common.console import step
 from harness.hosts import from_descriptor
@@ -18,7 +18,7 @@ from harness.resources.ceph import links
 from harness.resources.ceph.bootstrap import PACKAGES, CephError, CephRefusal, build, complete, log_tails, missing_tools, remove
 from harness.resources.ceph.plan import CephPlan, refusals
 
-__all__ = ["CephError", "create", "destroy", "links_observed"]
+__all__ = ["CephError", "create", "destroy", "node_links"]
 
 
 def _hosts(plan: CephPlan) -> list:
@@ -38,7 +38,7 @@ def _mon_port_problem(host, plan: CephPlan) -> str | None:
     """Why the mon cannot listen at its address: another cluster's mon has its ports there."""
     out = host.run(["ss", "-Hltn"], timeout=60, check=False).stdout.decode(errors="replace")
     taken = [port for port in (3300, 6789) for line in out.splitlines()
-             if any(f"{a}:{port}" in line.split()[3:4] for a in (plan.mon_address, "0.0.0.0", "*"))]
+             if any(f"{a}:{port}" in line.split()[3:4] for a in (plan.mon_address, "0.0.0.0", "*", "[::]"))]
     if taken:
         return (f"{host.label}: port {taken[0]} at {plan.mon_address} is taken (another Ceph cluster's mon, such as "
                 "another fleet's on these hosts). Fix: `harness testbed down` the fleet whose cluster it is, then run again")
@@ -50,7 +50,7 @@ def create(plan: CephPlan) -> str:
     problems = refusals(plan)
     for k, host in enumerate(hosts, 1):
         if missing := missing_tools(host, ("ip", "ss")):
-            problems.append(f"{', '.join(missing)} missing on {host.label}: install {' '.join(PACKAGES)} there")
+            problems.append(f"{', '.join(missing)} missing on {host.label}: install {' '.join(PACKAGES)} iproute2 there")
         elif why := _address_problem(host, plan.node_address(k)):
             problems.append(why)
     if problems:
@@ -113,15 +113,15 @@ def _counters(host, iface: str) -> dict[str, int] | None:
     stats = f"/sys/class/net/{iface}/statistics"
     done = host.run(["cat", f"{stats}/rx_bytes", f"{stats}/tx_bytes"], timeout=10, check=False)
     values = done.stdout.split()
-    if done.returncode != 0 or len(values) != 2:
+    if done.returncode != 0 or len(values) != 2 or not all(v.isdigit() for v in values):
         return None   # a reading missed; the point's figures come from the others
     return {"rx_bytes": int(values[0]), "tx_bytes": int(values[1])}
 
 
-def links_observed(plan: CephPlan) -> ContextManager:
-    """Around a point: each host's interface on the network the cluster uses (node k is host k;
-    every host is a client too), its use against its speed where its driver says one."""
-    hosts = _hosts(plan)
-    ifaces = {k: (host, _interface(host, plan.node_address(k))) for k, host in enumerate(hosts, 1)}
-    return links.observed({k: partial(_counters, h, i) for k, (h, i) in ifaces.items()},
-                          {k: _speed_mbit(h, i) for k, (h, i) in ifaces.items()}, SAMPLE_EVERY_S)
+def node_links(plan: CephPlan) -> Callable[[], ContextManager]:
+    """What observes the storage nodes' links around a point: node k's host's interface on the
+    network the cluster uses (found once, here), its use against its speed where its driver says
+    one. A storage node's host is a client too, so its link carries its client traffic as well."""
+    ifaces = {k: (host, _interface(host, plan.node_address(k))) for k, host in enumerate(_hosts(plan), 1)}
+    return partial(links.observed, {k: partial(_counters, h, i) for k, (h, i) in ifaces.items()},
+                   {k: _speed_mbit(h, i) for k, (h, i) in ifaces.items()}, SAMPLE_EVERY_S)

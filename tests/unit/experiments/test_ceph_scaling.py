@@ -98,3 +98,13 @@ def test_over_hosts_what_does_not_fit_them_is_refused_with_the_fix(overrides, sa
     from harness.cli import settings
     from harness.experiments.ceph_scaling import EXPERIMENT
     assert said in EXPERIMENT.refusal(settings.load(None, [HOSTS, *overrides]))
+
+
+def test_over_hosts_the_run_records_the_node_counts_it_sweeps():
+    from harness.cli import settings
+    from harness.experiments.ceph_scaling import EXPERIMENT
+    cfg = EXPERIMENT.configured(settings.load(None, [HOSTS, "ceph.mode=hosts"]))
+    assert cfg.ceph_scaling.node_counts == [1, 2] and cs.node_counts(cfg) == [1, 2]
+    assert EXPERIMENT._cluster(cfg)[0].replicas == 2
+    one = EXPERIMENT.configured(settings.load(None, [HOSTS, "ceph.mode=hosts", "ceph_scaling.node_counts=[1]"]))
+    assert EXPERIMENT._cluster(one)[0].replicas == 1   # a copy per node, on one node

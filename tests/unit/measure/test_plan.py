@@ -82,6 +82,7 @@ def test_points_that_end_by_request_count_are_timed_by_a_run_not_by_their_bound(
     assert any("1 point(s) end when their requests are done" in n for n in plan.estimate(counted, costs).notes)
     rows = [{"point_id": f"{label}/physical", "repeat": r, "status": "ok", "env": "physical", "point_wall_s": wall}
             for label, wall in (("random", 9.0), ("zone", 5.0)) for r in range(3)]
-    costs.learn("counted", *plan.learnt_from(counted, rows, wall_s=50.0, blocks_run=1))
+    costs.learn("counted", *plan.learnt_from(counted, rows, wall_s=50.0, blocks_run=1), shared=not counted.untimed)
     est = plan.estimate(counted, Costs(tmp_path, "local"))
     assert est.seconds == pytest.approx(50.0) and not est.notes   # the run's own time, learnt
+    assert Costs(tmp_path, "local").overhead_s("physical", 1) is None   # not every experiment's overhead

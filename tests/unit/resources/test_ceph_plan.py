@@ -205,3 +205,15 @@ def test_link_use_is_sampled_around_a_point_and_a_missed_reading_is_skipped():
     assert said["link_window"] == "the whole call" and said["link_n1_rx_mbit_s"] > 0 and said["link_n2_tx_mbit_s"] == 0
     peak = pytest.approx(said["link_n1_rx_mbit_s"] / 1000, abs=0.01)
     assert said["link_mbit"] == 1000 and said["link_peak_utilisation"] == peak
+
+
+def test_a_link_whose_reader_fails_gives_no_figure_and_the_point_stands():
+    import time
+
+    from harness.resources.ceph import links
+
+    def broken():
+        raise OSError("ssh: connection reset")
+    with links.observed({1: broken}, {1: 1000}, every_s=0.05) as use:
+        time.sleep(0.2)
+    assert use(None) == {"link_window": "no readings", "network_bound": False}
