@@ -34,5 +34,6 @@ def duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     if minutes < 10:
-        return f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+        whole = round(seconds)   # rounded once: 359.6 s is 6 min 0 s, not 5 min 60 s
+        return f"{whole // 60} min {whole % 60} s"
     return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"

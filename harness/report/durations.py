@@ -37,7 +37,8 @@ def row(run: Path) -> dict | None:
 
 
 def _exact(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {seconds % 60:.0f} s" if seconds >= 60 else f"{seconds:.0f} s"
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60} s" if whole >= 60 else f"{whole} s"
 
 
 def markdown(runs: list[Path]) -> str:
