@@ -29,11 +29,16 @@ def warn(msg: str) -> None:
     console.print(_line("warning:", "yellow", msg), soft_wrap=True)
 
 
+def minutes_seconds(seconds: float) -> str:
+    """"6 min 0 s", rounded once (359.6 s is not "5 min 60 s"); under a minute, "42 s"."""
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60} s" if whole >= 60 else f"{whole} s"
+
+
 def duration(seconds: float) -> str:
     minutes = seconds / 60
     if seconds < 90:
         return f"{seconds:.0f} s"
     if minutes < 10:
-        whole = round(seconds)   # rounded once: 359.6 s is 6 min 0 s, not 5 min 60 s
-        return f"{whole // 60} min {whole % 60} s"
+        return minutes_seconds(seconds)
     return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"

@@ -42,7 +42,7 @@ from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources.ceph import hosts as ceph_hosts
 from harness.resources.ceph import local as ceph_local
-from harness.resources.ceph.plan import CephConfig, hosts_mode_problem, osd_size_for, osd_size_problem
+from harness.resources.ceph.plan import MAX_NODES, CephConfig, hosts_mode_problem, osd_size_for, osd_size_problem
 from harness.results.environment import accel_label, tcg_caveat
 from harness.workloads import fio
 
@@ -89,8 +89,13 @@ def node_counts(cfg: Config) -> list[int]:
     """The node counts swept: the config's, or over [[hosts]] unless set, 1 up to the number of hosts."""
     c = cfg.ceph_scaling
     if over_hosts(cfg) and "node_counts" not in c.model_fields_set:
-        return list(range(1, min(len(cfg.hosts), 5) + 1))
+        return list(range(1, min(len(cfg.hosts), MAX_NODES) + 1))
     return sorted(set(c.node_counts))
+
+
+def clients(cfg: Config) -> int:
+    """The VMs (and host clients) of every point: ceph_scaling.vms, on each host over [[hosts]]."""
+    return cfg.ceph_scaling.vms * (len(cfg.hosts) if over_hosts(cfg) else 1)
 
 
 class CephScaling:
@@ -116,11 +121,10 @@ class CephScaling:
     def _cluster(cfg: Config) -> tuple[CephConfig, dict[int, int]]:
         """The one cluster the sweep makes ([ceph] with the most nodes swept), and every block's image in it."""
         c, counts = cfg.ceph_scaling, node_counts(cfg)
-        clients = c.vms * (len(cfg.hosts) if over_hosts(cfg) else 1)
         return (cfg.ceph.model_copy(update={"nodes": max(counts), "link_mbit": 0,   # links set per block
                                             "replicas": min(cfg.ceph.replicas, max(counts)),
                                             "pool_node_counts": counts}),
-                {k: clients * c.size_mib for k in counts})
+                {k: clients(cfg) * c.size_mib for k in counts})
 
     def configured(self, cfg: Config) -> Config:
         """The node counts that run, set (over [[hosts]] they default to the host count): the
@@ -152,9 +156,7 @@ class CephScaling:
         return (PHYSICAL, VIRTUAL) if cfg.ceph_scaling.ve else (PHYSICAL,)
 
     def plan(self, cfg: Config) -> Plan:
-        c = cfg.ceph_scaling
-        clients = c.vms * (len(cfg.hosts) if over_hosts(cfg) else 1)
-        points = [PlannedPoint(label, env, fio.tool_seconds(job), clients)   # as many host clients as VMs
+        points = [PlannedPoint(label, env, fio.tool_seconds(job), clients(cfg))   # as many host clients as VMs
                   for label, job in self.jobs(cfg) for env in self.envs(cfg)]
         return Plan(self.name, [Block(block_label(k, rate), points) for k, rate in self.blocks(cfg)], cfg.repeat.count)
 
@@ -162,7 +164,7 @@ class CephScaling:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
         ceph, images = self._cluster(cfg)
         spread = hosts.all_for_config(cfg) if over_hosts(cfg) else []
-        sweep_cfg = sweep.fleet_config(cfg, "cs", vms=c.vms * max(len(spread), 1), disk_size_mib=c.size_mib).model_copy(
+        sweep_cfg = sweep.fleet_config(cfg, "cs", vms=clients(cfg), disk_size_mib=c.size_mib).model_copy(
             update={"disk": cfg.disk.with_backend("rbd"),
                     "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)}),
                     # the sweep's VMs on each host: ceph_scaling.vms, whatever [[hosts]] vms the user's fleet has
