@@ -98,11 +98,12 @@ def _down(config_path, overrides, everything) -> None:
     if everything and not cfg.hosts:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource
         for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
             removed += down(cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})}))
+        removed += gc.collect_recorded(paths.PREFIX, here=False)   # on other hosts: before the nested hosts they may be go
         from harness.resources import nested_l1
         removed += nested_l1.down(cfg.state_dir)  # everything built inside it goes with it
         removed += gc.collect(paths.PREFIX)
     if everything:
-        removed += gc.collect_recorded(paths.PREFIX)
+        removed += gc.collect_recorded(paths.PREFIX, here=None if cfg.hosts else True)
     removed, notes = gc.removals_and_notes(removed)
     step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed)
          + "".join(f"\n    {n}" for n in notes))
@@ -153,8 +154,11 @@ def gc(config_path, overrides, everything) -> None:
     if nested := _nested_host_if_up(cfg):  # what runs inside the nested host, by the same rule
         removed += [f"{r} (in the nested host)" for r in gc_mod.collect(paths.PREFIX, nested, keep=keep)]
         reached.append(nested)
+    # by the dead fleets' records, once their guests are gone: on other hosts before this machine's
+    # collection, which may remove the nested hosts they are
+    removed += gc_mod.collect_recorded(paths.PREFIX, keep, here=False)
     removed += gc_mod.collect(paths.PREFIX, keep=keep)
-    removed += gc_mod.collect_recorded(paths.PREFIX, keep)   # by the dead fleets' records, once their guests are gone
+    removed += gc_mod.collect_recorded(paths.PREFIX, keep, here=True)
     for h in reached:
         for said in gc_mod.resume_left_paused(h, keep, cfg.results_dir):
             console.print(f"gc: {said}", markup=False)

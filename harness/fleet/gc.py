@@ -19,7 +19,7 @@ from pathlib import Path
 import libvirt
 
 from harness.common import paths, pids
-from harness.hosts import Host, LocalHost, Node, from_descriptor
+from harness.hosts import Host, LocalHost, Node, from_descriptor, kinds
 from harness.hosts.folders import untrusted, untrusted_file
 from harness.hosts.nested import NestedHostError
 from harness.libvirt import pausing
@@ -491,18 +491,28 @@ def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
     return done, stuck
 
 
-def collect_recorded(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+def collect_recorded(prefix: str, keep: tuple[str, ...] = (), here: bool | None = None) -> list[str]:
     """What dead fleets' records say they made, wherever it is (this machine, a nested or an ssh
-    host): backend host sides, md arrays, the brd module. Only for `gc` and `testbed down --all`,
-    after the fleets' guests are gone: a fleet being brought up keeps its plans in the same place.
-    Registered state dirs that are not read (see state_dirs) are said, with the fix."""
-    return skipped_state_dirs() + _recorded_backends(prefix, keep) + _recorded_arrays(prefix, keep) + _brd(prefix, keep)
+    host): backend host sides, md arrays, the brd module; with `here`, only what is on this machine
+    (True) or only what is on other hosts (False: collected before this machine's own leftovers,
+    which may be the nested hosts these are). Only for `gc` and `testbed down --all`, after the
+    fleets' guests are gone: a fleet being brought up keeps its plans in the same place. Registered
+    state dirs that are not read (see state_dirs) are said, with the fix."""
+    found = _recorded_backends(prefix, keep, here) + _recorded_arrays(prefix, keep, here)
+    return found if here is False else skipped_state_dirs() + found + _brd(prefix, keep)
 
 
-def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...]) -> tuple[list[Path], list[str]]:
+def _on_this_machine(plan: dict) -> bool:
+    kind = kinds().get((plan.get("host") or {}).get("kind"))
+    return kind is None or kind.is_this_machine   # an unknown kind: the plan's own reader refuses it, with why
+
+
+def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...],
+                    here: bool | None = None) -> tuple[list[Path], list[str]]:
     """The plans of `kind` (written before what they describe is made) in the fleets' folders of
-    known state dirs whose `owner` field starts with the prefix and is not kept; and notes on the
-    plans not read: in a folder, or a file, that another user could have written."""
+    known state dirs whose `owner` field starts with the prefix and is not kept, on this machine or
+    not as `here` says (None: both); and notes on the plans not read: in a folder, or a file, that
+    another user could have written."""
     found, notes = [], []
     for d in map(Path, state_dirs()):
         for f in [*d.glob(f"*/{kind}-*.json"), *d.glob(f"*/hosts/*/{kind}-*.json")] if d.is_dir() else []:
@@ -511,7 +521,10 @@ def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...]) -
                              f"its folder root's and not writable by others; else remove it)")
                 continue
             try:
-                name = f"{json.loads(f.read_text()).get(owner, '')}-"
+                plan = json.loads(f.read_text())
+                name = f"{plan.get(owner, '')}-"
+                if here is not None and _on_this_machine(plan) != here:
+                    continue
             except (OSError, ValueError, AttributeError):   # being written, or not a plan: it proves nothing
                 continue
             if name.startswith(prefix) and not name.startswith(keep):
@@ -519,18 +532,18 @@ def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...]) -
     return found, notes
 
 
-def _recorded_arrays(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+def _recorded_arrays(prefix: str, keep: tuple[str, ...] = (), here: bool | None = None) -> list[str]:
     """Arrays a killed run left on a host (this machine, a nested or an ssh host), found by their
     plans, not by their names on the host."""
-    plans, notes = _recorded_plans("raid", "name", prefix, keep)
+    plans, notes = _recorded_plans("raid", "name", prefix, keep, here)
     done, stuck = destroy_arrays(plans)
     return done + stuck + notes
 
 
-def _recorded_backends(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
+def _recorded_backends(prefix: str, keep: tuple[str, ...] = (), here: bool | None = None) -> list[str]:
     """The host sides a killed run left (a controller bound to vfio-pci, storage daemons, their
     sockets), undone by each backend's own host_down from its plan, wherever it ran."""
-    plans, notes = _recorded_plans("backend", "prefix", prefix, keep)
+    plans, notes = _recorded_plans("backend", "prefix", prefix, keep, here)
     done, stuck = undo_backends(plans)
     return done + stuck + notes
 
