@@ -200,13 +200,13 @@ def fleet_for(experiment, cfg: Config) -> tuple[list, list[TestbedRecord]]:
 
 
 def run_environment(cfg: Config, host_list: list, records: list[TestbedRecord]) -> dict:
-    """What every sample records of where it ran: the first host's, and each host's beside it."""
-    record = records[0] if records else None
-    choice = record.accel if record else accel.as_dict(
-        accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host_list[0]))
-    env = environment.collect(choice, host_list[0])
-    if len(records) > 1:
-        env["per_host"] = {h.name: environment.collect(r.accel, h) for h, r in zip(host_list, records)}
+    """What every sample records of where it ran: the first host's, and over several hosts (a
+    fleet or a sweep fleet that spans them) each host's beside it."""
+    choices = [r.accel for r in records] or [
+        accel.as_dict(accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, h)) for h in host_list]
+    env = environment.collect(choices[0], host_list[0])
+    if len(host_list) > 1:
+        env["per_host"] = {h.name: environment.collect(c, h) for h, c in zip(host_list, choices)}
         env["host"] = ",".join(h.name for h in host_list)
     return env
 

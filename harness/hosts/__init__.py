@@ -133,9 +133,10 @@ def all_for_config(cfg) -> list[Host]:
 
 
 def name_for_config(cfg) -> str:
-    """The name of the host the config names (the first of [[hosts]]), without reaching it."""
+    """The name a run records of the hosts the config names (the [[hosts]]' names, joined), without
+    reaching them."""
     if cfg.hosts:
-        return cfg.hosts[0].name
+        return ",".join(h.name for h in cfg.hosts)
     if cfg.host.kind == "nested":
         from harness.hosts.nested import NestedHost
         return NestedHost.name

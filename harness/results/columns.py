@@ -150,7 +150,7 @@ GROUPS: list[tuple[str, list[Column]]] = [
         _c("tool_version", S, "the fio, sysbench or db_bench that produced the sample"),
         _c("cpu_model", S, "the host CPU"),
         _c("harness_rev", S, "git revision, `-dirty` if modified"),
-        _c("per_host", O, "a fleet over [[hosts]]: each host's own environment (the columns above, by host)"),
+        _c("per_host", O, "a run over [[hosts]]: each host's own environment (the columns above, by host)"),
     ]),
     ("The conditions of the point", [
         _c("settle_wait_s", N, "the wait for a quiet host before it", "s"),

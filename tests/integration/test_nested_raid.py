@@ -444,7 +444,8 @@ def test_ceph_scaling_over_two_ssh_hosts(host, tmp_path):
     assert {r["ioengine"] for r in rows if r["metric"] == "iops" and r["env"] == "physical" and r["status"] == "ok"} == {"rbd"}
     summary = (run_dir / "summary.txt").read_text()
     assert "regression per node count" in summary and "n1 " in summary and "n2 " in summary, summary
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+    manifest = json.loads((run_dir / "run.json").read_text())
+    assert manifest["status"] == "completed" and set(manifest["environment"]["per_host"]) == {"nested0", "nested1"}
 
 
 @pytest.mark.alone   # gc --all
