@@ -27,12 +27,13 @@ def observed(readers: dict[int, Reader], capacity_mbit: dict[int, int], every_s:
 
     def sample() -> None:
         for k, read in readers.items():
+            asked = time.time()
             try:
                 counters = read()
             except Exception:  # noqa: BLE001 - a reading that failed is missed; the point's own result stands
                 counters = None
-            if counters is not None:
-                series[k].append((time.time(), counters))
+            if counters is not None:   # read between the call and its answer (an ssh round trip): its middle
+                series[k].append(((asked + time.time()) / 2, counters))
 
     def keep_sampling() -> None:
         while not stop.wait(every_s):
