@@ -433,8 +433,10 @@ def experiment_command(experiment) -> click.Command:
         ctx = runner.run(cfg, experiment.name, resume=resume, resume_anyway=resume_anyway, run_id=run_id,
                          as_json=as_json)
         failed = sum(s.status != "ok" for s in ctx.store.samples)
-        if failed and not allow_failed_points:   # on stderr: with --json, stdout ends with the run's line
-            click.echo(f"{failed} sample(s) of {ctx.store.run_id} failed or were not measured: exit status "
+        blocks = ctx.store.manifest.get("blocks_failed") or {}
+        if (failed or blocks) and not allow_failed_points:   # on stderr: with --json, stdout ends with the run's line
+            what = [f"{failed} sample(s)"] * bool(failed) + [f"{len(blocks)} block(s) ({', '.join(blocks)})"] * bool(blocks)
+            click.echo(f"{' and '.join(what)} of {ctx.store.run_id} failed or were not measured: exit status "
                        f"{int(Exit.POINTS_FAILED)} (--allow-failed-points accepts them)", err=True)
             sys.exit(Exit.POINTS_FAILED)
 

@@ -239,7 +239,8 @@ def measured(experiment, ctx: RunContext, the_plan: plan_mod.Plan, costs: plan_m
         costs.learn(experiment.name, *plan_mod.learnt_from(the_plan, [s.row() for s in samples],
                                                            time.monotonic() - learn_from_s, len(the_plan.blocks)),
                     shared=not the_plan.untimed)
-    return "completed" if all(s.status == "ok" for s in samples) else "completed-with-failures"
+    whole = all(s.status == "ok" for s in samples) and not ctx.store.manifest.get("blocks_failed")
+    return "completed" if whole else "completed-with-failures"
 
 
 def failure(e: BaseException, store: RunStore) -> tuple[str, BaseException]:
@@ -261,10 +262,14 @@ def ended(experiment, ctx: RunContext, status: str, wall_s: float, as_json: bool
     store = ctx.store
     store.update_manifest(status=status, finished=time.time(), wall_s=round(wall_s, 1))
     _summarize(experiment, ctx, replaces_nothing=status in ("completed", "completed-with-failures"))
+    failed_blocks = store.manifest.get("blocks_failed") or {}
+    for label, why in failed_blocks.items():
+        warn(f"not measured: block {label} (its fleet did not come up: {why})")
     step(f"results: {store.dir} ({status})")
     if as_json:   # the last line, whatever the outcome: a CI job learns the run it made
         click.echo(json.dumps({"run_id": store.run_id, "folder": str(store.dir), "status": status,
-                               "failed_samples": sum(s.status != "ok" for s in store.samples)}))
+                               "failed_samples": sum(s.status != "ok" for s in store.samples),
+                               "failed_blocks": list(failed_blocks)}))
     if status in ("interrupted", "failed"):
         step(f"go on with it: harness run {experiment.name} --resume {store.run_id} (the same config and flags)")
 

@@ -11,6 +11,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Callable, ContextManager, Iterator
 
+from harness.common.cancel import CANCEL, interrupt_in, lowered
 from harness.common.console import step, warn
 from harness.common.schema import ConfigError
 from harness.config.core import Config
@@ -154,7 +155,8 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
                     continue
                 step(f"{said}: provisioning")
                 with fleet.torn_down_after() if where or not b.keep_fleet else nullcontext():
-                    record = fleet.up(ctx, pipeline, lambda b=b, where=where: b.testbed(where))
+                    if (record := _up_or_failed(ctx, fleet, pipeline, b, where, said)) is None:
+                        continue
                     tb = fleet.testbed
                     if isinstance(record, SpanningRecord):
                         pipeline.sites = [Site(h, part.uri) for h, part in zip(record.hosts, record.parts)]
@@ -168,7 +170,33 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
                         b.after(pipeline, points)
             # done only now: a block stopped before its derived values is provisioned again on a resume
             # (its measured points are kept), and a precision run's added rounds go on there
-            ctx.store.update_manifest(blocks_done=[*ctx.store.manifest.get("blocks_done", []), b.label])
+            failed = ctx.store.manifest.get("blocks_failed", {})   # a resumed run's, measured now
+            ctx.store.update_manifest(blocks_done=[*ctx.store.manifest.get("blocks_done", []), b.label],
+                                      **({"blocks_failed": {k: v for k, v in failed.items() if k != b.label}}
+                                         if b.label in failed else {}))
+
+
+def _up_or_failed(ctx: RunContext, fleet: SweepFleet, pipeline: Pipeline, b: SweepBlock, where: dict,
+                  said: str) -> TestbedRecord | SpanningRecord | None:
+    """The block's fleet up; or, when it cannot come up (a lost nested host rebuilt did not help),
+    None: what it made is torn down, the block is recorded failed with why (the run's status and
+    exit say so, and a resume provisions it again), and the run goes on with the next block. A
+    Ctrl-C behind the failure stops the run."""
+    try:
+        return fleet.up(ctx, pipeline, lambda: b.testbed(where))
+    except (TestbedError, AgentError) as e:
+        if interrupt_in(e) or CANCEL.is_set():
+            raise
+        warn(f"{said}: its fleet did not come up, so its {b.runs} point runs are not measured "
+             f"(the run goes on): {e}")
+        try:
+            with lowered():
+                fleet.testbed.down(quiet=True)
+        except Exception as down_error:   # noqa: BLE001 - said; `harness gc` collects what is left
+            warn(f"{said}: tearing down what it made failed too: {down_error}. Fix: harness gc")
+        ctx.store.update_manifest(blocks_failed={**ctx.store.manifest.get("blocks_failed", {}), b.label: str(e)})
+        ctx.plan(-b.runs)
+        return None
 
 
 def _rebuilt(block: SweepBlock, tb: Testbed) -> dict:

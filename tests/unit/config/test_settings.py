@@ -25,7 +25,7 @@ def test_every_experiment_has_its_own_section_from_its_own_settings_model():
 
 
 # what runner.run returns for a run that measured nothing (the command reads its samples)
-NOTHING_MEASURED = SimpleNamespace(store=SimpleNamespace(samples=[], run_id="toy"))
+NOTHING_MEASURED = SimpleNamespace(store=SimpleNamespace(samples=[], run_id="toy", manifest={}))
 
 
 class ToySettings(Section):

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 from harness.cli import settings
 from harness.experiments import RunContext
+from harness.fleet.testbed import TestbedError
 from harness.hosts import LocalHost
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
@@ -96,3 +97,35 @@ def test_a_resumed_run_does_not_provision_a_finished_block_and_a_place_not_here_
     rows = [json.loads(line) for line in (first.store.dir / "samples.jsonl").read_text().splitlines()]
     runs = [(r["point_id"], r["repeat"]) for r in rows if r["metric"] == "iops" and r["repeat"] != "all"]
     assert len(runs) == len(set(runs)) == 16
+
+
+class LostTestbed(FakeTestbed):
+    host_not_answering = None
+
+    def up(self):
+        EVENTS.append(f"up {self.label}")
+        raise TestbedError(f"host of {self.label} lost")
+
+
+def test_a_block_whose_fleet_does_not_come_up_is_recorded_failed_and_the_run_goes_on(tmp_path, fixture_text,
+                                                                                    monkeypatch):
+    """Its fleet torn down, the block in the manifest with why; the next block measured. A resume
+    provisions it again, and once measured it is no longer failed."""
+    monkeypatch.setattr(sweep, "Testbed", lambda *a, **k: FakeTestbed("stale"))
+    monkeypatch.setattr(sweep.nested_l1, "rebuilt_after_loss", lambda *a: None)   # no nested host to rebuild
+    raw = fixture_text("fio/host-randread-qd16.json")
+    EVENTS.clear()
+    ctx = context(tmp_path)
+    ctx.store.update_manifest(experiment="fake")
+    three = blocks(raw, ["a", "b", "c"])
+    three[1].testbed = lambda _where: LostTestbed("b")
+    sweep.run(ctx, ctx.cfg, three, "the fake fleet")
+    assert "down b" in EVENTS and len([e for e in EVENTS if e.startswith("c/")]) == 8
+    assert not [e for e in EVENTS if e.startswith("b/")]
+    assert ctx.store.manifest["blocks_failed"] == {"b": "host of b lost"}
+    assert ctx.store.manifest["blocks_done"] == ["a", "c"]
+    EVENTS.clear()
+    again = context(tmp_path / "again", RunStore.reopened(ctx.store.dir))
+    sweep.run(again, again.cfg, blocks(raw, ["a", "b", "c"]), "the fake fleet")
+    assert EVENTS.count("up b") == 1 and len([e for e in EVENTS if e.startswith("b/")]) == 8
+    assert again.store.manifest["blocks_failed"] == {} and again.store.manifest["blocks_done"] == ["a", "c", "b"]
