@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 from rich.table import Table
 
+from harness import backends
 from harness.common.console import step
 from harness.common.files import write_atomic
 from harness.common.schema import Section, VmCounts, each
@@ -117,10 +118,16 @@ class Mysql:
                                     partial(sysbench.in_guests, tb.uri, p.point, vms)), **common)
         return points
 
+    def refusal(self, cfg: Config) -> str | None:
+        """Before anything is made: the physical baseline mounts a filesystem on a slice of the
+        fleet's block device on the host, which a fleet of Ceph images has not."""
+        if backends.get(cfg.disk.backend).needs_ceph:
+            return (f"mysql needs a block device on the host for its physical baseline, and the {cfg.disk.backend} "
+                    "backend's disks are Ceph images. Fix: --set disk.backend=virtio-blk (or another backend "
+                    "`harness backend list` shows)")
+        return None
+
     def run(self, ctx: RunContext) -> None:
-        if ctx.testbed.device_kind == "rbd":   # the host side mounts a filesystem on a slice of a block device
-            raise RuntimeError("mysql needs a block device on the host for its physical baseline, and an rbd "
-                               "fleet has none (no krbd here). Fix: run mysql with another backend")
         planned, skipped = plan(ctx.cfg, len(ctx.testbed.vms))
         sweep.run_on_fleet(ctx, self.points(ctx, planned), [p.name for p in planned], skipped)
 
