@@ -2,8 +2,9 @@
 devices, Ceph node counts) shares. It names the sweep fleet, records the plan in the run's manifest
 and the progress bar, removes a fleet of the same name that a killed run left, and runs the blocks
 (`run`): each block not already measured (a resumed run's) is provisioned, its fleet brought up
-(rebuilding a nested host that stopped answering as it came up), its points handed to the
-pipeline, and the last fleet torn down, even after a failure. The experiment keeps only what is
+(rebuilding a nested host that stopped answering as it came up; a fleet that still does not come
+up fails its block, and the run goes on), its points handed to the pipeline, and the last fleet
+torn down, even after a failure. The experiment keeps only what is
 its own: which blocks, what each sits on, and which points in each."""
 from __future__ import annotations
 
