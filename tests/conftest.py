@@ -8,16 +8,17 @@ TAIL_LINES = 40
 # `make test` runs two lanes at once, one pytest-xdist worker each (--dist loadgroup): while one
 # integration test runs, this 2-core machine was measured half idle (48-52% busy: a TCG guest waits
 # on the shared disk; a nested host's L2 keeps one of its two vCPUs busy). A lane runs its tests in
-# file order and owns its state: the nested host, Ceph's clusters and the unit tests in one, the ci
-# fleet and its sweeps in the other; the lanes share only the machine. What acts on the whole
-# machine (gc, a stopped libvirtd) is marked `alone` and runs after both lanes, by itself.
+# file order and owns its state: the nested hosts and Ceph's clusters in one, the ci fleet, its
+# sweeps and the unit tests (which keep no state) in the other; the lanes share only the machine.
+# What acts on the whole machine (gc, a stopped libvirtd) is marked `alone` and runs after both
+# lanes, by itself.
 NESTED_LANE = {"test_nested_raid.py", "test_ceph.py"}
 
 
 @pytest.hookimpl(tryfirst=True)   # before xdist reads the groups
 def pytest_collection_modifyitems(items):
     for item in items:
-        lane = "nested" if item.path.name in NESTED_LANE or "unit" in item.path.parts else "local"
+        lane = "nested" if item.path.name in NESTED_LANE else "local"
         item.add_marker(pytest.mark.xdist_group(lane))
 
 

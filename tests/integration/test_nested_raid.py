@@ -424,7 +424,7 @@ def ceph_scaling_over(ssh_config: str) -> list[str]:
 
 
 @pytest.mark.timeout(1500)   # two L1s booted, a Ceph cluster over them at two sizes, a fleet for each
-def test_ceph_scaling_over_two_ssh_hosts(host, tmp_path):
+def test_ceph_scaling_over_two_ssh_hosts(nested_host, tmp_path):
     """ceph-scaling over two ssh hosts (ceph.mode = "hosts"): a storage node on the first, then on
     both, over the network the nested hosts share, a client and a VM on each, each host's interface
     observed. Last of this lane's tests here: it replaces the nested host the tests before used
@@ -450,7 +450,7 @@ def test_ceph_scaling_over_two_ssh_hosts(host, tmp_path):
 
 @pytest.mark.alone   # gc --all
 @pytest.mark.timeout(1200)   # two L1s booted, a Ceph cluster over them, two runs on them
-def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(host, tmp_path):
+def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(nested_host, tmp_path):
     """vm-scaling with one VM on each of two ssh hosts, on the rbd backend in a Ceph cluster over
     both (the mon and an OSD on the first, an OSD on the second), physical baselines on both,
     per-host and aggregate figures; a second cluster on the same hosts meanwhile is refused. Then
