@@ -516,9 +516,9 @@ def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...],
     found, notes = [], []
     for d in map(Path, state_dirs()):
         for f in [*d.glob(f"*/{kind}-*.json"), *d.glob(f"*/hosts/*/{kind}-*.json")] if d.is_dir() else []:
-            if why := untrusted_file(f):
-                notes.append(f"({kind} plan {f} not read: {why}, so it may not be vtb's. Fix: if it is, make it and "
-                             f"its folder root's and not writable by others; else remove it)")
+            if why := untrusted_file(f):   # said once: by the pass over this machine's, or the only pass
+                notes += [f"({kind} plan {f} not read: {why}, so it may not be vtb's. Fix: if it is, make it and "
+                          f"its folder root's and not writable by others; else remove it)"] * (here is not False)
                 continue
             try:
                 plan = json.loads(f.read_text())
