@@ -107,6 +107,7 @@ def run_view(run: Path, headlines: dict[str, str], prefer: str) -> dict:
         "failures": [r for r in rows if r.get("status") != "ok"],
         "retried": [(r.get("repeat"), pid, r["retried_after"].splitlines()[0]) for (pid, _), r in retried.items()],
         "skipped": manifest.get("skipped") or {},
+        "blocks_failed": manifest.get("blocks_failed") or {},
         "summary": json.loads(summary.read_text()) if summary.exists() else None,
         "summary_text": (run / "summary.txt").read_text() if (run / "summary.txt").exists() else "",
         "plots": [{"name": png.name, "data": base64.b64encode(png.read_bytes()).decode()}

@@ -166,3 +166,12 @@ def test_a_report_reads_rows_whose_unset_columns_are_null(tmp_path):
                                                      for r in rows))
     assert "Verdict" in render([store.dir])
     assert tables.unquiet_reasons({"host_quiet": None, "windows_overlap_ok": None}) == []
+
+
+def test_a_block_whose_fleet_did_not_come_up_is_on_the_page(tmp_path):
+    store = RunStore(tmp_path, "lost")
+    store.update_manifest(experiment="raid-levels", status="completed-with-failures", environment={"accel": "kvm"},
+                          blocks_failed={"raid5-n4-c512k": "host nested0 lost"})
+    rows = raid_rows({"single": 1.0})
+    (store.dir / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert "not measured: block raid5-n4-c512k (its fleet did not come up: host nested0 lost)" in render([store.dir])
