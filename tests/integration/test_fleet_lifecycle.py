@@ -195,19 +195,21 @@ def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
 
 def test_vm_scaling_compares_two_backends_each_on_a_fleet_of_its_own(fleet, tmp_path):
     """Two backends at 1 and 2 VMs: a block each on the sweep's own fleet (the user's is left as it
-    is), per-backend rows with efficiencies, a verdict per count, and the sweep fleet gone after."""
+    is), per-backend rows with efficiencies, a verdict per count, and the sweep fleet gone after.
+    Not nvme: QEMU 7.2's emulated NVMe stalls at vm-scaling's queue depth under TCG here now and
+    then (a point's fio then fails on its bound; see test_backend_sweeps)."""
     before = json.loads((STATE / "ci" / "testbed.json").read_text())["disk"]["backend"]
-    harness("run", "vm-scaling", "--backend", "virtio-blk,nvme", "--vm-counts", "1,2", "--runtime", "2", "--ramp", "0",
+    harness("run", "vm-scaling", "--backend", "virtio-blk,virtio-scsi", "--vm-counts", "1,2", "--runtime", "2", "--ramp", "0",
             "--set", "repeat.count=2", "--set", f"results_dir={tmp_path}")
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     manifest = json.loads((run / "run.json").read_text())
-    assert manifest["status"] == "completed" and manifest["blocks_done"] == ["backend virtio-blk", "backend nvme"]
+    assert manifest["status"] == "completed" and manifest["blocks_done"] == ["backend virtio-blk", "backend virtio-scsi"]
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     agg = {(r["block"], r["env"], r["vm_count"]) for r in rows if r["metric"] == "aggregate_iops"}
-    assert agg == {(b, e, n) for b in ("virtio-blk", "nvme") for e in ("physical", "virtual") for n in (1, 2)}
-    assert {r["backend"] for r in rows if r["env"] == "virtual"} == {"virtio-blk", "nvme"}
+    assert agg == {(b, e, n) for b in ("virtio-blk", "virtio-scsi") for e in ("physical", "virtual") for n in (1, 2)}
+    assert {r["backend"] for r in rows if r["env"] == "virtual"} == {"virtio-blk", "virtio-scsi"}
     summary = " ".join((run / "summary.txt").read_text().split())
-    assert "efficiency (95% CI)" in summary and "virtio-blk: " in summary and "nvme: " in summary
+    assert "efficiency (95% CI)" in summary and "virtio-blk: " in summary and "virtio-scsi: " in summary
     assert "1 VM(s): " in summary and "2 VM(s): " in summary
     assert json.loads((STATE / "ci" / "testbed.json").read_text())["disk"]["backend"] == before
     assert not gc.leftovers("vtb-vs-ci-")
