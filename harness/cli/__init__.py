@@ -98,12 +98,13 @@ def _down(config_path, overrides, everything) -> None:
     if everything and not cfg.hosts:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource
         for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
             removed += down(cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})}))
-        removed += gc.collect_recorded(paths.PREFIX, here=False)   # on other hosts: before the nested hosts they may be go
+        # on other hosts, before the nested hosts they may be are removed; what is left, tried again below
+        removed += gc.removals_and_notes(gc.collect_recorded(paths.PREFIX, here=False))[0]
         from harness.resources import nested_l1
         removed += nested_l1.down(cfg.state_dir)  # everything built inside it goes with it
         removed += gc.collect(paths.PREFIX)
     if everything:
-        removed += gc.collect_recorded(paths.PREFIX, here=None if cfg.hosts else True)
+        removed += gc.collect_recorded(paths.PREFIX)
     removed, notes = gc.removals_and_notes(removed)
     step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed)
          + "".join(f"\n    {n}" for n in notes))
@@ -155,10 +156,10 @@ def gc(config_path, overrides, everything) -> None:
         removed += [f"{r} (in the nested host)" for r in gc_mod.collect(paths.PREFIX, nested, keep=keep)]
         reached.append(nested)
     # by the dead fleets' records, once their guests are gone: on other hosts before this machine's
-    # collection, which may remove the nested hosts they are
-    removed += gc_mod.collect_recorded(paths.PREFIX, keep, here=False)
+    # collection, which may remove the nested hosts they are; what is left there, tried again after it
+    removed += gc_mod.removals_and_notes(gc_mod.collect_recorded(paths.PREFIX, keep, here=False))[0]
     removed += gc_mod.collect(paths.PREFIX, keep=keep)
-    removed += gc_mod.collect_recorded(paths.PREFIX, keep, here=True)
+    removed += gc_mod.collect_recorded(paths.PREFIX, keep)
     for h in reached:
         for said in gc_mod.resume_left_paused(h, keep, cfg.results_dir):
             console.print(f"gc: {said}", markup=False)
@@ -404,7 +405,7 @@ def experiment_command(experiment) -> click.Command:
                 click.Option(["--json", "as_json"], is_flag=True, default=False,
                              help="End with one JSON line: the run's id, folder, status and failed samples."),
                 click.Option(["--allow-failed-points"], is_flag=True, default=False,
-                             help="Exit 0 even when points failed or were not measured (they are recorded as failed)."),
+                             help="Exit 0 even when points or blocks failed or were not measured (all recorded)."),
                 click.Option(["--budget"], type=Duration(), default=None,
                              help="With --precision: add no round once the run has taken this long, e.g. 30m "
                                   "(repeat.budget_s).")]

@@ -503,7 +503,8 @@ def collect_recorded(prefix: str, keep: tuple[str, ...] = (), here: bool | None 
 
 
 def _on_this_machine(plan: dict) -> bool:
-    kind = kinds().get((plan.get("host") or {}).get("kind"))
+    host = plan.get("host")
+    kind = kinds().get(host.get("kind")) if isinstance(host, dict) else None
     return kind is None or kind.is_this_machine   # an unknown kind: the plan's own reader refuses it, with why
 
 

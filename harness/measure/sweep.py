@@ -194,10 +194,20 @@ def _up_or_failed(ctx: RunContext, fleet: SweepFleet, pipeline: Pipeline, b: Swe
             with lowered():
                 fleet.testbed.down(quiet=True)
         except Exception as down_error:   # noqa: BLE001 - said; `harness gc` collects what is left
+            if interrupt_in(down_error):
+                raise
             warn(f"{said}: tearing down what it made failed too: {down_error}. Fix: harness gc")
+        fleet.testbed = _TornDown()   # the block's and the sweep's teardowns have nothing left to do
         ctx.store.update_manifest(blocks_failed={**ctx.store.manifest.get("blocks_failed", {}), b.label: str(e)})
         ctx.plan(-b.runs)
         return None
+
+
+class _TornDown:
+    """The fleet of a block that did not come up, once torn down: nothing to tear down again."""
+
+    def down(self, quiet: bool = False) -> list[str]:
+        return []
 
 
 def _rebuilt(block: SweepBlock, tb: Testbed) -> dict:
