@@ -491,15 +491,15 @@ def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
     return done, stuck
 
 
-def collect_recorded(prefix: str, keep: tuple[str, ...] = (), here: bool | None = None) -> list[str]:
+def collect_recorded(prefix: str, keep: tuple[str, ...] = (), elsewhere: bool = False) -> list[str]:
     """What dead fleets' records say they made, wherever it is (this machine, a nested or an ssh
-    host): backend host sides, md arrays, the brd module; with `here`, only what is on this machine
-    (True) or only what is on other hosts (False: collected before this machine's own leftovers,
-    which may be the nested hosts these are). Only for `gc` and `testbed down --all`, after the
-    fleets' guests are gone: a fleet being brought up keeps its plans in the same place. Registered
-    state dirs that are not read (see state_dirs) are said, with the fix."""
-    found = _recorded_backends(prefix, keep, here) + _recorded_arrays(prefix, keep, here)
-    return found if here is False else skipped_state_dirs() + found + _brd(prefix, keep)
+    host): backend host sides, md arrays, the brd module; with `elsewhere`, only what is on other
+    hosts than this machine (collected before this machine's own leftovers, which may be the nested
+    hosts these are). Only for `gc` and `testbed down --all`, after the fleets' guests are gone: a
+    fleet being brought up keeps its plans in the same place. Registered state dirs that are not
+    read (see state_dirs) are said, with the fix."""
+    found = _recorded_backends(prefix, keep, elsewhere) + _recorded_arrays(prefix, keep, elsewhere)
+    return found if elsewhere else skipped_state_dirs() + found + _brd(prefix, keep)
 
 
 def _on_this_machine(plan: dict) -> bool:
@@ -509,22 +509,22 @@ def _on_this_machine(plan: dict) -> bool:
 
 
 def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...],
-                    here: bool | None = None) -> tuple[list[Path], list[str]]:
+                    elsewhere: bool = False) -> tuple[list[Path], list[str]]:
     """The plans of `kind` (written before what they describe is made) in the fleets' folders of
-    known state dirs whose `owner` field starts with the prefix and is not kept, on this machine or
-    not as `here` says (None: both); and notes on the plans not read: in a folder, or a file, that
+    known state dirs whose `owner` field starts with the prefix and is not kept (with `elsewhere`,
+    only those for other hosts than this machine); and notes on the plans not read: in a folder, or a file, that
     another user could have written."""
     found, notes = [], []
     for d in map(Path, state_dirs()):
         for f in [*d.glob(f"*/{kind}-*.json"), *d.glob(f"*/hosts/*/{kind}-*.json")] if d.is_dir() else []:
-            if why := untrusted_file(f):   # said once: by the pass over this machine's, or the only pass
+            if why := untrusted_file(f):   # said once: by the full pass
                 notes += [f"({kind} plan {f} not read: {why}, so it may not be vtb's. Fix: if it is, make it and "
-                          f"its folder root's and not writable by others; else remove it)"] * (here is not False)
+                          f"its folder root's and not writable by others; else remove it)"] * (not elsewhere)
                 continue
             try:
                 plan = json.loads(f.read_text())
                 name = f"{plan.get(owner, '')}-"
-                if here is not None and _on_this_machine(plan) != here:
+                if elsewhere and _on_this_machine(plan):
                     continue
             except (OSError, ValueError, AttributeError):   # being written, or not a plan: it proves nothing
                 continue
@@ -533,18 +533,18 @@ def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...],
     return found, notes
 
 
-def _recorded_arrays(prefix: str, keep: tuple[str, ...] = (), here: bool | None = None) -> list[str]:
+def _recorded_arrays(prefix: str, keep: tuple[str, ...] = (), elsewhere: bool = False) -> list[str]:
     """Arrays a killed run left on a host (this machine, a nested or an ssh host), found by their
     plans, not by their names on the host."""
-    plans, notes = _recorded_plans("raid", "name", prefix, keep, here)
+    plans, notes = _recorded_plans("raid", "name", prefix, keep, elsewhere)
     done, stuck = destroy_arrays(plans)
     return done + stuck + notes
 
 
-def _recorded_backends(prefix: str, keep: tuple[str, ...] = (), here: bool | None = None) -> list[str]:
+def _recorded_backends(prefix: str, keep: tuple[str, ...] = (), elsewhere: bool = False) -> list[str]:
     """The host sides a killed run left (a controller bound to vfio-pci, storage daemons, their
     sockets), undone by each backend's own host_down from its plan, wherever it ran."""
-    plans, notes = _recorded_plans("backend", "prefix", prefix, keep, here)
+    plans, notes = _recorded_plans("backend", "prefix", prefix, keep, elsewhere)
     done, stuck = undo_backends(plans)
     return done + stuck + notes
 

@@ -139,7 +139,7 @@ def test_gc_kills_a_process_only_while_its_proof_holds(monkeypatch):
 
 def test_the_records_of_other_hosts_are_collected_apart_from_this_machines(tmp_path, monkeypatch, undone):
     """gc undoes what other hosts' records name before this machine's own collection (which may
-    remove the nested hosts they are), and this machine's after it: each plan once."""
+    remove the nested hosts they are), and the rest after it: each plan once."""
     state = tmp_path / "vtb-ci"
     _registered(tmp_path, monkeypatch, state)
     _plan(state, fleet="here")
@@ -148,7 +148,7 @@ def test_the_records_of_other_hosts_are_collected_apart_from_this_machines(tmp_p
                      host={"kind": "ssh", "name": "n1", "target": "root@10.0.0.2", "port": 22, "remote_dir": "/var/tmp/vtb"})
     (state / "there").mkdir()
     (state / "there" / "backend-0.json").write_text(there.to_json())
-    gc.collect_recorded("vtb-", here=False)
+    gc.collect_recorded("vtb-", elsewhere=True)
     assert undone == ["vtb-there"] and not (state / "there" / "backend-0.json").exists()
-    gc.collect_recorded("vtb-", here=True)
+    gc.collect_recorded("vtb-")
     assert undone == ["vtb-there", "vtb-here"]
