@@ -481,9 +481,10 @@ def runs(config_path, overrides, rebuild, as_json, durations) -> None:
         started = _time.strftime("%Y-%m-%d %H:%M", _time.localtime(r["started"])) if r["started"] else ""
         status = r["status"] or ""
         manifest = Path(r["path"]) / "run.json"
-        if status == "running" and manifest.exists():  # still running, or killed before it could say so
-            status = status_of(json.loads(manifest.read_text()))
-        if status in ("interrupted", "died", "failed"):
+        recorded = json.loads(manifest.read_text()) if manifest.exists() else {}
+        if status == "running" and recorded:  # still running, or killed before it could say so
+            status = status_of(recorded)
+        if status in ("interrupted", "died", "failed") or recorded.get("blocks_failed"):
             unfinished.append(f"harness run {r['experiment']} --resume {r['run_id']}")
         listed.append({**dict(r), "status": status})
         table.add_row(escape(r["run_id"]), escape(r["experiment"] or ""), status, started, r["accel"] or "",

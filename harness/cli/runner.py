@@ -201,13 +201,14 @@ def fleet_for(experiment, cfg: Config) -> tuple[list, list[TestbedRecord]]:
 
 def run_environment(cfg: Config, host_list: list, records: list[TestbedRecord]) -> dict:
     """What every sample records of where it ran: the first host's, and over several hosts (a
-    fleet or a sweep fleet that spans them) each host's beside it."""
+    fleet or a sweep fleet that spans them) each host's beside it. Its host is named as the plan
+    names it (every [[hosts]] table, one without VMs too), so that the costs it teaches are the
+    plan's."""
     choices = [r.accel for r in records] or [
         accel.as_dict(accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, h)) for h in host_list]
-    env = environment.collect(choices[0], host_list[0])
+    env = {**environment.collect(choices[0], host_list[0]), "host": hosts.name_for_config(cfg)}
     if len(host_list) > 1:
         env["per_host"] = {h.name: environment.collect(c, h) for h, c in zip(host_list, choices)}
-        env["host"] = ",".join(h.name for h in host_list)
     return env
 
 
@@ -228,18 +229,19 @@ def resumed_environment(reopened: Reopened, cfg: Config, env: dict, resume_anywa
 def measured(experiment, ctx: RunContext, the_plan: plan_mod.Plan, costs: plan_mod.Costs,
              learn_from_s: float | None) -> str:
     """The experiment run under its progress bar; its status. A whole run (not a resumed one:
-    `learn_from_s` is its start) teaches this host's costs."""
+    `learn_from_s` is its start; every block provisioned) teaches this host's costs."""
     with RunProgress(experiment.name) as progress:
         ctx.progress = progress
         if the_plan.point_runs:
             progress.plan(plan_mod.estimate(the_plan, costs).seconds / the_plan.point_runs)
         experiment.run(ctx)
     samples = ctx.store.samples
-    if learn_from_s is not None:
+    blocks_failed = ctx.store.manifest.get("blocks_failed")
+    if learn_from_s is not None and not blocks_failed:   # a block that did not come up would cheapen its setup
         costs.learn(experiment.name, *plan_mod.learnt_from(the_plan, [s.row() for s in samples],
                                                            time.monotonic() - learn_from_s, len(the_plan.blocks)),
                     shared=not the_plan.untimed)
-    whole = all(s.status == "ok" for s in samples) and not ctx.store.manifest.get("blocks_failed")
+    whole = all(s.status == "ok" for s in samples) and not blocks_failed
     return "completed" if whole else "completed-with-failures"
 
 
@@ -270,7 +272,7 @@ def ended(experiment, ctx: RunContext, status: str, wall_s: float, as_json: bool
         click.echo(json.dumps({"run_id": store.run_id, "folder": str(store.dir), "status": status,
                                "failed_samples": sum(s.status != "ok" for s in store.samples),
                                "failed_blocks": list(failed_blocks)}))
-    if status in ("interrupted", "failed"):
+    if status in ("interrupted", "failed") or failed_blocks:
         step(f"go on with it: harness run {experiment.name} --resume {store.run_id} (the same config and flags)")
 
 

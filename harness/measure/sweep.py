@@ -14,14 +14,20 @@ from typing import Callable, ContextManager, Iterator
 
 from harness.common.cancel import CANCEL, interrupt_in, lowered
 from harness.common.console import step, warn
-from harness.common.schema import ConfigError
+from harness.common.schema import ConfigError, Refusal
 from harness.config.core import Config
 from harness.fleet.multi_host import SpanningRecord, SweptOverHosts
 from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
+from harness.hosts.ssh import SshError
 from harness.libvirt.agent import AgentError
 from harness.measure.context import RunContext
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point, Site
 from harness.resources import nested_l1
+from harness.resources.ceph.bootstrap import CephError
+
+# What a block's bring-up fails with when its host, its guests or its cluster let it down: that
+# block fails, not the run. A refusal (bad input) stands for every block, so it ends the run.
+BRING_UP_FAILURES = (TestbedError, AgentError, CephError, SshError)
 
 
 def fleet_config(cfg: Config, tag: str, **fleet) -> Config:
@@ -44,8 +50,8 @@ class SweepFleet:
         self.testbed = make()
         try:
             return self.testbed.up()
-        except (TestbedError, AgentError):
-            if not rebuilt_lost_host(ctx, pipeline, self.testbed):
+        except BRING_UP_FAILURES as e:
+            if isinstance(e, Refusal) or not rebuilt_lost_host(ctx, pipeline, self.testbed):
                 raise
         self.testbed = make()
         return self.testbed.up()
@@ -185,8 +191,8 @@ def _up_or_failed(ctx: RunContext, fleet: SweepFleet, pipeline: Pipeline, b: Swe
     Ctrl-C behind the failure stops the run."""
     try:
         return fleet.up(ctx, pipeline, lambda: b.testbed(where))
-    except (TestbedError, AgentError) as e:
-        if interrupt_in(e) or CANCEL.is_set():
+    except BRING_UP_FAILURES as e:
+        if isinstance(e, Refusal) or interrupt_in(e) or CANCEL.is_set():
             raise
         warn(f"{said}: its fleet did not come up, so its {b.runs} point runs are not measured "
              f"(the run goes on): {e}")

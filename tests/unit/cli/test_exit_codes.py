@@ -70,6 +70,14 @@ def test_runs_baselines_and_trend_read_as_json(tmp_path):
     assert [t["run_id"] for t in trend] == ["a", "b"] and all(t["n"] == 5 and t["ci95"] > 0 for t in trend)
 
 
+def test_runs_offers_to_resume_a_run_with_a_block_that_did_not_come_up(tmp_path):
+    a_run(tmp_path, "whole", 1000)
+    RunStore.reopened(a_run(tmp_path, "lacking", 1000)).update_manifest(
+        status="completed-with-failures", blocks_failed={"raid5-n4-c64k": "terraform apply failed"})
+    listed = harness("runs", results=tmp_path).stdout
+    assert "harness run vm-scaling --resume lacking" in listed and "--resume whole" not in listed, listed
+
+
 def test_help_ends_with_the_exit_statuses_and_version_answers():
     out = subprocess.run([HARNESS, "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0

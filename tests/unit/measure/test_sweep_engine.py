@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from functools import partial
 from types import SimpleNamespace
 
+import pytest
+
 from harness.cli import settings
 from harness.experiments import RunContext
 from harness.fleet.testbed import TestbedError
@@ -130,3 +132,53 @@ def test_a_block_whose_fleet_does_not_come_up_is_recorded_failed_and_the_run_goe
     sweep.run(again, again.cfg, blocks(raw, ["a", "b", "c"]), "the fake fleet")
     assert EVENTS.count("up b") == 1 and len([e for e in EVENTS if e.startswith("b/")]) == 8
     assert again.store.manifest["blocks_failed"] == {} and again.store.manifest["blocks_done"] == ["a", "c", "b"]
+
+
+def test_a_run_with_a_block_that_did_not_come_up_teaches_no_costs(tmp_path, fixture_text, monkeypatch):
+    """Its time lacks that block's points: learnt, it would make the next plan too short."""
+    from harness.cli import runner
+    from harness.measure import plan
+    monkeypatch.setattr(sweep, "Testbed", lambda *a, **k: FakeTestbed("stale"))
+    monkeypatch.setattr(sweep.nested_l1, "rebuilt_after_loss", lambda *a: None)
+    raw = fixture_text("fio/host-randread-qd16.json")
+    two = blocks(raw, ["a", "b"])
+    two[1].testbed = lambda _where: LostTestbed("b")
+    fake = SimpleNamespace(name="fake", run=lambda ctx: sweep.run(ctx, ctx.cfg, two, "the fake fleet"))
+    ctx = context(tmp_path)
+    ctx.store.update_manifest(experiment="fake")
+    the_plan = plan.Plan("fake", [plan.Block(b, [plan.PlannedPoint("p", "virtual", 1)]) for b in "ab"], repeats=2)
+    costs = plan.Costs(tmp_path, "local")
+    assert runner.measured(fake, ctx, the_plan, costs, learn_from_s=0.0) == "completed-with-failures"
+    assert plan.Costs(tmp_path, "local").setup_s("fake")[1] == "none measured on this host yet"
+
+
+class NoCluster(FakeTestbed):
+    host_not_answering = None
+
+    def __init__(self, label: str, error: Exception):
+        super().__init__(label)
+        self.error = error
+
+    def up(self):
+        raise self.error
+
+
+def test_a_cluster_not_made_fails_its_block_and_a_refusal_ends_the_run(tmp_path, fixture_text, monkeypatch):
+    from harness.resources.ceph.bootstrap import CephError, CephRefusal
+    monkeypatch.setattr(sweep, "Testbed", lambda *a, **k: FakeTestbed("stale"))
+    monkeypatch.setattr(sweep.nested_l1, "rebuilt_after_loss", lambda *a: None)
+    raw = fixture_text("fio/host-randread-qd16.json")
+    ctx = context(tmp_path / "failed")
+    ctx.store.update_manifest(experiment="fake")
+    two = blocks(raw, ["a", "b"])
+    two[0].testbed = lambda _where: NoCluster("a", CephError("mon did not form a quorum in 60 s"))
+    sweep.run(ctx, ctx.cfg, two, "the fake fleet")
+    assert ctx.store.manifest["blocks_failed"] == {"a": "mon did not form a quorum in 60 s"}
+    assert ctx.store.manifest["blocks_done"] == ["b"]
+    ctx = context(tmp_path / "refused")
+    ctx.store.update_manifest(experiment="fake")
+    two = blocks(raw, ["a", "b"])
+    two[0].testbed = lambda _where: NoCluster("a", CephRefusal("ceph.osd_devices /dev/sda refused"))
+    with pytest.raises(CephRefusal):
+        sweep.run(ctx, ctx.cfg, two, "the fake fleet")
+    assert "blocks_failed" not in ctx.store.manifest
