@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from harness.common import pids
+from harness.common.exits import StepFailed
 from harness.common.paths import safe_path
 from harness.common.schema import Section
 from harness.hosts import LocalHost, descriptor_problem
@@ -187,7 +188,7 @@ def listening(host, path: Path) -> bool:
 
 def start_qsd(host, pidfile: Path, plan: "HostPlan", vms: list["VmSlot"], exports: list[str], what: str) -> None:
     """A daemonized qemu-storage-daemon (its pid file `pidfile`) serving each VM's slice as the
-    block node `<vm>-data`, with these export (and server) arguments; RuntimeError with its own
+    block node `<vm>-data`, with these export (and server) arguments; StepFailed with its own
     message when it does not start."""
     d = plan.disk
     args = [QSD, "--daemonize", "--pidfile", str(pidfile)]
@@ -196,15 +197,15 @@ def start_qsd(host, pidfile: Path, plan: "HostPlan", vms: list["VmSlot"], export
                  for a in ("--blockdev", spec)]
     out = host.run([*args, *exports], check=False, timeout=120)
     if out.returncode != 0:
-        raise RuntimeError(f"{QSD} for {what} failed to start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
+        raise StepFailed(f"{QSD} for {what} failed to start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
     record_daemon(host, pidfile, what)
 
 
 def check_listening(host, sockets: list[Path]) -> None:
-    """Every socket listens (a daemon that returned may still have failed to); RuntimeError naming the first that does not."""
+    """Every socket listens (a daemon that returned may still have failed to); StepFailed naming the first that does not."""
     for sock in sockets:
         if not listening(host, sock):
-            raise RuntimeError(f"{QSD} is not listening on {sock}")
+            raise StepFailed(f"{QSD} is not listening on {sock}")
 
 
 def succeeds(host, script: str, *args) -> bool:
@@ -214,10 +215,10 @@ def succeeds(host, script: str, *args) -> bool:
 
 def record_daemon(host, pidfile: Path, what: str, within_s: float = 10) -> None:
     """Keeps, beside the pid file a daemon just wrote of itself, the proof of that process (its boot
-    and start time, harness/common/pids.py), without which it is never signalled; RuntimeError when
+    and start time, harness/common/pids.py), without which it is never signalled; StepFailed when
     the file names no running process within the bound."""
     if not pids.on(host, "record", str(pidfile), within_s, timeout=60 + within_s):
-        raise RuntimeError(f"{what} on {host.label} wrote no pid file of a running process at {pidfile}")
+        raise StepFailed(f"{what} on {host.label} wrote no pid file of a running process at {pidfile}")
 
 
 def daemon_alive(host, pidfile: Path) -> bool:

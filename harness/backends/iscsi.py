@@ -33,6 +33,7 @@ from harness.backends.base import (
     succeeds,
     virtio_blk_args,
 )
+from harness.common.exits import StepFailed
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
 
@@ -113,7 +114,7 @@ class Iscsi(Backend):
                        check=False, timeout=60)
         if out.returncode != 0 or not _answers(host, control_socket(control)):
             self.host_down(host, plan)
-            raise RuntimeError(f"tgtd did not start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
+            raise StepFailed(f"tgtd did not start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
         try:
             record_daemon(host, pid_file(plan), "tgtd")
         except RuntimeError:
@@ -131,7 +132,7 @@ class Iscsi(Backend):
             done = _admin(host, plan, *args, check=False)
             if done.returncode != 0:
                 self.host_down(host, plan)
-                raise RuntimeError(f"tgtadm {' '.join(args[:4])} failed on {host.label}: "
+                raise StepFailed(f"tgtadm {' '.join(args[:4])} failed on {host.label}: "
                                    f"{(done.stderr or done.stdout).decode(errors='replace').strip()}")
 
     def host_down(self, host: Host, plan: HostPlan) -> None:

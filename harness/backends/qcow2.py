@@ -17,6 +17,7 @@ from pydantic import AfterValidator, Field
 
 from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, succeeds, virtio_blk_args
 from harness.common import bounded
+from harness.common.exits import StepFailed
 from harness.common.schema import Section
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
@@ -68,7 +69,7 @@ class Qcow2(Backend):
                             str(path), str(vm.size)], check=False, timeout=bounded.write_bound_s(vm.size))
             if out.returncode != 0:
                 self.host_down(host, plan)
-                raise RuntimeError(f"qemu-img could not make {path} on {host.label}: "
+                raise StepFailed(f"qemu-img could not make {path} on {host.label}: "
                                    f"{out.stderr.decode(errors='replace').strip()}")
 
     def host_down(self, host: Host, plan: HostPlan) -> None:

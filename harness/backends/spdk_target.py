@@ -13,6 +13,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 
 from harness.backends.base import daemon_alive, record_daemon, stop_daemon
 from harness.common import paths
+from harness.common.exits import StepFailed
 
 CACHED_BUILD = paths.CACHE / "spdk" / "current"
 VENDOR_GLOB = "spdk-*.tar.gz"
@@ -22,7 +23,7 @@ START_WITHIN_S = 60
 STOP_GRACE_S = 10
 
 
-class SpdkError(RuntimeError):
+class SpdkError(StepFailed):
     pass
 
 
@@ -124,7 +125,7 @@ class Target:
            reraise=True)
     def _wait_answering(self) -> None:
         if not self.alive():
-            raise RuntimeError("it exited")
+            raise StepFailed("it exited")
         call(client(self.sock, timeout=10), "spdk_get_version")
 
     def log_tail(self, lines: int = 15) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import Field
 
 from harness.backends.base import DATA_PCI_SLOT, Attachment, Backend, HostPlan, VmSlot, pci_address
+from harness.common.exits import StepFailed
 from harness.common.schema import Section
 from harness.hosts import LocalHost
 from harness.libvirt.libvirt_xml import attr
@@ -187,7 +188,7 @@ class Vfio(Backend):
             return
         # the gate again at the moment of use: a namespace may have been mounted since preflight
         if reason := refuse_reason(addr, s, len(plan.vms), bool(plan.disk.get("pci_wipe")), plan.allow):
-            raise RuntimeError(f"vfio: not unbinding {addr}: {reason}")
+            raise StepFailed(f"vfio: not unbinding {addr}: {reason}")
         subprocess.run(["modprobe", "vfio-pci"], check=False, timeout=60)
         plan.run_dir.mkdir(parents=True, exist_ok=True)
         self._saved_driver(plan).write_text(s.driver(addr) or "")
@@ -197,7 +198,7 @@ class Vfio(Backend):
         s.p("/sys/bus/pci/drivers_probe").write_text(addr)
         if s.driver(addr) != "vfio-pci":
             self.host_down(host, plan)
-            raise RuntimeError(f"{addr} did not bind to vfio-pci")
+            raise StepFailed(f"{addr} did not bind to vfio-pci")
 
     def host_down(self, host: LocalHost, plan: HostPlan) -> None:
         addr, s = self._address(plan), self.sysfs

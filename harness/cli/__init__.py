@@ -704,10 +704,8 @@ def main() -> None:
 
     from harness.common.bounded import Unanswered
     from harness.common.cancel import Terminated
-    from harness.fleet.testbed import TestbedError
-    from harness.hosts.accel import AccelError
+    from harness.common.exits import StepFailed
     from harness.hosts.ssh import SshError
-    from harness.libvirt.agent import AgentError
     # Ctrl-C (SIGINT) stops every command, even one started in a script's background, which ignores it
     signal.signal(signal.SIGINT, signal.default_int_handler)
     # What vtb makes is root's alone to change: gc trusts a record only in a folder no one else can write
@@ -729,8 +727,7 @@ def main() -> None:
             raise
         console.print(f"[red]error:[/red] {escape(failed_command(e))}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(Exit.HOST_FAILED)
-    except (TestbedError, AgentError, AccelError, RuntimeError, Unanswered, SshError,
-            subprocess.SubprocessError) as e:   # a step that failed or passed its bound says which
+    except (StepFailed, Unanswered, SshError, subprocess.SubprocessError) as e:   # a step failed or passed its bound
         console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(Exit.HOST_FAILED)
     except libvirt.libvirtError as e:   # a libvirtd that is not running, or that refused a call

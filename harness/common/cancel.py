@@ -7,10 +7,12 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
+from harness.common.exits import StepFailed
+
 CANCEL = threading.Event()
 
 
-class Cancelled(RuntimeError):
+class Cancelled(StepFailed):
     """A node's command was stopped because the run is being stopped."""
 
 

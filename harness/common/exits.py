@@ -30,6 +30,11 @@ MEANING = {
 }
 
 
+class StepFailed(RuntimeError):
+    """A step on a host failed or the host lacks what it needs (a tool, a daemon, a guest): exit 4.
+    vtb's own errors derive from it, so that any other exception is taken for a bug (exit 70)."""
+
+
 def table() -> str:
     """The statuses, one a line."""
     return "\n".join(f"{int(code):>3}  {MEANING[code]}" for code in Exit)

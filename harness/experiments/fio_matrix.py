@@ -23,6 +23,7 @@ from harness import backends
 from harness.backends import BackendNames
 from harness.common import bounded
 from harness.common.console import step
+from harness.common.exits import StepFailed
 from harness.common.files import write_atomic
 from harness.common.schema import Section
 from harness.config.core import Config
@@ -103,7 +104,7 @@ def loop_over_prefilled_file(path: Path, size: int):
     without following a link, before dd writes into it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink() or (path.exists() and (not path.is_file() or path.stat().st_uid != os.geteuid())):
-        raise RuntimeError(f"{path} exists and is not a file vtb left (a link, or another user's): not written. "
+        raise StepFailed(f"{path} exists and is not a file vtb left (a link, or another user's): not written. "
                            "Fix: remove it, or find who made it")
     path.unlink(missing_ok=True)   # a killed run's own file
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))

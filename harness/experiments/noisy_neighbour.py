@@ -27,6 +27,7 @@ from harness.analysis.stats import difference, p_text, summarize
 from harness.common import bounded
 from harness.common.cancel import CANCEL
 from harness.common.console import step, warn
+from harness.common.exits import StepFailed
 from harness.common.files import write_atomic
 from harness.common.schema import StudySection
 from harness.config.core import Config
@@ -119,15 +120,15 @@ def with_neighbours(victim, neighbours, c: Settings, kind: str = "", n: int = 0)
         if not isinstance(e, (KeyboardInterrupt, SystemExit)):
             CANCEL.clear()   # the next point starts afresh (as in_parallel leaves it)
         if "error" in done:
-            raise RuntimeError(f"the neighbours' job failed: {done['error']}") from done["error"]
+            raise StepFailed(f"the neighbours' job failed: {done['error']}") from done["error"]
         raise
     thread.join(bound_s)
     if thread.is_alive():
         raise TimeoutError(f"the neighbours' job did not end within {bound_s:.0f} s (fio's bound on it)")
     if "error" in done:
-        raise RuntimeError(f"the neighbours' job failed: {done['error']}") from done["error"]
+        raise StepFailed(f"the neighbours' job failed: {done['error']}") from done["error"]
     if why := uncovered(outputs[0], done["outputs"]):
-        raise RuntimeError(f"not measured beside its neighbours: {why}")
+        raise StepFailed(f"not measured beside its neighbours: {why}")
     for out in outputs:
         out.extra.update({f"neighbour-{n.who}.json": n.raw for n in done["outputs"]})
     return outputs

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from harness.analysis import raid_model
 from harness.common.console import step
+from harness.common.exits import StepFailed
 from harness.common.files import write_atomic
 from harness.common.schema import BlockSize, StudySection
 from harness.config.core import Config
@@ -145,10 +146,10 @@ class RaidSweep:
         cfg, c = ctx.cfg, getattr(ctx.cfg, self.section)
         host = ctx.host
         if reason := raid.md_support(host):
-            raise RuntimeError(reason)
+            raise StepFailed(reason)
         members, allow = raid.members_and_allowlist(cfg, host)
         if not members:
-            raise RuntimeError("no member devices: set raid.members (and list them in raid.allow), or use a "
+            raise StepFailed("no member devices: set raid.members (and list them in raid.allow), or use a "
                                "nested host (host.kind=nested), whose drives are the members")
         runnable, skipped = [], {}
         for s in self.setups(cfg):
@@ -166,7 +167,7 @@ class RaidSweep:
         sweep.record_plan(ctx, {"setups": [s.label for s in runnable], "points": [p.label for p in points]}, skipped)
         member_mib = [int(host.run(["blockdev", "--getsize64", m], timeout=60).stdout) >> 20 for m in members]
         if too_small := self.too_small(member_mib, runnable, c.size_mib):
-            raise RuntimeError(f"{too_small}. Fix: lower {self.section}.size_mib, or use larger member devices"
+            raise StepFailed(f"{too_small}. Fix: lower {self.section}.size_mib, or use larger member devices"
                                f"{f' ({host.drive_size_field})' if host.drive_size_field else ''}")
         # one VM on each setup, none when measured on the host only
         sweep_cfg = sweep.fleet_config(cfg, "rs", vms=1 if c.ve else 0, disk_size_mib=c.size_mib,
@@ -176,7 +177,7 @@ class RaidSweep:
         def testbed_for(s: Setup) -> Testbed:
             if s.level is None:  # the same checks an array's members get
                 if problems := raid.device_refusals(ctx.host, members[:1], allow, cfg.raid.wipe):
-                    raise RuntimeError("; ".join(problems))
+                    raise StepFailed("; ".join(problems))
                 return Testbed(sweep_cfg, ctx.host, device=members[0], run_scoped=True)
             return Testbed(sweep_cfg, ctx.host, run_scoped=True, raid=raid.RaidPlan(
                 name=f"{sweep_cfg.prefix}-raid", level=s.level, members=members[:s.members],

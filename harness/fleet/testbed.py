@@ -22,6 +22,7 @@ from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.common import cancel, paths
 from harness.common.bounded import heartbeat
 from harness.common.console import step, warn
+from harness.common.exits import StepFailed
 from harness.common.files import write_atomic
 from harness.common.pids import owner
 from harness.common.schema import Refusal
@@ -52,7 +53,7 @@ HOST_SILENT_CHECKS = 2      # and Terraform is stopped after this many unanswere
 LIBVIRT_ANSWER_S = 30
 
 
-class TestbedError(RuntimeError):
+class TestbedError(StepFailed):
     pass
 
 

@@ -29,6 +29,7 @@ import libvirt
 from harness.common import paths
 from harness.common.bounded import heartbeat
 from harness.common.console import step, warn
+from harness.common.exits import StepFailed
 from harness.common.guest_scripts import guest_script
 from harness.hosts import Host
 from harness.libvirt.agent import AgentError, GuestAgent
@@ -43,7 +44,7 @@ CAPTURE_TIMEOUT_S = 180
 FIRST_SIGHTING = "the first bring-up of this one-VM shape here (a template is saved the next time)"
 
 
-class TemplateError(RuntimeError):
+class TemplateError(StepFailed):
     """A file step of making or using a template failed on the host."""
 
 
@@ -51,7 +52,7 @@ class WrongRestore(AgentError):
     """A restored guest that does not see the machine it was restored into (its data disk, its size)."""
 
 
-class SaveRefused(RuntimeError):
+class SaveRefused(StepFailed):
     """libvirt would not save the booted guest: its shape cannot be restored (a non-migratable device)."""
 
 

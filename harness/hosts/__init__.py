@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol
 
 from harness.common import paths
+from harness.common.exits import StepFailed
 from harness.common.plugins import discover
 from harness.hosts.local import LocalHost
 
@@ -98,7 +99,7 @@ def remote(entry) -> Host:
                    remote_dir=str(entry.state_dir), devices=tuple(entry.devices))
 
 
-class HostsNotAnswering(RuntimeError):
+class HostsNotAnswering(StepFailed):
     """[[hosts]] that do not answer, or whose state dir is not safe: nothing was done on any host."""
 
 

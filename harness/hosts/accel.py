@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness.common import paths
+from harness.common.exits import StepFailed
 from harness.hosts import Host, LocalHost
 
 PROBE_NAME = f"{paths.PREFIX}accel-probe"
@@ -32,7 +33,7 @@ class AccelChoice:
     reason: str
 
 
-class AccelError(RuntimeError):
+class AccelError(StepFailed):
     pass
 
 

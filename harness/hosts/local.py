@@ -11,6 +11,7 @@ from typing import Callable, ClassVar
 
 from harness.common import paths
 from harness.common.cancel import CANCEL, Cancelled
+from harness.common.exits import StepFailed
 from harness.hosts import scopes, sessions
 
 POLL_S = 0.25
@@ -18,7 +19,7 @@ STOP_GRACE_S = 30   # after SIGTERM, for runners' traps (stop a database server,
 KILLED_WAIT_S = 10  # after SIGKILL, for the pipes to close
 
 
-class Stopped(RuntimeError):
+class Stopped(StepFailed):
     """A command stopped because its `stop_when` gave this reason; what it printed is kept."""
 
     def __init__(self, reason: str, stdout: bytes, stderr: bytes):

@@ -15,6 +15,7 @@ from pathlib import Path
 import libvirt
 
 from harness.common import paths
+from harness.common.exits import StepFailed
 from harness.hosts.ssh import libvirt_uri
 from harness.libvirt.agent import AgentError, guests
 from harness.libvirt.libvirt_conn import connect
@@ -32,7 +33,7 @@ SYSRQ_L = [56, 99, 38]   # Linux keycodes: left Alt, SysRq, L
 RECORD = "nested.json"   # in the host's state dir: while it exists, the host is up
 
 
-class NestedHostError(RuntimeError):
+class NestedHostError(StepFailed):
     pass
 
 

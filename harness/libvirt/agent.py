@@ -20,10 +20,11 @@ import libvirt
 import libvirt_qemu
 
 from harness.common.cancel import CANCEL
+from harness.common.exits import StepFailed
 from harness.libvirt.libvirt_conn import connect, domain_call
 
 
-class AgentError(RuntimeError):
+class AgentError(StepFailed):
     pass
 
 

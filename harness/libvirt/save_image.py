@@ -15,11 +15,13 @@ import re
 import sys
 from pathlib import Path
 
+from harness.common.exits import StepFailed
+
 MAGIC = b"LibvirtQemudSave"
 HEADER = 16 + 19 * 4
 
 
-class SaveImageError(RuntimeError):
+class SaveImageError(StepFailed):
     pass
 
 

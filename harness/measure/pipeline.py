@@ -35,6 +35,7 @@ from harness.analysis import overlap
 from harness.analysis.stats import difference, enough, summarize
 from harness.common import bounded, cancel
 from harness.common.console import step, warn
+from harness.common.exits import StepFailed
 from harness.config.core import RepeatConfig, SettleConfig
 from harness.fleet import guest_consoles
 from harness.hosts import page_cache
@@ -58,7 +59,7 @@ LONG_POINT_S = 60   # a point running longer says so (a heartbeat): shorter ones
 WATCH_S = 10   # how often the fleet's storage is asked for faults while a point runs (a `ceph health` each)
 
 
-class StorageFault(RuntimeError):
+class StorageFault(StepFailed):
     """The storage under the fleet's disks cannot complete I/O (its own words)."""
 
 

@@ -11,13 +11,15 @@ import json
 import math
 from dataclasses import asdict, dataclass
 
+from harness.common.exits import StepFailed
+
 PAGE_MIB = 2
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
 RECORD = "hugepages.json"   # the record's name in a fleet's run dir (gc looks for it there)
 HEADROOM_MIB = 1024   # memory the host keeps for everything else (QEMU itself, page cache, the harness)
 
 
-class HugepageError(RuntimeError):
+class HugepageError(StepFailed):
     pass
 
 

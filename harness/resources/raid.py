@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from harness.analysis.raid_model import member_count_problem
 from harness.common.bounded import write_bound_s
+from harness.common.exits import StepFailed
 from harness.common.paths import safe_path
 from harness.resources.devices import refuse_reason_on
 
@@ -37,7 +38,7 @@ def mkfs_size_problem(fs: str, size_mib: int, field: str) -> str | None:
     return f"{field}={size_mib} is below the {need} MiB mkfs.{fs} needs; raise it to {need}" if size_mib < need else None
 
 
-class RaidError(RuntimeError):
+class RaidError(StepFailed):
     pass
 
 

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from harness.common import paths
+from harness.common.exits import StepFailed
 from harness.common.schema import Section
 from harness.hosts import Node
 from harness.libvirt.agent import PATH, guests
@@ -32,7 +33,7 @@ class DbBenchJob(Section):
     direct: bool = Field(True, description="direct I/O for reads, flushes and compactions (as the study)")
 
 
-class DbBenchError(RuntimeError):
+class DbBenchError(StepFailed):
     pass
 
 

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from harness.common import paths
 from harness.common.console import step
+from harness.common.exits import StepFailed
 from harness.common.schema import BlockSize, Section, bs_bytes
 from harness.hosts import Node
 from harness.libvirt.agent import PATH, guests, in_parallel
@@ -39,7 +40,7 @@ class FioJob(Section):
                      "(0 = time-based: I/O for runtime_s)")
 
 
-class FioError(RuntimeError):
+class FioError(StepFailed):
     pass
 
 

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from harness.common.exits import StepFailed
 from harness.results.metrics import PERCENTILES
 
 PERCENTILE_LIST = ":".join(f"{p:g}" for p in PERCENTILES)   # fio's percentile_list
@@ -19,7 +20,7 @@ SYNC = "sync"     # fsync/fdatasync calls (psync jobs with fsync=N): latency onl
 REPORTED = (*IO_DIRECTIONS, MIXED, SYNC)
 
 
-class FioOutputError(RuntimeError):
+class FioOutputError(StepFailed):
     pass
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field
 
 from harness.common import paths
+from harness.common.exits import StepFailed
 from harness.common.schema import BlockSize, Section, bs_bytes
 from harness.hosts import Node
 from harness.libvirt.agent import PATH, guests
@@ -36,7 +37,7 @@ class IopingJob(Section):
     direct: bool = Field(True, description="O_DIRECT (-D)")
 
 
-class IopingError(RuntimeError):
+class IopingError(StepFailed):
     pass
 
 

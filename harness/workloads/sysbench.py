@@ -8,6 +8,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 
 from harness.common import paths
+from harness.common.exits import StepFailed
 from harness.common.guest_scripts import guest_script
 from harness.hosts import Node
 from harness.libvirt.agent import PATH, GuestAgent, guests, in_parallel
@@ -19,7 +20,7 @@ ROW_BYTES = 250          # sysbench sbtest row plus its share of the indexes, fo
 PAGE_BYTES = {"4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536}
 
 
-class SysbenchError(RuntimeError):
+class SysbenchError(StepFailed):
     def __init__(self, message: str, server_log: str = "", server_config: str = ""):
         super().__init__(message)
         self.server_log = server_log

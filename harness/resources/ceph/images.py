@@ -8,6 +8,8 @@ import json
 import subprocess
 from dataclasses import dataclass
 
+from harness.common.exits import StepFailed
+
 OWNER_KEY = "vtb.owner"
 MOUNT_TIMEOUT_S = 30   # a cluster that does not answer fails the command instead of hanging it
 HEALTH_TIMEOUT_S = 10
@@ -77,7 +79,7 @@ def stalling(health: dict) -> str | None:
     return f"{health.get('status', 'HEALTH_?')}: {'; '.join(said)}" if said else None
 
 
-class ImageError(RuntimeError):
+class ImageError(StepFailed):
     pass
 
 

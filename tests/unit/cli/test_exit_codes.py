@@ -95,3 +95,18 @@ def test_an_unexpected_error_is_a_bug_exit_70_in_one_line(tmp_path):
                          timeout=60)
     assert out.returncode == Exit.INTERNAL, out.stdout + out.stderr
     assert "This is a vtb bug" in out.stdout and "Traceback" not in out.stdout + out.stderr
+
+
+def test_a_host_that_refuses_ssh_exits_4_naming_it(tmp_path):
+    """Nothing listens on the port: ssh's refusal comes at once, and the command says whose it is."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]   # closed once the block ends: nothing listens there
+    config = tmp_path / "closed.toml"
+    config.write_text(f'state_dir = "{tmp_path}/state"\n\n[fleet]\nname = "closed"\n\n'
+                      f'[[hosts]]\nname = "shut"\nssh = "root@127.0.0.1"\nport = {port}\ndevices = ["/dev/vdb"]\n')
+    out = harness("testbed", "up", "--config", str(config), results=tmp_path)
+    assert out.returncode == Exit.HOST_FAILED, out.stdout + out.stderr
+    assert "[[hosts]] shut at 127.0.0.1" in out.stdout and "Traceback" not in out.stdout + out.stderr
+    assert not (tmp_path / "state" / "closed").exists()
