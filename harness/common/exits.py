@@ -2,6 +2,7 @@
 docs/measurement.md show this one table."""
 from __future__ import annotations
 
+import textwrap
 from enum import IntEnum
 
 
@@ -19,14 +20,17 @@ class Exit(IntEnum):
 
 MEANING = {
     Exit.OK: "success",
-    Exit.REGRESSION: "compare found a significant regression",
-    Exit.BAD_INPUT: "bad input or a refusal; nothing was changed",
-    Exit.POINTS_FAILED: "a run's points failed or were not measured (--allow-failed-points accepts them)",
-    Exit.HOST_FAILED: "the host lacks what is needed, or a step on it failed",
-    Exit.LEFTOVERS: "a teardown left something it names",
-    Exit.INTERNAL: "an unexpected error: a vtb bug",
-    Exit.INTERRUPTED: "interrupted by Ctrl-C (what was measured is kept)",
-    Exit.TERMINATED: "stopped by SIGTERM (what was measured is kept)",
+    Exit.REGRESSION: "`compare` found a significant regression",
+    Exit.BAD_INPUT: "bad input or a refusal (a config field, a flag, a run that does not exist, a device vtb refuses): "
+                    "one `error:` line with the fix; nothing was changed",
+    Exit.POINTS_FAILED: "a run's points failed or were not measured (each recorded as failed with its error; a block "
+                        "whose fleet did not come up, in `blocks_failed`); `--allow-failed-points` exits 0 instead",
+    Exit.HOST_FAILED: "the host lacks what is needed (`doctor`), or a step on it failed (libvirtd, Terraform, a guest, "
+                      "a tool): one `error:` line",
+    Exit.LEFTOVERS: "a teardown left something, which it names",
+    Exit.INTERNAL: "an unexpected error, which is a vtb bug: one line; `harness --debug ...` shows its traceback",
+    Exit.INTERRUPTED: "Ctrl-C: the run is recorded as `interrupted`, with what it measured",
+    Exit.TERMINATED: "SIGTERM (a CI timeout, `kill`): as Ctrl-C",
 }
 
 
@@ -36,5 +40,11 @@ class StepFailed(RuntimeError):
 
 
 def table() -> str:
-    """The statuses, one a line."""
-    return "\n".join(f"{int(code):>3}  {MEANING[code]}" for code in Exit)
+    """The statuses, one a line (`harness --help`)."""
+    return "\n".join(textwrap.fill(MEANING[code], 96, initial_indent=f"{int(code):>3}  ", subsequent_indent=" " * 5)
+                     for code in Exit)
+
+
+def markdown() -> str:
+    """The statuses as docs/measurement.md's table."""
+    return "| status | meaning |\n|---|---|\n" + "".join(f"| {int(code)} | {MEANING[code]} |\n" for code in Exit)

@@ -78,6 +78,16 @@ def test_runs_offers_to_resume_a_run_with_a_block_that_did_not_come_up(tmp_path)
     assert "harness run vm-scaling --resume lacking" in listed and "--resume whole" not in listed, listed
 
 
+def test_the_docs_table_of_exit_statuses_is_the_codes():
+    import re
+
+    from harness.common import exits
+    page = (Path(__file__).parents[3] / "docs" / "measurement.md").read_text()
+    table = re.search(r"<!-- begin: exit statuses -->\n<!--.*?-->\n(.*)<!-- end: exit statuses -->", page, re.S)
+    assert table and table.group(1) == exits.markdown(), \
+        "docs/measurement.md is stale: put `exits.markdown()` (harness/common/exits.py) between its markers"
+
+
 def test_help_ends_with_the_exit_statuses_and_version_answers():
     out = subprocess.run([HARNESS, "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
