@@ -1,4 +1,5 @@
-"""The `harness` command. Thin: parses arguments and calls the rest."""
+"""The `harness` command: its arguments, and the commands that order the layers' steps (bring-up,
+teardown and gc across this machine, the nested hosts and the [[hosts]])."""
 from __future__ import annotations
 
 import json

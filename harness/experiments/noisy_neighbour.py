@@ -16,25 +16,22 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-import xml.etree.ElementTree as ET
 from functools import partial
 
-import libvirt
 from pydantic import Field, field_validator
 from rich.table import Table
 
 from harness.analysis.stats import difference, p_text, summarize
-from harness.common import bounded
 from harness.common.cancel import CANCEL
-from harness.common.console import step, warn
+from harness.common.console import step
 from harness.common.exits import StepFailed
 from harness.common.files import write_atomic
 from harness.common.schema import StudySection
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext, full_flag
 from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.libvirt import iotune
 from harness.libvirt.agent import GuestAgent
-from harness.libvirt.libvirt_conn import connect, domain_call
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.measure.plan import Block, Plan, PlannedPoint
@@ -45,7 +42,6 @@ from harness.results.samples import Sample
 from harness.workloads import fio
 
 LEAD_S = 2       # the neighbours' job goes this long before the victim starts (their start's margin on top)
-IOTUNE_S = 30    # bound of one live iotune change (a QEMU that does not answer its monitor holds it)
 
 
 class VictimJob(fio.FioJob):
@@ -148,50 +144,17 @@ def uncovered(victim: Output, neighbours: list[Output], slack_s: float = 0.5) ->
     return None
 
 
-def data_disk_target(dom: libvirt.virDomain, serial: str) -> str | None:
-    """The target name (vdb, sda) of the domain's <disk> with this serial, or None (no such disk)."""
-    root = ET.fromstring(domain_call(dom, "XMLDesc", 0))
-    for disk in root.iter("disk"):
-        if disk.findtext("serial") == serial and (target := disk.find("target")) is not None:
-            return target.get("dev")
-    return None
-
-
-def _iotune(dom: libvirt.virDomain, dev: str, iops: int) -> None:
-    bounded.call(lambda: dom.setBlockIoTune(dev, {"total_iops_sec": iops}, libvirt.VIR_DOMAIN_AFFECT_LIVE),
-                 f"iotune total_iops_sec={iops} on {dom.name()}", IOTUNE_S, "its QEMU is not answering its monitor")
-
-
-@contextlib.contextmanager
-def capped(uri: str, vms: list, iops: int):
-    """Each VM's data disk limited to `iops` (libvirt iotune, live) while the point runs, then
-    unlimited; 0 sets each unlimited (an uncapped point makes sure of it)."""
-    conn = connect(uri)
-    try:
-        doms = [(conn.lookupByName(vm.name), vm.locator.removeprefix("serial:")) for vm in vms]
-        targets = [(dom, data_disk_target(dom, serial)) for dom, serial in doms]
-        for dom, dev in targets:
-            _iotune(dom, dev, iops)
-        yield
-        for dom, dev in targets if iops else ():
-            try:
-                _iotune(dom, dev, 0)
-            except (libvirt.libvirtError, bounded.Unanswered) as e:   # the next point sets it again
-                warn(f"{dom.name()}: its iotune cap could not be lifted ({e}); the next uncapped point sets it again")
-    finally:
-        conn.close()
-
-
 def cap_refusal(record: TestbedRecord) -> str | None:
     """Why this fleet's neighbours cannot be capped (no <disk> libvirt drives), or None."""
     vm, why = record.vms[0], f"backend {record.disk['backend']} gives libvirt no <disk> to limit (iotune needs one)"
     if not vm.locator.startswith("serial:"):
         return why
-    conn = connect(record.uri)
-    try:
-        return why if data_disk_target(conn.lookupByName(vm.name), vm.locator.removeprefix("serial:")) is None else None
-    finally:
-        conn.close()
+    return None if iotune.has_disk(record.uri, vm.name, vm.locator.removeprefix("serial:")) else why
+
+
+def disks(vms: list) -> list[tuple[str, str]]:
+    """The VMs' data disks as iotune finds them: (domain, serial)."""
+    return [(vm.name, vm.locator.removeprefix("serial:")) for vm in vms]
 
 
 class NoisyNeighbour:
@@ -244,7 +207,7 @@ class NoisyNeighbour:
             cap = c.cap_iops if pid.endswith("capped") else 0
 
             def in_vms(others=others, cap=cap, n=n, heavy=guest_heavy):
-                with capped(record.uri, others, cap) if others and can_cap else contextlib.nullcontext():
+                with iotune.capped(record.uri, disks(others), cap) if others and can_cap else contextlib.nullcontext():
                     return with_neighbours(partial(fio.in_guests, record.uri, c.victim, [victim]), heavy, c,
                                            GuestAgent.__name__, n)
             guest = (backend, tuple(vm.name for vm in [victim, *others]), in_vms)

@@ -9,6 +9,7 @@ import pytest
 from harness.cli import settings
 from harness.common.schema import ConfigError
 from harness.experiments import noisy_neighbour as nn
+from harness.libvirt import iotune
 from harness.results.outputs import Output
 from harness.results.samples import Sample
 
@@ -117,8 +118,8 @@ def test_the_data_disk_is_found_by_its_serial():
       <disk type='file' device='disk'><target dev='vda' bus='virtio'/></disk>
       <disk type='file' device='disk'><serial>vtb-data</serial><target dev='vdb' bus='virtio'/></disk>
     </devices></domain>"""
-    assert nn.data_disk_target(Dom(xml), "vtb-data") == "vdb"
-    assert nn.data_disk_target(Dom("<domain><devices/></domain>"), "vtb-data") is None
+    assert iotune.data_disk_target(Dom(xml), "vtb-data") == "vdb"
+    assert iotune.data_disk_target(Dom("<domain><devices/></domain>"), "vtb-data") is None
 
 
 def sample(point, n, metric, value, rep):
