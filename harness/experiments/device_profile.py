@@ -17,7 +17,6 @@ Each device gets a one-VM sweep fleet whose data disk is the whole profiled span
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import shutil
 import subprocess
@@ -44,7 +43,7 @@ from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import raid
 from harness.results.environment import accel_label, tcg_caveat
-from harness.workloads import fio
+from harness.workloads import fio, fio_output
 
 DEVICES = ("default", "tmpfs", "brd", "drive", "md")
 LOCAL_ONLY = ("default", "tmpfs", "brd")
@@ -97,9 +96,8 @@ class RequestStats(fio.FioResult):
 
 def parse_requests(raw: str) -> RequestStats:
     base = fio.parse(raw)   # one job, one direction (it refuses others)
-    d = json.loads(raw[raw.find("{"):])["jobs"][0][base.direction]
-    ios = d.get("total_ios", 0)
-    return RequestStats(**vars(base), ios=ios, lat_sd_us=d["lat_ns"]["stddev"] / 1000 if ios else 0.0)
+    d = fio_output.read(raw).jobs[0].direction(base.direction)
+    return RequestStats(**vars(base), ios=d.ios, lat_sd_us=d.lat_sd_us or 0.0) if d else RequestStats(**vars(base))
 
 
 class DeviceProfile:

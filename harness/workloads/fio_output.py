@@ -37,6 +37,7 @@ class Figures:
     # finished within its ramp_time, as a verify job on a small region does)
     percentiles_us: dict[float, float] = field(default_factory=dict)
     bins_ns: dict[int, int] = field(default_factory=dict)   # its histogram (json+): bin value in ns -> count
+    lat_sd_us: float | None = None  # the total latency's standard deviation over the requests
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,8 @@ def _figures(direction: str, d: dict) -> Figures | None:
         if not d.get("total_ios"):
             return None
         lat = d["lat_ns"]
-        return Figures(SYNC, d["total_ios"], None, None, _mean(lat, 1000), None, _pct(lat, 1000), _bins(lat))
+        return Figures(SYNC, d["total_ios"], None, None, _mean(lat, 1000), None, _pct(lat, 1000), _bins(lat),
+                       _sd(lat, 1000))
     if "clat_ns" in d:        # fio 3.x: nanoseconds
         n, clat, lat, scale = d["total_ios"], d["clat_ns"], d["lat_ns"], 1000
     elif "clat" in d and "lat" in d:   # fio 2.x: microseconds; 2.1.x has no total_ios (iops x runtime)
@@ -91,12 +93,16 @@ def _figures(direction: str, d: dict) -> Figures | None:
     if not n:
         return None
     return Figures(direction, n, d["iops"], d["bw"], _mean(lat, scale), _mean(clat, scale), _pct(clat, scale),
-                   _bins(clat) if scale == 1000 else {})
+                   _bins(clat) if scale == 1000 else {}, _sd(lat, scale))
 
 
 def _mean(stat: dict, scale: float) -> float | None:
     """A latency's mean, or None where fio took no sample of it (its N, fio 3.x): a mean of 0."""
     return stat["mean"] / scale if stat.get("N", 1) else None
+
+
+def _sd(stat: dict, scale: float) -> float | None:
+    return stat["stddev"] / scale if stat.get("N", 1) and "stddev" in stat else None
 
 
 def _pct(stat: dict, scale: float) -> dict[float, float]:
