@@ -12,6 +12,7 @@ from harness.common.schema import Section
 from harness.config.core import Config
 from harness.measure.context import RunContext
 from harness.measure.plan import Plan
+from harness.results.metrics import direction
 
 
 @dataclass(frozen=True)
@@ -62,4 +63,14 @@ class Experiment(Protocol):
 
 @cache
 def registry() -> dict[str, Experiment]:
-    return discover(__name__, __path__, "EXPERIMENT")
+    return defined(discover(__name__, __path__, "EXPERIMENT"))
+
+
+def defined(experiments: dict[str, Experiment]) -> dict[str, Experiment]:
+    """The experiments, each headline's direction declared: one without is refused where it is
+    defined, not judged some way when its first point is compared."""
+    for name, exp in experiments.items():
+        if direction(exp.headline) is None:
+            raise TypeError(f"experiment {name}: its headline {exp.headline!r} has no declared direction. "
+                            "Fix: declare it in harness/results/metrics.py")
+    return experiments

@@ -24,6 +24,12 @@ def test_every_experiment_has_its_own_section_from_its_own_settings_model():
     assert cfg.vm_scaling.vm_counts == [1, 2, 4] and cfg.latency.patterns[0] == "randread"
 
 
+def test_an_experiment_whose_headline_has_no_direction_is_refused_where_it_is_defined():
+    from harness.experiments import defined
+    with pytest.raises(TypeError, match="its headline 'wobble' has no declared direction.*metrics.py"):
+        defined({"toy": SimpleNamespace(headline="wobble")})
+
+
 # what runner.run returns for a run that measured nothing (the command reads its samples)
 NOTHING_MEASURED = SimpleNamespace(store=SimpleNamespace(samples=[], run_id="toy", manifest={}))
 
