@@ -230,9 +230,9 @@ def backend_host_down(plan_file) -> None:
     backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
 
 
-@cli.group(short_help="The testbed host: a nested host, its arrays, Ceph.")
+@cli.group(short_help="The nested host: an L1 VM that plays the host where this one lacks md.")
 def host() -> None:
-    """The testbed host: a nested host for machines without md, and its RAID arrays."""
+    """The testbed host: a nested host (an L1 VM) for machines without md, nbd or rbd."""
 
 
 @host.group("nested", short_help="The nested host: an L1 VM that plays the host.")
@@ -379,9 +379,9 @@ def experiment_command(experiment) -> click.Command:
     options = []
     for flag in experiment.flags:
         info = settings.field_at(flag.fields[0].split("."))
-        help_text = flag.help or (f"{info.description}." if info else "")
+        help_text = flag.help or (f"{info.description[:1].upper()}{info.description[1:]}." if info else "")
         if flag.switch is None and info is not None and "default" not in help_text and (shown := shown_default(info)):
-            help_text += f" (default: {shown})"
+            help_text = f"{help_text.removesuffix('.')} (default: {shown})."
         if flag.switch is not None:
             options.append(click.Option([flag.option], is_flag=True, default=False, help=help_text))
             continue
@@ -445,6 +445,7 @@ def experiment_command(experiment) -> click.Command:
     doc = (sys.modules[type(experiment).__module__].__doc__ or experiment.name).strip()
     summary = " ".join(doc.split("\n\n")[0].split())
     summary = re.sub(rf"^(`harness run {experiment.name}`|{experiment.name}): ", "", summary)
+    summary = summary[:1].upper() + summary[1:]
     return click.Command(experiment.name, callback=callback, params=[*config_params(), *options],
                          help=summary, short_help=experiment.question)
 

@@ -25,6 +25,9 @@ class Flag:
     switch: Any = None           # not None: an on/off flag that sets the fields to this value
 
 
+CONFIG_BACKEND = "(default: the config's disk.backend, virtio-blk unless set)"   # a --backend flag's default
+
+
 def full_flag(section: str) -> Flag:
     """--full: the study's whole matrix instead of the defaults that answer its headline question."""
     return Flag("--full", (f"{section}.full",), "Sweep the study's whole matrix (a long run; see --plan).", switch=True)
@@ -32,7 +35,7 @@ def full_flag(section: str) -> Flag:
 
 def sweep_flags(*sections: str, backends_field: str) -> tuple[Flag, ...]:
     """--backend, --runtime and --ramp, for experiments that sweep backends over fio points."""
-    return (Flag("--backend", (backends_field,), "Comma-separated backends (default: the config's)."),
+    return (Flag("--backend", (backends_field,), f"Comma-separated backends {CONFIG_BACKEND}."),
             Flag("--runtime", tuple(f"{s}.runtime_s" for s in sections)),
             Flag("--ramp", tuple(f"{s}.ramp_s" for s in sections)))
 

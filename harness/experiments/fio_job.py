@@ -14,7 +14,7 @@ from harness import backends
 from harness.backends import BackendNames
 from harness.common.schema import Section, VmCounts
 from harness.config.core import Config
-from harness.experiments import Flag
+from harness.experiments import CONFIG_BACKEND, Flag
 from harness.experiments.fio_matrix import FioMatrix, FioPoint
 from harness.workloads import fio, fio_jobfile
 
@@ -55,7 +55,7 @@ class FioJobFile(FioMatrix):
     plots_percentiles = True
     flags = (Flag("--job", ("fio_job.job",), "Your fio job file (vtb sets only its target)."),
              Flag("--profile", ("fio_job.profile",), "A shipped profile (profiles/fio/*.fio) instead of a file."),
-             Flag("--backend", ("fio_job.backends",), "Comma-separated backends (default: the config's)."),
+             Flag("--backend", ("fio_job.backends",), f"Comma-separated backends {CONFIG_BACKEND}."),
              Flag("--vm-counts", ("fio_job.vm_counts",), "Comma-separated VM counts, e.g. 1,2 (default 1)."),
              Flag("--runtime", ("fio_job.runtime_s",), "Every job's runtime in seconds, over the file's."),
              Flag("--ramp", ("fio_job.ramp_s",), "Every job's ramp_time in seconds, over the file's."),

@@ -28,7 +28,7 @@ from harness.common.exits import StepFailed
 from harness.common.files import write_atomic
 from harness.common.schema import StudySection
 from harness.config.core import Config
-from harness.experiments import Flag, RunContext, full_flag
+from harness.experiments import CONFIG_BACKEND, Flag, RunContext, full_flag
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.libvirt import iotune
 from harness.libvirt.agent import GuestAgent
@@ -167,7 +167,7 @@ class NoisyNeighbour:
     flags = (Flag("--neighbours", ("noisy_neighbour.neighbours",)),
              Flag("--cap-iops", ("noisy_neighbour.cap_iops",)),
              Flag("--runtime", ("noisy_neighbour.victim.runtime_s",)),
-             Flag("--backend", ("disk.backend",), "The backend of the experiment's fleet (default: the config's)."),
+             Flag("--backend", ("disk.backend",), f"The backend of the experiment's fleet {CONFIG_BACKEND}."),
              full_flag("noisy_neighbour"))
 
     def labels(self, c: Settings) -> list[tuple[int, str, str]]:

@@ -11,7 +11,7 @@ from harness import backends
 from harness.backends import BackendNames
 from harness.common.schema import Section
 from harness.config.core import Config
-from harness.experiments import Flag
+from harness.experiments import CONFIG_BACKEND, Flag
 from harness.experiments.fio_matrix import FioMatrix, FioPoint
 from harness.workloads import fio, fio_trace
 
@@ -30,7 +30,7 @@ class Replay(FioMatrix):
     headline = "iops"
     plots_percentiles = True
     flags = (Flag("--trace", ("replay.trace",), "The iolog to replay."),
-             Flag("--backend", ("replay.backends",), "Comma-separated backends (default: the config's)."))
+             Flag("--backend", ("replay.backends",), f"Comma-separated backends {CONFIG_BACKEND}."))
 
     def trace(self, cfg: Config) -> fio_trace.Trace:
         c = cfg.replay

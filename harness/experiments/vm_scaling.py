@@ -27,7 +27,7 @@ from harness.common.console import console, step
 from harness.common.files import write_atomic
 from harness.common.schema import Section, VmCounts
 from harness.config.core import Config
-from harness.experiments import Flag, RunContext
+from harness.experiments import CONFIG_BACKEND, Flag, RunContext
 from harness.fleet.multi_host import spanning_metadata
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep
@@ -67,7 +67,8 @@ class VmScaling:
                                                       "apply to it)."),
              Flag("--profile", ("vm_scaling.profile",), "A shipped profile (profiles/fio/*.fio) instead of vtb's job."),
              Flag("--backend", ("vm_scaling.backends",), "Comma-separated backends: one re-provisions the fleet "
-                                                          "when it differs; several are compared, each on a fleet of its own."))
+                                                          "when it differs; several are compared, each on a fleet of its own "
+                                                          f"{CONFIG_BACKEND}."))
 
     # what of vtb's own job applies to a job file (each job's runtime and ramp, over the file's, when
     # set); its other fields are vtb's job's only: the file says its own
