@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field
 from rich.table import Table
 
+from harness import hosts
 from harness.analysis import raid_model
 from harness.common.console import step
 from harness.common.exits import StepFailed
@@ -140,6 +141,11 @@ class RaidSweep:
         begins), each a block of the points on the host and in the VM."""
         points = [PlannedPoint(p.label, env, self.planned_seconds(cfg, p)) for p in self.points(cfg) for env in self.envs(cfg)]
         return Plan(self.name, [Block(s.label, points) for s in self.setups(cfg)], cfg.repeat.count)
+
+    def refusal(self, cfg: Config) -> str | None:
+        """Before anything is made: this machine, when it is the host, without md."""
+        host = hosts.this_machine_for(cfg)
+        return raid.md_support(host) if host is not None else None
 
     # --- the sweep -------------------------------------------------------------------------
     def run(self, ctx: RunContext) -> None:

@@ -155,4 +155,11 @@ def for_config(cfg) -> Host:
     return LocalHost()
 
 
-__all__ = ["Host", "LocalHost", "Node", "all_for_config", "for_config", "from_descriptor", "name_for_config", "remote"]
+def this_machine_for(cfg) -> Host | None:
+    """The host the config names when it is this machine (no nested host, no [[hosts]]), else
+    None: what a check before a run may probe without reaching another machine."""
+    return LocalHost() if not cfg.hosts and cfg.host.kind == LocalHost.kind else None
+
+
+__all__ = ["Host", "LocalHost", "Node", "all_for_config", "for_config", "from_descriptor", "name_for_config", "remote",
+           "this_machine_for"]

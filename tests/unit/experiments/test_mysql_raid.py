@@ -48,3 +48,13 @@ def test_rows_table_and_plot(tmp_path):
     assert "raid6-n4-c512k oltp_read_write failed: virtual: run-mysql: no space" in text
     assert "stands in for the study's TPC-C" in text and "0.40" in text   # VE/PE
     assert mysql_raid.tps_bars(rows, tmp_path / "mysql-raid.png", "t").stat().st_size > 10_000
+
+
+def test_an_array_study_on_this_machine_without_md_is_refused_before_anything_is_made(monkeypatch):
+    """Asked of this machine only: a nested host or [[hosts]] are asked when the run reaches them."""
+    from harness.resources import raid
+    asked = []
+    monkeypatch.setattr(raid, "md_support", lambda host: asked.append(host.kind) or "no md here. Fix: host.kind=nested")
+    assert mysql_raid.EXPERIMENT.refusal(settings.load(None)) == "no md here. Fix: host.kind=nested"
+    assert mysql_raid.EXPERIMENT.refusal(settings.load(None, ["host.kind=nested"])) is None
+    assert asked == ["local"]
