@@ -10,8 +10,8 @@ from harness.common import paths
 from harness.common.console import console
 from harness.config.core import Config
 from harness.hosts import Host, accel
+from harness.hosts.environment import libvirt_version
 from harness.libvirt.libvirt_conn import connect
-from harness.results.environment import libvirt_version
 
 TOOLS = (("qemu-system-x86_64", "runs the guests", "run `make testbed up`"),
          ("qemu-storage-daemon", "vhost-user-blk backend", "run `make testbed up`"),

@@ -26,13 +26,12 @@ from harness.experiments import RunContext, registry
 from harness.fleet import gc
 from harness.fleet.multi_host import MultiHostFleet
 from harness.fleet.testbed import Testbed, TestbedRecord
-from harness.hosts import LocalHost, accel
+from harness.hosts import LocalHost, accel, environment
 from harness.hosts.folders import state_dir_problem
 from harness.measure import plan as plan_mod
 from harness.measure import resume as resume_mod
 from harness.report import tables
 from harness.resources import nested_l1
-from harness.results import environment
 from harness.results.store import RunStore, new_run_id, status_of
 
 

@@ -28,13 +28,12 @@ from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.fleet import vm_start
 from harness.fleet.testbed import Testbed
-from harness.hosts import LocalHost
+from harness.hosts import LocalHost, environment
 from harness.libvirt.agent import GuestAgent
 from harness.libvirt.libvirt_conn import connect, domain_call
 from harness.resources.ceph import local as ceph_local
 from harness.resources.ceph.bootstrap import missing_tools
 from harness.resources.ceph.plan import CephPlan
-from harness.results import environment
 from harness.workloads import fio, fio_output
 
 

@@ -67,7 +67,7 @@ def test_a_new_experiment_gets_a_config_section_and_a_command_from_its_module_al
     out = CliRunner().invoke(cli.cli, ["run", "toy", "--widgets", "2,4", "--slow"])
     assert out.exit_code == 0, out.output
     assert seen["name"] == "toy" and seen["cfg"].toy.widgets == [2, 4] and seen["cfg"].toy.mode == "slow"
-    assert "widgets per point" in CliRunner().invoke(cli.cli, ["run", "toy", "--help"]).output
+    assert "Widgets per point" in CliRunner().invoke(cli.cli, ["run", "toy", "--help"]).output
 
 
 def run_with(monkeypatch, *args):
