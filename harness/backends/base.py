@@ -128,6 +128,9 @@ class Backend:
     stores_nothing: ClassVar[bool] = False  # a device with no storage behind it: the virtualization layers alone
     local_host_only: ClassVar[bool] = False  # its host side runs on this machine (not yet through harness.hosts)
     needs_ceph: ClassVar[bool] = False  # its disks are images in the fleet's Ceph cluster ([ceph]), not slices
+    # the host's baseline reads and writes the disks' own slices of a file or block device, so a job
+    # file, a trace or a filesystem runs there as in the VMs (not so for images reached through librbd)
+    host_slices: ClassVar[bool] = True
     needs_block_device: ClassVar[bool] = False  # its disks must be slices of a host block device, not a file
     processes: ClassVar[tuple[HostProcess, ...]] = ()  # the daemons its host side runs
 

@@ -23,6 +23,7 @@ class Rbd(Backend):
     shared_options = frozenset({"cache", "iothreads", "num_queues"})
     summary = "virtio-blk over a Ceph RBD image (QEMU's librbd), in a cluster vtb makes or yours ([ceph])"
     needs_ceph = True
+    host_slices = False
 
     def preflight(self, host: Host, plan: HostPlan) -> str | None:
         missing = host.run(["sh", "-c", f"command -v rbd >/dev/null || echo ceph-common; [ -e {QEMU_DRIVER} ] || "

@@ -77,7 +77,7 @@ class FioJobFile(FioMatrix):
         if (c.job is None) == (c.profile is None):
             return ("fio-job runs a fio job file or a profile, one of them (fio_job.job, fio_job.profile). Fix: "
                     f"--job FILE.fio, or --profile NAME ({', '.join(fio_jobfile.profiles())})")
-        if any(backends.get(b).needs_ceph for b in self.backend_names(cfg)):   # the host's librbd: vtb's job only
+        if not all(backends.get(b).host_slices for b in self.backend_names(cfg)):   # the host's librbd: vtb's job only
             return fio_jobfile.ON_RBD
         return fio_jobfile.refusal(lambda: self.job_file(cfg))
 

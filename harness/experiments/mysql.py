@@ -121,10 +121,10 @@ class Mysql:
     def refusal(self, cfg: Config) -> str | None:
         """Before anything is made: the physical baseline mounts a filesystem on a slice of the
         fleet's block device on the host, which a fleet of Ceph images has not."""
-        if backends.get(cfg.disk.backend).needs_ceph:
+        if not backends.get(cfg.disk.backend).host_slices:
             return (f"mysql needs a block device on the host for its physical baseline, and the {cfg.disk.backend} "
-                    "backend's disks are Ceph images. Fix: --set disk.backend=virtio-blk (or another backend "
-                    "`harness backend list` shows)")
+                    "backend's disks are not slices of one (Ceph images). Fix: --set disk.backend=virtio-blk (or another "
+                    "backend `harness backend list` shows)")
         return None
 
     def run(self, ctx: RunContext) -> None:

@@ -39,9 +39,9 @@ class Replay(FioMatrix):
     def refusal(self, cfg: Config) -> str | None:
         if cfg.replay.trace is None:
             return "replay needs a trace. Fix: --trace FILE (an iolog; `harness run fio-job --capture` makes them)"
-        if ceph := [b for b in self.backend_names(cfg) if backends.get(b).needs_ceph]:
-            return (f"replay does not run on a backend whose disks are Ceph images ({', '.join(ceph)}). Fix: --backend "
-                    "with another backend")
+        if sliceless := [b for b in self.backend_names(cfg) if not backends.get(b).host_slices]:
+            return (f"replay does not run on a backend whose disks the host cannot replay the trace on "
+                    f"({', '.join(sliceless)}: not slices of a file or device). Fix: --backend with another backend")
         try:
             self.trace(cfg)
         except fio_trace.TraceError as e:

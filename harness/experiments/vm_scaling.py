@@ -111,7 +111,7 @@ class VmScaling:
         if c.job_file is not None and c.profile is not None:
             return ("vm-scaling runs a job file or a profile, not both (vm_scaling.job_file, vm_scaling.profile). "
                     "Fix: drop --job or --profile")
-        if any(backends.get(b).needs_ceph for b in self.compared(cfg) or [self.configured(cfg).disk.backend]):
+        if not all(backends.get(b).host_slices for b in self.compared(cfg) or [self.configured(cfg).disk.backend]):
             return fio_jobfile.ON_RBD
         return fio_jobfile.refusal(lambda: self.workload(cfg))
 
