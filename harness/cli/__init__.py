@@ -232,7 +232,7 @@ def backend_host_down(plan_file) -> None:
 
 @cli.group(short_help="The nested host: an L1 VM that plays the host where this one lacks md.")
 def host() -> None:
-    """The testbed host: a nested host (an L1 VM) for machines without md, nbd or rbd."""
+    """The testbed host: a nested host (an L1 VM) for machines without md."""
 
 
 @host.group("nested", short_help="The nested host: an L1 VM that plays the host.")
@@ -394,7 +394,8 @@ def experiment_command(experiment) -> click.Command:
     options += [click.Option(["--run-id"], metavar="ID", default=None,
                              help="Name the new run folder (default: <time>-<experiment>-<pid>), e.g. for CI."),
                 click.Option(["--resume"], metavar="RUN", default=None,
-                             help="Go on with an interrupted or died run (its id): its measured points are kept."),
+                             help="Go on with an interrupted, failed or died run, or one with a block that did not come "
+                                  "up (its id): its measured points are kept."),
                 click.Option(["--resume-anyway"], is_flag=True, default=False,
                              help="With --resume: go on even though the config, harness, host or accelerator "
                                   "changed (the samples record what changed)."),
@@ -466,7 +467,7 @@ def runs(config_path, overrides, rebuild, as_json, durations) -> None:
 
     from rich.table import Table
 
-    from harness.results.store import RunIndex, status_of
+    from harness.results.store import RunIndex
     index = RunIndex(load(config_path, overrides).results_dir)
     if rebuild:
         index.rebuild()
@@ -481,12 +482,8 @@ def runs(config_path, overrides, rebuild, as_json, durations) -> None:
     unfinished, listed = [], []
     for r in index.list():
         started = _time.strftime("%Y-%m-%d %H:%M", _time.localtime(r["started"])) if r["started"] else ""
-        status = r["status"] or ""
-        manifest = Path(r["path"]) / "run.json"
-        recorded = json.loads(manifest.read_text()) if manifest.exists() else {}
-        if status == "running" and recorded:  # still running, or killed before it could say so
-            status = status_of(recorded)
-        if status in ("interrupted", "died", "failed") or recorded.get("blocks_failed"):
+        status, resumable = _standing(r)
+        if resumable:
             unfinished.append(f"harness run {r['experiment']} --resume {r['run_id']}")
         listed.append({**dict(r), "status": status})
         table.add_row(escape(r["run_id"]), escape(r["experiment"] or ""), status, started, r["accel"] or "",
@@ -498,6 +495,21 @@ def runs(config_path, overrides, rebuild, as_json, durations) -> None:
     if unfinished:   # with the config they ran with: --resume refuses another
         console.print("go on with an unfinished run (its measured points are kept):\n  " + "\n  ".join(unfinished),
                       markup=False, soft_wrap=True)
+
+
+def _standing(r) -> tuple[str, bool]:
+    """An indexed run's status as its manifest has it now, and whether `--resume` can go on with it."""
+    from harness.results.store import status_of
+    status = r["status"] or ""
+    manifest = Path(r["path"]) / "run.json"
+    try:
+        recorded = json.loads(manifest.read_text()) if manifest.exists() else {}
+    except ValueError:   # not vtb's writing (its writes are atomic): listed as the index has it
+        recorded = {}
+    if status == "running" and recorded:  # still running, or killed before it could say so
+        status = status_of(recorded)
+    return status, status in ("interrupted", "died", "failed") or (bool(recorded.get("blocks_failed"))
+                                                                    and status != "running")
 
 
 @cli.command(short_help="Is RUN_B slower than RUN_A? The gate: exit 1 on a regression.")

@@ -127,7 +127,8 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
                           **({"testbeds": [asdict(r) for r in records]} if len(records) > 1 else {}))
     ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env, host=host,
                      testbeds=records, hosts=host_list)
-    the_plan, costs = experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, env["host"])
+    # keyed as --plan keys them: the config's hosts, one without VMs too
+    the_plan, costs = experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg))
     for line in plan_mod.describe(the_plan, costs, cfg.repeat.precision, cfg.repeat.max_count,
                                   cfg.repeat.budget_s).splitlines():
         step(line)
@@ -200,14 +201,13 @@ def fleet_for(experiment, cfg: Config) -> tuple[list, list[TestbedRecord]]:
 
 def run_environment(cfg: Config, host_list: list, records: list[TestbedRecord]) -> dict:
     """What every sample records of where it ran: the first host's, and over several hosts (a
-    fleet or a sweep fleet that spans them) each host's beside it. Its host is named as the plan
-    names it (every [[hosts]] table, one without VMs too), so that the costs it teaches are the
-    plan's."""
+    fleet or a sweep fleet that spans them) each host's beside it."""
     choices = [r.accel for r in records] or [
         accel.as_dict(accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, h)) for h in host_list]
-    env = {**environment.collect(choices[0], host_list[0]), "host": hosts.name_for_config(cfg)}
+    env = environment.collect(choices[0], host_list[0])
     if len(host_list) > 1:
         env["per_host"] = {h.name: environment.collect(c, h) for h, c in zip(host_list, choices)}
+        env["host"] = ",".join(h.name for h in host_list)
     return env
 
 

@@ -36,7 +36,8 @@ MEANING = {
 
 class StepFailed(RuntimeError):
     """A step on a host failed or the host lacks what it needs (a tool, a daemon, a guest): exit 4.
-    vtb's own errors derive from it, so that any other exception is taken for a bug (exit 70)."""
+    vtb's errors derive from it; with the errors of ssh, of a bound, of a command and of libvirt,
+    which main() names too, they are the exit-4 failures, and any other exception is a bug (70)."""
 
 
 def table() -> str:

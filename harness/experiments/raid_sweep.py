@@ -143,9 +143,12 @@ class RaidSweep:
         return Plan(self.name, [Block(s.label, points) for s in self.setups(cfg)], cfg.repeat.count)
 
     def refusal(self, cfg: Config) -> str | None:
-        """Before anything is made: this machine, when it is the host, without md."""
+        """Before anything is made: this machine, when it is the host, without md, fails as a host
+        that lacks it does when the run reaches it (exit 4)."""
         host = hosts.this_machine_for(cfg)
-        return raid.md_support(host) if host is not None else None
+        if host is not None and (why := raid.md_support(host)):
+            raise StepFailed(why)
+        return None
 
     # --- the sweep -------------------------------------------------------------------------
     def run(self, ctx: RunContext) -> None:

@@ -15,13 +15,11 @@ import re
 import sys
 from pathlib import Path
 
-from harness.common.exits import StepFailed
-
 MAGIC = b"LibvirtQemudSave"
 HEADER = 16 + 19 * 4
 
 
-class SaveImageError(StepFailed):
+class SaveImageError(RuntimeError):   # not StepFailed: this file runs alone (see above); vm_start catches it
     pass
 
 

@@ -55,6 +55,8 @@ def test_an_array_study_on_this_machine_without_md_is_refused_before_anything_is
     from harness.resources import raid
     asked = []
     monkeypatch.setattr(raid, "md_support", lambda host: asked.append(host.kind) or "no md here. Fix: host.kind=nested")
-    assert mysql_raid.EXPERIMENT.refusal(settings.load(None)) == "no md here. Fix: host.kind=nested"
+    from harness.common.exits import StepFailed
+    with pytest.raises(StepFailed, match="no md here. Fix: host.kind=nested"):   # exit 4, as on any host without md
+        mysql_raid.EXPERIMENT.refusal(settings.load(None))
     assert mysql_raid.EXPERIMENT.refusal(settings.load(None, ["host.kind=nested"])) is None
     assert asked == ["local"]

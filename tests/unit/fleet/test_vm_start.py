@@ -79,6 +79,21 @@ def test_a_file_that_is_not_a_save_image_is_refused(tmp_path):
         set_identity(f, "x", "y")
 
 
+def test_the_header_is_set_by_the_file_alone_as_on_another_host(tmp_path):
+    """set_identity_on runs save_image.py as a script on a host without vtb: the standard library only."""
+    import subprocess
+
+    from harness.libvirt import save_image
+    save = tmp_path / "state.save"
+    shutil.copyfile(FIXTURES / "save-header-v2.bin", save)
+    script = Path(save_image.__file__).read_text() + "\nmain()\n"
+    system_python = shutil.which("python3", path="/usr/bin:/bin")   # not the venv's, which has vtb
+    done = subprocess.run([system_python, "-I", "-c", script, str(save), "vtb-x-vm0", "00000000-1111-2222-3333-444444444444"],
+                          cwd="/", capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "<name>vtb-x-vm0</name>" in _xml_of(save.read_bytes())
+
+
 def test_the_owner_record_is_not_part_of_a_shape():
     """Every fleet's domains record their owner (gc's proof): VMs of two fleets still share a template."""
     from harness.libvirt.libvirt_xml import owner_metadata, owner_of

@@ -36,6 +36,7 @@ def test_fio_2_17_a_read_job_and_a_write_job_stay_apart(fixture_text):
     assert (r.direction, r.iops, r.ios) == ("read", doc[0]["read"]["iops"], 80891)
     assert (w.direction, w.iops, w.ios) == ("write", doc[1]["write"]["iops"], 24580)
     assert r.lat_mean_us == pytest.approx(245.531122) and w.lat_mean_us == pytest.approx(810.977136)
+    assert r.lat_sd_us == pytest.approx(398.107636)   # already microseconds (device-profile's spread)
     assert report.jobs[0].cpu_s == pytest.approx((1.539846 + 4.039596) / 100 * 10.003)
 
 
