@@ -78,21 +78,30 @@ class Costs:
         values = self.mine.get(kind, {}).get(key)
         return statistics.fmean(values) if values else None
 
+    def _typical(self, kind: str, key: str) -> float | None:
+        """Every experiment's figures under a shared key, as a median: one whose points hold a
+        workload's own set-up (a database's) would pull a mean far from a fio experiment's."""
+        values = self.mine.get(kind, {}).get(key)
+        return statistics.median(values) if values else None
+
     def setup_s(self, experiment: str) -> tuple[float, str]:
         """A block's setup cost for the experiment, and where it comes from."""
         if (own := self._mean("setup_s", experiment)) is not None:
             return own, "measured"
         others = [statistics.fmean(v) for v in self.mine.get("setup_s", {}).values() if v]
         if others:
-            return statistics.fmean(others), "other experiments' (none of this one's yet)"
+            return statistics.median(others), "other experiments' (none of this one's yet)"
         return 0.0, "none measured on this host yet"
 
     def overhead_s(self, env: str, participants: int, experiment: str = "") -> float | None:
         """A point's overhead beyond its tool's time: this experiment's own where measured (a
-        workload's set-up, such as a database's, is part of it), else any experiment's."""
+        workload's set-up, such as a database's, is part of it), else a typical experiment's."""
         own = (f"{experiment}:{env}/{participants}", f"{experiment}:{env}") if experiment else ()
-        for key in (*own, f"{env}/{participants}", env):
+        for key in own:
             if (v := self._mean("overhead_s", key)) is not None:
+                return v
+        for key in (f"{env}/{participants}", env):
+            if (v := self._typical("overhead_s", key)) is not None:
                 return v
         return None
 
@@ -148,6 +157,9 @@ def estimate(plan: Plan, costs: Costs) -> Estimate:
     if (untimed := plan.untimed) and not costs.measured(plan.experiment):
         notes.append(f"{untimed} point(s) end when their requests are done, which a first run of {plan.experiment} "
                      "measures: until then, their overhead only")
+    elif not unknown and not costs.measured(plan.experiment):
+        notes.append(f"per-point overhead: other experiments' (a workload's own set-up, such as a database's, is "
+                     f"counted once a run of {plan.experiment} has measured it)")
     return Estimate(total, notes)
 
 

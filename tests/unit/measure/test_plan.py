@@ -86,3 +86,15 @@ def test_points_that_end_by_request_count_are_timed_by_a_run_not_by_their_bound(
     est = plan.estimate(counted, Costs(tmp_path, "local"))
     assert est.seconds == pytest.approx(50.0) and not est.notes   # the run's own time, learnt
     assert Costs(tmp_path, "local").overhead_s("physical", 1) is None   # not every experiment's overhead
+
+
+def test_an_experiment_not_run_here_yet_takes_a_typical_experiments_overhead_and_says_so(tmp_path):
+    """A database experiment's points carry its set-up: a mean with it would double a fio
+    experiment's estimate, so the shared figure is a median."""
+    costs = Costs(tmp_path, "nested")
+    for experiment, overhead in (("raid-levels", 4.0), ("filesystems", 5.0), ("mysql-raid", 60.0)):
+        costs.learn(experiment, 70.0, {"virtual/1": [overhead], "virtual": [overhead]}, None)
+    assert costs.overhead_s("virtual", 1, "stripe-size") == pytest.approx(5.0)
+    assert costs.overhead_s("virtual", 1, "mysql-raid") == pytest.approx(60.0)   # its own, once measured
+    one = Plan("stripe-size", [Block("b", [PlannedPoint("p", "virtual", 10)])], repeats=1)
+    assert any("per-point overhead: other experiments'" in n for n in plan.estimate(one, costs).notes)
