@@ -117,7 +117,7 @@ class Iscsi(Backend):
             raise StepFailed(f"tgtd did not start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
         try:
             record_daemon(host, pid_file(plan), "tgtd")
-        except RuntimeError:
+        except StepFailed:
             self.host_down(host, plan)
             raise
         direct = ["--bsoflags", "direct"] if plan.disk["cache"] in ("none", "directsync") else []
@@ -133,7 +133,7 @@ class Iscsi(Backend):
             if done.returncode != 0:
                 self.host_down(host, plan)
                 raise StepFailed(f"tgtadm {' '.join(args[:4])} failed on {host.label}: "
-                                   f"{(done.stderr or done.stdout).decode(errors='replace').strip()}")
+                                 f"{(done.stderr or done.stdout).decode(errors='replace').strip()}")
 
     def host_down(self, host: Host, plan: HostPlan) -> None:
         """The target goes first (forced: a VM that was destroyed leaves its session behind), then

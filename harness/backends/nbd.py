@@ -24,6 +24,7 @@ from harness.backends.base import (
     succeeds,
     virtio_blk_args,
 )
+from harness.common.exits import StepFailed
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
 
@@ -63,7 +64,7 @@ class Nbd(Backend):
                         "--export", f"type=nbd,id={vm.name}-export,node-name={vm.name}-data,name={EXPORT},writable=on"],
                         f"{vm.name} (NBD)")
             check_listening(host, [socket_path(plan, vm) for vm in plan.vms])
-        except RuntimeError:
+        except StepFailed:
             self.host_down(host, plan)
             raise
 

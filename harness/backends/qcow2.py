@@ -70,7 +70,7 @@ class Qcow2(Backend):
             if out.returncode != 0:
                 self.host_down(host, plan)
                 raise StepFailed(f"qemu-img could not make {path} on {host.label}: "
-                                   f"{out.stderr.decode(errors='replace').strip()}")
+                                 f"{out.stderr.decode(errors='replace').strip()}")
 
     def host_down(self, host: Host, plan: HostPlan) -> None:
         host.run(["rm", "-f", *(str(image_path(plan, vm)) for vm in plan.vms)], timeout=60)

@@ -26,6 +26,7 @@ from harness.backends.base import (
     succeeds,
     vhost_user_blk,
 )
+from harness.common.exits import StepFailed
 from harness.common.schema import Section
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_opt
@@ -76,7 +77,7 @@ class VhostUserQsd(Backend):
                                         f"addr.type=unix,addr.path={qemu_opt(socket_path(plan, vm))},writable=on,"
                                         f"num-queues={plan.disk['num_queues']}")], daemon)
             check_listening(host, [socket_path(plan, vm) for vm in plan.vms])
-        except RuntimeError:
+        except StepFailed:
             self.host_down(host, plan)
             raise
 

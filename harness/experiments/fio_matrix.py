@@ -105,7 +105,7 @@ def loop_over_prefilled_file(path: Path, size: int):
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink() or (path.exists() and (not path.is_file() or path.stat().st_uid != os.geteuid())):
         raise StepFailed(f"{path} exists and is not a file vtb left (a link, or another user's): not written. "
-                           "Fix: remove it, or find who made it")
+                         "Fix: remove it, or find who made it")
     path.unlink(missing_ok=True)   # a killed run's own file
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
     subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M", f"count={size >> 20}", "conv=fsync,notrunc",

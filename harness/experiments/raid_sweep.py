@@ -159,7 +159,7 @@ class RaidSweep:
         members, allow = raid.members_and_allowlist(cfg, host)
         if not members:
             raise StepFailed("no member devices: set raid.members (and list them in raid.allow), or use a "
-                               "nested host (host.kind=nested), whose drives are the members")
+                             "nested host (host.kind=nested), whose drives are the members")
         runnable, skipped = [], {}
         for s in self.setups(cfg):
             if s.members > len(members):
@@ -177,7 +177,7 @@ class RaidSweep:
         member_mib = [int(host.run(["blockdev", "--getsize64", m], timeout=60).stdout) >> 20 for m in members]
         if too_small := self.too_small(member_mib, runnable, c.size_mib):
             raise StepFailed(f"{too_small}. Fix: lower {self.section}.size_mib, or use larger member devices"
-                               f"{f' ({host.drive_size_field})' if host.drive_size_field else ''}")
+                             f"{f' ({host.drive_size_field})' if host.drive_size_field else ''}")
         # one VM on each setup, none when measured on the host only
         sweep_cfg = sweep.fleet_config(cfg, "rs", vms=1 if c.ve else 0, disk_size_mib=c.size_mib,
                                        kernel=self.guest_kernel(cfg))
