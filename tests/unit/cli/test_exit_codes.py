@@ -120,3 +120,18 @@ def test_a_host_that_refuses_ssh_exits_4_naming_it(tmp_path):
     assert out.returncode == Exit.HOST_FAILED, out.stdout + out.stderr
     assert "[[hosts]] shut at 127.0.0.1" in out.stdout and "Traceback" not in out.stdout + out.stderr
     assert not (tmp_path / "state" / "closed").exists()
+
+
+@pytest.mark.parametrize("error, code", [(RuntimeError("dictionary changed size during iteration"), Exit.INTERNAL),
+                                         (KeyError("x"), Exit.INTERNAL)])
+def test_an_exception_vtb_does_not_raise_for_a_step_is_a_bug(monkeypatch, capsys, error, code):
+    """Only vtb's own errors of a step (StepFailed) and the few main() names exit 4: a stray
+    RuntimeError is a bug, exit 70, not a host that failed."""
+    from harness import cli
+
+    def broken(**_):
+        raise error
+    monkeypatch.setattr(cli, "cli", broken)
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    assert done.value.code == code and "This is a vtb bug" in capsys.readouterr().out
