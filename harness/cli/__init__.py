@@ -499,6 +499,7 @@ def runs(config_path, overrides, rebuild, as_json, durations) -> None:
 
 def _standing(r) -> tuple[str, bool]:
     """An indexed run's status as its manifest has it now, and whether `--resume` can go on with it."""
+    from harness.measure import resume as resume_mod
     from harness.results.store import status_of
     status = r["status"] or ""
     manifest = Path(r["path"]) / "run.json"
@@ -508,8 +509,7 @@ def _standing(r) -> tuple[str, bool]:
         recorded = {}
     if status == "running" and recorded:  # still running, or killed before it could say so
         status = status_of(recorded)
-    return status, status in ("interrupted", "died", "failed") or (bool(recorded.get("blocks_failed"))
-                                                                    and status != "running")
+    return status, resume_mod.offered(status, recorded)
 
 
 @cli.command(short_help="Is RUN_B slower than RUN_A? The gate: exit 1 on a regression.")

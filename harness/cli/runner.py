@@ -271,7 +271,7 @@ def ended(experiment, ctx: RunContext, status: str, wall_s: float, as_json: bool
         click.echo(json.dumps({"run_id": store.run_id, "folder": str(store.dir), "status": status,
                                "failed_samples": sum(s.status != "ok" for s in store.samples),
                                "failed_blocks": list(failed_blocks)}))
-    if status in ("interrupted", "failed") or failed_blocks:
+    if resume_mod.offered(status, store.manifest):
         step(f"go on with it: harness run {experiment.name} --resume {store.run_id} (the same config and flags)")
 
 

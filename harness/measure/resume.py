@@ -13,6 +13,12 @@ from harness.results.store import RunIndex, status_of
 DECIDING = ("harness_rev", "host", "accel", "l0_accel", "qemu_version", "host_kernel")
 
 
+def offered(status: str, manifest: dict) -> bool:
+    """Whether a run is one to go on with (what `harness runs` lists and a run's last line says):
+    stopped before its end, or ended with a block whose fleet did not come up."""
+    return status in ("interrupted", "died", "failed") or (bool(manifest.get("blocks_failed")) and status != "running")
+
+
 def folder_of(results_dir: Path, run: str) -> Path:
     """The run folder `run` names: a run id in the results folder, or a run folder's path."""
     for candidate in (Path(run), results_dir / run, RunIndex(results_dir).find(run)):
