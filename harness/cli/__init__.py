@@ -100,7 +100,7 @@ def _down(config_path, overrides, everything) -> None:
         for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
             removed += down(cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})}))
         # on other hosts, before the nested hosts they may be are removed; what is left, tried again below
-        removed += gc.removals_and_notes(gc.collect_recorded(paths.PREFIX, elsewhere=True))[0]
+        removed += gc.collect_recorded(paths.PREFIX, elsewhere=True)
         from harness.resources import nested_l1
         removed += nested_l1.down(cfg.state_dir)  # everything built inside it goes with it
         removed += gc.collect(paths.PREFIX)
@@ -158,7 +158,7 @@ def gc(config_path, overrides, everything) -> None:
         reached.append(nested)
     # by the dead fleets' records, once their guests are gone: on other hosts before this machine's
     # collection, which may remove the nested hosts they are; what is left there, tried again after it
-    removed += gc_mod.removals_and_notes(gc_mod.collect_recorded(paths.PREFIX, keep, elsewhere=True))[0]
+    removed += gc_mod.collect_recorded(paths.PREFIX, keep, elsewhere=True)
     removed += gc_mod.collect(paths.PREFIX, keep=keep)
     removed += gc_mod.collect_recorded(paths.PREFIX, keep)
     for h in reached:

@@ -494,12 +494,13 @@ def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
 def collect_recorded(prefix: str, keep: tuple[str, ...] = (), elsewhere: bool = False) -> list[str]:
     """What dead fleets' records say they made, wherever it is (this machine, a nested or an ssh
     host): backend host sides, md arrays, the brd module; with `elsewhere`, only what is on other
-    hosts than this machine (collected before this machine's own leftovers, which may be the nested
-    hosts these are). Only for `gc` and `testbed down --all`, after the fleets' guests are gone: a
-    fleet being brought up keeps its plans in the same place. Registered state dirs that are not
-    read (see state_dirs) are said, with the fix."""
+    hosts than this machine and only what was removed (collected before this machine's own
+    leftovers, which may be the nested hosts these are; the full pass after it says what is left).
+    Only for `gc` and `testbed down --all`, after the fleets' guests are gone: a fleet being brought
+    up keeps its plans in the same place. Registered state dirs that are not read (see state_dirs)
+    are said, with the fix."""
     found = _recorded_backends(prefix, keep, elsewhere) + _recorded_arrays(prefix, keep, elsewhere)
-    return found if elsewhere else skipped_state_dirs() + found + _brd(prefix, keep)
+    return removals_and_notes(found)[0] if elsewhere else skipped_state_dirs() + found + _brd(prefix, keep)
 
 
 def _on_this_machine(plan: dict) -> bool:
@@ -517,9 +518,9 @@ def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...],
     found, notes = [], []
     for d in map(Path, state_dirs()):
         for f in [*d.glob(f"*/{kind}-*.json"), *d.glob(f"*/hosts/*/{kind}-*.json")] if d.is_dir() else []:
-            if why := untrusted_file(f):   # said once: by the full pass
-                notes += [f"({kind} plan {f} not read: {why}, so it may not be vtb's. Fix: if it is, make it and "
-                          f"its folder root's and not writable by others; else remove it)"] * (not elsewhere)
+            if why := untrusted_file(f):
+                notes.append(f"({kind} plan {f} not read: {why}, so it may not be vtb's. Fix: if it is, make it and "
+                             f"its folder root's and not writable by others; else remove it)")
                 continue
             try:
                 plan = json.loads(f.read_text())
