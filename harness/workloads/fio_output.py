@@ -50,6 +50,7 @@ class Job:
     engine: str                    # the ioengine fio says it ran
     directions: tuple[Figures, ...]
     steady: dict | None = None     # fio's steady-state detection (`steadystate`): criterion, attained
+    start_s: float | None = None   # when its measured run began, epoch seconds on its node's clock (fio >= 3.36)
 
     def direction(self, name: str) -> Figures | None:
         return next((d for d in self.directions if d.direction == name), None)
@@ -58,7 +59,8 @@ class Job:
 @dataclass(frozen=True)
 class Report:
     version: str
-    timestamp_s: float             # when fio wrote it (the jobs' end), epoch seconds on its node's clock
+    timestamp_s: float             # when fio wrote it, epoch seconds on its node's clock: after its jobs ended
+                                   # and their engines shut down (librbd's can take seconds)
     jobs: tuple[Job, ...]
 
     @property
@@ -66,9 +68,13 @@ class Report:
         return self.window_of(self.jobs)
 
     def window_of(self, jobs: Iterable[Job]) -> tuple[float, float] | None:
-        """When these jobs ran, epoch seconds on the node's clock: fio stamps its report as the jobs
-        end, and groups run one after another (a stonewall starts a new one), a group's jobs side
-        by side."""
+        """When these jobs ran, epoch seconds on the node's clock: from each job's start where fio
+        says it (fio >= 3.36). Older fio says only when it wrote the report, after the jobs and
+        their engines' shutdown: the window is taken to end then (late by that shutdown), groups
+        one after another (a stonewall starts a new one), a group's jobs side by side."""
+        jobs = list(jobs)
+        if jobs and all(job.start_s for job in jobs):
+            return min(job.start_s for job in jobs), max(job.start_s + job.runtime_s for job in jobs)
         groups: dict[int, float] = {}
         for job in jobs:
             groups[job.group] = max(groups.get(job.group, 0.0), job.runtime_s)
@@ -145,11 +151,18 @@ def read(raw: str) -> Report:
             # fio's CPU shares are of job_runtime, summed over a reporting group like the CPU itself
             jobs.append(Job(job.get("jobname", ""), job.get("groupid", 0), wall / 1000,
                             (job.get("usr_cpu", 0) + job.get("sys_cpu", 0)) / 100 * ms / 1000,
-                            job.get("job options", {}).get("ioengine") or engine, tuple(figures), steady))
+                            job.get("job options", {}).get("ioengine") or engine, tuple(figures), steady,
+                            _start_s(job, options)))
     except KeyError as e:
         raise FioOutputError(f"cannot read the JSON of {version}: no {e} field where fio 2.x or 3.x has one; "
                              "run fio 3.x, or report this layout") from None
     return Report(version, doc.get("timestamp_ms", 0) / 1000, tuple(jobs))
+
+
+def _start_s(job: dict, options: dict) -> float | None:
+    """fio's job_start (ms), where it reads the wall clock: job_start_clock_id unset or 0 (CLOCK_REALTIME)."""
+    realtime = str(options.get("job_start_clock_id", "0")).strip() in ("0", "")
+    return job["job_start"] / 1000 if realtime and job.get("job_start") else None
 
 
 def _wall_ms(job: dict, members: int) -> float:

@@ -134,6 +134,22 @@ def test_a_reporting_groups_runtime_is_its_wall_time_not_the_sum_over_its_jobs(f
     assert group.cpu_s == pytest.approx((doc["jobs"][0]["usr_cpu"] + doc["jobs"][0]["sys_cpu"]) / 100 * 4.0)
 
 
+def test_the_window_starts_where_fio_says_each_job_began_not_at_its_reports_stamp(fixture_text):
+    """fio >= 3.36 says when each job's measured run began (job_start); its report's stamp comes
+    after the jobs and their engines' shutdown, so the window from it would end late."""
+    raw = fixture_text("fio/fio-3.42-two-stonewalled-jobs.jsonplus.json")
+    doc = json.loads(raw)
+    first, second = (j["job_start"] / 1000 for j in doc["jobs"])
+    report = read(raw)
+    assert [j.start_s for j in report.jobs] == [first, second]
+    assert report.window == pytest.approx((first, second + report.jobs[1].runtime_s))
+    assert report.window[1] < doc["timestamp_ms"] / 1000
+    assert report.window_of(report.jobs[:1]) == pytest.approx((first, first + report.jobs[0].runtime_s))
+    # a job_start on another clock (job_start_clock_id) is not the wall clock's: the report's stamp is used
+    doc["jobs"][0]["job options"]["job_start_clock_id"] = "1"
+    assert read(json.dumps(doc)).jobs[0].start_s is None
+
+
 def test_a_groups_runtime_holds_where_its_directions_put_it(fixture_text):
     """numjobs understating the group (several sections in one group) or a verify after the writes:
     never longer than the directions one after another, never shorter than the longest."""
