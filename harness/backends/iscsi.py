@@ -42,6 +42,7 @@ PORTAL_BASE, CONTROL_BASE, SPREAD = 13260, 14260, 900   # away from iSCSI's own 
 CONTROL_SOCKETS = "/var/run/tgtd"                   # where tgtd keeps socket.<control port>
 TID, LUN = 1, 1
 ADDRESS = "127.0.0.1"                               # the portal and the only initiator address let in
+PID_FILE_WITHIN_S = 30   # tgtd writes its pid file after it answers: seconds later on a loaded host
 
 
 def ports(plan: HostPlan) -> tuple[int, int]:
@@ -116,8 +117,11 @@ class Iscsi(Backend):
             self.host_down(host, plan)
             raise StepFailed(f"tgtd did not start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
         try:
-            record_daemon(host, pid_file(plan), "tgtd")
+            record_daemon(host, pid_file(plan), "tgtd", within_s=PID_FILE_WITHIN_S)
         except StepFailed:
+            # it answered on this fleet's control port a moment ago: ours, though unproven (no pid
+            # file), so it is stopped through tgt's own control rather than by a signal
+            _admin(host, plan, "--mode", "system", "--op", "delete", "--force", check=False)
             self.host_down(host, plan)
             raise
         direct = ["--bsoflags", "direct"] if plan.disk["cache"] in ("none", "directsync") else []

@@ -112,3 +112,27 @@ def test_a_target_killed_with_sigkill_leaves_a_socket_the_next_one_takes_over(tm
     finally:
         iscsi.host_down(host, p)
     assert not Path(control).exists() and subprocess.run(["pgrep", "-f", f"tgtd -C {ports(p)[1]}"]).returncode == 1
+
+
+@pytest.mark.skipif(shutil.which("tgtd") is None, reason="tgt is installed by `make test` (scripts/host-packages.sh)")
+def test_a_tgtd_whose_pid_file_comes_too_late_is_stopped_not_left_running(tmp_path, monkeypatch):
+    """Its pid file later than the bound (a loaded host): the start fails, and the tgtd that answered
+    on the fleet's control port, unproven, is stopped through tgt's own control."""
+    from harness.backends import iscsi as iscsi_module
+    from harness.common.exits import StepFailed
+    device = tmp_path / "device.raw"
+    device.write_bytes(b"\0" * (8 * MIB))
+    p = plan(tmp_path, HostDevice(path=str(device), kind="block"), prefix="vtb-unit-iscsi-late")
+
+    def too_late(host, pidfile, what, within_s=10):
+        raise StepFailed(f"{what} on {host.label} wrote no pid file of a running process at {pidfile}")
+    monkeypatch.setattr(iscsi_module, "record_daemon", too_late)
+    running = ["pgrep", "-f", f"^tgtd -C {ports(p)[1]} "]
+    try:
+        with pytest.raises(StepFailed, match="wrote no pid file"):
+            backends.get("iscsi").host_up(LocalHost(), p)
+        subprocess.run(["sh", "-c", f"while {' '.join(running[:2])} '{running[2]}' >/dev/null; do sleep 0.1; done"],
+                       timeout=30)
+        assert subprocess.run(running, capture_output=True).returncode == 1
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", running[2]])
