@@ -645,13 +645,20 @@ def config_reference() -> None:
 
 @cli.group()
 def results() -> None:
-    """The samples' columns: their reference and JSON Schema."""
+    """The samples' columns and metrics: their reference and JSON Schema."""
 
 
 @results.command("reference", short_help="Every sample column, as Markdown.")
 def results_reference() -> None:
     """Every sample column with its type, unit and meaning, as Markdown (results/README.md's)."""
     from harness.results.columns import markdown
+    click.echo(markdown(), nl=False)
+
+
+@results.command("metrics", short_help="Every metric, as Markdown.")
+def results_metrics() -> None:
+    """Every value of the `metric` column with its better direction, unit and meaning, as Markdown."""
+    from harness.results.metrics import markdown
     click.echo(markdown(), nl=False)
 
 
