@@ -30,28 +30,14 @@ def testbed() -> None:
 def testbed_up(config_path, overrides) -> None:
     """Probe the accelerator, terraform apply the fleet (and its [raid] array), wait for every guest agent."""
     from harness.cli import runner
-    from harness.fleet.testbed import Testbed, TestbedError
-    from harness.resources import nested_l1
+    from harness.fleet import users_fleet
+    from harness.fleet.testbed import Testbed
     cfg = load(config_path, overrides)
     deployed = Testbed.deployed_vms(cfg)
     if "vms" not in cfg.fleet.model_fields_set and deployed > cfg.fleet.vms:
         step(f"keeping the fleet's {deployed} VMs (an experiment grew it; set fleet.vms to change that)")
         cfg = runner.grown(cfg, deployed)
-    if cfg.hosts:  # a fleet over the [[hosts]]: one Terraform root per host, applied in parallel
-        from harness import hosts
-        from harness.fleet.multi_host import MultiHostFleet
-        hosts.check_answering(cfg)
-        MultiHostFleet(cfg, hosts.all_for_config(cfg)).up()
-        return
-    host = nested_l1.host_for(cfg)
-    tb = Testbed(cfg, host)
-    try:
-        tb.up()
-    except TestbedError:
-        rebuilt = nested_l1.rebuilt_after_loss(cfg, host, tb.host_not_answering)
-        if rebuilt is None:
-            raise
-        Testbed(cfg, rebuilt).up()
+    users_fleet.for_config(cfg).up()
 
 
 @testbed.command("down", short_help="Tear the fleet down and remove what it left.")

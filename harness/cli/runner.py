@@ -23,15 +23,13 @@ from harness.common.pids import owner
 from harness.common.progress import RunProgress
 from harness.config.core import Config, validation_context
 from harness.experiments import RunContext, registry
-from harness.fleet import gc
-from harness.fleet.multi_host import MultiHostFleet
+from harness.fleet import gc, users_fleet
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.hosts import LocalHost, accel, environment
 from harness.hosts.folders import state_dir_problem
 from harness.measure import plan as plan_mod
 from harness.measure import resume as resume_mod
 from harness.report import tables
-from harness.resources import nested_l1
 from harness.results.store import RunStore, new_run_id, status_of
 
 
@@ -186,17 +184,12 @@ def reopen(cfg: Config, resume: str, resume_anyway: bool) -> Reopened:
 def fleet_for(experiment, cfg: Config) -> tuple[list, list[TestbedRecord]]:
     """The run's hosts, and the user's fleet on them when the experiment uses it (brought up, or
     re-provisioned where it differs from the config)."""
-    if not cfg.hosts:
-        host = nested_l1.host_for(cfg)
-        return [host], [Testbed(cfg, host).ensure()] if uses_fleet(experiment, cfg) else []
-    hosts.check_answering(cfg)
-    cluster = MultiHostFleet(cfg, hosts.all_for_config(cfg))
-    if len(cluster.parts) > 1 and not getattr(experiment, "spans_hosts", False):
+    fleet = users_fleet.for_config(cfg)
+    if len(fleet.hosts) > 1 and not getattr(experiment, "spans_hosts", False):
         raise settings.ConfigError(f"{experiment.name} runs on one host; the config's fleet spans "
-                                   f"{len(cluster.parts)} ([[hosts]]). Fix: keep one [[hosts]] table for it, "
+                                   f"{len(fleet.hosts)} ([[hosts]]). Fix: keep one [[hosts]] table for it, "
                                    "or run vm-scaling, which spreads its VM counts over the hosts")
-    records = cluster.ensure() if uses_fleet(experiment, cfg) else []
-    return [part.host for part in cluster.parts], records
+    return fleet.hosts, fleet.ensure() if uses_fleet(experiment, cfg) else []
 
 
 def run_environment(cfg: Config, host_list: list, records: list[TestbedRecord]) -> dict:
