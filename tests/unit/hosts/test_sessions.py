@@ -8,7 +8,14 @@ import time
 import pytest
 
 from harness.common.pids import owner, start_ticks
-from harness.hosts import LocalHost, orphans, sessions
+from harness.hosts import LocalHost, orphans, scopes, sessions
+
+
+@pytest.fixture(autouse=True)
+def no_other_scopes(monkeypatch):
+    """These tests are of the session records: the command scopes of other processes on this
+    machine (a run the other lane killed a moment ago) are not theirs to count (test_local_host.py has the scopes)."""
+    monkeypatch.setattr(scopes, "collect", lambda: [])
 
 
 def test_a_local_command_is_recorded_while_it_runs(tmp_path, monkeypatch):
