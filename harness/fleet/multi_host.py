@@ -34,6 +34,11 @@ class MultiHostFleet:
         plan = self.parts[0].ceph if self.parts else None
         self.ceph: CephPlan | None = plan if plan is not None and plan.hosts else None
 
+    @property
+    def hosts(self) -> list[Host]:
+        """The hosts the placement gives VMs, in the parts' order."""
+        return [part.host for part in self.parts]
+
     def _each(self, what: str, call) -> list:
         """call(part) on every host's part at once; every failure named by its host."""
         with ThreadPoolExecutor(len(self.parts)) as pool:
@@ -118,7 +123,7 @@ class SweptOverHosts:
         self.ceph = fleet.ceph
 
     def up(self) -> SpanningRecord:
-        return SpanningRecord([part.host for part in self.fleet.parts], self.fleet.up())
+        return SpanningRecord(self.fleet.hosts, self.fleet.up())
 
     def down(self, quiet: bool = False) -> list[str]:
         return self.fleet.down(quiet)

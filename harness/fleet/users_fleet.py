@@ -14,7 +14,8 @@ from harness.resources import nested_l1
 
 
 class UsersFleet(Protocol):
-    hosts: list[Host]
+    @property
+    def hosts(self) -> list[Host]: ...
 
     def up(self) -> list[TestbedRecord]: ...
 
@@ -45,20 +46,9 @@ class OnOneHost:
         return [Testbed(self.cfg, self.hosts[0]).ensure()]
 
 
-class OverHosts:
-    """One part per [[hosts]] host that the placement gives VMs (harness/fleet/multi_host.py)."""
-
-    def __init__(self, cfg: Config):
-        hosts.check_answering(cfg)
-        self.fleet = MultiHostFleet(cfg, hosts.all_for_config(cfg))
-        self.hosts = [part.host for part in self.fleet.parts]
-
-    def up(self) -> list[TestbedRecord]:
-        return self.fleet.up()
-
-    def ensure(self) -> list[TestbedRecord]:
-        return self.fleet.ensure()
-
-
 def for_config(cfg: Config) -> UsersFleet:
-    return OverHosts(cfg) if cfg.hosts else OnOneHost(cfg)
+    """Over [[hosts]]: one part per host the placement gives VMs, once every host answers."""
+    if not cfg.hosts:
+        return OnOneHost(cfg)
+    hosts.check_answering(cfg)
+    return MultiHostFleet(cfg, hosts.all_for_config(cfg))
