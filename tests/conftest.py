@@ -45,6 +45,8 @@ def pytest_runtest_makereport(item, call):
         item.stash[START] = time.time()
     outcome = yield
     report = outcome.get_result()
+    if report.failed:
+        item.session.stash.setdefault(FAILED_IN, set()).add(item.path.name)
     if report.failed and item.get_closest_marker("integration") and START in item.stash:
         for log in _consoles_since(item.stash[START] - 1):
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-TAIL_LINES:])
@@ -52,3 +54,15 @@ def pytest_runtest_makereport(item, call):
 
 
 START = pytest.StashKey[float]()
+FAILED_IN = pytest.StashKey[set]()   # the files with a test that failed since a fixture last asked
+
+
+@pytest.fixture
+def a_test_of_this_file_failed(request) -> bool:
+    """Whether a test of this file failed since the last time this answered yes: a file whose tests
+    share a long-lived resource (the nested host) replaces it after a failure."""
+    failed = request.session.stash.setdefault(FAILED_IN, set())
+    if request.path.name in failed:
+        failed.discard(request.path.name)
+        return True
+    return False

@@ -21,6 +21,7 @@ from harness.hosts import Host, LocalHost
 PROBE_NAME = f"{paths.PREFIX}accel-probe"
 PROBE_TIMEOUT_S = 20
 NESTED_PROBE_TIMEOUT_S = 90      # a nested KVM boots about 6x slower than an L0 TCG guest
+BOOT_ID = "/proc/sys/kernel/random/boot_id"   # new at every boot of a host
 HOST_KERNEL = "/vmlinuz"         # on a nested host: its own kernel, the same Debian cloud kernel
 # A kernel that got this far ran its whole early boot under KVM.
 BOOTED_MARKERS = ("Kernel panic", "VFS: Unable to mount root", "VFS: Cannot open root device")
@@ -85,12 +86,15 @@ def decide(setting: str, probe: tuple[bool, str] | None) -> AccelChoice:
 
 
 def choose(setting: str, kernel: Path, cache_dir: Path, host: Host = LocalHost()) -> AccelChoice:
-    """The accelerator for guests on `host`. Probes once per (kernel, QEMU, host kernel, host); the
-    answer is cached under the state dir. `kernel` is the guest kernel here; a nested host boots its own."""
+    """The accelerator for guests on `host`. Probes once per (kernel, QEMU, host kernel, host, boot
+    of the host); the answer is cached under the state dir. The boot is part of the key because KVM
+    can break in one boot of a host and work in the next (a nested host's L1 whose KVM locked up is
+    booted anew, and must be probed anew). `kernel` is the guest kernel here; a nested host boots its own."""
     if setting == "tcg":
         return decide(setting, None)
     local = host.is_this_machine
-    facts = host.run(["sh", "-c", "qemu-system-x86_64 --version; uname -r"], check=False, timeout=60).stdout
+    facts = host.run(["sh", "-c", f"qemu-system-x86_64 --version; uname -r; cat {BOOT_ID}"], check=False,
+                     timeout=60).stdout
     ident = kernel.read_bytes() if local else json.dumps(host.descriptor()).encode()
     key = hashlib.sha256(ident + facts).hexdigest()[:16]
     cache = cache_dir / f"accel-{key}.json"

@@ -26,3 +26,29 @@ def test_a_probe_that_failed_is_said_by_its_last_words_not_its_terminal_codes():
     from harness.hosts.accel import _last_words
     assert _last_words("\x1bc\x1b[?7l\x1b[2J") == ""
     assert _last_words("\x1b[2J[    1.0] VFS: Cannot open root device\n\x1bc") == "[    1.0] VFS: Cannot open root device"
+
+
+def test_the_probe_is_cached_per_boot_of_the_host_so_a_host_booted_anew_is_probed_anew(tmp_path, monkeypatch):
+    """A nested host's L1 whose KVM locked up is booted anew: its failed probe must not outlive that boot."""
+    import subprocess
+
+    from harness.hosts import accel
+
+    class Booted:
+        is_this_machine = False
+        boot = "boot-1"
+
+        def descriptor(self):
+            return {"kind": "nested", "state_dir": "/var/tmp/x"}
+
+        def run(self, argv, **kw):
+            return subprocess.CompletedProcess(argv, 0, f"QEMU 7.2\n6.1.0\n{self.boot}\n".encode(), b"")
+
+    probes = []
+    monkeypatch.setattr(accel, "probe_kvm", lambda *a: probes.append(a) or (len(probes) > 1, "probe"))
+    host = Booted()
+    assert accel.choose("auto", tmp_path / "vmlinuz", tmp_path, host).accel == "tcg"
+    assert accel.choose("auto", tmp_path / "vmlinuz", tmp_path, host).accel == "tcg"   # this boot's answer, kept
+    host.boot = "boot-2"
+    assert accel.choose("auto", tmp_path / "vmlinuz", tmp_path, host).accel == "kvm"
+    assert len(probes) == 2
