@@ -54,42 +54,17 @@ def testbed_down(config_path, overrides, everything) -> None:
 
 
 def _down(config_path, overrides, everything) -> None:
+    from harness import hosts
     from harness.common import paths
-    from harness.fleet import gc
+    from harness.fleet import gc, users_fleet
     from harness.fleet.testbed import TestbedError
     cfg = load(config_path, overrides)
-    from harness import hosts
     asked = hosts.answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
     if everything:   # first: a killed run's terraform apply would hold the state lock, its fio act
         from harness.hosts import orphans
         for said in orphans.stop_orphans(asked):
             step(f"stopped {said}")
-    failed = []   # with --all, a fleet whose teardown fails is said at the end; the others still go
-
-    def down(fleet_cfg) -> list[str]:
-        try:
-            return _testbed_for_down(fleet_cfg).down()
-        except TestbedError as e:
-            if not everything:
-                raise
-            failed.append(str(e))
-            return []
-    if cfg.hosts:
-        from harness.fleet.multi_host import MultiHostFleet
-        hosts.check_answering(cfg, asked)   # a host that does not answer keeps its fleet: say so before touching any
-        removed = MultiHostFleet(cfg, hosts.all_for_config(cfg)).down()
-        if everything:
-            removed += [f"{r} (on {h.label})" for h in hosts.all_for_config(cfg) for r in gc.collect(paths.PREFIX, h)]
-    else:
-        removed = down(cfg)
-    if everything and not cfg.hosts:  # every fleet with state here (sweep and bench fleets too), then any stray vtb- resource
-        for fleet_dir in sorted(p.parent for p in cfg.state_dir.glob("*/fleet.tfvars.json")):
-            removed += down(cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": fleet_dir.name})}))
-        # on other hosts, before the nested hosts they may be are removed; what is left, tried again below
-        removed += gc.collect_recorded(paths.PREFIX, elsewhere=True)
-        from harness.resources import nested_l1
-        removed += nested_l1.down(cfg.state_dir)  # everything built inside it goes with it
-        removed += gc.collect(paths.PREFIX)
+    removed, failed = users_fleet.tear_down(cfg, asked, everything)
     if everything:
         removed += gc.collect_recorded(paths.PREFIX)
     removed, notes = gc.removals_and_notes(removed)
@@ -97,18 +72,6 @@ def _down(config_path, overrides, everything) -> None:
          + "".join(f"\n    {n}" for n in notes))
     if failed:
         raise TestbedError("\n".join(failed))
-
-
-def _testbed_for_down(cfg):
-    """The fleet to tear down; when its nested host is already gone, the fleet went with it and
-    only this machine's side (state, leftovers) is left to remove."""
-    from harness.fleet.testbed import Testbed
-    from harness.hosts import LocalHost
-    from harness.hosts.nested import NestedHostError
-    try:
-        return Testbed(cfg)
-    except NestedHostError:
-        return Testbed(cfg, LocalHost())
 
 
 @cli.command(short_help="Remove vtb- leftovers that no live state owns.")
@@ -672,7 +635,9 @@ def doctor(config_path, overrides) -> None:
                    "docs/benchmarks.md).")
 @click.option("--from", "from_json", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Measure nothing: take the figures of an earlier bench's JSON (results/bench-*.json).")
-def bench(config_path, overrides, runtime, docs_page, from_json) -> None:
+@click.option("--nested", is_flag=True, help="Also the nested host's own costs: boots one, then removes it (not "
+                                             "while a nested host runs here).")
+def bench(config_path, overrides, runtime, docs_page, from_json, nested) -> None:
     """The harness's own cost: bring-up time, agent-ready time, overhead per point, agreement with plain fio."""
     from harness.cli import self_bench
     from harness.report import bench_table
@@ -688,7 +653,7 @@ def bench(config_path, overrides, runtime, docs_page, from_json) -> None:
             raise click.BadParameter(f"{from_json} is not the figures `harness bench` writes; fix: name a "
                                      "results/bench-*.json", param_hint="--from")
     else:
-        figures = self_bench.run(load(config_path, overrides), runtime)
+        figures = self_bench.run(load(config_path, overrides), runtime, nested)
     table = bench_table.markdown(figures)
     if docs_page:
         bench_table.splice(docs_page, table)
