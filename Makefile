@@ -37,8 +37,8 @@ lint: venv
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/xenon --max-absolute C harness
 
-bench: bootstrap
-	$(HARNESS) bench --docs docs/benchmarks.md
+bench: bootstrap host-image
+	$(HARNESS) bench --nested --docs docs/benchmarks.md
 
 bootstrap: host-packages venv libvirtd provider image spdk launcher
 

@@ -8,7 +8,10 @@
   job, interleaved FIDELITY_PAIRS (40) times: the mean ratio with its 95% CI;
 - a local Ceph cluster of 3 storage nodes: seconds from nothing to every PG active+clean;
 - what reading fio's reports costs: per output (one-job and per-job parsers), and the percentiles
-  of a run's merged histograms.
+  of a run's merged histograms;
+- the images' sizes (the guest's and the nested host's qcow2, the guest's initramfs);
+- with --nested, the nested host's own: `host nested up` from nothing, the KVM probe inside it, an
+  L2 fleet of 1 VM to its agent, an md array of its drives made and removed, `host nested down`.
 """
 from __future__ import annotations
 
@@ -23,14 +26,19 @@ from rich.table import Table
 
 from harness.analysis.stats import summarize
 from harness.cli import runner
+from harness.common import paths
 from harness.common.console import console, step, warn
+from harness.common.exits import StepFailed
 from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.fleet import vm_start
 from harness.fleet.testbed import Testbed
-from harness.hosts import LocalHost, environment
+from harness.hosts import LocalHost, accel, environment
+from harness.hosts.nested import DOMAIN as NESTED_DOMAIN
+from harness.hosts.nested import HOST_IMAGE_DIR
 from harness.libvirt.agent import GuestAgent
 from harness.libvirt.libvirt_conn import connect, domain_call
+from harness.resources import nested_l1, raid
 from harness.resources.ceph import local as ceph_local
 from harness.resources.ceph.bootstrap import missing_tools
 from harness.resources.ceph.plan import CephPlan
@@ -149,6 +157,65 @@ def _bring_up(cfg: Config) -> dict:
     return figures
 
 
+def _image_sizes() -> dict:
+    """The images' sizes, MiB: what a fresh machine builds and a nested host's upload would carry."""
+    files = {"guest_image_qcow2_mib": paths.IMAGE_DIR / "rootfs.qcow2", "guest_initramfs_mib": paths.IMAGE_DIR / "initrd.img",
+             "nested_host_image_qcow2_mib": HOST_IMAGE_DIR / "rootfs.qcow2"}
+    return {key: f.stat().st_size / 2**20 for key, f in files.items() if f.exists()}
+
+
+def _nested_host_runs() -> bool:
+    conn = connect(paths.LIBVIRT_URI)
+    try:
+        return any(d.name().startswith(NESTED_DOMAIN) for d in conn.listAllDomains())
+    finally:
+        conn.close()
+
+
+def _nested(user_cfg: Config) -> dict:
+    """The nested host's own costs, on one booted from nothing and removed after. Not measured
+    while a nested host runs here: the nested hosts' domain names are every state dir's."""
+    if user_cfg.hosts or _nested_host_runs():
+        warn(f"bench: the nested host's figures are not measured: {NESTED_DOMAIN} runs here (`harness host nested "
+             "down` first)" if not user_cfg.hosts else "bench: no nested host's figures with [[hosts]]")
+        return {}
+    cfg = user_cfg.model_copy(update={"host": user_cfg.host.model_copy(update={"kind": "nested"}),
+                                       "fleet": user_cfg.fleet.model_copy(update={"name": "bench-nested", "vms": 1})})
+    figures: dict = {}
+    try:
+        _measure_nested(cfg, figures)
+    except StepFailed as e:   # the figures measured so far are kept, and the others' failure said
+        warn(f"bench: the nested host's figures stopped: {e}")
+        figures["nested_failed"] = str(e).splitlines()[0]
+    finally:
+        step("bench: removing the nested host")
+        figures["nested_down_s"], _ = _timed(lambda: nested_l1.down(cfg.state_dir))
+    return figures
+
+
+def _measure_nested(cfg: Config, figures: dict) -> None:
+    """Into `figures`, as each is measured: the nested host up from nothing, the KVM probe inside
+    it, an L2 fleet of 1 VM to its agent, RAID 5 of its drives made and removed."""
+    step("bench: the nested host from nothing")
+    figures["nested_up_s"], host = _timed(lambda: nested_l1.up(cfg))
+    seconds, (ok, detail) = _timed(lambda: accel.probe_kvm(accel.HOST_KERNEL, accel.NESTED_PROBE_TIMEOUT_S, host))
+    figures["nested_kvm_probe_s"] = seconds if ok else f"failed: {detail}"
+    step("bench: an L2 fleet of 1 VM in the nested host")
+    tb = Testbed(cfg, host, run_scoped=True)
+    try:
+        figures["nested_l2_agents_ready_1_vm_s"] = max(tb.up().ready_s.values())
+    finally:
+        tb.down(quiet=True)
+    drives = host.record.drives
+    step(f"bench: RAID 5 of the nested host's {len(drives)} drives, made and removed")
+    array = raid.RaidPlan(name="vtb-bench-nested-md", level=5, members=drives, chunk_kib=64, allow=drives,
+                          host=host.descriptor())
+    try:
+        figures["nested_raid5_create_s"], _ = _timed(lambda: raid.create(host, array))
+    finally:
+        figures["nested_raid5_destroy_s"], _ = _timed(lambda: raid.destroy(host, array))
+
+
 FIDELITY_PAIRS = 40  # pair ratios vary about 14% (CV) on a shared disk: 40 pairs bring the CI within ±5%
 
 
@@ -173,7 +240,7 @@ def _fidelity(ctx, cfg: Config, record) -> dict:
             "harness_to_plain_pairs": len(ratios)}
 
 
-def run(user_cfg: Config, runtime: int) -> dict:
+def run(user_cfg: Config, runtime: int, nested: bool = False) -> dict:
     cfg = user_cfg.model_copy(update={
         "fleet": user_cfg.fleet.model_copy(update={"name": "bench"}),
         "vm_scaling": user_cfg.vm_scaling.model_copy(update={
@@ -207,9 +274,12 @@ def run(user_cfg: Config, runtime: int) -> dict:
         figures.update(_parse_costs(ctx.store.dir / "raw"))
         step("bench: a local Ceph cluster of 3 storage nodes, from nothing to all PGs active+clean")
         figures["ceph_3_nodes_active_clean_s"] = _ceph_up_s(cfg)
+        figures.update(_image_sizes())
     finally:
         step("bench: tearing down the bench fleet")
         tb.down(quiet=True)
+    if nested:
+        figures.update(_nested(cfg))
     table = Table(title=f"harness bench (accel={figures.get('accel')})")
     table.add_column("figure")
     table.add_column("value", justify="right")

@@ -25,6 +25,16 @@ LABELS = {
     "fio_parse_ms_per_output": "reading one fio report (vtb's one-job parser), ms",
     "fio_parse_jobs_ms_per_output": "reading one fio report per job and direction, ms",
     "ceph_3_nodes_active_clean_s": "a local Ceph cluster of 3 storage nodes (1 OSD each), nothing to every PG active+clean, s",
+    "guest_image_qcow2_mib": "the guest image (qcow2, zstd-compressed), MiB",
+    "guest_initramfs_mib": "its initramfs (only what mounts the root disk), MiB",
+    "nested_host_image_qcow2_mib": "the nested host's image (qcow2, the guest image inside it), MiB",
+    "nested_up_s": "`harness host nested up` from nothing (its drives prefilled, boot, libvirtd reachable), s",
+    "nested_kvm_probe_s": "the accelerator probe inside it (a kernel boots under nested KVM), s",
+    "nested_l2_agents_ready_1_vm_s": "an L2 fleet of 1 VM in it: the agent answering, from the start of `terraform apply`, s",
+    "nested_raid5_create_s": "RAID 5 of its drives: `raid create` (safety checks, mdadm, resync wait), s",
+    "nested_raid5_destroy_s": "the same array's `raid destroy` (stop, zero superblocks), s",
+    "nested_down_s": "`harness host nested down`, s",
+    "nested_failed": "the nested host's figures stopped",
 }
 _AGENTS = re.compile(r"agents_ready_(\d+)_vms_(booted|restored)_s")
 _MERGED = re.compile(r"percentiles_of_(\d+)_merged_histograms_ms")
