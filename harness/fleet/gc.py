@@ -27,6 +27,7 @@ from harness.libvirt.libvirt_conn import Unanswered, connect, domain_call
 from harness.libvirt.libvirt_xml import OWNER_NS, UNRECORDED, owner_of
 from harness.resources import hugepages, nested_l1, raid
 from harness.resources.ceph import existing as ceph_existing
+from harness.resources.ceph.bootstrap import unlabel_osd_devices
 from harness.resources.ceph.plan import CephPlan
 from harness.resources.raid import RaidPlan
 
@@ -438,8 +439,10 @@ def _remote_ceph_dirs(host: Host, remote_dir: str, prefix: str, keep: tuple[str,
     out = host.run(["sh", "-c", script, "-", remote_dir, prefix], timeout=60, check=False).stdout.decode(errors="replace")
     removed = []
     for d in out.splitlines():   # one folder a line: a state_dir may hold spaces
-        if d and not Path(d).name.startswith(keep) and \
-                host.run(["rm", "-rf", "--one-file-system", d], timeout=120, check=False).returncode == 0:
+        if not d or Path(d).name.startswith(keep):
+            continue
+        removed += unlabel_osd_devices(host, d)   # by the OSDs' own records, before the folder goes
+        if host.run(["rm", "-rf", "--one-file-system", d], timeout=120, check=False).returncode == 0:
             removed.append(f"ceph files {d}")
     return removed
 

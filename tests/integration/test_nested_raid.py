@@ -413,9 +413,11 @@ def two_ssh_hosts() -> str:
     """Two nested hosts driven as `ssh` hosts (the path a user's own servers take), booted anew
     (the one the tests before used was paused by one of them), with virtio-blk drives: QEMU 7.2's
     emulated NVMe stalls at queue depths above 1 under TCG (see test_backend_sweeps), and these
-    tests are about the ssh path, not the drives. Returns the path of their config."""
+    tests are about the ssh path, not the drives. One drive each, its OSD's: large enough for the
+    fleet's images and BlueStore's own use (3328 MiB). Returns the path of their config."""
     harness("host", "nested", "down")
-    out = harness("host", "nested", "up", "--count", "2", "--set", "nested.drive_model=virtio-blk")
+    out = harness("host", "nested", "up", "--count", "2", "--set", "nested.drive_model=virtio-blk",
+                  "--set", "nested.drives=1", "--set", "nested.drive_mib=3584")
     ssh_config = out.stdout.strip().splitlines()[-1]
     assert ssh_config.endswith("nested-hosts.toml") and 'ssh = "root@127.0.0.1"' in Path(ssh_config).read_text()
     return ssh_config
@@ -453,6 +455,13 @@ def test_ceph_scaling_over_two_ssh_hosts(nested_host, tmp_path):
     assert "regression per node count" in summary and "n1 " in summary and "n2 " in summary, summary
     manifest = json.loads((run_dir / "run.json").read_text())
     assert manifest["status"] == "completed" and set(manifest["environment"]["per_host"]) == {"nested0", "nested1"}
+    # each OSD on its host's allowed device, whose BlueStore label the teardown erased there
+    for k, name in ((1, "nested0"), (2, "nested1")):
+        assert f"osd.{k - 1} up on node {k} (10.214.0.1{k}), on /dev/vdb" in done.stdout, done.stdout
+        assert f"BlueStore label on /dev/vdb on host {name}" in done.stdout, done.stdout
+    for name in ("nested", "nested1"):
+        signatures = NestedHost.load(STATE / name).run(["wipefs", "--no-act", "--noheadings", "--output", "TYPE", "/dev/vdb"])
+        assert signatures.stdout.strip() == b"", signatures.stdout
 
 
 @pytest.mark.alone   # gc --all
@@ -513,6 +522,7 @@ def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(nested_host, tmp_path
         assert "domain vtb-default-vm" in gc.stdout and f"(on host {name}" in gc.stdout, gc.stdout
         assert re.search(rf"process \d+ \(ceph-osd\) \(on host {name} ", gc.stdout), gc.stdout
         assert re.search(rf"ceph files /var/tmp/vtb/default/vtb-default-ceph \(on host {name} ", gc.stdout), gc.stdout
+        assert re.search(rf"BlueStore label on /dev/vdb \(on host {name} ", gc.stdout), gc.stdout   # by the OSD's record
     assert subprocess.run(["ip", "link", "show", "vtb-nested-br"], capture_output=True).returncode != 0
     assert not [d for d in l0_domains() if d.startswith(DOMAIN)]
     qemus = subprocess.run(["pgrep", "-af", "qemu-system.*vtb-"], capture_output=True, text=True).stdout

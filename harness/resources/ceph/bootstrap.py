@@ -159,7 +159,8 @@ def _osd(node: NodeRunner, plan: CephPlan, i: int, osd_uuid: str) -> None:
     run(host, ["mkdir", "-p", f"{plan.dir}/osd/ceph-{i}"], f"osd.{i}'s folder")
     run(host, [*inside, "ceph-osd", "-c", cfg, "-i", str(i), "--mkfs", "--osd-uuid", osd_uuid], f"osd.{i} mkfs", 300)
     run(host, [*inside, "ceph-osd", "-c", cfg, "-i", str(i)], f"starting osd.{i}", 120)
-    step(f"  ceph {plan.name}: osd.{i} up on node {k} ({plan.node_address(k)})")
+    on = f", on {plan.osd_devices[i]}" if plan.osd_devices else ""
+    step(f"  ceph {plan.name}: osd.{i} up on node {k} ({plan.node_address(k)}){on}")
 
 
 def status(host, plan: CephPlan) -> dict:
@@ -223,12 +224,32 @@ kill -KILL $alive 2>/dev/null
 exit 0'''
 
 
+# Erases the BlueStore label (only that signature) of each device an OSD of the cluster's dir is on:
+# BlueStore records it as the OSD's `block` symlink. A BlueStore file is no block device: left as is.
+_UNLABEL = r'''for b in "$1"/osd/*/block; do
+  [ -L "$b" ] && [ -b "$b" ] || continue
+  d=$(readlink -f "$b")
+  [ -n "$(wipefs -a -t ceph_bluestore "$d" 2>/dev/null)" ] && echo "$d"
+done
+exit 0'''
+
+
+def unlabel_osd_devices(host, ceph_dir: str) -> list[str]:
+    """The BlueStore labels the cluster's OSDs left on their devices (their daemons stopped), erased,
+    so that the device gate takes the devices again: what went, each said."""
+    out = host.run(["sh", "-c", _UNLABEL, "-", ceph_dir], timeout=120, check=False).stdout.decode(errors="replace")
+    return [f"BlueStore label on {d}" for d in out.splitlines() if d]
+
+
 def remove(host, plan: CephPlan) -> list[str]:
-    """Stops the daemons the plan's dir on the host has pid files for, and removes the dir."""
+    """Stops the daemons the plan's dir on the host has pid files for, erases the labels of its
+    OSDs' devices, and removes the dir."""
     out = host.run(["sh", "-c", _STOP, "-", plan.dir, str(STOP_GRACE_S)], timeout=STOP_GRACE_S + 60, check=False)
     removed = [f"ceph daemon {name} (pid {pid})" for name, _, pid in
                (line.partition(" ") for line in out.stdout.decode(errors="replace").splitlines()) if pid]
+    where = "" if host.is_this_machine else f" on {host.label}"
+    removed += [f"{label}{where}" for label in unlabel_osd_devices(host, plan.dir)]
     if host.run(["test", "-e", plan.dir], timeout=60, check=False).returncode == 0:
         host.run(["rm", "-rf", "--one-file-system", plan.dir], timeout=120, check=False)
-        removed.append(f"files {plan.dir}" + ("" if host.is_this_machine else f" on {host.label}"))
+        removed.append(f"files {plan.dir}{where}")
     return removed

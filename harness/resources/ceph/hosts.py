@@ -1,11 +1,13 @@
 """A Ceph cluster over a fleet's hosts (ceph.mode = "hosts"): the mon and the mgr on the first
-host, and each host one storage node, its OSDs on BlueStore files under the plan's dir there, every
-daemon bound to its host's address on the network the hosts share. The steps are local mode's
+host, and each host one storage node, its OSDs on devices of that host's allowlist (its [[hosts]]
+devices, in order, checked free there just before use), every daemon bound to its host's address
+on the network the hosts share. The steps are local mode's
 (harness/resources/ceph/bootstrap.py), run over each host's own SSH: what a user's KVM servers take.
 
 create is idempotent and refuses a bad plan before making anything; destroy stops, on each host,
-only the daemons whose pid files the plan's dir there holds, and removes that dir. The hosts'
-networks, packages and everything else on them are never touched."""
+only the daemons whose pid files the plan's dir there holds, erases the BlueStore labels of the
+devices its OSDs' records there name (so that the device gate takes them again), and removes that
+dir. The hosts' networks, packages and everything else on them are never touched."""
 from __future__ import annotations
 
 import time
@@ -17,6 +19,7 @@ from harness.hosts import from_descriptor
 from harness.resources.ceph import links
 from harness.resources.ceph.bootstrap import PACKAGES, CephError, CephRefusal, build, complete, log_tails, missing_tools, remove
 from harness.resources.ceph.plan import CephPlan, refusals
+from harness.resources.devices import refuse_reason_on
 
 __all__ = ["CephError", "create", "destroy", "node_links"]
 
@@ -45,6 +48,24 @@ def _mon_port_problem(host, plan: CephPlan) -> str | None:
     return None
 
 
+def _device_problems(hosts: list, plan: CephPlan) -> list[str]:
+    """Why an OSD's device may not be used: off its host's allowlist, in use or holding data (the
+    device gate, on that host), or smaller than the plan's OSD size."""
+    problems = []
+    for i, dev in enumerate(plan.osd_devices):
+        host = hosts[plan.osd_node(i) - 1]
+        if reason := refuse_reason_on(host, dev, allow_signature=plan.wipe, wipe_field="fleet.wipe",
+                                      allow=list(host.drives), allow_field=f"{host.label}'s devices in [[hosts]]"):
+            problems.append(f"{host.label}: osd.{i}'s device {dev} refused: {reason}")
+            continue
+        have = int(host.run(["blockdev", "--getsize64", dev], timeout=60).stdout or 0) >> 20
+        if have < plan.osd_size_mib:
+            problems.append(f"{host.label}: osd.{i}'s device {dev} has {have} MiB, and each OSD needs {plan.osd_size_mib} "
+                            "MiB for the fleet's images and BlueStore's own use. Fix: put a larger device at that place "
+                            "in its [[hosts]] devices (OSD j takes the j-th), or lower the fleet's disk sizes")
+    return problems
+
+
 def create(plan: CephPlan) -> str:
     hosts = _hosts(plan)
     problems = refusals(plan)
@@ -63,8 +84,8 @@ def create(plan: CephPlan) -> str:
     removed = [r for h in hosts for r in remove(h, plan)]   # half made (a killed create), or another plan's
     if removed:
         step(f"ceph {plan.name}: removed what an earlier attempt left: {', '.join(removed)}")
-    if why := _mon_port_problem(mon, plan):
-        raise CephRefusal(f"the Ceph plan is refused, nothing was made:\n  {why}")
+    if problems := [p for p in (_mon_port_problem(mon, plan), *_device_problems(hosts, plan)) if p]:
+        raise CephRefusal("the Ceph plan is refused, nothing was made:\n" + "\n".join(f"  {p}" for p in problems))
     t0 = time.monotonic()
     try:
         build(plan, mon, lambda k: (hosts[k - 1], []), hosts)

@@ -40,8 +40,9 @@ class CephConfig(Section):
     nodes: int = Field(2, ge=1, le=MAX_NODES, description="local/hosts: storage nodes (network namespaces here, or "
                        "the first N [[hosts]]), 1 to 5")
     osds_per_node: int = Field(1, ge=1, le=4, description="local/hosts: OSDs per storage node")
-    osd_size_mib: int = Field(0, ge=0, description="local/hosts: each OSD's BlueStore file in MiB (sparse: it costs "
-                              "only what is written); 0 = sized from what the fleet or sweep writes")
+    osd_size_mib: int = Field(0, ge=0, description="local: each OSD's BlueStore file in MiB (sparse: it costs only what "
+                              "is written); hosts: the least each OSD's device must hold; 0 = sized from what the "
+                              "fleet or sweep writes")
     replicas: int = Field(2, ge=1, le=MAX_NODES, description="local/hosts: copies of each object, one per node")
     pg_num: int = Field(32, ge=1, le=4096, description="local/hosts: placement groups per pool, a power of two")
     link_mbit: int = Field(0, ge=0, description="local: each node's link capped at this rate in Mbit/s (0 = uncapped)")
@@ -96,7 +97,8 @@ class CephPlan:
                                # files); its path carries the name, so the daemons' command lines do
     nodes: int = 2             # storage nodes, each a network namespace with its OSDs
     osds_per_node: int = 1
-    osd_size_mib: int = 1024   # each OSD's BlueStore file (sparse, but it fills without discard)
+    osd_size_mib: int = 1024   # local: each OSD's BlueStore file (sparse, but it fills without discard);
+                               # hosts: the least each OSD's device must hold
     replicas: int = 2
     pg_num: int = 32
     link_mbit: int = 0         # each node's link capped with tc tbf; 0 = uncapped
@@ -106,6 +108,9 @@ class CephPlan:
                                # first; the same dir on each. Empty: local mode (namespaces on one host)
     addresses: tuple = ()      # hosts mode: each node's address on the network the hosts share
     pools: tuple = ()          # the node counts that get a pool (and its CRUSH rule); empty: 1..nodes
+    osd_devices: tuple = ()    # hosts mode: each OSD's block device on its node's host (from that host's
+                               # allowlist, checked free there before use). Empty: BlueStore files
+    wipe: bool = False         # hosts mode: an OSD device may carry a signature (fleet.wipe)
 
     @property
     def short(self) -> str:
@@ -176,8 +181,10 @@ def osd_size_needed(c: CephConfig, images_mib: dict[int, int]) -> int:
 
 
 def osd_size_for(c: CephConfig, images_mib: dict[int, int]) -> int:
-    """ceph.osd_size_mib, or when it is 0 (auto) what the images need, at least AUTO_OSD_MIB."""
-    return c.osd_size_mib or max(AUTO_OSD_MIB, osd_size_needed(c, images_mib))
+    """ceph.osd_size_mib, or when it is 0 (auto) what the images need: in local mode at least
+    AUTO_OSD_MIB (a sparse file), in hosts mode no more (the least a host's device must hold)."""
+    need = osd_size_needed(c, images_mib)
+    return c.osd_size_mib or (need if c.mode == "hosts" else max(AUTO_OSD_MIB, need))
 
 
 def osd_size_problem(c: CephConfig, images_mib: dict[int, int]) -> str | None:
@@ -204,6 +211,8 @@ def plan_from_config(cfg, fleet_dir: Path, hosts: list | None = None) -> CephPla
         addresses = {h.name: cluster_address(h) for h in cfg.hosts}
         spread = {"hosts": tuple(h.descriptor() for h in nodes), "addresses": tuple(addresses[h.name] for h in nodes)}
         fleet_dir = nodes[0].fleet_dir(fleet_dir, cfg.fleet.name)
+        spread["osd_devices"] = tuple(h.drives[j] for h in nodes for j in range(c.osds_per_node))
+        spread["wipe"] = cfg.fleet.wipe
     return CephPlan(name=name, dir=str(fleet_dir / name), nodes=c.nodes, osds_per_node=c.osds_per_node,
                     osd_size_mib=osd_size_for(c, fleet_images(cfg)), replicas=c.replicas, pg_num=c.pg_num, link_mbit=c.link_mbit,
                     subnet=c.subnet, cephx=c.cephx, pools=tuple(sorted(set(c.pool_node_counts or fleet_images(cfg)))),
@@ -238,6 +247,10 @@ def hosts_mode_problem(cfg) -> str | None:
         if ipaddress.IPv4Address(address).is_loopback:
             return (f"[[hosts]] {h.name}: its address {address} is a loopback address the other hosts cannot "
                     "reach. Fix: set its cluster_address to its address on the network the hosts share")
+        if len(h.devices) < c.osds_per_node:
+            return (f"[[hosts]] {h.name}: ceph.osds_per_node={c.osds_per_node} puts each OSD on a device of its own "
+                    f"from the host's devices, and it lists {len(h.devices)}. Fix: add devices to it or lower "
+                    "ceph.osds_per_node")
     return None
 
 
@@ -252,6 +265,9 @@ def refusals(plan: CephPlan) -> list[str]:
     if plan.hosts and (len(plan.hosts) != plan.nodes or len(plan.addresses) != plan.nodes):
         problems.append(f"ceph.nodes={plan.nodes}: hosts mode needs a host and an address for each node "
                         f"(has {len(plan.hosts)} hosts, {len(plan.addresses)} addresses)")
+    if plan.hosts and len(plan.osd_devices) != plan.osd_count:
+        problems.append(f"hosts mode puts each of the {plan.osd_count} OSDs on a device of its host's, and the plan "
+                        f"names {len(plan.osd_devices)}; list ceph.osds_per_node devices in each [[hosts]] entry")
     if not plan.name.startswith("vtb-"):
         problems.append(f"ceph name {plan.name!r}: must start with vtb- (gc finds the cluster by it)")
     if plan.name not in plan.dir:
@@ -340,7 +356,8 @@ def conf(plan: CephPlan, fsid: str) -> str:
     for i in range(plan.osd_count):
         k = plan.osd_node(i)
         lines += [f"[osd.{i}]", f"crush_location = root=default host={plan.node_name(k)}",
-                  f"public_addr = {plan.node_address(k)}", f"cluster_addr = {plan.node_address(k)}", ""]
+                  f"public_addr = {plan.node_address(k)}", f"cluster_addr = {plan.node_address(k)}",
+                  *([f"bluestore_block_path = {plan.osd_devices[i]}"] if plan.osd_devices else []), ""]
     return "\n".join(lines)
 
 

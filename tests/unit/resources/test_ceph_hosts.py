@@ -58,6 +58,40 @@ def test_osds_too_small_for_the_fleet_are_refused_before_the_cluster_is_made_on_
         fleet.up()
 
 
+class HostWithADevice(RecordedHost):
+    """A host whose device gate (a python3 run there) says `reason`, whose /dev/vdb has `mib` MiB,
+    and that has no cluster yet."""
+    drives, is_this_machine = ("/dev/vdb",), False
+
+    def __init__(self, name: str, reason: str = "", mib: int = 8192):
+        super().__init__(name)
+        self.reason, self.mib = reason, mib
+
+    def run(self, argv, *, env=None, input=None, timeout=None, check=True):
+        self.calls.append(argv)
+        out = {"ip": IP_ADDR, "python3": self.reason.encode(), "blockdev": str(self.mib << 20).encode()}.get(argv[0], b"")
+        return subprocess.CompletedProcess(argv, 1 if argv[0] == "cat" else 0, out, b"")
+
+
+def test_an_osd_device_the_gate_refuses_or_too_small_is_named_and_no_daemon_is_made(monkeypatch):
+    made = {"h0": HostWithADevice("h0", reason="it carries a ext4 signature (partition table or filesystem); "
+                                              "set fleet.wipe=true only if its data may be destroyed"),
+            "h1": HostWithADevice("h1", mib=2048)}
+    monkeypatch.setattr(hosts, "from_descriptor", lambda d: made[d["name"]])
+    plan = CephPlan(name="vtb-ci-ceph", dir="/var/tmp/vtb/ci/vtb-ci-ceph", nodes=2, osd_size_mib=3328,
+                    hosts=({"name": "h0"}, {"name": "h1"}), addresses=("10.214.0.11", "10.214.0.11"),
+                    osd_devices=("/dev/vdb", "/dev/vdb"))
+    with pytest.raises(CephError) as e:
+        hosts.create(plan)
+    said = str(e.value)
+    assert "nothing was made" in said and "host h0: osd.0's device /dev/vdb refused: it carries a ext4" in said
+    assert "host h1: osd.1's device /dev/vdb has 2048 MiB, and each OSD needs 3328 MiB" in said and "Fix:" in said
+    gate = next(argv for argv in made["h0"].calls if argv[0] == "python3")
+    assert gate[-2:] == ['["/dev/vdb"]', "host h0's devices in [[hosts]]"]   # checked against that host's allowlist
+    ran = {argv[0] for h in made.values() for argv in h.calls}
+    assert not ran & {"mkdir", "ceph-mon", "ceph-osd", "ceph-authtool"}, ran
+
+
 class ListeningHost(RecordedHost):
     """A host whose `ss -Hltn` shows another cluster's mon at 10.214.0.11, and its NIC's counters."""
 

@@ -11,12 +11,15 @@ from harness.cli import settings
 from harness.config.core import ConfigError
 from harness.hosts import all_for_config
 from harness.resources.ceph.plan import (
+    AUTO_OSD_MIB,
     IFNAME_MAX,
     CephPlan,
     conf,
     counters_at,
     crush_commands,
+    fleet_images,
     link_utilisation,
+    osd_size_needed,
     plan_from_config,
     pool_commands,
     refusals,
@@ -90,7 +93,8 @@ def test_link_use_over_fios_window_is_read_between_the_sampled_counters():
 def hosts_plan(**kw) -> CephPlan:
     hosts = tuple({"kind": "ssh", "name": f"h{k}", "target": "root@127.0.0.1", "port": 2200 + k,
                    "remote_dir": "/var/tmp/vtb"} for k in range(2))
-    return plan(**{"nodes": 2, "hosts": hosts, "addresses": ("10.214.0.11", "10.214.0.12"), **kw})
+    return plan(**{"nodes": 2, "hosts": hosts, "addresses": ("10.214.0.11", "10.214.0.12"),
+                   "osd_devices": ("/dev/vdb", "/dev/vdb"), **kw})
 
 
 def test_in_hosts_mode_each_daemon_binds_to_its_hosts_address_and_no_subnet_is_assumed():
@@ -101,16 +105,20 @@ def test_in_hosts_mode_each_daemon_binds_to_its_hosts_address_and_no_subnet_is_a
     assert "public_network" not in text   # each host also has a user-mode address the others cannot reach
     assert "[mon.a]\npublic_addr = 10.214.0.11" in text and "[mgr.x]\npublic_addr = 10.214.0.11" in text
     assert "[osd.1]\ncrush_location = root=default host=vtb-ci-ceph-node2\npublic_addr = 10.214.0.12" in text
+    assert "cluster_addr = 10.214.0.12\nbluestore_block_path = /dev/vdb\n" in text   # the host's device, not a file
+    assert "bluestore_block_path" not in conf(plan(), "fsid")   # local mode: BlueStore files
 
 
 def test_a_hosts_plan_without_a_host_or_address_for_each_node_is_refused():
     assert any("a host and an address for each node" in p for p in refusals(hosts_plan(nodes=3, replicas=2)))
     assert any("a host and an address for each node" in p for p in refusals(hosts_plan(addresses=("10.214.0.11",))))
+    assert any("a device of its host's" in p for p in refusals(hosts_plan(osd_devices=("/dev/vdb",))))
 
 
 def _config(tmp_path, *overrides, hosts: list[str]):
     """A config with a [[hosts]] table per "address [extra line]", in ceph's hosts mode."""
-    tables = "".join(f'[[hosts]]\nname = "h{i}"\nssh = "root@{address}"\ndevices = ["/dev/vdb"]\n{extra}\n'
+    tables = "".join(f'[[hosts]]\nname = "h{i}"\nssh = "root@{address}"\n'
+                     + ("" if "devices" in extra else 'devices = ["/dev/vdb"]\n') + f"{extra}\n"
                      for i, (address, _, extra) in enumerate(h.partition(" ") for h in hosts))
     path = tmp_path / "hosts.toml"
     path.write_text(tables)
@@ -126,10 +134,15 @@ def test_hosts_mode_asks_for_enough_hosts_and_addresses_the_others_reach(tmp_pat
         _config(tmp_path, hosts=["server-a", "10.0.0.6"])
     with pytest.raises(ConfigError, match="link_mbit.*hosts.*NICs"):
         _config(tmp_path, "ceph.link_mbit=100", hosts=["10.0.0.5", "10.0.0.6"])
-    cfg = _config(tmp_path, hosts=['127.0.0.1 cluster_address = "10.214.0.11"', "10.0.0.6"])
+    with pytest.raises(ConfigError, match=r"h0: ceph.osds_per_node=2 puts each OSD on a device of its own.*lists 1"):
+        _config(tmp_path, "ceph.osds_per_node=2", hosts=["10.0.0.5", "10.0.0.6"])
+    cfg = _config(tmp_path, hosts=['127.0.0.1 cluster_address = "10.214.0.11"', '10.0.0.6 devices = ["/dev/sdc", "/dev/sdd"]'])
     p = plan_from_config(cfg, Path("/here"), all_for_config(cfg))
     assert p.addresses == ("10.214.0.11", "10.0.0.6") and p.dir == f"/var/tmp/vtb/{cfg.fleet.name}/{cfg.prefix}-ceph"
     assert [h["name"] for h in p.hosts] == ["h0", "h1"] and refusals(p) == []
+    assert p.osd_devices == ("/dev/vdb", "/dev/sdc")   # each node's OSD on the first of its host's devices
+    # a device holds what the images need, no more; a sparse file in local mode is made larger
+    assert p.osd_size_mib == osd_size_needed(cfg.ceph, fleet_images(cfg)) < AUTO_OSD_MIB
 
 
 # --- OSDs sized for what the sweep writes ---------------------------------------------------
