@@ -42,3 +42,10 @@ def test_no_paragraph_stands_on_two_pages():
         for p in paragraphs(page):
             assert p not in seen, f"{page.relative_to(REPO)} repeats {seen[p].relative_to(REPO)}: {p[:120]}..."
             seen[p] = page
+
+
+def test_the_configuration_pages_file_names_every_section_of_the_schema():
+    sections = re.findall(r"^## (\[\[?[a-z_.]+\]\]?)$", (REPO / "docs" / "config-reference.md").read_text(), re.M)
+    block = (REPO / "docs" / "configuration.md").read_text().split("```toml")[1].split("```")[0]
+    named = set(re.findall(r"^(\[\[?[a-z_.]+\]\]?)", block, re.M))
+    assert sections and not set(sections) - named, f"docs/configuration.md lacks {sorted(set(sections) - named)}"
