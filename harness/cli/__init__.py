@@ -193,7 +193,7 @@ def host_nested() -> None:
 @with_config
 @click.option("--count", type=click.IntRange(1, 8), default=None,
               help="Boot this many nested hosts, each with sshd and the testbed's key, and print (last) the path "
-                   "of a config that drives them all as ssh hosts.")
+                   "of a config that drives them all as ssh hosts (default: one, no such config).")
 def host_nested_up(config_path, overrides, count) -> None:
     """Boot the nested host (kept when already up and answering), or --count N of them."""
     from harness.common import paths
@@ -344,7 +344,7 @@ def experiment_command(experiment) -> click.Command:
                              help="Name the new run folder (default: <time>-<experiment>-<pid>), e.g. for CI."),
                 click.Option(["--resume"], metavar="RUN", default=None,
                              help="Go on with an interrupted, failed or died run, or one with a block that did not come "
-                                  "up (its id): its measured points are kept."),
+                                  "up (its id): its measured points are kept (default: a new run)."),
                 click.Option(["--resume-anyway"], is_flag=True, default=False,
                              help="With --resume: go on even though the config, harness, host or accelerator "
                                   "changed (the samples record what changed)."),
@@ -352,14 +352,15 @@ def experiment_command(experiment) -> click.Command:
                              help="Print the blocks, points, repeats and estimated duration; run nothing."),
                 click.Option(["--precision"], type=Share(), default=None,
                              help="Add shuffled rounds to each point whose VE/PE ratio's 95% CI is wider than "
-                                  "± this, e.g. 10% (repeat.precision; up to repeat.max_count)."),
+                                  "± this, e.g. 10% (repeat.precision; up to repeat.max_count; default: none, repeat.count "
+                                  "rounds)."),
                 click.Option(["--json", "as_json"], is_flag=True, default=False,
                              help="End with one JSON line: the run's id, folder, status and failed samples."),
                 click.Option(["--allow-failed-points"], is_flag=True, default=False,
                              help="Exit 0 even when points or blocks failed or were not measured (all recorded)."),
                 click.Option(["--budget"], type=Duration(), default=None,
                              help="With --precision: add no round once the run has taken this long, e.g. 30m "
-                                  "(repeat.budget_s).")]
+                                  "(repeat.budget_s; default: none, up to repeat.max_count).")]
 
     def callback(config_path, overrides, run_id, resume, resume_anyway, plan_only, precision, budget,
                  allow_failed_points, as_json, **given) -> None:
@@ -469,7 +470,8 @@ def _standing(r) -> tuple[str, bool]:
 @click.option("--min-change", type=float, default=0.05, show_default=True,
               help="Smallest relative change that counts as a regression.")
 @click.option("--junit", type=click.Path(path_type=Path, dir_okay=False),
-              help="Also write the comparison as JUnit XML (a test case per point and metric) for CI.")
+              help="Also write the comparison as JUnit XML (a test case per point and metric) for CI "
+                   "(default: none).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of a table.")
 def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit, as_json) -> None:
     """Pair the same points of RUN_A (a run, a baseline's name, or a samples.jsonl) and RUN_B (default: the
@@ -479,8 +481,8 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit, as_j
     from harness.analysis import compare as cmp
     from harness.analysis.stats import p_text
     cfg = load(config_path, overrides)
-    changes, unpaired = cmp.compare(cmp.load_rows(resolve_run(cfg, run_a)), cmp.load_rows(resolve_run(cfg, run_b)),
-                                    alpha, min_change)
+    folder_a, folder_b = resolve_run(cfg, run_a), resolve_run(cfg, run_b)
+    changes, unpaired = cmp.compare(cmp.load_rows(folder_a), cmp.load_rows(folder_b), alpha, min_change)
     table = Table(title=f"{run_b} against {run_a} (alpha={alpha}, min change={min_change:.0%})")
     for col in ("experiment", "point", "env/backend", "metric", "A", "B", "change (95% CI)", "p", "verdict"):
         table.add_column(col, justify="right" if col in ("A", "B", "change (95% CI)", "p") else "left")
@@ -496,7 +498,8 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit, as_j
         raise click.ClickException("no point is in both runs")
     regressions = [c for c in changes if c.regression]
     if as_json:
-        click.echo(json.dumps({"a": run_a, "b": run_b, "alpha": alpha, "min_change": min_change, "unpaired": unpaired,
+        click.echo(json.dumps({"a": run_a, "b": run_b, "a_folder": str(folder_a), "b_folder": str(folder_b),
+                               "alpha": alpha, "min_change": min_change, "unpaired": unpaired,
                                "regressions": len(regressions), "changes": [cmp.as_dict(c) for c in changes]}, indent=1))
     else:
         console.print(table)
@@ -542,7 +545,8 @@ def report(config_path, overrides, run_ids, out, prefer) -> None:
 @click.argument("run_id")
 @click.option("--metric", required=True, help="The metric to model, e.g. iops, aggregate_iops, lat_mean, aggregate_tps.")
 @click.option("--at", "at", multiple=True, metavar="FACTOR=VALUE",
-              help="The point to predict, e.g. --at iodepth=64 --at bs=8k --at backend=nvme.")
+              help="The point to predict, e.g. --at iodepth=64 --at bs=8k --at backend=nvme (default: "
+                   "the model's factors only).")
 def predict(config_path, overrides, run_id, metric, at) -> None:
     """Fit a model of METRIC over the run's swept factors; predict a point; flag anomalies."""
     from rich.table import Table
@@ -594,7 +598,7 @@ def config_reference() -> None:
 
 @cli.group()
 def results() -> None:
-    """The samples' columns and metrics: their reference and JSON Schema."""
+    """The samples' columns and metrics, and their JSON Schema."""
 
 
 @results.command("reference", short_help="Every sample column, as Markdown.")
@@ -632,9 +636,10 @@ def doctor(config_path, overrides) -> None:
 @click.option("--runtime", type=int, default=3, show_default=True, help="fio seconds per measured point.")
 @click.option("--docs", "docs_page", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A page whose `<!-- begin: harness bench -->` section gets the figures' table (make bench: "
-                   "docs/benchmarks.md).")
+                   "docs/benchmarks.md; default: none, the table is printed).")
 @click.option("--from", "from_json", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Measure nothing: take the figures of an earlier bench's JSON (results/bench-*.json).")
+              help="Measure nothing: take the figures of an earlier bench's JSON (results/bench-*.json; "
+                   "default: measure).")
 @click.option("--nested", is_flag=True, help="Also the nested host's own costs: boots one, then removes it (not "
                                              "while a nested host runs here).")
 def bench(config_path, overrides, runtime, docs_page, from_json, nested) -> None:

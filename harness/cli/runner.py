@@ -260,12 +260,12 @@ def ended(experiment, ctx: RunContext, status: str, wall_s: float, as_json: bool
     for label, why in failed_blocks.items():
         warn(f"not measured: block {label} (its fleet did not come up: {why})")
     step(f"results: {store.dir} ({status})")
+    if resume_mod.offered(status, store.manifest):
+        step(f"go on with it: harness run {experiment.name} --resume {store.run_id} (the same config and flags)")
     if as_json:   # the last line, whatever the outcome: a CI job learns the run it made
         click.echo(json.dumps({"run_id": store.run_id, "folder": str(store.dir), "status": status,
                                "failed_samples": sum(s.status != "ok" for s in store.samples),
                                "failed_blocks": list(failed_blocks)}))
-    if resume_mod.offered(status, store.manifest):
-        step(f"go on with it: harness run {experiment.name} --resume {store.run_id} (the same config and flags)")
 
 
 def _precision_summary(ctx: RunContext) -> None:

@@ -55,7 +55,8 @@ def baseline_list(config_path, overrides, as_json) -> None:
 @cli.command(short_help="METRIC's mean and 95% CI over runs, per point.")
 @with_config
 @click.argument("metric")
-@click.option("--point", help="Only the points whose name contains this (e.g. virtual-n2, or a backend).")
+@click.option("--point", help="Only the points whose name contains this (e.g. virtual-n2, or a backend; default: every "
+                                 "point).")
 @click.option("--runs", "run_ids", help="Comma-separated run ids or folders, in this order (default: every run "
                                         "in the results folder, oldest first).")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False),

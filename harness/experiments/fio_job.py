@@ -53,12 +53,16 @@ class FioJobFile(FioMatrix):
     Settings = Settings
     headline = "iops"
     plots_percentiles = True
-    flags = (Flag("--job", ("fio_job.job",), "Your fio job file (vtb sets only its target)."),
-             Flag("--profile", ("fio_job.profile",), "A shipped profile (profiles/fio/*.fio) instead of a file."),
+    flags = (Flag("--job", ("fio_job.job",), "Your fio job file (vtb sets only its target; default: none, "
+                                              "--job or --profile is needed)."),
+             Flag("--profile", ("fio_job.profile",), "A shipped profile (profiles/fio/*.fio) instead of a file "
+                                                      "(default: none)."),
              Flag("--backend", ("fio_job.backends",), f"Comma-separated backends {CONFIG_BACKEND}."),
              Flag("--vm-counts", ("fio_job.vm_counts",), "Comma-separated VM counts, e.g. 1,2 (default 1)."),
-             Flag("--runtime", ("fio_job.runtime_s",), "Every job's runtime in seconds, over the file's."),
-             Flag("--ramp", ("fio_job.ramp_s",), "Every job's ramp_time in seconds, over the file's."),
+             Flag("--runtime", ("fio_job.runtime_s",), "Every job's runtime in seconds, over the file's (default: "
+                                                     "the file's)."),
+             Flag("--ramp", ("fio_job.ramp_s",), "Every job's ramp_time in seconds, over the file's (default: "
+                                                  "the file's)."),
              Flag("--precondition", ("fio_job.precondition",), "Fill the target, then run each job until steady, "
                                                                "before measuring (SNIA).", switch=True),
              Flag("--capture", ("fio_job.capture",), "Keep each job's iolog in the run folder, to replay.", switch=True))

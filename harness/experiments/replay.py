@@ -29,7 +29,7 @@ class Replay(FioMatrix):
     Settings = Settings
     headline = "iops"
     plots_percentiles = True
-    flags = (Flag("--trace", ("replay.trace",), "The iolog to replay."),
+    flags = (Flag("--trace", ("replay.trace",), "The iolog to replay (default: none: it is needed)."),
              Flag("--backend", ("replay.backends",), f"Comma-separated backends {CONFIG_BACKEND}."))
 
     def trace(self, cfg: Config) -> fio_trace.Trace:

@@ -64,8 +64,9 @@ class VmScaling:
                  ("runtime", "runtime_s"), ("ramp", "ramp_s"), ("iodepth", "iodepth"), ("bs", "bs"), ("rw", "rw"),
                  ("numjobs", "numjobs"), ("ioengine", "ioengine"))),
              Flag("--job", ("vm_scaling.job_file",), "Your fio job file instead of vtb's job (--runtime and --ramp "
-                                                      "apply to it)."),
-             Flag("--profile", ("vm_scaling.profile",), "A shipped profile (profiles/fio/*.fio) instead of vtb's job."),
+                                                      "apply to it; default: none, vtb's job)."),
+             Flag("--profile", ("vm_scaling.profile",), "A shipped profile (profiles/fio/*.fio) instead of vtb's job "
+                                                              "(default: none)."),
              Flag("--backend", ("vm_scaling.backends",), "Comma-separated backends: one re-provisions the fleet "
                                                           "when it differs; several are compared, each on a fleet of its own "
                                                           f"{CONFIG_BACKEND}."))

@@ -52,7 +52,8 @@ def test_a_regression_exits_1_and_no_regression_0_and_both_read_as_json(tmp_path
     worse = harness("compare", "a", "--json", results=tmp_path)     # against the latest run: b
     assert worse.returncode == Exit.REGRESSION, worse.stdout + worse.stderr
     data = json.loads(worse.stdout)
-    assert data["b"] == "latest" and data["regressions"] == 1 and data["changes"][0]["regression"]
+    assert data["b"] == "latest" and data["b_folder"] == str(tmp_path / "b")   # the run `latest` named
+    assert data["a_folder"] == str(tmp_path / "a") and data["regressions"] == 1 and data["changes"][0]["regression"]
     assert data["changes"][0]["change"] < -0.15 and len(data["changes"][0]["ci95"]) == 2
     same = harness("compare", "a", "a", results=tmp_path)
     assert same.returncode == Exit.OK
