@@ -460,8 +460,11 @@ def test_ceph_scaling_over_two_ssh_hosts(nested_host, tmp_path):
         assert f"osd.{k - 1} up on node {k} (10.214.0.1{k}), on /dev/vdb" in done.stdout, done.stdout
         assert f"BlueStore label on /dev/vdb on host {name}" in done.stdout, done.stdout
     for name in ("nested", "nested1"):
-        signatures = NestedHost.load(STATE / name).run(["wipefs", "--no-act", "--noheadings", "--output", "TYPE", "/dev/vdb"])
+        node = NestedHost.load(STATE / name)
+        signatures = node.run(["wipefs", "--no-act", "--noheadings", "--output", "TYPE", "/dev/vdb"])
         assert signatures.stdout.strip() == b"", signatures.stdout
+        left = node.run(["sh", "-c", "ps -eo comm= | grep -Ex 'ceph-(mon|mgr|osd)'; ls -d /var/tmp/vtb/*/*-ceph; true"])
+        assert left.stdout.strip() == b"", left.stdout   # no daemon, no cluster folder
 
 
 @pytest.mark.alone   # gc --all
