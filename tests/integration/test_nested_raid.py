@@ -53,6 +53,15 @@ def nested_host():
     assert not (STATE / "nested").exists()
 
 
+@pytest.fixture(scope="module")
+def nested_hosts_removed_after():
+    """For the tests that boot nested hosts of their own (two_ssh_hosts): none is booted before
+    them, and every one is removed once the module ends."""
+    yield
+    harness("host", "nested", "down")
+    assert not [d for d in l0_domains() if d.startswith(DOMAIN)]
+
+
 @pytest.fixture
 def host(nested_host, a_test_of_this_file_failed):
     """The nested host, booted anew when an earlier test left it stopped or hung (`host nested up`
@@ -432,7 +441,7 @@ def ceph_scaling_over(ssh_config: str) -> list[str]:
 
 
 @pytest.mark.timeout(1500)   # two L1s booted, a Ceph cluster over them at two sizes, a fleet for each
-def test_ceph_scaling_over_two_ssh_hosts(nested_host, tmp_path):
+def test_ceph_scaling_over_two_ssh_hosts(nested_hosts_removed_after, tmp_path):
     """ceph-scaling over two ssh hosts (ceph.mode = "hosts"): a storage node on the first, then on
     both, over the network the nested hosts share, a client and a VM on each, each host's interface
     observed. Last of this lane's tests here: it replaces the nested host the tests before used
@@ -469,7 +478,7 @@ def test_ceph_scaling_over_two_ssh_hosts(nested_host, tmp_path):
 
 @pytest.mark.alone   # gc --all
 @pytest.mark.timeout(1200)   # two L1s booted, a Ceph cluster over them, two runs on them
-def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(nested_host, tmp_path):
+def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(nested_hosts_removed_after, tmp_path):
     """vm-scaling with one VM on each of two ssh hosts, on the rbd backend in a Ceph cluster over
     both (the mon and an OSD on the first, an OSD on the second), physical baselines on both,
     per-host and aggregate figures; a second cluster on the same hosts meanwhile is refused. Then
