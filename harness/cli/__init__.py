@@ -84,7 +84,7 @@ def gc(config_path, overrides, everything) -> None:
     from harness.fleet import gc as gc_mod
     from harness.hosts import LocalHost
     cfg = load(config_path, overrides)
-    from harness.hosts import HostsNotAnswering, all_for_config, answers, check_answering, orphans
+    from harness.hosts import HostsNotAnswering, answers, check_answering, orphans, remote_hosts
     asked = answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
     for said in orphans.stop_orphans(asked):   # first: a killed run's terraform or host fio still acts
         console.print(f"gc: stopped {said}", markup=False)
@@ -99,7 +99,7 @@ def gc(config_path, overrides, everything) -> None:
     except HostsNotAnswering as e:   # this machine is collected all the same; the [[hosts]] once they answer
         unanswered = str(e)
     reached = [LocalHost()]
-    for h in all_for_config(cfg) if cfg.hosts and not unanswered else []:
+    for h in [] if unanswered else remote_hosts(cfg):
         removed += [f"{r} (on {h.label})" for r in gc_mod.collect(paths.PREFIX, h, keep=keep)]
         reached.append(h)
     if nested := _nested_host_if_up(cfg):  # what runs inside the nested host, by the same rule

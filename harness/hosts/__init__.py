@@ -103,12 +103,16 @@ class HostsNotAnswering(StepFailed):
     """[[hosts]] that do not answer, or whose state dir is not safe: nothing was done on any host."""
 
 
+def remote_hosts(cfg) -> list[Host]:
+    """The [[hosts]] the config spans, reached over ssh (none without [[hosts]])."""
+    return [remote(h) for h in cfg.hosts]
+
+
 def answers(cfg) -> dict[str, str | None]:
     """Each [[hosts]] entry's answer to a first SSH command, by its label: why it does not answer,
     or None. All asked at once, each within ssh's own bound."""
-    if not cfg.hosts:
+    if not (entries := remote_hosts(cfg)):
         return {}
-    entries = [remote(h) for h in cfg.hosts]
     with ThreadPoolExecutor(len(entries)) as pool:
         return dict(zip((h.label for h in entries), pool.map(lambda h: h.unanswered(), entries)))
 
@@ -116,9 +120,8 @@ def answers(cfg) -> dict[str, str | None]:
 def check_answering(cfg, asked: dict[str, str | None] | None = None) -> None:
     """Raises HostsNotAnswering naming every [[hosts]] entry that does not answer, or whose state
     dir is not safe (`asked`: their answers, when already asked): before any libvirt or Terraform work."""
-    if not cfg.hosts:
+    if not (entries := remote_hosts(cfg)):
         return
-    entries = [remote(h) for h in cfg.hosts]
 
     def answer(h) -> str | None:
         return (h.unanswered() if asked is None else asked.get(h.label)) or h.unsafe_state_dir()
@@ -130,7 +133,7 @@ def check_answering(cfg, asked: dict[str, str | None] | None = None) -> None:
 
 def all_for_config(cfg) -> list[Host]:
     """Every host the fleet spans: the [[hosts]], or the one host of [host]."""
-    return [remote(h) for h in cfg.hosts] if cfg.hosts else [for_config(cfg)]
+    return remote_hosts(cfg) or [for_config(cfg)]
 
 
 def name_for_config(cfg) -> str:
@@ -162,4 +165,4 @@ def this_machine_for(cfg) -> Host | None:
 
 
 __all__ = ["Host", "LocalHost", "Node", "all_for_config", "for_config", "from_descriptor", "name_for_config", "remote",
-           "this_machine_for"]
+           "remote_hosts", "this_machine_for"]
