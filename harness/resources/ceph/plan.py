@@ -259,15 +259,21 @@ def fleet_image(plan: CephPlan, image: str, nodes: int = 0) -> RbdImage:
     return RbdImage(plan.pool(nodes or plan.nodes), image, f"{plan.dir}/ceph.conf")
 
 
-def refusals(plan: CephPlan) -> list[str]:
-    """Every reason the plan must not be built, each naming its field and the fix (empty = fine)."""
+def _hosts_refusals(plan: CephPlan) -> list[str]:
+    """Hosts mode: a host, an address and the OSDs' devices for each node."""
     problems = []
-    if plan.hosts and (len(plan.hosts) != plan.nodes or len(plan.addresses) != plan.nodes):
+    if len(plan.hosts) != plan.nodes or len(plan.addresses) != plan.nodes:
         problems.append(f"ceph.nodes={plan.nodes}: hosts mode needs a host and an address for each node "
                         f"(has {len(plan.hosts)} hosts, {len(plan.addresses)} addresses)")
-    if plan.hosts and len(plan.osd_devices) != plan.osd_count:
+    if len(plan.osd_devices) != plan.osd_count:
         problems.append(f"hosts mode puts each of the {plan.osd_count} OSDs on a device of its host's, and the plan "
                         f"names {len(plan.osd_devices)}; list ceph.osds_per_node devices in each [[hosts]] entry")
+    return problems
+
+
+def refusals(plan: CephPlan) -> list[str]:
+    """Every reason the plan must not be built, each naming its field and the fix (empty = fine)."""
+    problems = _hosts_refusals(plan) if plan.hosts else []
     if not plan.name.startswith("vtb-"):
         problems.append(f"ceph name {plan.name!r}: must start with vtb- (gc finds the cluster by it)")
     if plan.name not in plan.dir:
