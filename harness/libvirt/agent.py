@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import libvirt
 import libvirt_qemu
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_fixed
 
 from harness.common.cancel import CANCEL
 from harness.common.exits import StepFailed
@@ -83,17 +84,20 @@ class GuestAgent:
             samples.append((received - sent, guest_ns / 1e9 - (sent + received) / 2))
         return min(samples)[1]
 
-    def command(self, execute: str, arguments: dict | None = None, timeout: int = 10) -> Any:
-        cmd = {"execute": execute, **({"arguments": arguments} if arguments else {})}
+    def command(self, execute: str, arguments: dict | None = None, timeout: int = 10, patient: bool = True) -> Any:
+        """One agent command; `patient`: asked again, within AGENT_AWAY_S, while libvirt says the agent's
+        channel is closed for now (the command was not sent)."""
+        cmd = json.dumps({"execute": execute, **({"arguments": arguments} if arguments else {})})
+        send = _sent_once_back if patient else libvirt_qemu.qemuAgentCommand
         try:
-            reply = libvirt_qemu.qemuAgentCommand(self.domain, json.dumps(cmd), max(1, int(timeout)), 0)
+            reply = send(self.domain, cmd, max(1, int(timeout)), 0)
         except libvirt.libvirtError as e:
             raise AgentError(f"{self.vm}: guest agent {execute} failed: {e.get_error_message()}") from None
         return json.loads(reply).get("return", {})
 
     def ping(self, timeout: int = 2) -> bool:
         try:
-            self.command("guest-ping", timeout=timeout)
+            self.command("guest-ping", timeout=timeout, patient=False)   # its caller polls
             return True
         except AgentError:
             return False
@@ -162,6 +166,18 @@ KILL_TREE = ('tree() { for c in $(pgrep -P "$1"); do tree "$c"; done; echo "$1";
              'kill -KILL $(tree "$1") 2>/dev/null')
 
 
+# libvirt's words while the guest has the agent's channel closed (its qemu-ga restarting, or a TCG
+# guest too busy to reopen it at once): the command was not sent, so asking again is safe
+AGENT_AWAY = "not available for now"
+AGENT_AWAY_S = 30
+
+
+@retry(retry=retry_if_exception(lambda e: isinstance(e, libvirt.libvirtError) and AGENT_AWAY in str(e)),
+       stop=stop_after_delay(AGENT_AWAY_S), wait=wait_fixed(1), reraise=True)
+def _sent_once_back(domain, cmd: str, timeout: int, flags: int) -> str:
+    return libvirt_qemu.qemuAgentCommand(domain, cmd, timeout, flags)
+
+
 # libvirt's words for an agent it gave up on: kept from a call that timed out on a stopped QEMU into
 # the domain's next start, where the agent then never becomes available (seen with libvirt 9.0)
 AGENT_ERROR_STATE = "not available due to an error"
@@ -174,7 +190,7 @@ def restart(dom: libvirt.virDomain) -> None:
         domain_call(dom, "destroy")
     domain_call(dom, "create")
     try:
-        GuestAgent(dom).command("guest-ping", timeout=1)
+        GuestAgent(dom).command("guest-ping", timeout=1, patient=False)
     except AgentError as e:
         if AGENT_ERROR_STATE in str(e):
             domain_call(dom, "destroy")
