@@ -31,6 +31,7 @@ from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import raid
+from harness.resources.devices import size_bytes_on
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
 from harness.workloads import fio
@@ -174,7 +175,7 @@ class RaidSweep:
         points = self.points(cfg, lambda fs: f"filesystem {fs}" not in skipped)
         # what is skipped, said before a size refusal can end the run
         sweep.record_plan(ctx, {"setups": [s.label for s in runnable], "points": [p.label for p in points]}, skipped)
-        member_mib = [int(host.run(["blockdev", "--getsize64", m], timeout=60).stdout) >> 20 for m in members]
+        member_mib = [size_bytes_on(host, m) >> 20 for m in members]
         if too_small := self.too_small(member_mib, runnable, c.size_mib):
             raise StepFailed(f"{too_small}. Fix: lower {self.section}.size_mib, or use larger member devices"
                              f"{f' ({host.drive_size_field})' if host.drive_size_field else ''}")

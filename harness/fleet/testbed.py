@@ -40,7 +40,7 @@ from harness.resources.ceph import existing as ceph_existing
 from harness.resources.ceph.images import RbdImage
 from harness.resources.ceph.plan import fleet_image, fleet_images, osd_size_problem
 from harness.resources.ceph.plan import plan_from_config as ceph_plan_from_config
-from harness.resources.devices import refuse_reason_on
+from harness.resources.devices import refuse_reason_on, size_bytes_on
 from harness.resources.raid import RaidPlan, plan_from_config
 
 AGENT_TIMEOUT_S = 180
@@ -335,7 +335,7 @@ class Testbed:
         """A block device on another host holds the fleet's slices."""
         if plan.device.kind != "block" or self.host.is_this_machine or self.raid is not None:
             return
-        have = int(self.host.run(["blockdev", "--getsize64", plan.device.path], timeout=60).stdout or 0)
+        have = size_bytes_on(self.host, plan.device.path)
         need = len(plan.vms) * (self.cfg.fleet.disk_size_mib << 20)
         if have < need:
             raise Refusal(f"{self.host.label}: {plan.device.path} has {have >> 20} MiB, and {len(plan.vms)} VM(s) "

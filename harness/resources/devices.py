@@ -125,6 +125,11 @@ def refuse_reason(dev: Path, allow_signature: bool = False, wipe_field: str = "w
     return None
 
 
+def size_bytes_on(host, dev: str) -> int:
+    """A block device's size on `host` (where the device is), by blockdev."""
+    return int(host.run(["blockdev", "--getsize64", dev], timeout=SHORT_S).stdout or 0)
+
+
 def refuse_reason_on(host, dev: str, allow_signature: bool = False, wipe_field: str = "wipe",
                      allow: list[str] | None = None, allow_field: str = "the allowlist") -> str | None:
     """refuse_reason, evaluated on `host` (where the device is, and where its allowlist's names mean

@@ -44,22 +44,19 @@ def l0_domains() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def nested_host():
-    harness("host", "nested", "down", check=False)
-    harness("host", "nested", "up")
+def nested_hosts_removed_after():
+    """Every nested host removed once the module ends (the tests that boot hosts of their own,
+    two_ssh_hosts, need no other)."""
     yield
     harness("host", "nested", "down")
-    assert DOMAIN not in l0_domains()
+    assert not [d for d in l0_domains() if d.startswith(DOMAIN)]
     assert not (STATE / "nested").exists()
 
 
 @pytest.fixture(scope="module")
-def nested_hosts_removed_after():
-    """For the tests that boot nested hosts of their own (two_ssh_hosts): none is booted before
-    them, and every one is removed once the module ends."""
-    yield
-    harness("host", "nested", "down")
-    assert not [d for d in l0_domains() if d.startswith(DOMAIN)]
+def nested_host(nested_hosts_removed_after):
+    harness("host", "nested", "down", check=False)
+    harness("host", "nested", "up")
 
 
 @pytest.fixture

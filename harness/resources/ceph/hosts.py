@@ -19,7 +19,7 @@ from harness.hosts import from_descriptor
 from harness.resources.ceph import links
 from harness.resources.ceph.bootstrap import PACKAGES, CephError, CephRefusal, build, complete, log_tails, missing_tools, remove
 from harness.resources.ceph.plan import CephPlan, refusals
-from harness.resources.devices import refuse_reason_on
+from harness.resources.devices import refuse_reason_on, size_bytes_on
 
 __all__ = ["CephError", "create", "destroy", "node_links"]
 
@@ -58,7 +58,7 @@ def _device_problems(hosts: list, plan: CephPlan) -> list[str]:
                                       allow=list(host.drives), allow_field=f"{host.label}'s devices in [[hosts]]"):
             problems.append(f"{host.label}: osd.{i}'s device {dev} refused: {reason}")
             continue
-        have = int(host.run(["blockdev", "--getsize64", dev], timeout=60).stdout or 0) >> 20
+        have = size_bytes_on(host, dev) >> 20
         if have < plan.osd_size_mib:
             problems.append(f"{host.label}: osd.{i}'s device {dev} has {have} MiB, and each OSD needs {plan.osd_size_mib} "
                             "MiB for the fleet's images and BlueStore's own use. Fix: put a larger device at that place "
