@@ -624,7 +624,7 @@ def skipped_state_dirs() -> list[str]:
 def live_prefixes(extra_state_dirs: tuple[Path, ...] = ()) -> tuple[str, ...]:
     """Name prefixes of what live state owns: every fleet with Terraform state in a known state
     dir, unless it belongs to a run whose process is gone (a SIGKILLed sweep), and a nested host
-    whose record is there."""
+    whose record is there or whose boot a live process is doing."""
     from harness.common.pids import owner_alive
     live = []
     trusted = {*map(Path, state_dirs()), *extra_state_dirs}
@@ -637,7 +637,8 @@ def live_prefixes(extra_state_dirs: tuple[Path, ...] = ()) -> tuple[str, ...]:
                 continue
             fleet = tfvars.parent if tfvars.parent.parent.name != "hosts" else tfvars.parent.parent.parent
             live.append(f"{paths.PREFIX}{fleet.name}-")
-        for record in d.glob("nested*/nested.json") if d.exists() else []:
+        for record in d.glob(f"nested*/{nested_l1.RECORD}") if d.exists() else []:
             live.append(json.loads(record.read_text()).get("domain", f"{paths.PREFIX}nested") if read
                         else f"{paths.PREFIX}nested")
+        live += nested_l1.booting_domains(d) if read else []
     return tuple(sorted(set(live)))

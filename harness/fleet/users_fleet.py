@@ -13,6 +13,7 @@ from harness.fleet.multi_host import MultiHostFleet
 from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord
 from harness.hosts import Host, LocalHost
 from harness.hosts.nested import NestedHostError
+from harness.libvirt.agent import AgentError
 from harness.resources import nested_l1
 
 
@@ -38,7 +39,7 @@ class OnOneHost:
         tb = Testbed(self.cfg, host)
         try:
             return [tb.up()]
-        except TestbedError:
+        except (TestbedError, AgentError):
             rebuilt = nested_l1.rebuilt_after_loss(self.cfg, host, tb.host_not_answering)
             if rebuilt is None:
                 raise

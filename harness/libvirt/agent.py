@@ -20,6 +20,7 @@ import libvirt
 import libvirt_qemu
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_fixed
 
+from harness.common.bounded import heartbeat
 from harness.common.cancel import CANCEL
 from harness.common.exits import StepFailed
 from harness.libvirt.libvirt_conn import connect, domain_call
@@ -172,9 +173,19 @@ AGENT_AWAY = "not available for now"
 AGENT_AWAY_S = 30
 
 
+def _sent_once_back(domain, cmd: str, timeout: int, flags: int) -> str:
+    try:
+        return libvirt_qemu.qemuAgentCommand(domain, cmd, timeout, flags)
+    except libvirt.libvirtError as e:
+        if AGENT_AWAY not in str(e):
+            raise
+    with heartbeat(f"the guest agent of {domain.name()} to take commands again (libvirt: {AGENT_AWAY})", AGENT_AWAY_S):
+        return _asked_again(domain, cmd, timeout, flags)
+
+
 @retry(retry=retry_if_exception(lambda e: isinstance(e, libvirt.libvirtError) and AGENT_AWAY in str(e)),
        stop=stop_after_delay(AGENT_AWAY_S), wait=wait_fixed(1), reraise=True)
-def _sent_once_back(domain, cmd: str, timeout: int, flags: int) -> str:
+def _asked_again(domain, cmd: str, timeout: int, flags: int) -> str:
     return libvirt_qemu.qemuAgentCommand(domain, cmd, timeout, flags)
 
 

@@ -22,6 +22,7 @@ from harness.common import paths
 from harness.common.bounded import heartbeat, write_bound_s
 from harness.common.console import step, warn
 from harness.common.files import write_atomic
+from harness.common.pids import owner, owner_alive
 from harness.hosts import Host, LocalHost, accel
 from harness.hosts.nested import (
     DOMAIN,
@@ -36,7 +37,7 @@ from harness.hosts.nested import (
     domain_name,
     state_subdir,
 )
-from harness.libvirt.agent import AgentError, GuestAgent
+from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests
 from harness.libvirt.libvirt_conn import Unanswered, connect, define, domain_call, unanswered
 from harness.libvirt.libvirt_xml import UNRECORDED, attr, owner_metadata, owner_of, qemu_commandline, qemu_opt
 
@@ -48,6 +49,8 @@ SHARED_ALIAS = f"{DOMAIN}-shared"        # gc keeps it while a nested host's rec
 SHARED_PCI_SLOT = 0x1e                   # vtb-host-init finds the NIC by it
 _bridge_lock = threading.Lock()          # hosts boot in parallel; one of them makes the bridge
 ANSWER_WITHIN_S = 30   # an L1 whose libvirtd does not answer a call within this is taken for hung
+AGENT_SILENT_S = 30    # an L1 whose guest agent does not answer a ping within this is taken for lost
+BOOTING = "booting.json"   # in a host's state dir from before its domain is defined until its record is written
 
 
 def host_for(cfg) -> Host:
@@ -214,6 +217,20 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
         subprocess.run(["dd", "if=/dev/urandom", f"of={state_dir / 'drives' / f'{name}-drive{i}.raw'}", "bs=1M",
                         f"count={n.drive_mib}", "status=none"], check=True, timeout=write_bound_s(n.drive_mib << 20))
     choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
+    # gc keeps a booting host while this process lives: its record is written only once it answers
+    write_atomic(state_dir / BOOTING, json.dumps({"domain": name, **owner()}))
+    try:
+        host = _booted(cfg, state_dir, name, index, choice, port, t0)
+    finally:
+        (state_dir / BOOTING).unlink(missing_ok=True)
+    step(f"nested host: {name} up in {host.record.ready_s:.0f} s, drives {' '.join(host.record.drives)}")
+    return host
+
+
+def _booted(cfg, state_dir: Path, name: str, index: int, choice: accel.AccelChoice, port: int | None,
+            t0: float) -> NestedHost:
+    """The L1 defined, booted and let in (the testbed's key, its libvirtd answering), its record written."""
+    n = cfg.nested
     ssh_port = _free_port(port)
     shared = shared_address(cfg, index)
     _shared_bridge(cfg.state_dir)
@@ -251,8 +268,20 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
                 time.sleep(1)
     record.ready_s = round(time.monotonic() - t0, 1)
     write_atomic(state_dir / RECORD, json.dumps(asdict(record), indent=2))
-    step(f"nested host: {name} up in {record.ready_s:.0f} s, drives {' '.join(record.drives)}")
     return host
+
+
+def booting_domains(state_dir: Path) -> list[str]:
+    """The nested hosts of a state dir whose boot a live process is doing (no record yet)."""
+    found = []
+    for marker in state_dir.glob(f"nested*/{BOOTING}") if state_dir.is_dir() else []:
+        try:
+            who = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            continue
+        if owner_alive(who):
+            found.append(str(who.get("domain", DOMAIN)))
+    return found
 
 
 def _other_drives(host: NestedHost, n) -> str | None:
@@ -273,11 +302,29 @@ def rebuild(cfg) -> NestedHost:
     return up(cfg)
 
 
+def _lost(host: Host, why_lost: Callable[[], str | None]) -> str | None:
+    """Why a nested host is taken for lost (`why_lost()`, or its guest agent, through which vtb
+    drives it, silent for AGENT_SILENT_S), or None; None for any other kind of host."""
+    if not host.rebuildable:
+        return None
+    if lost := why_lost():
+        return lost
+    try:
+        with heartbeat(f"the guest agent of {host.domain} (silent for {AGENT_SILENT_S} s, the host is lost)",
+                       AGENT_SILENT_S), guests(paths.LIBVIRT_URI, [host.domain]) as (l1,):
+            l1.wait_ready(AGENT_SILENT_S)
+    except AgentTimeout:
+        return f"its guest agent did not answer for {AGENT_SILENT_S} s"
+    except (AgentError, libvirt.libvirtError) as e:
+        return str(e)
+    return None
+
+
 def rebuilt_after_loss(cfg, host: Host, why_lost: Callable[[], str | None]) -> NestedHost | None:
     """After a failed bring-up on `host`: when it is a nested host that stopped answering (`why_lost()`
-    says how, asked only of a nested host; its L1 hung as an L2 started), the host rebuilt, for the
+    says how; its L1 hung as an L2 started, or its agent fell silent), the host rebuilt, for the
     caller to provision again. None for any other failure, which stands."""
-    if not host.rebuildable or not (lost := why_lost()):
+    if not (lost := _lost(host, why_lost)):
         return None
     warn(f"the nested host stopped answering during the bring-up ({lost}); rebuilding it and provisioning again")
     return rebuild(cfg)
@@ -287,7 +334,7 @@ def removed_after_loss(host: Host, why_lost: Callable[[], str | None]) -> list[s
     """After a failed teardown on `host`: when it is a nested host that stopped answering (`why_lost()`
     says how, asked only of a nested host), the host removed, and the fleet in it with it (nothing
     of it lives outside the L1), and what went. None for any other failure, which stands."""
-    if not host.rebuildable or not (lost := why_lost()):
+    if not (lost := _lost(host, why_lost)):
         return None
     warn(f"the nested host stopped answering during the teardown ({lost}); removing it, and the fleet in it "
          "with it (the next run boots a new one)")

@@ -415,6 +415,24 @@ def test_a_nested_host_that_died_is_booted_anew_where_the_run_reaches_it(host):
     connect(host.uri).close()
 
 
+def test_a_nested_host_whose_guest_agent_fell_silent_is_booted_anew_by_testbed_up(host):
+    """An L1 whose guest agent stops answering while its libvirtd still does (its qemu-ga stopped
+    here; seen in CI as an L1 too busy to answer libvirt's guest-sync for minutes): vtb drives the
+    L1 through that agent, so `testbed up` takes the host for lost, boots a new one and brings the
+    fleet up there."""
+    host.run(["/bin/sh", "-c", "(sleep 1; pkill -STOP -x qemu-ga) </dev/null >/dev/null 2>&1 &"])
+    time.sleep(3)
+    extra = ["--set", "fleet.vms=1", "--set", "fleet.disk_size_mib=64"]
+    try:
+        out = harness("testbed", "up", *extra)
+        assert "stopped answering during the bring-up" in out.stdout + out.stderr
+        assert "guest agent did not answer" in out.stdout + out.stderr
+        fresh = NestedHost.load(STATE / "nested")
+        assert fresh.run(["true"]).returncode == 0
+    finally:
+        harness("testbed", "down", *extra)
+
+
 def two_ssh_hosts() -> str:
     """Two nested hosts driven as `ssh` hosts (the path a user's own servers take), booted anew
     (the one the tests before used was paused by one of them), with virtio-blk drives: QEMU 7.2's

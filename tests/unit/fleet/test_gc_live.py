@@ -33,11 +33,14 @@ def test_live_prefixes(tmp_path, monkeypatch):
     fleet(state, "rs-default", {**owner(), "pid": gone.pid, "start": 1})  # a killed run's sweep
     (state / "nested").mkdir()
     (state / "nested" / "nested.json").write_text("{}")
+    for d, who in (("nested1", owner()), ("nested2", {**owner(), "pid": gone.pid, "start": 1})):
+        (state / d).mkdir()   # hosts booting, no record yet: by this process (kept), by a killed one
+        (state / d / "booting.json").write_text(json.dumps({"domain": f"vtb-{d}", **who}))
     fleet(other, "ci")
     gc.register_state_dir(other)                # another state dir on this machine (the tests')
     gc.register_state_dir(other)                # registered once
     assert (tmp_path / "registry").read_text().splitlines() == [str(other)]
-    assert gc.live_prefixes((state,)) == ("vtb-ci-", "vtb-default-", "vtb-nested", "vtb-sw-default-")
+    assert gc.live_prefixes((state,)) == ("vtb-ci-", "vtb-default-", "vtb-nested", "vtb-nested1", "vtb-sw-default-")
 
 
 def test_kept_names_are_not_collected():

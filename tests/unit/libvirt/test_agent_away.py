@@ -24,7 +24,7 @@ def answering_after(monkeypatch, failures: list[str]) -> list[str]:
             raise libvirt.libvirtError(failures.pop(0))
         return json.dumps({"return": {"pid": 7}})
     monkeypatch.setattr(agent.libvirt_qemu, "qemuAgentCommand", command)
-    monkeypatch.setattr(agent._sent_once_back.retry, "sleep", lambda s: None)
+    monkeypatch.setattr(agent._asked_again.retry, "sleep", lambda s: None)
     return sent
 
 
