@@ -310,7 +310,7 @@ def _lost(host: Host, why_lost: Callable[[], str | None]) -> str | None:
     if lost := why_lost():
         return lost
     try:
-        with heartbeat(f"the guest agent of {host.domain} (silent for {AGENT_SILENT_S} s, the host is lost)",
+        with heartbeat(f"the guest agent of {host.domain} (silent {AGENT_SILENT_S} s: the host is taken for lost)",
                        AGENT_SILENT_S), guests(paths.LIBVIRT_URI, [host.domain]) as (l1,):
             l1.wait_ready(AGENT_SILENT_S)
     except AgentTimeout:
