@@ -67,7 +67,7 @@ class Filesystems(RaidSweep):
             title = "F2FS against EXT4, buffered random writes (bandwidth ratio, mean over repeats):"
             text = "\n".join([title, *lines])
             console.print(text)
-            tables.record_text(title, lines)
+            tables.record_text(title, lines, verdict=True)
             summary = ctx.store.dir / "summary.txt"
             write_atomic(summary, (summary.read_text() if summary.exists() else "") + "\n" + text + "\n")
 

@@ -331,7 +331,7 @@ def print_scaling(rows: list[dict]) -> str:
     found = curves(rows)
     said = [f"{_curve_name(job, block)}: {scaling.knee_text(steps)}" for (job, block), steps in found.items()]
     said += _best_backends(rows, found)
-    tables.record_text("scaling verdict", said)
+    tables.record_text("scaling verdict", said, verdict=True)
     text = tables.render([_scaling_table(found)], [])
     for line in said:
         console.print(line, highlight=False)

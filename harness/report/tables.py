@@ -71,11 +71,12 @@ def recorded() -> Iterator[list[dict]]:
         _RECORDED.reset(token)
 
 
-def record_text(title: str, paragraphs: list[str]) -> None:
+def record_text(title: str, paragraphs: list[str], verdict: bool = False) -> None:
     """What a summary says that is not a table (a study's comparison, a method's limits), kept for
-    the report beside its tables."""
+    the report beside its tables; `verdict`: the study's own answer, which the report opens with."""
     if (kept := _RECORDED.get()) is not None:
-        kept.append({"title": title, "text": [" ".join(p.split()) for p in paragraphs if p.strip()]})
+        kept.append({"title": title, "text": [" ".join(p.split()) for p in paragraphs if p.strip()],
+                     **({"verdict": True} if verdict else {})})
 
 
 def as_data(t: Table) -> dict:

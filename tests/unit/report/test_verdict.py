@@ -66,6 +66,7 @@ def test_the_page_opens_with_the_verdict_and_every_summary_table_is_html(tmp_pat
     with tables.recorded() as shown:
         tables.render([t], [("randread-qd16", "vm0: boom")], notes=[("randread-qd16 host iops", "CV 12% > 10%")])
         tables.record_text("Method and limits", ["The first\nparagraph.", "", "The second."])
+        tables.record_text("scaling verdict", ["virtio-blk: it kept rising"], verdict=True)   # the study's answer
     (store.dir / "summary.json").write_text(json.dumps(shown))
     page = render([store.dir], prefer="latency")
     assert page.index("Verdict") < page.index("Physical against virtual") < page.index("<h3>Summary")
@@ -74,6 +75,8 @@ def test_the_page_opens_with_the_verdict_and_every_summary_table_is_html(tmp_pat
     assert "vm0: boom" in page and "CV 12% &gt; 10%" in page
     assert page.count("<pre>") == 1 and "<details><summary>Configuration</summary><pre>" in page   # only the config
     assert "<h4>Method and limits</h4><p>The first paragraph.</p><p>The second.</p>" in page
+    assert page.index("Verdict") < page.index("<b>Scaling verdict</b><p>virtio-blk: it kept rising</p>") < page.index(
+        "Prefer virtio-blk") and page.count("it kept rising") == 1   # opens the verdict, not repeated in the summary
     (store.dir / "summary.json").unlink()   # a run from before: its summary.txt, kept whole
     (store.dir / "summary.txt").write_text("┏━━┓ old table")
     assert "<summary>summary.txt</summary><pre>┏━━┓ old table</pre>" in render([store.dir])
