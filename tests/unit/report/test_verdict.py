@@ -67,6 +67,7 @@ def test_the_page_opens_with_the_verdict_and_every_summary_table_is_html(tmp_pat
         tables.render([t], [("randread-qd16", "vm0: boom")], notes=[("randread-qd16 host iops", "CV 12% > 10%")])
         tables.record_text("Method and limits", ["The first\nparagraph.", "", "The second."])
         tables.record_text("scaling verdict", ["virtio-blk: it kept rising"], verdict=True)   # the study's answer
+        tables.record_text("F2FS against EXT4:", ["raid0: 5.0x"], verdict=True)
     (store.dir / "summary.json").write_text(json.dumps(shown))
     page = render([store.dir], prefer="latency")
     assert page.index("Verdict") < page.index("Physical against virtual") < page.index("<h3>Summary")
@@ -77,6 +78,7 @@ def test_the_page_opens_with_the_verdict_and_every_summary_table_is_html(tmp_pat
     assert "<h4>Method and limits</h4><p>The first paragraph.</p><p>The second.</p>" in page
     assert page.index("Verdict") < page.index("<b>Scaling verdict</b><p>virtio-blk: it kept rising</p>") < page.index(
         "Prefer virtio-blk") and page.count("it kept rising") == 1   # opens the verdict, not repeated in the summary
+    assert "<b>F2FS against EXT4:</b>" in page   # its title as written
     (store.dir / "summary.json").unlink()   # a run from before: its summary.txt, kept whole
     (store.dir / "summary.txt").write_text("┏━━┓ old table")
     assert "<summary>summary.txt</summary><pre>┏━━┓ old table</pre>" in render([store.dir])
