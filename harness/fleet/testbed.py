@@ -31,12 +31,14 @@ from harness.fleet import gc, guest_consoles, host_images, vm_start
 from harness.hosts import Host, LocalHost, accel, page_cache
 from harness.hosts.folders import state_dir_problem
 from harness.hosts.local import Stopped
+from harness.hosts.ssh import SshError
 from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
 from harness.libvirt.libvirt_conn import connect, unanswered
 from harness.libvirt.libvirt_xml import owner_metadata
 from harness.resources import nested_l1
 from harness.resources.ceph import clusters as ceph_clusters
 from harness.resources.ceph import existing as ceph_existing
+from harness.resources.ceph.bootstrap import CephError
 from harness.resources.ceph.images import RbdImage
 from harness.resources.ceph.plan import fleet_image, fleet_images, osd_size_problem
 from harness.resources.ceph.plan import plan_from_config as ceph_plan_from_config
@@ -55,6 +57,10 @@ LIBVIRT_ANSWER_S = 30
 
 class TestbedError(StepFailed):
     pass
+
+
+# What a failed bring-up raises: the caller then asks whether the host was lost (and rebuilds it)
+BRING_UP_FAILURES = (TestbedError, AgentError, CephError, SshError)
 
 
 @dataclass

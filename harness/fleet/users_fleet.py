@@ -10,10 +10,9 @@ from harness.common import paths
 from harness.config.core import Config
 from harness.fleet import gc
 from harness.fleet.multi_host import MultiHostFleet
-from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord
+from harness.fleet.testbed import BRING_UP_FAILURES, Testbed, TestbedError, TestbedRecord
 from harness.hosts import Host, LocalHost
 from harness.hosts.nested import NestedHostError
-from harness.libvirt.agent import AgentError
 from harness.resources import nested_l1
 
 
@@ -39,7 +38,7 @@ class OnOneHost:
         tb = Testbed(self.cfg, host)
         try:
             return [tb.up()]
-        except (TestbedError, AgentError):
+        except BRING_UP_FAILURES:
             rebuilt = nested_l1.rebuilt_after_loss(self.cfg, host, tb.host_not_answering)
             if rebuilt is None:
                 raise

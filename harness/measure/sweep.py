@@ -17,17 +17,13 @@ from harness.common.console import step, warn
 from harness.common.schema import ConfigError, Refusal
 from harness.config.core import Config
 from harness.fleet.multi_host import SpanningRecord, SweptOverHosts
-from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, torn_down_after
-from harness.hosts.ssh import SshError
-from harness.libvirt.agent import AgentError
+from harness.fleet.testbed import BRING_UP_FAILURES, Testbed, TestbedRecord, torn_down_after
 from harness.measure.context import RunContext
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point, Site
 from harness.resources import nested_l1
-from harness.resources.ceph.bootstrap import CephError
 
 # What a block's bring-up fails with when its host, its guests or its cluster let it down: that
 # block fails, not the run. A refusal (bad input) stands for every block, so it ends the run.
-BRING_UP_FAILURES = (TestbedError, AgentError, CephError, SshError)
 
 
 def fleet_config(cfg: Config, tag: str, **fleet) -> Config:
