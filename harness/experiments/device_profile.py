@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import shutil
-import subprocess
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -33,21 +31,18 @@ from harness.common.files import write_atomic
 from harness.common.schema import BlockSize, Section, each
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext
-from harness.experiments.fio_matrix import loop_over_prefilled_file
-from harness.fleet import gc
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.resources import raid
+from harness.resources import raid, scratch
 from harness.results.environment import accel_label, tcg_caveat
 from harness.workloads import fio, fio_output
 
 DEVICES = ("default", "tmpfs", "brd", "drive", "md")
 LOCAL_ONLY = ("default", "tmpfs", "brd")
-RAM = Path("/dev/shm")
 Z_95 = 1.959964   # a normal quantile: the request counts are large
 
 
@@ -162,30 +157,11 @@ class DeviceProfile:
         elif name == "default":
             yield {}
         elif name == "tmpfs":
-            with loop_over_prefilled_file(RAM / f"{sweep.prefix}-tmpfs{gc.SCRATCH_SUFFIX}", size) as dev:
+            with scratch.loop_over_scratch_file(scratch.RAM, f"{sweep.prefix}-tmpfs", size) as dev:
                 yield {"device": dev}
         else:   # brd: loaded for the run with one disk of the span's size, unloaded after
-            if Path("/sys/module/brd").exists():
-                warn("device brd skipped: the brd module is loaded already, and its disks may be someone "
-                     "else's. Fix: unload it (rmmod brd), or profile tmpfs")
-                yield None
-                return
-            record = sweep.state_dir / f"{sweep.prefix}-brd{gc.BRD_RECORD_SUFFIX}"   # before: gc unloads it after a kill
-            write_atomic(record, "brd\n")
-            loaded = subprocess.run(["modprobe", "brd", "rd_nr=1", f"rd_size={size >> 10}"], capture_output=True,
-                                    text=True, check=False, timeout=60) if shutil.which("modprobe") else None
-            if loaded is None or loaded.returncode != 0:
-                record.unlink(missing_ok=True)
-                why = loaded.stderr.strip() if loaded is not None else "no modprobe here"
-                warn(f"device brd skipped: this kernel has no brd RAM disk ({why}). Fix: profile tmpfs, "
-                     "which is RAM too")
-                yield None
-                return
-            try:
-                yield {"device": "/dev/ram0"}
-            finally:
-                if subprocess.run(["rmmod", "brd"], check=False, timeout=60).returncode == 0:
-                    record.unlink(missing_ok=True)
+            with scratch.ram_disk(sweep.state_dir, f"{sweep.prefix}-brd", size) as dev:
+                yield None if dev is None else {"device": dev}
 
     @staticmethod
     def _on_host_device(ctx: RunContext, sweep: Config, name: str) -> dict | None:

@@ -9,31 +9,26 @@ Backends that cannot run here are listed with their reason, never silently dropp
 """
 from __future__ import annotations
 
-import os
-import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any, Callable, Literal
 
 from pydantic import Field
 
 from harness import backends
 from harness.backends import BackendNames
-from harness.common import bounded
 from harness.common.console import step
-from harness.common.exits import StepFailed
 from harness.common.files import write_atomic
 from harness.common.schema import Section
 from harness.config.core import Config
 from harness.experiments import RunContext, matrix_summary, registry
-from harness.fleet import gc
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import percentile_plot
+from harness.resources import scratch
 from harness.results.environment import accel_label, tcg_caveat
 from harness.workloads import Tool, fio
 
@@ -94,30 +89,6 @@ def on_loop(tb: Testbed, backend: str) -> bool:
     measured everywhere."""
     return (backends.get(backend).needs_block_device and tb.cfg.fleet.device is None
             and tb.host.is_this_machine)
-
-
-@contextmanager
-def loop_over_prefilled_file(path: Path, size: int):
-    """A file of random data (a zeroed one is read without I/O) behind a direct-I/O loop device;
-    both removed afterwards. Its vtb- name lets `harness gc` find it after a SIGKILL. The name is
-    predictable (in /dev/shm, a folder anyone can write), so the file is made anew, exclusively and
-    without following a link, before dd writes into it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_symlink() or (path.exists() and (not path.is_file() or path.stat().st_uid != os.geteuid())):
-        raise StepFailed(f"{path} exists and is not a file vtb left (a link, or another user's): not written. "
-                         "Fix: remove it, or find who made it")
-    path.unlink(missing_ok=True)   # a killed run's own file
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-    subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M", f"count={size >> 20}", "conv=fsync,notrunc",
-                    "status=none"], check=True, timeout=bounded.write_bound_s(size))
-    dev = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", str(path)], capture_output=True,
-                         text=True, check=True, timeout=60).stdout.strip()
-    try:
-        yield dev
-    finally:
-        # gc in the fleet's teardown may have done it
-        subprocess.run(["losetup", "-d", dev], capture_output=True, check=False, timeout=60)
-        path.unlink(missing_ok=True)
 
 
 class FioMatrix:
@@ -188,8 +159,8 @@ class FioMatrix:
             if not loop:
                 yield {}
                 return
-            with loop_over_prefilled_file(ctx.cfg.state_dir / f"{tb.cfg.prefix}-passthrough{gc.SCRATCH_SUFFIX}",
-                                          tb.cfg.fleet.disk_size_mib << 20) as dev:
+            with scratch.loop_over_scratch_file(ctx.cfg.state_dir, f"{tb.cfg.prefix}-passthrough",
+                                                tb.cfg.fleet.disk_size_mib << 20) as dev:
                 step(f"backend {backend}: no block device named (fleet.device), so a loop device over a prefilled "
                      f"file: {dev}")
                 yield {"device": dev}

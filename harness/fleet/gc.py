@@ -2,17 +2,15 @@
 those whose metadata records that vtb defined them), pools (only those whose folder is in a state
 dir vtb knows), stray QEMU processes, storage daemons, database servers and Ceph daemons (only
 those a pid file of vtb's holds), loop devices and mounts (in vtb's folders), a Ceph cluster's
-namespaces and bridge, and the hugepages an SPDK target reserved. Safe after a SIGKILL; never
-touches anything without the prefix. In a cluster of yours (ceph.mode = "existing") it removes
-only the images its fleets recorded and tagged."""
+namespaces and bridge, then what each resource declares it leaves (harness/resources/leftovers.py:
+scratch files, Ceph clusters' folders, hugepages, ...). Safe after a SIGKILL; never touches
+anything without the prefix."""
 from __future__ import annotations
 
 import json
 import os
 import re
-import shutil
 import signal
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -25,9 +23,9 @@ from harness.hosts.nested import NestedHostError
 from harness.libvirt import pausing
 from harness.libvirt.libvirt_conn import Unanswered, connect, domain_call
 from harness.libvirt.libvirt_xml import OWNER_NS, UNRECORDED, owner_of
-from harness.resources import hugepages, nested_l1, raid
-from harness.resources.ceph import existing as ceph_existing
-from harness.resources.ceph.bootstrap import unlabel_osd_devices
+from harness.resources import leftovers as resource_leftovers
+from harness.resources import nested_l1, raid
+from harness.resources.ceph import leftovers as ceph_leftovers
 from harness.resources.ceph.plan import CephPlan
 from harness.resources.raid import RaidPlan
 
@@ -277,7 +275,8 @@ def _recorded_networks(prefix: str, keep: tuple[str, ...] = ()) -> set[str]:
     """The namespaces and links (bridge, veths) that local Ceph clusters' plans name (a fleet's
     `ceph-*.json`, kept before its cluster is made, and each cluster's own `plan.json`), and the
     nested hosts' shared bridge while a nested host's record says it is on it."""
-    files = _recorded_plans("ceph", "name", prefix, keep)[0] + [c / "plan.json" for c in _local_ceph_dirs(prefix, keep)]
+    files = _recorded_plans("ceph", "name", prefix, keep)[0] + [
+        c / "plan.json" for c in ceph_leftovers.local_cluster_dirs(_state_paths(), prefix, keep)]
     names = set()
     for f in files:
         try:
@@ -376,97 +375,12 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed += notes
     removed += _loops_and_mounts(host, prefix, keep)
     removed += _networks(host, prefix, keep)
-    if host.is_this_machine:  # the state dirs gc knows are this machine's
-        removed += _scratch_files(prefix, keep) + _ceph_dirs(prefix, keep) + _rbd_images(prefix, keep)
-        removed += _hugepages(prefix, keep)
-    elif (remote_dir := host.descriptor().get("remote_dir")) is not None:
-        removed += _remote_ceph_dirs(host, remote_dir, prefix, keep)
-    return removed
+    return removed + resource_leftovers.remove_all(_scope(host, prefix, keep))
 
 
-SCRATCH_SUFFIX = ".scratch.raw"  # a file the harness made in a state dir for one run (a loop's backing file)
-BRD_RECORD_SUFFIX = ".brd-loaded"  # written before vtb loads the brd module (only when it was not loaded)
-
-
-def _brd(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
-    """The brd module a killed run loaded, unloaded by its record (a brd vtb did not load has none)."""
-    removed = []
-    for d in map(Path, state_dirs()):
-        for record in d.glob(f"{prefix}*{BRD_RECORD_SUFFIX}") if d.is_dir() else []:
-            if record.name.startswith(keep):
-                continue
-            if Path("/sys/module/brd").exists():
-                if subprocess.run(["rmmod", "brd"], capture_output=True, timeout=60).returncode != 0:
-                    removed.append(f"(brd, loaded by {record.name}, is in use: left loaded)")
-                    continue
-                removed.append("module brd")
-            record.unlink(missing_ok=True)
-    return removed
-
-
-def _scratch_files(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
-    """Scratch files left in known state dirs, and in RAM (/dev/shm), by a run that was killed (after
-    their loops are gone)."""
-    removed = []
-    for d in [*map(Path, state_dirs()), Path("/dev/shm")]:
-        for f in d.glob(f"{prefix}*{SCRATCH_SUFFIX}") if d.is_dir() else []:
-            if not f.name.startswith(keep) and f.lstat().st_uid == 0:   # /dev/shm is anyone's to name files in
-                f.unlink(missing_ok=True)
-                removed.append(f"scratch file {f}")
-    return removed
-
-
-def _local_ceph_dirs(prefix: str, keep: tuple[str, ...] = ()) -> list[Path]:
-    """Local Ceph clusters' folders (`<prefix>...-ceph`) in known state dirs or their fleets' folders."""
-    return [c for d in map(Path, state_dirs()) if d.is_dir() for c in [*d.glob(f"{prefix}*"), *d.glob(f"*/{prefix}*")]
-            if c.name.endswith("-ceph") and c.is_dir() and not c.name.startswith(keep)]
-
-
-def _ceph_dirs(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
-    """A local Ceph cluster's folder (its daemons are gone by now) in a known state dir or a fleet's."""
-    removed = []
-    for folder in _local_ceph_dirs(prefix, keep):
-        if (folder / "ceph.conf").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(f"ceph files {folder}")
-    return removed
-
-
-def _remote_ceph_dirs(host: Host, remote_dir: str, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
-    """A Ceph cluster's folder (ceph.mode = "hosts") in a fleet's folder on a remote host, left by a
-    run that was killed (its daemons are gone by now)."""
-    script = 'for c in "$1"/*/"$2"*-ceph/ceph.conf; do [ -f "$c" ] && echo "${c%/ceph.conf}"; done; true'
-    out = host.run(["sh", "-c", script, "-", remote_dir, prefix], timeout=60, check=False).stdout.decode(errors="replace")
-    removed = []
-    for d in out.splitlines():   # one folder a line: a state_dir may hold spaces
-        if not d or Path(d).name.startswith(keep):
-            continue
-        removed += unlabel_osd_devices(host, d)   # by the OSDs' own records, before the folder goes
-        if host.run(["rm", "-rf", "--one-file-system", d], timeout=120, check=False).returncode == 0:
-            removed.append(f"ceph files {d}")
-    return removed
-
-
-def _rbd_images(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
-    """Images fleets made in your Ceph cluster (ceph.mode = "existing"), from their records in
-    known state dirs: removed only while they still carry the fleet's tag."""
-    removed = []
-    for record in (r for d in map(Path, state_dirs()) for r in ceph_existing.records(d)):
-        owner = json.loads(record.read_text()).get("owner", "") + "-"
-        if owner.startswith(prefix) and not owner.startswith(keep):
-            removed += ceph_existing.remove_recorded(LocalHost(), record)
-    return removed
-
-
-def _hugepages(prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
-    """Hugepages a fleet's SPDK target reserved, given back from the record in its run dir (after
-    the target and its hugetlbfs mount are gone)."""
-    removed = []
-    for d in map(Path, state_dirs()):
-        for record in d.glob(f"*/*-run/{hugepages.RECORD}") if d.is_dir() else []:
-            if record.parent.name.startswith(prefix) and not record.parent.name.startswith(keep):
-                removed.append(hugepages.revert_recorded(LocalHost(), str(record)))
-    return removed
+def _scope(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> resource_leftovers.Scope:
+    """A pass of the resources' own leftovers (harness/resources/leftovers.py) on the host."""
+    return resource_leftovers.Scope(host, prefix, keep, _state_paths())
 
 
 def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
@@ -503,7 +417,9 @@ def collect_recorded(prefix: str, keep: tuple[str, ...] = (), elsewhere: bool = 
     up keeps its plans in the same place. Registered state dirs that are not read (see state_dirs)
     are said, with the fix."""
     found = _recorded_backends(prefix, keep, elsewhere) + _recorded_arrays(prefix, keep, elsewhere)
-    return removals_and_notes(found)[0] if elsewhere else skipped_state_dirs() + found + _brd(prefix, keep)
+    if elsewhere:
+        return removals_and_notes(found)[0]
+    return skipped_state_dirs() + found + resource_leftovers.remove_all(_scope(LocalHost(), prefix, keep), by_record=True)
 
 
 def _on_this_machine(plan: dict) -> bool:
@@ -611,6 +527,10 @@ def state_dirs() -> list[str]:
     have written in (folders.untrusted). A registered dir can be removed and made again by anyone
     (/var/tmp/vtb-ci), and a plan planted there would have root act on what it names."""
     return [d for d in registered_dirs() if untrusted(Path(d)) is None]
+
+
+def _state_paths() -> tuple[Path, ...]:
+    return tuple(map(Path, state_dirs()))
 
 
 def skipped_state_dirs() -> list[str]:

@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from harness.common.exits import StepFailed
+from harness.resources.leftovers import Leftover, Scope
 
 PAGE_MIB = 2
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
@@ -140,3 +141,14 @@ def revert_recorded(host, record_path: str) -> str:
     """Reverts from a record alone (gc after a SIGKILL: no plan file at hand)."""
     plan = json.loads(_read(host, record_path))
     return revert(host, HugepagePlan(plan["pages"], plan["mount"], plan["record"]))
+
+
+def _reserved_by_dead_fleets(s: Scope) -> list[str]:
+    """Given back from the record in each dead fleet's run dir, after its target and hugetlbfs
+    mount are gone (gc removes processes and mounts first)."""
+    return [revert_recorded(s.host, str(record)) for d in s.state_dirs
+            for record in (d.glob(f"*/*-run/{RECORD}") if d.is_dir() else [])
+            if record.parent.name.startswith(s.prefix) and not record.parent.name.startswith(s.keep)]
+
+
+LEFTOVERS = (Leftover("hugepages an SPDK target reserved", _reserved_by_dead_fleets),)

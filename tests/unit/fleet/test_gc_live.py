@@ -11,6 +11,8 @@ import pytest
 from harness.common.pids import owner
 from harness.fleet import gc
 from harness.hosts import LocalHost
+from harness.resources import leftovers, scratch
+from harness.resources.ceph import leftovers as ceph_leftovers
 
 pytestmark = pytest.mark.alone   # collects on this machine (pools, loops, mounts, the brd module)
 
@@ -53,12 +55,13 @@ def test_a_killed_runs_scratch_file_is_removed_and_a_live_ones_kept(tmp_path, mo
     state = tmp_path / "state"
     state.mkdir()
     gc.register_state_dir(state)
-    dead = state / f"vtb-sw-gone-passthrough{gc.SCRATCH_SUFFIX}"
-    live = state / f"vtb-sw-live-passthrough{gc.SCRATCH_SUFFIX}"
+    dead = state / f"vtb-sw-gone-passthrough{scratch.SCRATCH_SUFFIX}"
+    live = state / f"vtb-sw-live-passthrough{scratch.SCRATCH_SUFFIX}"
     fleet_device = state / "vtb-sw-gone-device.raw"     # not a scratch file: left to its fleet's teardown
     for f in (dead, live, fleet_device):
         f.write_bytes(b"x")
-    assert gc._scratch_files("vtb-", keep=("vtb-sw-live-",)) == [f"scratch file {dead}"]
+    # through the resources' registrations, as gc runs them
+    assert leftovers.remove_all(gc._scope(LocalHost(), "vtb-", ("vtb-sw-live-",))) == [f"scratch file {dead}"]
     assert not dead.exists() and live.exists() and fleet_device.exists()
 
 
@@ -214,7 +217,7 @@ def test_a_state_dir_with_a_space_is_removed_whole_and_nothing_beside_it(tmp_pat
     (cluster / "ceph.conf").write_text("[global]\n")
     (tmp_path / "my").mkdir()
     (tmp_path / "my" / "keep").write_text("not vtb's")
-    removed = gc._remote_ceph_dirs(LocalHost(), str(tmp_path / "my data"), "vtb-gct")
+    removed = ceph_leftovers.remote_dirs(LocalHost(), str(tmp_path / "my data"), "vtb-gct")
     assert removed == [f"ceph files {cluster}"]
     assert not cluster.exists() and (tmp_path / "my" / "keep").read_text() == "not vtb's"
 
@@ -331,10 +334,11 @@ def test_a_brd_record_of_a_killed_run_is_collected(tmp_path, monkeypatch):
     state = tmp_path / "state"
     state.mkdir()
     gc.register_state_dir(state)
-    dead, live = (state / f"vtb-dp-{n}-brd{gc.BRD_RECORD_SUFFIX}" for n in ("gone", "live"))
+    dead, live = (state / f"vtb-dp-{n}-brd{scratch.BRD_RECORD_SUFFIX}" for n in ("gone", "live"))
     dead.write_text("brd\n")
     live.write_text("brd\n")
-    said = gc._brd("vtb-", keep=("vtb-dp-live-",))   # a live run's prefix, as live_prefixes gives it
+    # a live run's prefix, as live_prefixes gives it; only in gc's pass over records
+    said = leftovers.remove_all(gc._scope(LocalHost(), "vtb-", ("vtb-dp-live-",)), by_record=True)
     assert not dead.exists() and live.exists()
     assert said == (["module brd"] if Path("/sys/module/brd").exists() else [])
 
@@ -342,13 +346,12 @@ def test_a_brd_record_of_a_killed_run_is_collected(tmp_path, monkeypatch):
 def test_a_scratch_file_name_someone_linked_first_is_not_followed(tmp_path):
     """/dev/shm is anyone's: a link planted at the scratch file's predictable name is refused, and
     what it points to is not written."""
-    from harness.experiments.fio_matrix import loop_over_prefilled_file
     target = tmp_path / "precious"
     target.write_text("data")
-    link = tmp_path / f"vtb-dp-x-tmpfs{gc.SCRATCH_SUFFIX}"
+    link = tmp_path / f"vtb-dp-x-tmpfs{scratch.SCRATCH_SUFFIX}"
     link.symlink_to(target)
     with pytest.raises(RuntimeError, match="not a file vtb left"):
-        with loop_over_prefilled_file(link, 1 << 20):
+        with scratch.loop_over_scratch_file(tmp_path, "vtb-dp-x-tmpfs", 1 << 20):
             pass
     assert target.read_text() == "data" and link.is_symlink()
 
