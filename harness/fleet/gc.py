@@ -17,17 +17,12 @@ from pathlib import Path
 import libvirt
 
 from harness.common import paths, pids
-from harness.hosts import Host, LocalHost, Node, from_descriptor, kinds
-from harness.hosts.folders import untrusted, untrusted_file
-from harness.hosts.nested import NestedHostError
+from harness.hosts import Host, LocalHost, Node
+from harness.hosts.folders import untrusted
 from harness.libvirt import pausing
 from harness.libvirt.libvirt_conn import Unanswered, connect, domain_call
 from harness.libvirt.libvirt_xml import OWNER_NS, UNRECORDED, owner_of
 from harness.resources import leftovers as resource_leftovers
-from harness.resources import nested_l1, raid
-from harness.resources.ceph import leftovers as ceph_leftovers
-from harness.resources.ceph.plan import CephPlan
-from harness.resources.raid import RaidPlan
 
 
 def _kept(name: str, keep: tuple[str, ...]) -> bool:
@@ -66,10 +61,11 @@ def _arguments(host: Node, pids: list[int]) -> dict[int, list[str]]:
 
 
 def _daemons() -> tuple[str, ...]:
-    """Executables gc looks for: QEMUs, a host slot's database server (see mysql), and every backend's
-    host-side daemons."""
+    """Executables gc looks for: QEMUs, the daemons resources declare (a host slot's database
+    server), and every backend's host-side daemons."""
     from harness import backends  # its plug-ins import much that gc's other work does not need
-    return ("qemu-system", "mariadbd", *dict.fromkeys(p.executable for p in backends.host_processes()))
+    return ("qemu-system", *dict.fromkeys([*resource_leftovers.processes(),
+                                           *(p.executable for p in backends.host_processes())]))
 
 
 def _candidates(host: Node, prefix: str, keep: tuple[str, ...]) -> dict[int, tuple[str, str]]:
@@ -272,22 +268,9 @@ def _links(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[tuple[st
 
 
 def _recorded_networks(prefix: str, keep: tuple[str, ...] = ()) -> set[str]:
-    """The namespaces and links (bridge, veths) that local Ceph clusters' plans name (a fleet's
-    `ceph-*.json`, kept before its cluster is made, and each cluster's own `plan.json`), and the
-    nested hosts' shared bridge while a nested host's record says it is on it."""
-    files = _recorded_plans("ceph", "name", prefix, keep)[0] + [
-        c / "plan.json" for c in ceph_leftovers.local_cluster_dirs(_state_paths(), prefix, keep)]
-    names = set()
-    for f in files:
-        try:
-            plan = CephPlan.from_json(f.read_text())
-        except (OSError, ValueError, TypeError):   # a plan cut short, or of another version: it proves nothing
-            continue
-        if not plan.hosts:
-            names |= {plan.bridge, *(n for k in range(1, plan.nodes + 1) for n in (plan.node_name(k), plan.veth(k)))}
-    if any(nested_l1.uses_shared_bridge(Path(d)) for d in state_dirs()):
-        names.add(nested_l1.SHARED_BRIDGE)
-    return names
+    """The namespaces and links that the resources' records on this machine name (a local Ceph
+    cluster's, the nested hosts' shared bridge): only those are removed by name."""
+    return resource_leftovers.recorded_networks(_scope(LocalHost(), prefix, keep))
 
 
 def _networks(host: Node, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
@@ -378,34 +361,9 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     return removed + resource_leftovers.remove_all(_scope(host, prefix, keep))
 
 
-def _scope(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> resource_leftovers.Scope:
+def _scope(host: Host, prefix: str, keep: tuple[str, ...] = (), elsewhere: bool = False) -> resource_leftovers.Scope:
     """A pass of the resources' own leftovers (harness/resources/leftovers.py) on the host."""
-    return resource_leftovers.Scope(host, prefix, keep, _state_paths())
-
-
-def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
-    """The md arrays these plans describe (each plan is written before its array is made), stopped
-    on their hosts, each plan removed once its array is gone: what went, and what could not."""
-    done, stuck = [], []
-    for plan_file in plan_files:
-        try:
-            plan = RaidPlan.from_json(plan_file.read_text())
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            stuck.append(_unusable(plan_file, e))
-            continue
-        try:
-            result = raid.destroy(from_descriptor(plan.host), plan)
-        except NestedHostError:   # its nested host was removed, and the array with everything in it
-            plan_file.unlink(missing_ok=True)
-            done.append(f"array {plan.device}: gone with its nested host")
-            continue
-        except Exception as e:  # the host does not answer: the plan stays for the next gc
-            stuck.append(f"array {plan.device}: not destroyed ({e})")
-            continue
-        plan_file.unlink(missing_ok=True)
-        if "nothing to do" not in result:
-            done.append(f"array {result}")
-    return done, stuck
+    return resource_leftovers.Scope(host, prefix, keep, _state_paths(), elsewhere)
 
 
 def collect_recorded(prefix: str, keep: tuple[str, ...] = (), elsewhere: bool = False) -> list[str]:
@@ -416,55 +374,16 @@ def collect_recorded(prefix: str, keep: tuple[str, ...] = (), elsewhere: bool = 
     Only for `gc` and `testbed down --all`, after the fleets' guests are gone: a fleet being brought
     up keeps its plans in the same place. Registered state dirs that are not read (see state_dirs)
     are said, with the fix."""
-    found = _recorded_backends(prefix, keep, elsewhere) + _recorded_arrays(prefix, keep, elsewhere)
-    if elsewhere:
-        return removals_and_notes(found)[0]
-    return skipped_state_dirs() + found + resource_leftovers.remove_all(_scope(LocalHost(), prefix, keep), by_record=True)
+    scope = _scope(LocalHost(), prefix, keep, elsewhere)
+    # backends first: a host side (a daemon exporting a file on an array) goes before what it stands on
+    found = _recorded_backends(scope) + resource_leftovers.remove_all(scope, by_record=True)
+    return removals_and_notes(found)[0] if elsewhere else skipped_state_dirs() + found
 
 
-def _on_this_machine(plan: dict) -> bool:
-    host = plan.get("host")
-    kind = kinds().get(host.get("kind")) if isinstance(host, dict) else None
-    return kind is None or kind.is_this_machine   # an unknown kind: the plan's own reader refuses it, with why
-
-
-def _recorded_plans(kind: str, owner: str, prefix: str, keep: tuple[str, ...],
-                    elsewhere: bool = False) -> tuple[list[Path], list[str]]:
-    """The plans of `kind` (written before what they describe is made) in the fleets' folders of
-    known state dirs whose `owner` field starts with the prefix and is not kept (with `elsewhere`,
-    only those for other hosts than this machine); and notes on the plans not read: in a folder, or a file, that
-    another user could have written."""
-    found, notes = [], []
-    for d in map(Path, state_dirs()):
-        for f in [*d.glob(f"*/{kind}-*.json"), *d.glob(f"*/hosts/*/{kind}-*.json")] if d.is_dir() else []:
-            if why := untrusted_file(f):
-                notes.append(f"({kind} plan {f} not read: {why}, so it may not be vtb's. Fix: if it is, make it and "
-                             f"its folder root's and not writable by others; else remove it)")
-                continue
-            try:
-                plan = json.loads(f.read_text())
-                name = f"{plan.get(owner, '')}-"
-                if elsewhere and _on_this_machine(plan):
-                    continue
-            except (OSError, ValueError, AttributeError):   # being written, or not a plan: it proves nothing
-                continue
-            if name.startswith(prefix) and not name.startswith(keep):
-                found.append(f)
-    return found, notes
-
-
-def _recorded_arrays(prefix: str, keep: tuple[str, ...] = (), elsewhere: bool = False) -> list[str]:
-    """Arrays a killed run left on a host (this machine, a nested or an ssh host), found by their
-    plans, not by their names on the host."""
-    plans, notes = _recorded_plans("raid", "name", prefix, keep, elsewhere)
-    done, stuck = destroy_arrays(plans)
-    return done + stuck + notes
-
-
-def _recorded_backends(prefix: str, keep: tuple[str, ...] = (), elsewhere: bool = False) -> list[str]:
+def _recorded_backends(scope: resource_leftovers.Scope) -> list[str]:
     """The host sides a killed run left (a controller bound to vfio-pci, storage daemons, their
     sockets), undone by each backend's own host_down from its plan, wherever it ran."""
-    plans, notes = _recorded_plans("backend", "prefix", prefix, keep, elsewhere)
+    plans, notes = resource_leftovers.recorded_plans(scope, "backend", "prefix")
     done, stuck = undo_backends(plans)
     return done + stuck + notes
 
@@ -474,30 +393,14 @@ def undo_backends(plan_files: list[Path]) -> tuple[list[str], list[str]]:
     up), undone by the backend's own host_down, each plan removed once done: what went, and (in
     parentheses) what could not, its plan kept for the next try."""
     from harness import backends  # its plug-ins import much that gc's other work does not need
-    done, stuck = [], []
-    for plan_file in plan_files:
-        try:
-            plan = backends.read_plan(plan_file.read_text())
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            stuck.append(_unusable(plan_file, e))
-            continue
-        try:
-            backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
-        except NestedHostError:   # its nested host was removed, and this side with everything in it
-            plan_file.unlink(missing_ok=True)
-            done.append(f"{plan.disk['backend']} host side of {plan.prefix}: gone with its nested host")
-            continue
-        except Exception as e:   # the host does not answer: the plan stays for the next gc
-            stuck.append(f"({plan.disk['backend']} host side of {plan.prefix} not undone: {e})")
-            continue
-        plan_file.unlink(missing_ok=True)
-        done.append(f"{plan.disk['backend']} host side of {plan.prefix}")
-    return done, stuck
 
+    def named(plan) -> str:
+        return f"{plan.disk['backend']} host side of {plan.prefix}"
 
-def _unusable(plan_file: Path, e: Exception) -> str:
-    return (f"(plan {plan_file} not used: {e}; nothing it names was touched. Fix: remove it if vtb did not write it "
-            f"(an older vtb's plan: undo what it names by hand, then remove it))")
+    def undone(host: Host, plan) -> str:
+        backends.get(plan.disk["backend"]).host_down(host, plan)
+        return named(plan)
+    return resource_leftovers.undo_by_plans(plan_files, backends.read_plan, named, undone)
 
 
 def removals_and_notes(said: list[str]) -> tuple[list[str], list[str]]:
@@ -543,8 +446,8 @@ def skipped_state_dirs() -> list[str]:
 
 def live_prefixes(extra_state_dirs: tuple[Path, ...] = ()) -> tuple[str, ...]:
     """Name prefixes of what live state owns: every fleet with Terraform state in a known state
-    dir, unless it belongs to a run whose process is gone (a SIGKILLed sweep), and a nested host
-    whose record is there or whose boot a live process is doing."""
+    dir, unless it belongs to a run whose process is gone (a SIGKILLed sweep), and what the
+    resources say live state owns there (a nested host, see resources/leftovers.live_names)."""
     from harness.common.pids import owner_alive
     live = []
     trusted = {*map(Path, state_dirs()), *extra_state_dirs}
@@ -557,8 +460,5 @@ def live_prefixes(extra_state_dirs: tuple[Path, ...] = ()) -> tuple[str, ...]:
                 continue
             fleet = tfvars.parent if tfvars.parent.parent.name != "hosts" else tfvars.parent.parent.parent
             live.append(f"{paths.PREFIX}{fleet.name}-")
-        for record in d.glob(f"nested*/{nested_l1.RECORD}") if d.exists() else []:
-            live.append(json.loads(record.read_text()).get("domain", f"{paths.PREFIX}nested") if read
-                        else f"{paths.PREFIX}nested")
-        live += nested_l1.booting_domains(d) if read else []
+        live += resource_leftovers.live_names(d, read)
     return tuple(sorted(set(live)))

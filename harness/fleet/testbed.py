@@ -43,7 +43,7 @@ from harness.resources.ceph.images import RbdImage
 from harness.resources.ceph.plan import fleet_image, fleet_images, osd_size_problem
 from harness.resources.ceph.plan import plan_from_config as ceph_plan_from_config
 from harness.resources.devices import refuse_reason_on, size_bytes_on
-from harness.resources.raid import RaidPlan, plan_from_config
+from harness.resources.raid import RaidPlan, destroy_arrays, plan_from_config
 
 AGENT_TIMEOUT_S = 180
 # A bound on one terraform apply or destroy: minutes at most, even uploading the image to a nested
@@ -661,7 +661,7 @@ class Testbed:
         removed = gc.collect(self.cfg.prefix + "-", self.host, keep)
         # arrays whose plans are still here (a destroy that failed, a killed run), once their
         # guests are gone: stopped again, directly (one check each for those already gone)
-        gone, left = gc.destroy_arrays(sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else [])
+        gone, left = destroy_arrays(sorted(self.dir.glob("raid-*.json")) if self.dir.exists() else [])
         removed += gone
         if destroy_failed:   # Terraform's teardown hook may not have run: the backend's host side by its plan
             undone, stuck = gc.undo_backends(sorted(self.dir.glob("backend-*.json")) if self.dir.exists() else [])

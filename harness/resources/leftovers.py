@@ -1,17 +1,23 @@
 """What each resource leaves behind when a run is killed, and how `harness gc` removes it.
 
-A resource module declares `LEFTOVERS`, a tuple of `Leftover`; gc (harness.fleet.gc) finds them
-in every module of this package and runs them on each host it collects, after that host's guests
-and processes are gone. Adding a resource is its module alone: gc names none of them."""
+A resource module declares `LEFTOVERS`, a tuple of `Leftover`; `PROCESSES`, the daemons it runs;
+`RECORDED_NETWORKS`, what proves its namespaces and links are vtb's; and `LIVE_NAMES`, what
+live state owns (kept by gc unless --all). gc (harness.fleet.gc)
+finds them in every module of this package: it stops those processes by their pid files, removes
+the networks records name, then runs the leftovers on each host it collects. Adding a resource is
+its module alone: gc names none of them."""
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from harness.hosts import Host
+from harness.hosts import Host, from_descriptor, kinds
+from harness.hosts.folders import untrusted_file
+from harness.hosts.nested import NestedHostError
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,8 @@ class Scope:
     prefix: str
     keep: tuple[str, ...]
     state_dirs: tuple[Path, ...]
+    elsewhere: bool = False   # gc's first pass over records: only what they put on other hosts than this
+                              # machine (before this machine's collection, which may remove those hosts)
 
 
 @dataclass(frozen=True)
@@ -29,21 +37,110 @@ class Leftover:
     what: str                                  # e.g. "hugepages an SPDK target reserved"
     remove: Callable[[Scope], list[str]]       # says what it removed, and in parentheses what it did not
     on_this_machine: bool = True               # else on the other hosts gc reaches (an ssh or nested host)
-    by_record_only: bool = False               # only when gc reads the dead fleets' records, never in a
+    by_record_only: bool = False               # found by the dead fleets' records on this machine, wherever
+                                               # they put it: only in gc's pass over records, never in a
                                                # fleet's own teardown (which may still use what it names)
 
 
-def registered() -> list[Leftover]:
-    """Every resource module's leftovers, in the order of the modules' names."""
+def _declared(attribute: str) -> list:
+    """Every resource module's `attribute` (a tuple), joined in the order of the modules' names."""
     import harness.resources as package
     found = []
     for mod in sorted(pkgutil.walk_packages(package.__path__, f"{package.__name__}."), key=lambda m: m.name):
-        found += getattr(importlib.import_module(mod.name), "LEFTOVERS", ())
+        found += getattr(importlib.import_module(mod.name), attribute, ())
     return found
 
 
+def registered() -> list[Leftover]:
+    """Every resource module's `LEFTOVERS`."""
+    return _declared("LEFTOVERS")
+
+
+def recorded_networks(s: Scope) -> set[str]:
+    """The network namespaces and links (a name has no room for the prefix; its alias has it) whose
+    making a resource's record on this machine proves (each module's `RECORDED_NETWORKS`, functions
+    of the scope): gc removes a prefixed one only when a record names it."""
+    return {name for names_in in _declared("RECORDED_NETWORKS") for name in names_in(s)}
+
+
+def live_names(state_dir: Path, read: bool) -> list[str]:
+    """Name prefixes of what live state in the state dir owns, by each module's `LIVE_NAMES`
+    (functions of the dir and whether its records may be read: when not, they keep all they
+    might own)."""
+    return [name for names_in in _declared("LIVE_NAMES") for name in names_in(state_dir, read)]
+
+
+def processes() -> tuple[str, ...]:
+    """The executables resources run on a host (each module's `PROCESSES`): gc stops a killed
+    run's by the pid file of vtb's that holds it."""
+    return tuple(_declared("PROCESSES"))
+
+
 def remove_all(scope: Scope, by_record: bool = False) -> list[str]:
-    """Runs the leftovers that fit the host (and, `by_record`, those only gc's record pass runs)."""
-    return [said for leftover in registered()
-            if leftover.on_this_machine == scope.host.is_this_machine and leftover.by_record_only == by_record
+    """Runs the leftovers found on the scope's host; `by_record`, those found by this machine's
+    records instead, wherever the records put them."""
+    return [said for leftover in registered() if leftover.by_record_only == by_record
+            and (by_record or leftover.on_this_machine == scope.host.is_this_machine)
             for said in leftover.remove(scope)]
+
+
+def _on_this_machine(plan: dict) -> bool:
+    host = plan.get("host")
+    kind = kinds().get(host.get("kind")) if isinstance(host, dict) else None
+    return kind is None or kind.is_this_machine   # an unknown kind: the plan's own reader refuses it, with why
+
+
+def recorded_plans(s: Scope, kind: str, owner: str) -> tuple[list[Path], list[str]]:
+    """The plans of `kind` (written before what they describe is made) in the fleets' folders of
+    the state dirs whose `owner` field starts with the prefix and is not kept (`elsewhere`: only
+    those for other hosts than this machine); and notes on the plans not read: in a folder, or a
+    file, that another user could have written."""
+    found, notes = [], []
+    for d in s.state_dirs:
+        for f in [*d.glob(f"*/{kind}-*.json"), *d.glob(f"*/hosts/*/{kind}-*.json")] if d.is_dir() else []:
+            if why := untrusted_file(f):
+                notes.append(f"({kind} plan {f} not read: {why}, so it may not be vtb's. Fix: if it is, make it and "
+                             f"its folder root's and not writable by others; else remove it)")
+                continue
+            try:
+                plan = json.loads(f.read_text())
+                name = f"{plan.get(owner, '')}-"
+                if s.elsewhere and _on_this_machine(plan):
+                    continue
+            except (OSError, ValueError, AttributeError):   # being written, or not a plan: it proves nothing
+                continue
+            if name.startswith(s.prefix) and not name.startswith(s.keep):
+                found.append(f)
+    return found, notes
+
+
+def unusable(plan_file: Path, e: Exception) -> str:
+    """A plan that could not be read: nothing it names is touched."""
+    return (f"(plan {plan_file} not used: {e}; nothing it names was touched. Fix: remove it if vtb did not write it "
+            f"(an older vtb's plan: undo what it names by hand, then remove it))")
+
+
+def undo_by_plans(plan_files: list[Path], read: Callable[[str], Any], named: Callable[[Any], str],
+                  undo: Callable[[Host, Any], str | None]) -> tuple[list[str], list[str]]:
+    """Undoes what each plan describes (written before it was made) on the plan's host, and removes
+    the plan once done: what went (`undo` says it, or None when there was nothing to do), and in
+    parentheses what could not, its plan kept for the next try."""
+    done, stuck = [], []
+    for plan_file in plan_files:
+        try:
+            plan = read(plan_file.read_text())
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            stuck.append(unusable(plan_file, e))
+            continue
+        try:
+            said = undo(from_descriptor(plan.host), plan)
+        except NestedHostError:   # its nested host was removed, and what the plan names with everything in it
+            plan_file.unlink(missing_ok=True)
+            done.append(f"{named(plan)}: gone with its nested host")
+            continue
+        except Exception as e:   # noqa: BLE001 - the host does not answer: the plan stays for the next gc
+            stuck.append(f"({named(plan)} not undone: {e})")
+            continue
+        plan_file.unlink(missing_ok=True)
+        done += [said] if said else []
+    return done, stuck

@@ -40,6 +40,7 @@ from harness.hosts.nested import (
 from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests
 from harness.libvirt.libvirt_conn import Unanswered, connect, define, domain_call, unanswered
 from harness.libvirt.libvirt_xml import UNRECORDED, attr, owner_metadata, owner_of, qemu_commandline, qemu_opt
+from harness.resources.leftovers import Scope
 
 BOOT_TIMEOUT_S = 240
 IMAGE_BUILD_S = 3600   # the nested host's image from nothing: packages fetched and installed (minutes)
@@ -481,3 +482,21 @@ cluster_address = "{ipaddress.ip_interface(host.record.shared_address).ip}"
     path = cfg.state_dir / SSH_HOSTS_CONFIG
     write_atomic(path, text)
     return path
+
+
+def _shared_bridge_recorded(s: Scope) -> set[str]:
+    """The shared bridge, while a state dir records it (gc then removes it with the nested hosts)."""
+    return {SHARED_BRIDGE} if any(uses_shared_bridge(d) for d in s.state_dirs) else set()
+
+
+def _live_hosts(state_dir: Path, read: bool) -> list[str]:
+    """The nested hosts with a record in the state dir, and those a live process is booting; all
+    of them (by the prefix) when the dir may not be read."""
+    if not read:
+        return [DOMAIN] if any(state_dir.glob(f"nested*/{RECORD}")) else []
+    recorded = [json.loads(r.read_text()).get("domain", DOMAIN) for r in state_dir.glob(f"nested*/{RECORD}")]
+    return recorded + booting_domains(state_dir)
+
+
+RECORDED_NETWORKS = (_shared_bridge_recorded,)
+LIVE_NAMES = (_live_hosts,)

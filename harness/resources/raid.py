@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from harness.analysis.raid_model import member_count_problem
 from harness.common.bounded import write_bound_s
 from harness.common.exits import StepFailed
 from harness.common.paths import safe_path
+from harness.resources import leftovers
 from harness.resources.devices import refuse_reason_on
 
 # mkfs per filesystem: forced (the array is ours) and without lazy init, whose background
@@ -231,3 +233,23 @@ def plan_from_config(cfg, host) -> RaidPlan | None:
           "data_file_bytes": cfg.fleet.vms * cfg.fleet.disk_size_mib << 20} if r.filesystem else {}
     return RaidPlan(name=f"{cfg.prefix}-raid", level=r.level, members=members, chunk_kib=r.chunk_kib, allow=allow,
                     wipe=r.wipe, wait_resync=r.wait_resync, host=host.descriptor(), **fs)
+
+
+def destroy_arrays(plan_files: list[Path]) -> tuple[list[str], list[str]]:
+    """The md arrays these plans describe (each plan is written before its array is made), stopped
+    on their hosts, each plan removed once its array is gone: what went, and what could not."""
+    def destroyed(host, plan: RaidPlan) -> str | None:
+        result = destroy(host, plan)
+        return None if "nothing to do" in result else f"array {result}"
+    return leftovers.undo_by_plans(plan_files, RaidPlan.from_json, lambda plan: f"array {plan.device}", destroyed)
+
+
+def _arrays_of_dead_fleets(s: leftovers.Scope) -> list[str]:
+    """Arrays a killed run left on a host (this machine, a nested or an ssh host), found by their
+    plans, not by their names on the host."""
+    plans, notes = leftovers.recorded_plans(s, "raid", "name")
+    done, stuck = destroy_arrays(plans)
+    return done + stuck + notes
+
+
+LEFTOVERS = (leftovers.Leftover("md arrays", _arrays_of_dead_fleets, by_record_only=True),)

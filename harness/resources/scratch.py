@@ -85,7 +85,7 @@ def _scratch_files(s: Scope) -> list[str]:
 def _brd(s: Scope) -> list[str]:
     """The brd module a killed run loaded, unloaded by its record (a brd vtb did not load has none)."""
     removed = []
-    for d in s.state_dirs:
+    for d in () if s.elsewhere else s.state_dirs:   # a brd is only ever this machine's
         for record in d.glob(f"{s.prefix}*{BRD_RECORD_SUFFIX}") if d.is_dir() else []:
             if record.name.startswith(s.keep):
                 continue

@@ -1,6 +1,7 @@
 """What a killed run's Ceph clusters leave, for `harness gc`: a local cluster's folder (its
-daemons are gone by then), a cluster's folder on a remote host with its OSDs' BlueStore labels
-(ceph.mode = "hosts"), and the images fleets made in your own cluster (ceph.mode = "existing")."""
+daemons are gone by then) and its namespaces, bridge and veths, a cluster's folder on a remote
+host with its OSDs' BlueStore labels (ceph.mode = "hosts"), and the images fleets made in your own
+cluster (ceph.mode = "existing")."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,8 @@ from pathlib import Path
 from harness.hosts import Host, LocalHost
 from harness.resources.ceph import existing
 from harness.resources.ceph.bootstrap import unlabel_osd_devices
-from harness.resources.leftovers import Leftover, Scope
+from harness.resources.ceph.plan import CephPlan
+from harness.resources.leftovers import Leftover, Scope, recorded_plans
 
 
 def local_cluster_dirs(state_dirs: tuple[Path, ...], prefix: str, keep: tuple[str, ...] = ()) -> list[Path]:
@@ -61,3 +63,21 @@ def _images_in_your_cluster(s: Scope) -> list[str]:
 LEFTOVERS = (Leftover("local Ceph clusters' folders", _local_dirs),
              Leftover("images fleets made in your cluster", _images_in_your_cluster),
              Leftover("Ceph clusters' folders and OSD labels on other hosts", _remote_dirs, on_this_machine=False))
+
+
+def _networks_of_local_clusters(s: Scope) -> set[str]:
+    """The namespaces and links (bridge, veths) that local clusters' plans name: a fleet's
+    `ceph-*.json`, kept before its cluster is made, and each cluster's own `plan.json`."""
+    files = recorded_plans(s, "ceph", "name")[0] + [c / "plan.json" for c in local_cluster_dirs(s.state_dirs, s.prefix, s.keep)]
+    names = set()
+    for f in files:
+        try:
+            plan = CephPlan.from_json(f.read_text())
+        except (OSError, ValueError, TypeError):   # a plan cut short, or of another version: it proves nothing
+            continue
+        if not plan.hosts:
+            names |= {plan.bridge, *(n for k in range(1, plan.nodes + 1) for n in (plan.node_name(k), plan.veth(k)))}
+    return names
+
+
+RECORDED_NETWORKS = (_networks_of_local_clusters,)

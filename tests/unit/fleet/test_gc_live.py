@@ -11,7 +11,7 @@ import pytest
 from harness.common.pids import owner
 from harness.fleet import gc
 from harness.hosts import LocalHost
-from harness.resources import leftovers, scratch
+from harness.resources import leftovers, raid, scratch
 from harness.resources.ceph import leftovers as ceph_leftovers
 
 pytestmark = pytest.mark.alone   # collects on this machine (pools, loops, mounts, the brd module)
@@ -302,7 +302,7 @@ def test_a_killed_runs_backend_host_side_is_undone_by_its_plan(tmp_path, monkeyp
         (state / fleet_name).mkdir(parents=True)
         plans[fleet_name] = state / fleet_name / "backend-0.json"
         plans[fleet_name].write_text(plan.to_json())
-    assert gc._recorded_backends("vtb-", keep=("vtb-default-",)) == ["vfio host side of vtb-rs-gone"]
+    assert gc._recorded_backends(gc._scope(LocalHost(), "vtb-", ("vtb-default-",))) == ["vfio host side of vtb-rs-gone"]
     assert undone == [("local", "vtb-rs-gone")]
     assert not plans["rs-gone"].exists() and plans["default"].exists()
 
@@ -321,7 +321,7 @@ def test_a_plan_on_a_nested_host_that_was_removed_goes_with_it(tmp_path, monkeyp
     backend.write_text(HostPlan(prefix="vtb-rs-cin", fleet_dir=str(fleet), disk={"backend": "virtio-blk"},
                                 device=HostDevice(path="/dev/nvme0n1", kind="block"), host=gone).to_json())
     array = fleet / "raid-0.json"
-    array.write_text(gc.RaidPlan(name="vtb-rs-cin-raid", level=0, members=["/dev/nvme0n1", "/dev/nvme1n1"],
+    array.write_text(raid.RaidPlan(name="vtb-rs-cin-raid", level=0, members=["/dev/nvme0n1", "/dev/nvme1n1"],
                                  chunk_kib=64, allow=["/dev/nvme0n1", "/dev/nvme1n1"], host=gone).to_json())
     assert gc.collect_recorded("vtb-") == ["virtio-blk host side of vtb-rs-cin: gone with its nested host",
                                            "array /dev/md/vtb-rs-cin-raid: gone with its nested host"]
