@@ -26,10 +26,11 @@ down:
 # The tests also boot a nested host (RAID on emulated NVMe): build its image up front.
 # Two lanes at once (tests/conftest.py says which and why), then the tests marked `alone`, one at a
 # time; both parts always run, and either failing fails the target (5: no test selected by PYTEST_ARGS).
+# The lanes hand their last two nested hosts over to the alone phase, which removes them (tests/conftest.py).
 test: venv lint bootstrap host-image
 	scripts/host-packages.sh --test
-	$(VENV)/bin/pytest -n 2 --dist loadgroup -m "not alone" $(PYTEST_ARGS); lanes=$$?; \
-	$(VENV)/bin/pytest -m alone $(PYTEST_ARGS); alone=$$?; \
+	VTB_TEST_NESTED_HOSTS=hand-over $(VENV)/bin/pytest -n 2 --dist loadgroup -m "not alone" $(PYTEST_ARGS); lanes=$$?; \
+	VTB_TEST_NESTED_HOSTS=take-over $(VENV)/bin/pytest -m alone $(PYTEST_ARGS); alone=$$?; \
 	for rc in $$lanes $$alone; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
 
 lint: venv

@@ -46,8 +46,11 @@ def l0_domains() -> list[str]:
 @pytest.fixture(scope="module")
 def nested_hosts_removed_after():
     """Every nested host removed once the module ends (the tests that boot hosts of their own,
-    two_ssh_hosts, need no other)."""
+    two_ssh_hosts, need no other), but for those the lanes of `make test` hand over to its alone
+    phase (tests/conftest.py)."""
     yield
+    if os.environ.get("VTB_TEST_NESTED_HOSTS") == "hand-over":
+        return
     harness("host", "nested", "down")
     assert not [d for d in l0_domains() if d.startswith(DOMAIN)]
     assert not (STATE / "nested").exists()
@@ -432,13 +435,14 @@ def test_a_nested_host_whose_guest_agent_fell_silent_is_taken_for_lost_and_boote
     assert rebuilt is not None and rebuilt.run(["true"]).returncode == 0
 
 
-def two_ssh_hosts() -> str:
-    """Two nested hosts driven as `ssh` hosts (the path a user's own servers take), booted anew
-    (the one the tests before used was paused by one of them), with virtio-blk drives: QEMU 7.2's
-    emulated NVMe stalls at queue depths above 1 under TCG (see test_backend_sweeps), and these
-    tests are about the ssh path, not the drives. One drive each, its OSD's: large enough for the
-    fleet's images and BlueStore's own use (3328 MiB). Returns the path of their config."""
-    harness("host", "nested", "down")
+def two_ssh_hosts(anew: bool) -> str:
+    """Two nested hosts driven as `ssh` hosts (the path a user's own servers take), with virtio-blk
+    drives: QEMU 7.2's emulated NVMe stalls at queue depths above 1 under TCG (see
+    test_backend_sweeps), and these tests are about the ssh path, not the drives. One drive each,
+    its OSD's: large enough for the fleet's images and BlueStore's own use (3328 MiB). Booted
+    `anew`, or else two that answer with these drives are kept. Returns the path of their config."""
+    if anew:
+        harness("host", "nested", "down")
     out = harness("host", "nested", "up", "--count", "2", "--set", "nested.drive_model=virtio-blk",
                   "--set", "nested.drives=1", "--set", "nested.drive_mib=3584")
     ssh_config = out.stdout.strip().splitlines()[-1]
@@ -459,8 +463,9 @@ def test_ceph_scaling_over_two_ssh_hosts(nested_hosts_removed_after, tmp_path):
     """ceph-scaling over two ssh hosts (ceph.mode = "hosts"): a storage node on the first, then on
     both, over the network the nested hosts share, a client and a VM on each, each host's interface
     observed. Last of this lane's tests here: it replaces the nested host the tests before used
-    (the module's teardown removes both)."""
-    ssh_config = two_ssh_hosts()
+    (one of them paused its guest agent), and the module's teardown removes both, or hands them
+    over to the next test."""
+    ssh_config = two_ssh_hosts(anew=True)
     done = subprocess.run([HARNESS, *ceph_scaling_over(ssh_config), "--set", f"results_dir={tmp_path}"],
                           capture_output=True, text=True, timeout=1300)
     print(done.stdout, done.stderr)
@@ -491,15 +496,16 @@ def test_ceph_scaling_over_two_ssh_hosts(nested_hosts_removed_after, tmp_path):
 
 
 @pytest.mark.alone   # gc --all
+@pytest.mark.takes_handed_over_hosts   # those of test_ceph_scaling_over_two_ssh_hosts, in `make test`
 @pytest.mark.timeout(1200)   # two L1s booted, a Ceph cluster over them, two runs on them
 def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(nested_hosts_removed_after, tmp_path):
     """vm-scaling with one VM on each of two ssh hosts, on the rbd backend in a Ceph cluster over
     both (the mon and an OSD on the first, an OSD on the second), physical baselines on both,
     per-host and aggregate figures; a second cluster on the same hosts meanwhile is refused. Then
     a run on it killed with SIGKILL mid-point, and `gc --all`: nothing left on either host (VMs,
-    Ceph daemons and files), no nested host and no shared bridge here. Last in this module: it
-    removes the nested hosts."""
-    ssh_config = two_ssh_hosts()
+    Ceph daemons and files), no nested host and no shared bridge here. First of the alone tests
+    (on the nested hosts the lanes hand over, else on two it boots): it removes the nested hosts."""
+    ssh_config = two_ssh_hosts(anew=False)
     rbd = ["run", "vm-scaling", "--vm-counts", "2", "--ramp", "0", "--backend", "rbd", "--set", "ceph.mode=hosts",
            "--set", "ceph.pg_num=8", "--set", "repeat.count=1", "--set", "settle.max_wait_s=5", "--set", "fleet.vms=2",
            "--config", ssh_config]
