@@ -127,7 +127,6 @@ class Backend:
     diagnostic: ClassVar[bool] = False  # a measuring aid, not a way to serve disks (left out of "all")
     stores_nothing: ClassVar[bool] = False  # a device with no storage behind it: the virtualization layers alone
     local_host_only: ClassVar[bool] = False  # its host side runs on this machine (not yet through harness.hosts)
-    needs_ceph: ClassVar[bool] = False  # its disks are images in the fleet's Ceph cluster ([ceph]), not slices
     # the host's baseline reads and writes the disks' own slices of a file or block device, so a job
     # file, a trace or a filesystem runs there as in the VMs (not so for images reached through librbd)
     host_slices: ClassVar[bool] = True
@@ -145,6 +144,12 @@ class Backend:
 
     def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
         """None when this host can serve the backend, else why not, in one sentence."""
+        return None
+
+    def disk_store(self, cfg, host: LocalHost, host_dir: Path, image_base: str):
+        """Where the fleet's disks are kept when they are not slices of a host device (the rbd
+        backend's Ceph: harness/resources/ceph/fleet_store.py), or None. The fleet asks the store
+        for its device, checks, hooks, record and teardown."""
         return None
 
     def host_up(self, host: LocalHost, plan: HostPlan) -> None:

@@ -7,10 +7,13 @@ fio's librbd engine on the same image.
 The host-kernel krbd path is not here: this machine's kernel has no rbd module."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness.backends.base import Attachment, Backend, HostPlan, HostProcess, VmSlot, virtio_blk_args
 from harness.hosts import Host
 from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
 from harness.resources.ceph import images
+from harness.resources.ceph.fleet_store import FleetCeph
 from harness.resources.ceph.images import RbdImage
 
 QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/qemu/block-rbd.so"
@@ -22,8 +25,10 @@ class Rbd(Backend):
     processes = tuple(HostProcess("ceph", d, f"{d} ", what="Ceph daemons") for d in ("ceph-osd", "ceph-mon", "ceph-mgr"))
     shared_options = frozenset({"cache", "iothreads", "num_queues"})
     summary = "virtio-blk over a Ceph RBD image (QEMU's librbd), in a cluster vtb makes or yours ([ceph])"
-    needs_ceph = True
     host_slices = False
+
+    def disk_store(self, cfg, host: Host, host_dir: Path, image_base: str) -> FleetCeph:
+        return FleetCeph(cfg, host, host_dir, image_base)
 
     def preflight(self, host: Host, plan: HostPlan) -> str | None:
         missing = host.run(["sh", "-c", f"command -v rbd >/dev/null || echo ceph-common; [ -e {QEMU_DRIVER} ] || "

@@ -182,7 +182,7 @@ class CephScaling:
         def block(k: int, rate: int) -> sweep.SweepBlock:
             return sweep.SweepBlock(
                 block_label(k, rate), runs, testbed=lambda _where: fleet(k), rebuildable=not spread,
-                ready=lambda tb: None if spread else ceph_local.set_link_rate(ctx.host, tb.ceph, rate),
+                ready=lambda tb: None if spread else ceph_local.set_link_rate(ctx.host, tb.store.plan, rate),
                 points=lambda record, tb: self._points(ctx, tb, record, k, rate, jobs))
         sweep.run(ctx, sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",
                   {"blocks": [block_name(k, rate) for k, rate in self.blocks(cfg)], "points": [label for label, _ in jobs]},
@@ -192,9 +192,9 @@ class CephScaling:
                 nodes: int, rate: int, jobs: list[tuple[str, fio.FioJob]]) -> list[Point]:
         """A block's points; over hosts, each host's link is found once for all of them."""
         if isinstance(record, SpanningRecord):
-            observe = ceph_hosts.node_links(tb.ceph)
+            observe = ceph_hosts.node_links(tb.store.plan)
         else:
-            observe = partial(ceph_local.links_observed, tb.ceph, nodes, rate)
+            observe = partial(ceph_local.links_observed, tb.store.plan, nodes, rate)
         return [self._point(ctx, record, nodes, rate, label, job, env, observe) for label, job in jobs
                 for env in self.envs(ctx.cfg)]
 

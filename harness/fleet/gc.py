@@ -1,10 +1,10 @@
 """Finds and removes what the harness created on a host, by name prefix and record: domains (only
 those whose metadata records that vtb defined them), pools (only those whose folder is in a state
-dir vtb knows), stray QEMU processes, storage daemons, database servers and Ceph daemons (only
-those a pid file of vtb's holds), loop devices and mounts (in vtb's folders), a Ceph cluster's
-namespaces and bridge, then what each resource declares it leaves (harness/resources/leftovers.py:
-scratch files, Ceph clusters' folders, hugepages, ...). Safe after a SIGKILL; never touches
-anything without the prefix."""
+dir vtb knows), stray QEMU processes and the daemons backends and resources declare (only those a
+pid file of vtb's holds), loop devices and mounts (in vtb's folders), namespaces and links a
+resource's record names, then what each resource declares it leaves (harness/resources/leftovers.py:
+scratch files, Ceph clusters' folders, hugepages, md arrays by plan, ...). Safe after a SIGKILL;
+never touches anything without the prefix."""
 from __future__ import annotations
 
 import json

@@ -3,8 +3,9 @@ Terraform root and state (the libvirt provider takes one URI per provider block 
 cannot for_each over providers, so one root per host is the plain way), applied in parallel.
 VMs are numbered across the fleet and placed by harness/hosts/placement.py.
 
-A Ceph cluster over the hosts (ceph.mode = "hosts") is the fleet's, not one host's: it is made
-before the parts and removed after them, its plan kept in the fleet's folder until it is gone."""
+A store the parts share (the rbd backend's Ceph cluster over the hosts, ceph.mode = "hosts") is
+the fleet's, not one host's: it is made before the parts and removed after them, by its plan
+kept in the fleet's folder until it is gone."""
 from __future__ import annotations
 
 import contextlib
@@ -13,13 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from harness.common.console import step, warn
-from harness.common.files import write_atomic
 from harness.config.core import Config
 from harness.fleet.testbed import Testbed, TestbedError, TestbedRecord, plan_path
 from harness.hosts import Host
 from harness.hosts.placement import place
-from harness.resources.ceph import clusters as ceph_clusters
-from harness.resources.ceph.plan import CephPlan, fleet_images, osd_size_problem
+from harness.resources import leftovers as resource_leftovers
 
 
 class MultiHostFleet:
@@ -31,8 +30,8 @@ class MultiHostFleet:
         self.parts = [Testbed(cfg, h, indices=[i for i, name in enumerate(order) if name == h.name],
                               run_scoped=run_scoped) for h in hosts if h.name in order]
         self.dir = cfg.state_dir / cfg.fleet.name
-        plan = self.parts[0].ceph if self.parts else None
-        self.ceph: CephPlan | None = plan if plan is not None and plan.hosts else None
+        store = self.parts[0].store if self.parts else None
+        self.store = store if store is not None and store.spans_hosts else None   # one for the whole fleet
 
     @property
     def hosts(self) -> list[Host]:
@@ -53,29 +52,21 @@ class MultiHostFleet:
             raise TestbedError(f"{what} failed on {len(errors)} of {len(self.parts)} host(s):\n" + "\n".join(errors))
         return results
 
-    def _ceph_up(self) -> None:
-        """The fleet's cluster over the hosts (idempotent), its plan recorded first: a create cut
-        short is still found and removed by `down`."""
-        if self.ceph is None:
+    def _store_up(self) -> None:
+        """The store the whole fleet shares (a Ceph cluster over the hosts), checked, then made."""
+        if self.store is None:
             return
-        if reason := osd_size_problem(self.cfg.ceph, fleet_images(self.cfg)):   # before anything is made on a host
+        if reason := self.store.size_problem():   # before anything is made on a host
             raise TestbedError(reason)
-        text = self.ceph.to_json()
-        path = plan_path(self.dir, "ceph", text)
-        if not path.exists():   # another plan's cluster (the config changed) goes first
-            for removed in ceph_clusters.destroy_recorded(self.dir):
-                step(removed)
-            self.dir.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, text)
-        step(ceph_clusters.create(self.ceph))
+        self.store.up_across(self.dir, plan_path)
 
     def up(self) -> list[TestbedRecord]:
-        self._ceph_up()
+        self._store_up()
         return self._each("testbed up", Testbed.up)
 
     def ensure(self) -> list[TestbedRecord]:
         """The deployed fleet, brought to the config: a host without its part yet gets it now."""
-        self._ceph_up()
+        self._store_up()
         return self._each("bringing the fleet to the config",
                           lambda part: part.ensure() if part.record_path.exists() else part.up())
 
@@ -85,12 +76,12 @@ class MultiHostFleet:
         finally:   # the cluster outlives no part: removed even when a host's teardown failed
             failing = sys.exc_info()[1] is not None
             try:
-                for removed in ceph_clusters.destroy_recorded(self.dir):
+                for removed in resource_leftovers.removed_by_fleet_records(self.dir, self.cfg.state_dir):
                     step(removed)
             except Exception as e:
                 if not failing:
                     raise
-                warn(f"removing the fleet's Ceph cluster failed too: {e}")   # the hosts' error stays the one said
+                warn(f"removing what the fleet shares (its Ceph cluster) failed too: {e}")   # the hosts' error stays the one said
             for folder in (self.dir / "hosts", self.dir):   # the fleet's folders, once nothing is left in them
                 with contextlib.suppress(OSError):
                     folder.rmdir()
@@ -120,7 +111,7 @@ class SweptOverHosts:
 
     def __init__(self, fleet: MultiHostFleet):
         self.fleet = fleet
-        self.ceph = fleet.ceph
+        self.store = fleet.store
 
     def up(self) -> SpanningRecord:
         return SpanningRecord(self.fleet.hosts, self.fleet.up())

@@ -35,13 +35,9 @@ from harness.hosts.ssh import SshError
 from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
 from harness.libvirt.libvirt_conn import connect, unanswered
 from harness.libvirt.libvirt_xml import owner_metadata
+from harness.resources import leftovers as resource_leftovers
 from harness.resources import nested_l1
-from harness.resources.ceph import clusters as ceph_clusters
-from harness.resources.ceph import existing as ceph_existing
 from harness.resources.ceph.bootstrap import CephError
-from harness.resources.ceph.images import RbdImage
-from harness.resources.ceph.plan import fleet_image, fleet_images, osd_size_problem
-from harness.resources.ceph.plan import plan_from_config as ceph_plan_from_config
 from harness.resources.devices import refuse_reason_on, size_bytes_on
 from harness.resources.raid import RaidPlan, destroy_arrays, plan_from_config
 
@@ -150,9 +146,9 @@ class Testbed:
         fleet = cfg.state_dir / cfg.fleet.name
         self.dir = fleet / "hosts" / self.host.name if self.part else fleet   # one Terraform root per host
         self.host_dir = self.host.fleet_dir(self.dir, cfg.fleet.name)         # the same, on the host
-        self.on_ceph = backends.get(cfg.disk.backend).needs_ceph
-        self.ceph = (ceph_plan_from_config(cfg, self.host_dir, hosts.all_for_config(cfg))
-                     if self.on_ceph and cfg.ceph.mode != "existing" else None)
+        # the fleet's disks kept elsewhere than on a host device (the rbd backend's Ceph), or None
+        self.store = backends.get(cfg.disk.backend).disk_store(
+            cfg, self.host, self.host_dir, f"{cfg.prefix}-{self.host.name}" if self.part else cfg.prefix)
         self.record_path = self.dir / "testbed.json"
         log = f"{cfg.prefix}-{self.host.name}-terraform.log" if self.part else f"{cfg.prefix}-terraform.log"
         self.log = cfg.state_dir / "logs" / log  # outlives the fleet, for post-mortems
@@ -203,8 +199,8 @@ class Testbed:
     def plan(self) -> HostPlan:
         """The backend's view of this fleet: the host device and each VM's slice of it."""
         f, prefix = self.cfg.fleet, self.cfg.prefix
-        if self.on_ceph:   # one image in the cluster, carved like the file
-            device = HostDevice(path=self.rbd_image().locator, kind="rbd")
+        if self.store is not None:   # one image in the store, carved like the file
+            device = HostDevice(path=self.store.image().locator, kind=self.store.device_kind)
         elif self.raid is not None and self.raid.filesystem:  # a file on the array's filesystem
             device = HostDevice(path=self.raid.data_device, kind="block")
         elif self.raid is not None:
@@ -223,15 +219,6 @@ class Testbed:
         return HostPlan(prefix=prefix, fleet_dir=str(self.host_dir), disk=self.cfg.disk.model_dump(), device=device,
                         vms=[VmSlot(i, f"{prefix}-vm{i}", j * size, size) for j, i in enumerate(self.indices)],
                         host=self.host.descriptor(), guest_memory_mib=f.memory_mib, allow=list(self.cfg.raid.allow))
-
-    def rbd_image(self) -> RbdImage:
-        """The fleet's image: in the local cluster's pool over ceph.pool_nodes nodes, or in your pool
-        (named for this installation too: a pool may serve several)."""
-        c = self.cfg.ceph
-        base = f"{self.cfg.prefix}-{self.host.name}" if self.part else self.cfg.prefix
-        if self.ceph:
-            return fleet_image(self.ceph, f"{base}-device", c.pool_nodes)
-        return ceph_existing.image(c, self.host_dir, f"{base}-{ceph_existing.installation(self.cfg.state_dir)}-device")
 
     def _hook_file(self, kind: str, text: str) -> Path:
         """A Terraform hook's input, in a file named by its content: a changed plan is a new file,
@@ -255,11 +242,7 @@ class Testbed:
             raid_file = shlex.quote(str(self._hook_file("raid", self.raid.to_json())))
             raid = {"create": f"{harness} host raid create {raid_file}",
                     "destroy": f"{harness} host raid destroy {raid_file}"}
-        ceph = {"create": "", "destroy": ""}
-        if self.ceph is not None and not self.ceph.hosts:   # hosts mode: the MultiHostFleet makes it, once
-            ceph_file = shlex.quote(str(self._hook_file("ceph", self.ceph.to_json())))
-            ceph = {"create": f"{harness} host ceph create {ceph_file}",
-                    "destroy": f"{harness} host ceph destroy {ceph_file}"}
+        ceph = self.store.hooks(harness, self._hook_file) if self.store else {"create": "", "destroy": ""}
         return {
             "libvirt_uri": self.host.uri, "prefix": plan.prefix, "pool_dir": str(self.host_dir / "pool"),
             "image": image,
@@ -320,22 +303,22 @@ class Testbed:
         except libvirt.libvirtError as e:
             raise TestbedError(f"libvirt at {self.host.uri} is not reachable ({e.get_error_message()}). "
                                "Fix: run `make testbed up` (it starts libvirtd)") from None
-        if self.ceph is not None and (reason := osd_size_problem(self.cfg.ceph, fleet_images(self.cfg))):
+        if self.store is not None and (reason := self.store.size_problem()):
             raise TestbedError(reason)
 
     def _placement_refusal(self, backend: backends.Backend, plan: HostPlan) -> None:
         """Where the plan puts the disks against what the backend and host take."""
-        if self.on_ceph and (self.raid or self.device or self.cfg.fleet.device):
+        if self.store is not None and (self.raid or self.device or self.cfg.fleet.device):
             what = "raid.level" if self.raid else "fleet.device" if self.cfg.fleet.device else "the experiment's device"
-            raise Refusal(f"backend {backend.name} keeps the fleet's disks in Ceph, so {what} would go unused. "
-                          "Fix: remove it, or choose another backend")
+            raise Refusal(f"backend {backend.name} keeps the fleet's disks in {self.store.what}, so {what} would go "
+                          "unused. Fix: remove it, or choose another backend")
         if plan.device.kind == "file" and not self.host.is_this_machine:
             raise Refusal(f"a fleet on the {self.host.name} host needs a block device there (an array, "
                           "or one of its drives), not a file prefilled on this machine")
         if reason := self.backend_verdict(plan):
             raise Refusal(f"backend {backend.name} cannot run here: {reason}")
-        if self.on_ceph and self.ceph is None and (reason := ceph_existing.access_problem(self.host, self.cfg.ceph)):
-            raise Refusal(f"ceph (existing): {reason}")
+        if self.store is not None and (reason := self.store.refusal()):
+            raise Refusal(reason)
 
     def _device_fits(self, plan: HostPlan) -> None:
         """A block device on another host holds the fleet's slices."""
@@ -362,7 +345,7 @@ class Testbed:
         """A fleet on its host's own drive (a nested host's are small) whose disk size the user left
         unset gets slices that fit that drive, rather than a refusal of the defaults."""
         f = self.cfg.fleet
-        if ("disk_size_mib" in f.model_fields_set or not self.host.drives or self.on_ceph or self.raid
+        if ("disk_size_mib" in f.model_fields_set or not self.host.drives or self.store or self.raid
                 or self.device or f.device):
             return
         drive = self.host.drives[0]
@@ -388,10 +371,8 @@ class Testbed:
         gc.register_state_dir(self.cfg.state_dir)
         if self.run_scoped:
             write_atomic(self.dir / "owner.json", json.dumps(owner()))
-        if self.on_ceph and self.ceph is None:
-            for said in ceph_existing.prepare(self.cfg.ceph, self.dir, self.rbd_image(), self.cfg.prefix,
-                                              self.cfg.state_dir):
-                step(f"ceph (existing): the fleet's earlier image: {said}")
+        for said in self.store.prepare(self.dir, self.cfg.prefix) if self.store else []:
+            step(said)
         write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
         if host_images.kept_on(self.host):
             host_images.ensure(self.host, paths.IMAGE_DIR)
@@ -419,7 +400,7 @@ class Testbed:
                    "disk_size_mib": self.cfg.fleet.disk_size_mib, "kernel": self.cfg.fleet.kernel},
             image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready,
             host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None,
-            ceph=self._ceph_metadata(),
+            ceph=self.store.metadata() if self.store else None,
             boot_restarts=boot_restarts,
             started=self._how_started([v.name for v in vms], started))
         write_atomic(self.record_path, json.dumps(asdict(record), indent=2))
@@ -458,13 +439,6 @@ class Testbed:
             if still := self._personalize(restored(wrong)):
                 raise AgentError("; ".join(still.values()))
         return started, ready, boot_restarts
-
-    def _ceph_metadata(self) -> dict | None:
-        """The cluster under the fleet: the local plan, or which pool of yours and as whom (no key)."""
-        if self.ceph is not None:
-            return {"mode": "hosts" if self.ceph.hosts else "local", **json.loads(self.ceph.to_json())}
-        c = self.cfg.ceph
-        return {"mode": "existing", "conf": c.conf, "pool": c.pool, "client": c.client} if self.on_ceph else None
 
     def _drop_stale_state(self) -> None:
         """A Terraform state whose pool its host no longer has describes resources that went with
@@ -621,8 +595,9 @@ class Testbed:
         removed, destroy_failed = self._destroyed(quiet)
         if removed is None:   # the host is still there: what Terraform left on it, and its arrays
             removed = self._collected(destroy_failed)
-        removed += self._destroy_clusters()   # a local cluster lives on this machine, not in the host
-        removed += ceph_existing.remove_recorded(LocalHost(), self.dir / ceph_existing.RECORD, self.cfg.state_dir)
+        # by the records in its folder, whatever backend the config names now (a local cluster
+        # lives on this machine, not in the host)
+        removed += resource_leftovers.removed_by_fleet_records(self.dir, self.cfg.state_dir)
         if self.dir.exists():
             shutil.rmtree(self.dir)
         return removed
@@ -657,7 +632,7 @@ class Testbed:
         failed destroy also the backend's host side by its plan, and a check that nothing remains
         (else the state stays, so that `testbed down` can try again)."""
         # a cluster over the hosts outlives this part: the MultiHostFleet stops it after every part
-        keep = (self.ceph.name,) if self.ceph is not None and self.ceph.hosts else ()
+        keep = self.store.kept_by_parts() if self.store else ()
         removed = gc.collect(self.cfg.prefix + "-", self.host, keep)
         # arrays whose plans are still here (a destroy that failed, a killed run), once their
         # guests are gone: stopped again, directly (one check each for those already gone)
@@ -679,11 +654,6 @@ class Testbed:
         if destroy_failed:
             removed.append(f"({destroy_failed}; nothing of the fleet remains)")
         return removed
-
-    def _destroy_clusters(self) -> list[str]:
-        """Ceph clusters whose plans are still here (a destroy that failed, a killed run): removed
-        again, directly (idempotent)."""
-        return ceph_clusters.destroy_recorded(self.dir)
 
     def ensure(self) -> TestbedRecord:
         """The deployed testbed, re-provisioned first when the config asks for a different one

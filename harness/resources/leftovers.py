@@ -1,8 +1,9 @@
 """What each resource leaves behind when a run is killed, and how `harness gc` removes it.
 
 A resource module declares `LEFTOVERS`, a tuple of `Leftover`; `PROCESSES`, the daemons it runs;
-`RECORDED_NETWORKS`, what proves its namespaces and links are vtb's; and `LIVE_NAMES`, what
-live state owns (kept by gc unless --all). gc (harness.fleet.gc)
+`RECORDED_NETWORKS`, what proves its namespaces and links are vtb's; `LIVE_NAMES`, what live
+state owns (kept by gc unless --all); and `FLEET_RECORDS`, what a fleet's teardown removes by
+the records in its folder. gc (harness.fleet.gc)
 finds them in every module of this package: it stops those processes by their pid files, removes
 the networks records name, then runs the leftovers on each host it collects. Adding a resource is
 its module alone: gc names none of them."""
@@ -68,6 +69,13 @@ def live_names(state_dir: Path, read: bool) -> list[str]:
     (functions of the dir and whether its records may be read: when not, they keep all they
     might own)."""
     return [name for names_in in _declared("LIVE_NAMES") for name in names_in(state_dir, read)]
+
+
+def removed_by_fleet_records(fleet_dir: Path, state_dir: Path) -> list[str]:
+    """What the records in a fleet's folder still name once the fleet is down (a destroy that
+    failed, a killed run), removed, by each module's `FLEET_RECORDS` (functions of the fleet's
+    folder and its state dir): whatever backend the config names now."""
+    return [said for removed_by in _declared("FLEET_RECORDS") for said in removed_by(fleet_dir, state_dir)]
 
 
 def processes() -> tuple[str, ...]:

@@ -48,11 +48,12 @@ def test_osds_too_small_for_the_fleet_are_refused_before_the_cluster_is_made_on_
     from harness.fleet import multi_host
     from harness.fleet.testbed import TestbedError
     from harness.hosts import remote
+    from harness.resources.ceph import fleet_store
     cfg = Config.model_validate({
         "state_dir": str(tmp_path), "disk": {"backend": "rbd"}, "fleet": {"vms": 2, "disk_size_mib": 512},
         "ceph": {"mode": "hosts", "nodes": 2, "osd_size_mib": 1024},
         "hosts": [{"name": f"h{i}", "ssh": f"root@10.214.0.1{i}", "devices": ["/dev/vdb"]} for i in range(2)]})
-    monkeypatch.setattr(multi_host.ceph_clusters, "create", lambda plan: pytest.fail("the cluster was made"))
+    monkeypatch.setattr(fleet_store.clusters, "create", lambda plan: pytest.fail("the cluster was made"))
     fleet = multi_host.MultiHostFleet(cfg, [remote(h) for h in cfg.hosts])
     with pytest.raises(TestbedError, match=r"ceph.osd_size_mib=1024 is too small.*Fix: set ceph.osd_size_mib >= \d+"):
         fleet.up()
