@@ -1,12 +1,12 @@
-"""What each resource leaves behind when a run is killed, and how `harness gc` removes it.
+"""What each resource leaves behind when a run is killed, and how it is removed.
 
 A resource module declares `LEFTOVERS`, a tuple of `Leftover`; `PROCESSES`, the daemons it runs;
 `RECORDED_NETWORKS`, what proves its namespaces and links are vtb's; `LIVE_NAMES`, what live
-state owns (kept by gc unless --all); and `FLEET_RECORDS`, what a fleet's teardown removes by
-the records in its folder. gc (harness.fleet.gc)
-finds them in every module of this package: it stops those processes by their pid files, removes
-the networks records name, then runs the leftovers on each host it collects. Adding a resource is
-its module alone: gc names none of them."""
+state owns (kept by gc unless --all); and `FLEET_RECORDS`, what a fleet's own teardown removes by
+the records in its folder. This module finds them in every module of the package: `harness gc`
+(harness.fleet.gc) stops those processes by their pid files, removes the networks records name and
+runs the leftovers on each host it collects; a fleet's teardown runs the fleet records. Adding a
+resource is its module alone: gc names none of them."""
 from __future__ import annotations
 
 import importlib

@@ -43,13 +43,16 @@ def l0_domains() -> list[str]:
         conn.close()
 
 
+FIT_TO_HAND_OVER = []   # the two ssh hosts' config, once a test left them clean (passed)
+
+
 @pytest.fixture(scope="module")
 def nested_hosts_removed_after():
     """Every nested host removed once the module ends (the tests that boot hosts of their own,
     two_ssh_hosts, need no other), but for those the lanes of `make test` hand over to its alone
-    phase (tests/conftest.py)."""
+    phase (tests/conftest.py), when the test that used them last passed."""
     yield
-    if os.environ.get("VTB_TEST_NESTED_HOSTS") == "hand-over":
+    if os.environ.get("VTB_TEST_NESTED_HOSTS") == "hand-over" and FIT_TO_HAND_OVER:
         return
     harness("host", "nested", "down")
     assert not [d for d in l0_domains() if d.startswith(DOMAIN)]
@@ -493,6 +496,7 @@ def test_ceph_scaling_over_two_ssh_hosts(nested_hosts_removed_after, tmp_path):
         assert signatures.stdout.strip() == b"", signatures.stdout
         left = node.run(["sh", "-c", "ps -eo comm= | grep -Ex 'ceph-(mon|mgr|osd)'; ls -d /var/tmp/vtb/*/*-ceph; true"])
         assert left.stdout.strip() == b"", left.stdout   # no daemon, no cluster folder
+    FIT_TO_HAND_OVER.append(ssh_config)
 
 
 @pytest.mark.alone   # gc --all
