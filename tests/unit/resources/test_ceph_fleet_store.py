@@ -1,0 +1,43 @@
+"""What a fleet sees of Ceph (resources/ceph/fleet_store.py), given by the rbd backend only."""
+from pathlib import Path
+
+from harness import backends
+from harness.config.core import Config
+from harness.hosts import LocalHost
+from harness.resources.ceph.fleet_store import FleetCeph
+
+
+def store(tmp_path, **ceph) -> FleetCeph:
+    cfg = Config.model_validate({"state_dir": str(tmp_path), "disk": {"backend": "rbd"}, "ceph": ceph})
+    return backends.get("rbd").disk_store(cfg, LocalHost(), tmp_path / "default", cfg.prefix)
+
+
+def test_only_a_backend_whose_disks_are_not_host_slices_gives_a_store(tmp_path):
+    cfg = Config.model_validate({"state_dir": str(tmp_path)})
+    assert backends.get("virtio-blk").disk_store(cfg, LocalHost(), tmp_path, cfg.prefix) is None
+    assert isinstance(store(tmp_path), FleetCeph)
+
+
+def test_a_local_cluster_is_made_and_removed_by_the_fleets_hooks(tmp_path):
+    s = store(tmp_path)
+    written = {}
+
+    def hook_file(kind: str, text: str) -> Path:
+        written[kind] = text
+        return tmp_path / "my plans" / f"{kind}.json"
+    hooks = s.hooks("harness", hook_file)
+    assert hooks == {"create": f"harness host ceph create '{tmp_path}/my plans/ceph.json'",
+                     "destroy": f"harness host ceph destroy '{tmp_path}/my plans/ceph.json'"}
+    assert written["ceph"] == s.plan.to_json() and not s.spans_hosts and s.kept_by_parts() == ()
+    assert s.metadata()["mode"] == "local" and s.image().locator.startswith(f"rbd:{s.plan.pool(s.plan.nodes)}/")
+    assert s.refusal() is None and s.prepare(tmp_path, "vtb-default") == []
+
+
+def test_your_cluster_is_only_read_and_its_image_named_for_this_installation(tmp_path):
+    s = store(tmp_path, mode="existing", conf="/nope/ceph.conf", pool="tenant-pool", client="tenant")
+    assert s.plan is None and s.hooks("harness", lambda kind, text: tmp_path) == {"create": "", "destroy": ""}
+    assert s.metadata() == {"mode": "existing", "conf": "/nope/ceph.conf", "pool": "tenant-pool", "client": "tenant"}
+    img = s.image()
+    assert img.pool == "tenant-pool" and img.image.endswith("-device") and img.client == "tenant"
+    assert img.image != "vtb-default-device"   # named for this machine and state dir too
+    assert s.refusal().startswith("ceph (existing): ") and s.size_problem() is None
