@@ -19,6 +19,14 @@ class Step:
     gain: Difference | None         # over the previous count's aggregate
     gain_p: float | None            # its p, Holm-adjusted over the curve's steps
     rose: bool | None               # a significant rise over the previous count (None: the first count)
+    fell: bool | None = None        # a significant drop from the previous count (None: the first count)
+
+    def gain_text(self) -> str:
+        """The gain over the previous count with its CI, and what the test says of it."""
+        if self.gain is None:
+            return "-"
+        verdict = "" if self.rose else " (a significant drop)" if self.fell else " (not significant)"
+        return f"{self.gain.percent()}{verdict}"
 
 
 def curve(virtual: dict[int, list[float]], physical: dict[int, list[float]] | None = None,
@@ -33,7 +41,8 @@ def curve(virtual: dict[int, list[float]], physical: dict[int, list[float]] | No
         efficiency = difference([n * v for v in one], virtual[n]) if one and n > 1 else None
         share = difference(physical[n], virtual[n]) if physical and physical.get(n) else None
         gain, p = (gains[i - 1], adjusted[i - 1]) if i else (None, None)
-        steps.append(Step(n, efficiency, share, gain, p, wins(gain, p, lower=False, alpha=alpha) if i else None))
+        steps.append(Step(n, efficiency, share, gain, p, wins(gain, p, lower=False, alpha=alpha) if i else None,
+                          wins(gain, p, lower=True, alpha=alpha) if i else None))
     return steps
 
 
@@ -49,7 +58,10 @@ def knee_text(steps: list[Step]) -> str:
     at = knee(steps)
     if at is None:
         return f"kept rising to {steps[-1].vm_count} VMs"
-    before = steps[[s.vm_count for s in steps].index(at) - 1].vm_count
+    i = [s.vm_count for s in steps].index(at)
+    before = steps[i - 1].vm_count
+    if steps[i].fell:
+        return f"the aggregate fell from {before} to {at} VMs ({steps[i].gain.percent()}): it stops rising there"
     return f"no significant gain from {before} to {at} VMs: it stops rising there, or rises less than the noise shows"
 
 

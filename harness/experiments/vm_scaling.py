@@ -346,8 +346,7 @@ def _scaling_table(found: dict[tuple[str, str], list[scaling.Step]]) -> Table:
     for (job, block), steps in found.items():
         first = ([job] if "job/direction" in named else []) + ([block] if "backend" in named else [])
         for st in steps:
-            gain = "-" if st.gain is None else f"{st.gain.percent()}{'' if st.rose else ' (not significant)'}"
-            table.add_row(*first, str(st.vm_count), _ratio(st.efficiency), _ratio(st.share), gain)
+            table.add_row(*first, str(st.vm_count), _ratio(st.efficiency), _ratio(st.share), st.gain_text())
     table.caption = ("efficiency: the aggregate at N VMs over N x the 1-VM aggregate (1 = linear); of bare metal: "
                      "the VMs' aggregate over host fio at the same concurrency; gains Holm-adjusted along each curve")
     return table

@@ -25,6 +25,16 @@ def test_a_curve_that_stops_rising_names_the_first_count_without_a_significant_g
     assert steps[0].share is None and steps[2].gain_p >= steps[2].gain.p_value   # Holm never lowers a p
 
 
+def test_a_significant_drop_is_named_a_drop_not_a_gain_without_significance():
+    """A fall whose CI holds no change is not significant; one whose CI is all below it is a drop."""
+    steps = scaling.curve({1: [100, 102, 98], 2: [180, 183, 178], 4: [140, 145, 138]})
+    assert steps[1].rose and steps[2].rose is False and steps[2].fell and steps[2].gain.high < 1
+    assert steps[2].gain_text().endswith("(a significant drop)") and steps[1].gain_text().startswith("+")
+    assert scaling.knee_text(steps).startswith("the aggregate fell from 2 to 4 VMs (-")
+    flat = scaling.curve({1: [100, 103, 97], 2: [180, 186, 175], 4: [182, 170, 192]})
+    assert flat[2].fell is False and flat[2].gain_text().endswith("(not significant)") and flat[0].gain_text() == "-"
+
+
 def test_without_a_one_vm_count_there_is_no_efficiency_and_one_count_is_no_curve():
     steps = scaling.curve({2: [10, 11, 12], 4: [20, 21, 22]})
     assert all(s.efficiency is None for s in steps)
