@@ -7,6 +7,7 @@ import shlex
 import signal
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from harness import hosts
 from harness.cli import settings
 from harness.common import paths
+from harness.common.bounded import heartbeat
 from harness.common.cancel import CANCEL, Terminated, interrupt_in
 from harness.common.console import console, step, warn
 from harness.common.files import write_atomic
@@ -195,11 +197,17 @@ def fleet_for(experiment, cfg: Config) -> tuple[list, list[TestbedRecord]]:
 def run_environment(cfg: Config, host_list: list, records: list[TestbedRecord]) -> dict:
     """What every sample records of where it ran: the first host's, and over several hosts (a
     fleet or a sweep fleet that spans them) each host's beside it."""
-    choices = [r.accel for r in records] or [
-        accel.as_dict(accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, h)) for h in host_list]
-    env = environment.collect(choices[0], host_list[0])
+    def one(i: int) -> dict:   # over ssh, each host's accelerator probe (a guest booted) and tools' versions
+        choice = records[i].accel if records else accel.as_dict(
+            accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host_list[i]))
+        return environment.collect(choice, host_list[i])
+    names = ", ".join(h.label for h in host_list)
+    with heartbeat(f"the environment of {names} (an accelerator probe boots a guest)"), \
+            ThreadPoolExecutor(len(host_list)) as pool:
+        each = list(pool.map(one, range(len(host_list))))
+    env = dict(each[0])
     if len(host_list) > 1:
-        env["per_host"] = {h.name: environment.collect(c, h) for h, c in zip(host_list, choices)}
+        env["per_host"] = {h.name: e for h, e in zip(host_list, each)}
         env["host"] = ",".join(h.name for h in host_list)
     return env
 

@@ -40,6 +40,11 @@ class StepFailed(RuntimeError):
     which main() names too, they are the exit-4 failures, and any other exception is a bug (70)."""
 
 
+class BringUpFailed(StepFailed):
+    """A fleet, or what it stands on (its VMs, their agents, a Ceph cluster), did not come up: a
+    sweep fails that block and goes on, where a Ctrl-C or a refusal ends the run."""
+
+
 def table() -> str:
     """The statuses, one a line (`harness --help`)."""
     return "\n".join(textwrap.fill(MEANING[code], 96, initial_indent=f"{int(code):>3}  ", subsequent_indent=" " * 5)

@@ -13,3 +13,12 @@ def discover(package: str, path: list[str], attribute: str, key: str = "name") -
         if plugin is not None:
             found[getattr(plugin, key)] = plugin
     return dict(sorted(found.items()))
+
+
+def declared(package: str, path: list[str], attribute: str) -> list:
+    """Every module's `attribute` (a tuple) in the package and its subpackages, joined in the order
+    of the modules' names: what many modules each declare a few of."""
+    found = []
+    for mod in sorted(pkgutil.walk_packages(path, f"{package}."), key=lambda m: m.name):
+        found += getattr(importlib.import_module(mod.name), attribute, ())
+    return found

@@ -22,7 +22,7 @@ from harness.backends import HostDevice, HostPlan, VmSlot
 from harness.common import cancel, paths
 from harness.common.bounded import heartbeat
 from harness.common.console import step, warn
-from harness.common.exits import StepFailed
+from harness.common.exits import BringUpFailed
 from harness.common.files import write_atomic
 from harness.common.pids import owner
 from harness.common.schema import Refusal
@@ -37,7 +37,6 @@ from harness.libvirt.libvirt_conn import connect, unanswered
 from harness.libvirt.libvirt_xml import owner_metadata
 from harness.resources import leftovers as resource_leftovers
 from harness.resources import nested_l1
-from harness.resources.ceph.bootstrap import CephError
 from harness.resources.devices import refuse_reason_on, size_bytes_on
 from harness.resources.raid import RaidPlan, destroy_arrays, plan_from_config
 
@@ -51,12 +50,13 @@ HOST_SILENT_CHECKS = 2      # and Terraform is stopped after this many unanswere
 LIBVIRT_ANSWER_S = 30
 
 
-class TestbedError(StepFailed):
+class TestbedError(BringUpFailed):
     pass
 
 
-# What a failed bring-up raises: the caller then asks whether the host was lost (and rebuilds it)
-BRING_UP_FAILURES = (TestbedError, AgentError, CephError, SshError)
+# What a failed bring-up raises (a resource's own failure too, a Ceph cluster's: BringUpFailed):
+# the caller then asks whether the host was lost (and rebuilds it)
+BRING_UP_FAILURES = (BringUpFailed, AgentError, SshError)
 
 
 @dataclass

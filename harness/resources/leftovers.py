@@ -9,13 +9,13 @@ runs the leftovers on each host it collects; a fleet's teardown runs the fleet r
 resource is its module alone: gc names none of them."""
 from __future__ import annotations
 
-import importlib
 import json
-import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.common.bounded import heartbeat
+from harness.common.plugins import declared
 from harness.hosts import Host, from_descriptor, kinds
 from harness.hosts.folders import untrusted_file
 from harness.hosts.nested import NestedHostError
@@ -35,7 +35,7 @@ class Scope:
 
 @dataclass(frozen=True)
 class Leftover:
-    what: str                                  # e.g. "hugepages an SPDK target reserved"
+    what: str                                  # e.g. "hugepages an SPDK target reserved": a wait names it
     remove: Callable[[Scope], list[str]]       # says what it removed, and in parentheses what it did not
     on_this_machine: bool = True               # else on the other hosts gc reaches (an ssh or nested host)
     by_record_only: bool = False               # found by the dead fleets' records on this machine, wherever
@@ -46,10 +46,7 @@ class Leftover:
 def _declared(attribute: str) -> list:
     """Every resource module's `attribute` (a tuple), joined in the order of the modules' names."""
     import harness.resources as package
-    found = []
-    for mod in sorted(pkgutil.walk_packages(package.__path__, f"{package.__name__}."), key=lambda m: m.name):
-        found += getattr(importlib.import_module(mod.name), attribute, ())
-    return found
+    return declared(package.__name__, package.__path__, attribute)
 
 
 def registered() -> list[Leftover]:
@@ -87,9 +84,12 @@ def processes() -> tuple[str, ...]:
 def remove_all(scope: Scope, by_record: bool = False) -> list[str]:
     """Runs the leftovers found on the scope's host; `by_record`, those found by this machine's
     records instead, wherever the records put them."""
-    return [said for leftover in registered() if leftover.by_record_only == by_record
-            and (by_record or leftover.on_this_machine == scope.host.is_this_machine)
-            for said in leftover.remove(scope)]
+    said = []
+    for leftover in registered():
+        if leftover.by_record_only == by_record and (by_record or leftover.on_this_machine == scope.host.is_this_machine):
+            with heartbeat(f"gc to remove {leftover.what} ({scope.host.label})"):
+                said += leftover.remove(scope)
+    return said
 
 
 def _on_this_machine(plan: dict) -> bool:

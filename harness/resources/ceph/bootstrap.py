@@ -17,7 +17,7 @@ from typing import Callable
 
 from harness.common.bounded import heartbeat
 from harness.common.console import step
-from harness.common.exits import StepFailed
+from harness.common.exits import BringUpFailed
 from harness.common.schema import Refusal
 from harness.resources.ceph.plan import CephPlan, conf, crush_commands, daemon_keys, pool_commands
 
@@ -30,7 +30,7 @@ STOP_GRACE_S = 20
 NodeRunner = Callable[[int], tuple[object, list[str]]]
 
 
-class CephError(StepFailed):
+class CephError(BringUpFailed):
     pass
 
 
