@@ -11,9 +11,11 @@ dir. The hosts' networks, packages and everything else on them are never touched
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Callable, ContextManager
 
+from harness.common.bounded import heartbeat
 from harness.common.console import step
 from harness.hosts import from_descriptor
 from harness.resources.ceph import links
@@ -100,14 +102,17 @@ def create(plan: CephPlan) -> str:
 
 
 def destroy(plan: CephPlan) -> str:
-    """Stops the plan's daemons on every host (TERM, then KILL) and removes its dir there. A host
-    that does not answer is named, and the others are still cleaned."""
-    removed = []
-    for host in _hosts(plan):
+    """Stops the plan's daemons on every host at once (TERM, then KILL) and removes its dir there.
+    A host that does not answer is named, and the others are still cleaned."""
+    def on(host) -> list[str]:
         try:
-            removed += remove(host, plan)
+            return remove(host, plan)
         except Exception as e:  # noqa: BLE001 - the other hosts are still cleaned
-            removed.append(f"(not removed on {host.label}: {e})")
+            return [f"(not removed on {host.label}: {e})"]
+    each = _hosts(plan)
+    with heartbeat(f"ceph {plan.name} to be removed from {', '.join(h.label for h in each)}"), \
+            ThreadPoolExecutor(max(1, len(each))) as pool:
+        removed = [said for saids in pool.map(on, each) for said in saids]
     return f"ceph {plan.name}: removed {', '.join(removed) or 'nothing (already gone)'}"
 
 
