@@ -66,6 +66,7 @@ class Costs:
 
     def __init__(self, results_dir: Path, host: str):
         self.path = Path(results_dir) / "costs.json"
+        self.where = f"host {host}" if "," not in host else f"hosts {host} (costs as measured on {host_key(host)})"
         self.host = host_key(host)
         try:
             everything = json.loads(self.path.read_text())
@@ -182,7 +183,7 @@ def describe(plan: Plan, costs: Costs, precision: float | None = None, max_count
     take at most (every point to max_count, or the budget)."""
     est = estimate(plan, costs)
     lines = [f"plan: {plan.experiment}, {len(plan.blocks)} block(s), {plan.point_runs} point runs "
-             f"({plan.repeats} shuffled repeat(s) of each point), on host {costs.host}"]
+             f"({plan.repeats} shuffled repeat(s) of each point), on {costs.where}"]
     for b in plan.blocks:
         envs = sorted({p.env for p in b.points})
         lines.append(f"  {b.label}: {len(b.points)} points ({', '.join(envs)})")

@@ -23,6 +23,12 @@ def test_without_costs_the_estimate_counts_tool_time_and_says_what_it_lacks(tmp_
     assert any("none measured" in n for n in est.notes) and any("overhead" in n for n in est.notes)
     text = plan.describe(two_blocks(), Costs(tmp_path, "local"))
     assert "2 block(s), 12 point runs" in text and "noise on this host: none measured yet" in text
+    assert "each point), on host local\n" in text
+
+
+def test_a_plan_over_several_hosts_names_them_all_and_whose_costs_it_takes(tmp_path):
+    text = plan.describe(two_blocks(), Costs(tmp_path, "nested0,nested1"))
+    assert "on hosts nested0,nested1 (costs as measured on nested0)" in text
 
 
 def test_a_finished_run_teaches_setup_overhead_and_noise_kept_per_host(tmp_path):
