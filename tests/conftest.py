@@ -12,8 +12,8 @@ TAIL_LINES = 40
 # integration test runs, this 2-core machine was measured half idle (48-52% busy: a TCG guest waits
 # on the shared disk; a nested host's L2 keeps one of its two vCPUs busy). A lane runs its tests in
 # file order and owns its state: the nested hosts in one; the ci fleet, its sweeps, the local
-# Ceph clusters and the unit tests (which keep no state) in the other, which then takes about as
-# long; the lanes share only the machine.
+# Ceph clusters and the unit tests (which keep no state) in the other; the lanes share only the
+# machine.
 # What acts on the whole machine (gc, a stopped libvirtd) is marked `alone` and runs after both
 # lanes, by itself.
 NESTED_LANE = {"test_nested_raid.py"}

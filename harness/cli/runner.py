@@ -7,7 +7,6 @@ import shlex
 import signal
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from harness.fleet import gc, users_fleet
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.hosts import LocalHost, accel, environment
 from harness.hosts.folders import state_dir_problem
+from harness.libvirt.agent import in_parallel
 from harness.measure import plan as plan_mod
 from harness.measure import resume as resume_mod
 from harness.report import tables
@@ -197,14 +197,12 @@ def fleet_for(experiment, cfg: Config) -> tuple[list, list[TestbedRecord]]:
 def run_environment(cfg: Config, host_list: list, records: list[TestbedRecord]) -> dict:
     """What every sample records of where it ran: the first host's, and over several hosts (a
     fleet or a sweep fleet that spans them) each host's beside it."""
-    def one(i: int) -> dict:   # over ssh, each host's accelerator probe (a guest booted) and tools' versions
+    def one(i: int) -> dict:   # on every host at once: its accelerator (a first run there probes KVM) and tools
         choice = records[i].accel if records else accel.as_dict(
             accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host_list[i]))
         return environment.collect(choice, host_list[i])
-    names = ", ".join(h.label for h in host_list)
-    with heartbeat(f"the environment of {names} (an accelerator probe boots a guest)"), \
-            ThreadPoolExecutor(len(host_list)) as pool:
-        each = list(pool.map(one, range(len(host_list))))
+    with heartbeat(f"the environment of {', '.join(h.label for h in host_list)}"):
+        each = in_parallel(one, range(len(host_list)))   # a Ctrl-C or one host's failure stops the others
     env = dict(each[0])
     if len(host_list) > 1:
         env["per_host"] = {h.name: e for h, e in zip(host_list, each)}

@@ -41,8 +41,8 @@ class StepFailed(RuntimeError):
 
 
 class BringUpFailed(StepFailed):
-    """A fleet, or what it stands on (its VMs, their agents, a Ceph cluster), did not come up: a
-    sweep fails that block and goes on, where a Ctrl-C or a refusal ends the run."""
+    """A fleet, or a resource it stands on (a Ceph cluster), did not come up: a sweep fails that
+    block and goes on, where a Ctrl-C or a refusal ends the run."""
 
 
 def table() -> str:

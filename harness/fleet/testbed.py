@@ -54,8 +54,8 @@ class TestbedError(BringUpFailed):
     pass
 
 
-# What a failed bring-up raises (a resource's own failure too, a Ceph cluster's: BringUpFailed):
-# the caller then asks whether the host was lost (and rebuilds it)
+# What a failed bring-up raises (a resource's own failure too: a BringUpFailed): the caller then
+# asks whether the host was lost (and rebuilds it)
 BRING_UP_FAILURES = (BringUpFailed, AgentError, SshError)
 
 

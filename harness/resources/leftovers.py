@@ -87,7 +87,7 @@ def remove_all(scope: Scope, by_record: bool = False) -> list[str]:
     said = []
     for leftover in registered():
         if leftover.by_record_only == by_record and (by_record or leftover.on_this_machine == scope.host.is_this_machine):
-            with heartbeat(f"gc to remove {leftover.what} ({scope.host.label})"):
+            with heartbeat(f"{leftover.what} to be removed" + ("" if by_record else f" on {scope.host.label}")):
                 said += leftover.remove(scope)
     return said
 

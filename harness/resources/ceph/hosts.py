@@ -11,13 +11,13 @@ dir. The hosts' networks, packages and everything else on them are never touched
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Callable, ContextManager
 
 from harness.common.bounded import heartbeat
 from harness.common.console import step
 from harness.hosts import from_descriptor
+from harness.libvirt.agent import in_parallel
 from harness.resources.ceph import links
 from harness.resources.ceph.bootstrap import PACKAGES, CephError, CephRefusal, build, complete, log_tails, missing_tools, remove
 from harness.resources.ceph.plan import CephPlan, refusals
@@ -110,9 +110,8 @@ def destroy(plan: CephPlan) -> str:
         except Exception as e:  # noqa: BLE001 - the other hosts are still cleaned
             return [f"(not removed on {host.label}: {e})"]
     each = _hosts(plan)
-    with heartbeat(f"ceph {plan.name} to be removed from {', '.join(h.label for h in each)}"), \
-            ThreadPoolExecutor(max(1, len(each))) as pool:
-        removed = [said for saids in pool.map(on, each) for said in saids]
+    with heartbeat(f"ceph {plan.name} to be removed from {', '.join(h.label for h in each)}"):
+        removed = [said for saids in in_parallel(on, each) for said in saids] if each else []   # a Ctrl-C stops all
     return f"ceph {plan.name}: removed {', '.join(removed) or 'nothing (already gone)'}"
 
 
