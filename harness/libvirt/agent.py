@@ -228,6 +228,8 @@ def in_parallel(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
     barrier once all threads are ready. If one fails or the user interrupts, the others' commands
     are cancelled before waiting on them, so nothing keeps running."""
     items = list(items)
+    if not items:
+        return []
     pool = ThreadPoolExecutor(len(items))
     barrier = threading.Barrier(len(items))
     interrupted = False

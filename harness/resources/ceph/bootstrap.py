@@ -244,7 +244,8 @@ def unlabel_osd_devices(host, ceph_dir: str) -> list[str]:
 def remove(host, plan: CephPlan) -> list[str]:
     """Stops the daemons the plan's dir on the host has pid files for, erases the labels of its
     OSDs' devices, and removes the dir."""
-    out = host.run(["sh", "-c", _STOP, "-", plan.dir, str(STOP_GRACE_S)], timeout=STOP_GRACE_S + 60, check=False)
+    with heartbeat(f"ceph {plan.name}'s daemons to stop on {host.label}"):
+        out = host.run(["sh", "-c", _STOP, "-", plan.dir, str(STOP_GRACE_S)], timeout=STOP_GRACE_S + 60, check=False)
     removed = [f"ceph daemon {name} (pid {pid})" for name, _, pid in
                (line.partition(" ") for line in out.stdout.decode(errors="replace").splitlines()) if pid]
     where = "" if host.is_this_machine else f" on {host.label}"

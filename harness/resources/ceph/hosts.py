@@ -14,7 +14,6 @@ import time
 from functools import partial
 from typing import Callable, ContextManager
 
-from harness.common.bounded import heartbeat
 from harness.common.console import step
 from harness.hosts import from_descriptor
 from harness.libvirt.agent import in_parallel
@@ -109,9 +108,7 @@ def destroy(plan: CephPlan) -> str:
             return remove(host, plan)
         except Exception as e:  # noqa: BLE001 - the other hosts are still cleaned
             return [f"(not removed on {host.label}: {e})"]
-    each = _hosts(plan)
-    with heartbeat(f"ceph {plan.name} to be removed from {', '.join(h.label for h in each)}"):
-        removed = [said for saids in in_parallel(on, each) for said in saids] if each else []   # a Ctrl-C stops all
+    removed = [said for saids in in_parallel(on, _hosts(plan)) for said in saids]   # a Ctrl-C stops all
     return f"ceph {plan.name}: removed {', '.join(removed) or 'nothing (already gone)'}"
 
 

@@ -14,7 +14,6 @@ from functools import partial
 from pathlib import Path
 from typing import ContextManager
 
-from harness.common.bounded import heartbeat
 from harness.common.console import step
 from harness.resources.ceph import links
 from harness.resources.ceph.bootstrap import (
@@ -99,8 +98,7 @@ def _network(host, plan: CephPlan) -> None:
 
 def destroy(host, plan: CephPlan) -> str:
     """Stops the plan's daemons (TERM, then KILL), removes its namespaces, links, bridge and dir."""
-    with heartbeat(f"ceph {plan.name}'s daemons to stop"):
-        removed = remove(host, plan)
+    removed = remove(host, plan)
     for k in range(1, 6):
         if host.run(["ip", "netns", "del", plan.node_name(k)], check=False, timeout=60).returncode == 0:
             removed.append(f"namespace {plan.node_name(k)}")
