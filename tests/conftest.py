@@ -13,9 +13,8 @@ TAIL_LINES = 40
 # on the shared disk; a nested host's L2 keeps one of its two vCPUs busy). A lane runs its tests in
 # file order and owns its state: the nested hosts and Ceph's clusters in one, the ci fleet, its
 # sweeps and the unit tests (which keep no state) in the other; the lanes share only the machine.
-# The nested lane ends last, with ceph-scaling over two ssh hosts mostly alone: a lane balanced by
-# moving tests over ends no sooner (the two cores are then busy to the end) and leaves that test,
-# whose L1s run under TCG, a third slower and nearer its bound.
+# The nested lane ends with ceph-scaling over two ssh hosts, whose two L1s under TCG want both
+# cores: it runs beside the other lane's last tests, a third slower than alone, within its bounds.
 # What acts on the whole machine (gc, a stopped libvirtd) is marked `alone` and runs after both
 # lanes, by itself.
 NESTED_LANE = {"test_nested_raid.py", "test_ceph.py"}

@@ -1,7 +1,9 @@
-"""The guest image kept inside a nested or SSH host, in a pool that lives as long as the host,
-instead of in every L2 fleet's own pool (the 580 MB root image took some 17 s per fleet under
-TCG). Fleets' root overlays are backed by it. A nested host's image carries it already
-(images/build.sh host); an SSH host of the user's gets it uploaded through libvirt once per recipe.
+"""The guest image kept inside a host, in a pool that lives as long as the host, instead of in
+every fleet's own pool (the 580 MB root image took some 17 s per fleet under TCG, and nearly two
+minutes through ssh into a nested host). Fleets' root overlays are backed by it. A nested host's
+image carries it already (images/build.sh host), also when vtb drives that host over ssh; an ssh
+host that does not hold it gets the image uploaded into each fleet's own pool, which goes with
+the fleet, so vtb leaves nothing of it on a user's machine.
 
 The pool has no `vtb-` prefix, so `gc` never takes it for a fleet's leftover: it goes with the L1."""
 from __future__ import annotations
@@ -24,9 +26,22 @@ FILES = {"rootfs": "rootfs.qcow2", "kernel": "vmlinuz", "initrd": "initrd.img",
          "kernel_generic": "vmlinuz-generic", "initrd_generic": "initrd-generic.img"}
 
 
-def kept_on(host: Host) -> bool:
-    """Whether this host keeps the image in its own pool (a nested host does; others get it per fleet)."""
-    return host.keeps_guest_image
+def kept_on(host: Host, image_dir: Path) -> bool:
+    """Whether fleets on this host back their roots with the image in its own pool: a nested host
+    keeps it there; another host does where it holds this recipe's image already, whole (a nested
+    host driven over ssh). This machine's fleets use the image where it is; others get it per fleet."""
+    if host.keeps_guest_image or host.is_this_machine:
+        return host.keeps_guest_image
+    wanted = paths_on_host(image_dir)
+    sizes = tuple((wanted[field], (image_dir / name).stat().st_size) for field, name in FILES.items())
+    key = (json.dumps(host.descriptor(), sort_keys=True), sizes)
+    if key not in _HELD:   # asked once per host and image in a run: a command there costs seconds under TCG
+        done = host.run(["stat", "-c", "%s", *(path for path, _ in sizes)], timeout=60, check=False)
+        _HELD[key] = done.returncode == 0 and done.stdout.decode().split() == [str(size) for _, size in sizes]
+    return _HELD[key]
+
+
+_HELD: dict[tuple, bool] = {}
 
 
 def paths_on_host(image_dir: Path) -> dict[str, str]:

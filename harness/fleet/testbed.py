@@ -229,11 +229,11 @@ class Testbed:
 
     def _tfvars(self, choice: accel.AccelChoice, backend: backends.Backend, plan: HostPlan) -> dict:
         f, img = self.cfg.fleet, paths.IMAGE_DIR
-        files = host_images.paths_on_host(img) if host_images.kept_on(self.host) else \
+        files = host_images.paths_on_host(img) if host_images.kept_on(self.host, img) else \
             {field: str(img / name) for field, name in host_images.FILES.items()}
         kernel, initrd = ("kernel", "initrd") if f.kernel == "cloud" else ("kernel_generic", "initrd_generic")
         image = {"rootfs": files["rootfs"], "kernel": files[kernel], "initrd": files[initrd],
-                 "on_host": host_images.kept_on(self.host)}
+                 "on_host": host_images.kept_on(self.host, img)}
         # The backend's host side runs from Terraform (before the domains, after them on destroy).
         harness = f"{shlex.quote(sys.executable)} -m harness"
         hook = f"{harness} backend host-%s {shlex.quote(str(self._hook_file('backend', plan.to_json())))}"
@@ -374,7 +374,7 @@ class Testbed:
         for said in self.store.prepare(self.dir, self.cfg.prefix) if self.store else []:
             step(said)
         write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
-        if host_images.kept_on(self.host):
+        if host_images.kept_on(self.host, paths.IMAGE_DIR):
             host_images.ensure(self.host, paths.IMAGE_DIR)
         self._drop_stale_state()
         self._terraform("init", "-input=false", "-no-color")

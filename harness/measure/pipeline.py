@@ -40,7 +40,7 @@ from harness.config.core import RepeatConfig, SettleConfig
 from harness.fleet import guest_consoles
 from harness.hosts import page_cache
 from harness.libvirt import pausing
-from harness.libvirt.agent import AgentError, GuestAgent, restart
+from harness.libvirt.agent import AgentError, GuestAgent, in_parallel, restart
 from harness.libvirt.libvirt_conn import connect
 from harness.measure import conditions, hoststat
 from harness.results.metrics import Direction, direction
@@ -676,11 +676,11 @@ class Pipeline:
 
     # --- around a point -------------------------------------------------------------------
     def _drop_caches(self, conns: list[libvirt.virConnect], vms: tuple[str, ...]) -> None:
-        for site in self.sites:
-            site.host.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], timeout=page_cache.FLUSH_S)
-        for name in vms:
-            res = GuestAgent(self._domain(conns, name)[1]).exec("/bin/sh", ["-c", "sync; echo 3 > /proc/sys/vm/drop_caches"],
-                                                            timeout=30)
+        """On every site and in every guest of the point, at once (a command costs a second or more
+        on a nested host)."""
+        self._on_sites(lambda site: site.host.run(["sh", "-c", DROP_CACHES], timeout=page_cache.FLUSH_S))
+        agents = [GuestAgent(self._domain(conns, name)[1]) for name in vms]
+        for name, res in zip(vms, in_parallel(lambda agent: agent.exec("/bin/sh", ["-c", DROP_CACHES], timeout=30), agents)):
             if res.exitcode != 0:
                 raise AgentError(f"{name}: dropping the page cache failed")
 
@@ -698,15 +698,17 @@ class Pipeline:
         completes one direct read. A guest that does not (its agent gone, or a disk queue stuck)
         is restarted. Returns the reasons (recorded in the point's samples), and whether a guest
         was restarted and every one answers again."""
-        notes, recovered = [], True
-        for name in vms:
+        def probe(name: str) -> str | None:
             try:
                 res = GuestAgent(self._domain(conns, name)[1]).exec("/bin/sh", ["-c", DISK_PROBE], timeout=GUEST_PROBE_S)
-                if res.exitcode == 0:
-                    continue
-                why = f"a disk did not complete a read ({res.stderr.decode(errors='replace').strip()[-200:]})"
             except AgentError as e:
-                why = str(e)
+                return str(e)
+            return None if res.exitcode == 0 else \
+                f"a disk did not complete a read ({res.stderr.decode(errors='replace').strip()[-200:]})"
+        notes, recovered = [], True
+        for name, why in zip(vms, in_parallel(probe, vms)):   # every guest at once; restarts one by one
+            if why is None:
+                continue
             warn(f"{name}: {why}; restarting it")
             restart_notes, restarted = self._recover(conns, (name,), force=True)
             notes.append(f"{name}: {why}{restart_notes}")
@@ -783,6 +785,7 @@ class Pipeline:
 
 GUEST_PROBE_S = 20
 RESTART_READY_S = 180     # a restarted guest's agent answers within this (a TCG boot takes about a minute)
+DROP_CACHES = "sync; echo 3 > /proc/sys/vm/drop_caches"
 # One 4 KiB direct read from every disk of a guest: a virtqueue that lost a notification hangs here.
 DISK_PROBE = ('for d in /sys/block/*; do n=${d##*/}; case $n in loop*|ram*|sr*) continue;; esac; '
               'dd if=/dev/$n of=/dev/null bs=4096 count=1 iflag=direct status=none || exit 1; done')

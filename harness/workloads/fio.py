@@ -151,6 +151,7 @@ def run(node: Node, job: FioJob | JobFile | Trace, *, locator: str, size: int, o
         if iologs:
             env["FIO_IOLOG"] = f"{scratch}/iolog"   # the job file writes $FIO_IOLOG.<job>
         env = {"PATH": PATH, **env, "FIO_RANDSEED": str(secrets.randbits(63)), **(extra_env or {})}
+        bound += float(env.get("FIO_START_MAX_WAIT", 0))   # the wait for a shared start is not the job's time
         raw = run_runner(node, GUEST_RUNNER, locator, env=env, input=text, timeout=bound,
                          tool="fio", error=FioError, timeout_error=FioTimeout)
         if captures is not None and iologs:   # offsets relative to the slice: replayable on any other
@@ -319,11 +320,9 @@ def together(job: FioJob | JobFile | Trace, targets: list[Target], extra_env: di
     (each node's offset is asked once), so that the participants' runs overlap. A lone participant's
     offset is asked too: its report's window, put on this machine's clock, is what observers of
     the point (a Ceph node's link counters) measure over, and a guest's clock is seconds off."""
-    offsets: dict[int, float] = {}
-    for t in targets:
-        if id(t.node) not in offsets:
-            offsets[id(t.node)] = t.node.clock_offset_s()
-    offs = [offsets.get(id(t.node), 0.0) for t in targets]
+    nodes = list({id(t.node): t.node for t in targets}.values())   # each asked at once: seconds per node under TCG
+    offsets = dict(zip(map(id, nodes), in_parallel(lambda node: node.clock_offset_s(), nodes)))
+    offs = [offsets[id(t.node)] for t in targets]
     kinds = [type(t.node).__name__ for t in targets]
     envs, start = SHARED_START.envs(offs, kinds, extra_env)
     captured: list[dict[str, bytes | str]] = [{} for _ in targets]

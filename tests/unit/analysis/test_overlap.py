@@ -62,6 +62,15 @@ def test_participants_get_one_start_on_their_own_clocks_with_a_bounded_wait():
     assert fio.SharedStart().envs([0.0], ["LocalHost"], None) == ([{}], None)   # one participant: no shared start
 
 
+def test_the_wait_for_a_shared_start_comes_on_top_of_the_jobs_bound(monkeypatch):
+    bounds = []
+    monkeypatch.setattr(fio, "run_runner", lambda *a, timeout, **kw: bounds.append(timeout) or "{}")
+    job = fio.FioJob(rw="read", runtime_s=10, ramp_s=0)
+    for extra in (None, {"FIO_START_AT": "1.0", "FIO_START_MAX_WAIT": "60"}):
+        fio.run(object(), job, locator="path:/dev/null", size=1 << 20, extra_env=extra)
+    assert bounds == [fio.timeout_s(job), fio.timeout_s(job) + 60]
+
+
 def test_a_shared_start_that_participants_missed_allows_more_time_from_then_on():
     shared = fio.SharedStart()
     guests = ["GuestAgent"] * 4
