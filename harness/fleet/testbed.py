@@ -229,11 +229,11 @@ class Testbed:
 
     def _tfvars(self, choice: accel.AccelChoice, backend: backends.Backend, plan: HostPlan) -> dict:
         f, img = self.cfg.fleet, paths.IMAGE_DIR
-        files = host_images.paths_on_host(img) if host_images.kept_on(self.host, img) else \
+        on_host = host_images.kept_on(self.host, img)
+        files = host_images.paths_on_host(img) if on_host else \
             {field: str(img / name) for field, name in host_images.FILES.items()}
         kernel, initrd = ("kernel", "initrd") if f.kernel == "cloud" else ("kernel_generic", "initrd_generic")
-        image = {"rootfs": files["rootfs"], "kernel": files[kernel], "initrd": files[initrd],
-                 "on_host": host_images.kept_on(self.host, img)}
+        image = {"rootfs": files["rootfs"], "kernel": files[kernel], "initrd": files[initrd], "on_host": on_host}
         # The backend's host side runs from Terraform (before the domains, after them on destroy).
         harness = f"{shlex.quote(sys.executable)} -m harness"
         hook = f"{harness} backend host-%s {shlex.quote(str(self._hook_file('backend', plan.to_json())))}"
