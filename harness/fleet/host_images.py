@@ -36,12 +36,23 @@ def kept_on(host: Host, image_dir: Path) -> bool:
     sizes = tuple((wanted[field], (image_dir / name).stat().st_size) for field, name in FILES.items())
     key = (json.dumps(host.descriptor(), sort_keys=True), sizes)
     if key not in _HELD:   # asked once per host and image in a run: a command there costs seconds under TCG
-        done = host.run(["stat", "-c", "%s", *(path for path, _ in sizes)], timeout=60, check=False)
-        _HELD[key] = done.returncode == 0 and done.stdout.decode().split() == [str(size) for _, size in sizes]
+        held = _sizes_on(host, [path for path, _ in sizes])
+        _HELD[key] = all(held.get(path) == size for path, size in sizes)
     return _HELD[key]
 
 
 _HELD: dict[tuple, bool] = {}
+
+
+def _sizes_on(host: Host, paths: list[str]) -> dict[str, int]:
+    """The size of each of these files the host has, in one command (missing ones are left out)."""
+    done = host.run(["stat", "-c", "%s %n", *paths], timeout=60, check=False)
+    sizes = {}
+    for line in done.stdout.decode(errors="replace").splitlines():
+        size, _, path = line.partition(" ")
+        if size.isdigit() and path in paths:
+            sizes[path] = int(size)
+    return sizes
 
 
 def paths_on_host(image_dir: Path) -> dict[str, str]:
@@ -54,6 +65,7 @@ def ensure(host: Host, image_dir: Path) -> None:
     """Uploads what the host lacks of the image (a cut upload is found by its size and redone), and
     removes other recipes' images while no domain there could be using them."""
     wanted = paths_on_host(image_dir)
+    held = _sizes_on(host, list(wanted.values()))
     conn = connect(host.uri)
     try:
         pool = _pool(conn)
@@ -63,8 +75,7 @@ def ensure(host: Host, image_dir: Path) -> None:
             path = wanted[field]
             vol_name = Path(path).name
             vol = _lookup(pool, vol_name)
-            on_host = host.run(["stat", "-c", "%s", path], timeout=60, check=False).stdout.decode().strip()
-            if vol is not None and on_host == str(local.stat().st_size):
+            if vol is not None and held.get(path) == local.stat().st_size:
                 continue
             if vol is not None:
                 vol.delete(0)

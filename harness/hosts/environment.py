@@ -19,14 +19,36 @@ def _first_line(argv: list[str]) -> str:
         return "unknown"
 
 
-def _on_host(host: Host, argv: list[str]) -> str:
-    """First line of a command's output on the host, or 'unknown'."""
+# What collect asks the host, in one command (each a round trip of about a second to a nested or
+# ssh host): each probe's exit status and first line of output, one probe per line.
+PROBES = {
+    "host_kernel": "uname -r",
+    "host_cmdline": "cat /proc/cmdline",   # e.g. a nested host's kvm_amd.npt=0
+    "qemu_version": "qemu-system-x86_64 --version",
+    "host_fio_version": "fio --version",
+    "cpu_model": "sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo",
+    "host_cpus": "nproc",
+}
+_PROBE_SCRIPT = "".join(f'o=$({cmd} 2>&1); printf "%s\\t%s\\n" $? "$(printf %s "$o" | head -n 1)"\n'
+                        for cmd in PROBES.values())
+
+
+def probed(stdout: str) -> dict[str, str]:
+    """Each probe's first line, or 'unknown' where it failed, printed nothing or is missing."""
+    lines = stdout.splitlines()
+    out = {}
+    for i, key in enumerate(PROBES):
+        status, _, text = lines[i].partition("\t") if i < len(lines) else ("", "", "")
+        out[key] = text.strip() if status == "0" and text.strip() else "unknown"
+    return out
+
+
+def _probe(host: Host) -> dict[str, str]:
     try:
-        out = host.run(argv, timeout=30, check=False)
-        text = (out.stdout or out.stderr).decode(errors="replace").strip()
-        return text.splitlines()[0] if out.returncode == 0 and text else "unknown"
+        out = host.run(["sh", "-c", _PROBE_SCRIPT], timeout=30, check=False)
+        return probed(out.stdout.decode(errors="replace"))
     except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
+        return probed("")
 
 
 def libvirt_version(uri: str) -> str:
@@ -44,17 +66,14 @@ def collect(accel: dict, host: Host = LocalHost()) -> dict:
     the accelerator the L1 itself runs under)."""
     rev = _first_line(["git", "rev-parse", "--short=12", "HEAD"])
     dirty = _first_line(["git", "status", "--porcelain", "--untracked-files=no"]) not in ("unknown", "")
+    probes = _probe(host)
     return {
         "accel": accel["accel"],
         "accel_reason": accel["reason"],
         "host": host.name,
         "l0_accel": host.l0_accel,
-        "host_kernel": _on_host(host, ["uname", "-r"]),
-        "host_cmdline": _on_host(host, ["cat", "/proc/cmdline"]),  # e.g. a nested host's kvm_amd.npt=0
-        "qemu_version": _on_host(host, ["qemu-system-x86_64", "--version"]).removeprefix("QEMU emulator version "),
+        **probes,
+        "qemu_version": probes["qemu_version"].removeprefix("QEMU emulator version "),
         "libvirt_version": libvirt_version(host.uri),
-        "host_fio_version": _on_host(host, ["fio", "--version"]),
-        "cpu_model": _on_host(host, ["sh", "-c", "sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1"]),
-        "host_cpus": _on_host(host, ["nproc"]),
         "harness_rev": rev + ("-dirty" if dirty else ""),
     }

@@ -14,7 +14,8 @@ def test_paths_are_named_by_the_recipe(tmp_path):
 
 
 class _Host:
-    """A host that is not this machine, whose `stat` answers with the sizes it is given."""
+    """A host that is not this machine, whose `stat` answers with the sizes it is given (None: no
+    such file), as stat does: the files it found, and a failure for the others."""
     keeps_guest_image = False
     is_this_machine = False
 
@@ -26,9 +27,9 @@ class _Host:
 
     def run(self, argv, **kw):
         self.commands.append(argv)
-        if self.sizes is None:
-            return subprocess.CompletedProcess(argv, 1, b"", b"stat: cannot statx: No such file or directory")
-        return subprocess.CompletedProcess(argv, 0, "\n".join(map(str, self.sizes)).encode() + b"\n", b"")
+        found = [f"{size} {path}\n" for size, path in zip(self.sizes or [], argv[3:]) if size is not None]
+        status = 0 if self.sizes and None not in self.sizes else 1
+        return subprocess.CompletedProcess(argv, status, "".join(found).encode(), b"stat: cannot statx: No such file")
 
 
 def _image(tmp_path):
@@ -49,6 +50,7 @@ def test_a_host_without_the_image_or_with_a_cut_one_gets_it_per_fleet(tmp_path):
     image = _image(tmp_path)
     assert not host_images.kept_on(_Host(None), image)
     assert not host_images.kept_on(_Host([1, 2, 3, 4, 4]), image)   # the last file cut short
+    assert not host_images.kept_on(_Host([1, 2, None, 4, 5]), image)   # one file missing
 
 
 def test_this_machine_uses_the_image_where_it_is(tmp_path):
