@@ -18,6 +18,7 @@ import libvirt
 
 from harness.common import paths, pids
 from harness.hosts import Host, LocalHost, Node
+from harness.hosts.files import stat_numbers
 from harness.hosts.folders import untrusted
 from harness.libvirt import pausing
 from harness.libvirt.libvirt_conn import Unanswered, connect, domain_call
@@ -214,14 +215,6 @@ def _state_roots(host: Host) -> tuple[str, ...]:
     return tuple({r for d in state_dirs() for r in (d, str(host.fleet_dir(Path(d), "")))})
 
 
-def _owners(host: Node, paths_: list[str]) -> dict[str, int]:
-    """The owner (uid) of each path that exists and can be read there, not following links."""
-    if not paths_:
-        return {}
-    out = host.run(["stat", "-c", "%u %n", "--", *paths_], timeout=30, check=False).stdout.decode(errors="replace")
-    return {name: int(uid) for uid, _, name in (line.partition(" ") for line in out.splitlines()) if uid.isdigit()}
-
-
 def _loops_and_mounts(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     """Mounts and loops over files that vtb makes (see _made_by_vtb); in the shared scratch dirs,
     where anyone may use a vtb- name, only root's (a user's FUSE mount at /tmp/vtb-x is theirs)."""
@@ -231,7 +224,7 @@ def _loops_and_mounts(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> li
     targets = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[1])   # \040: a space
                for line in reversed(mounts.splitlines())]
     targets = [t for t in targets if _made_by_vtb(t, prefix, keep, roots, SCRATCH_MOUNT_DIRS)]
-    owners = _owners(host, [t for t in targets if os.path.dirname(t) in SCRATCH_MOUNT_DIRS])
+    owners = stat_numbers(host, "%u", [t for t in targets if os.path.dirname(t) in SCRATCH_MOUNT_DIRS])
     for target in targets:
         if os.path.dirname(target) in SCRATCH_MOUNT_DIRS and owners.get(target) != 0:
             removed.append(f"(mount {target} not removed: it is not root's; if it is yours to remove, `umount {target}`)")
@@ -242,7 +235,7 @@ def _loops_and_mounts(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> li
     listed = json.loads(out or '{"loopdevices": []}').get("loopdevices", [])
     loops = [(loop["name"], loop.get("back-file") or "") for loop in listed]
     loops = [(name, back) for name, back in loops if _made_by_vtb(back, prefix, keep, roots, SCRATCH_FILE_DIRS)]
-    owners = _owners(host, [back for _, back in loops if os.path.dirname(back) in SCRATCH_FILE_DIRS])
+    owners = stat_numbers(host, "%u", [back for _, back in loops if os.path.dirname(back) in SCRATCH_FILE_DIRS])
     for name, back in loops:
         # a backing file already deleted (" (deleted)") cannot be asked; its vtb- name in a scratch dir decides
         if os.path.dirname(back) in SCRATCH_FILE_DIRS and owners.get(back, 0) != 0:

@@ -17,6 +17,7 @@ import libvirt
 
 from harness.common.console import step
 from harness.hosts import Host
+from harness.hosts.files import stat_numbers
 from harness.libvirt.libvirt_conn import connect
 
 POOL = "images"
@@ -36,23 +37,12 @@ def kept_on(host: Host, image_dir: Path) -> bool:
     sizes = tuple((wanted[field], (image_dir / name).stat().st_size) for field, name in FILES.items())
     key = (json.dumps(host.descriptor(), sort_keys=True), sizes)
     if key not in _HELD:   # asked once per host and image in a run: a command there costs seconds under TCG
-        held = _sizes_on(host, [path for path, _ in sizes])
+        held = stat_numbers(host, "%s", [path for path, _ in sizes])
         _HELD[key] = all(held.get(path) == size for path, size in sizes)
     return _HELD[key]
 
 
 _HELD: dict[tuple, bool] = {}
-
-
-def _sizes_on(host: Host, paths: list[str]) -> dict[str, int]:
-    """The size of each of these files the host has, in one command (missing ones are left out)."""
-    done = host.run(["stat", "-c", "%s %n", *paths], timeout=60, check=False)
-    sizes = {}
-    for line in done.stdout.decode(errors="replace").splitlines():
-        size, _, path = line.partition(" ")
-        if size.isdigit() and path in paths:
-            sizes[path] = int(size)
-    return sizes
 
 
 def paths_on_host(image_dir: Path) -> dict[str, str]:
@@ -65,7 +55,7 @@ def ensure(host: Host, image_dir: Path) -> None:
     """Uploads what the host lacks of the image (a cut upload is found by its size and redone), and
     removes other recipes' images while no domain there could be using them."""
     wanted = paths_on_host(image_dir)
-    held = _sizes_on(host, list(wanted.values()))
+    held = stat_numbers(host, "%s", list(wanted.values()))
     conn = connect(host.uri)
     try:
         pool = _pool(conn)

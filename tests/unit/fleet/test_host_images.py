@@ -27,7 +27,7 @@ class _Host:
 
     def run(self, argv, **kw):
         self.commands.append(argv)
-        found = [f"{size} {path}\n" for size, path in zip(self.sizes or [], argv[3:]) if size is not None]
+        found = [f"{size} {path}\n" for size, path in zip(self.sizes or [], argv[argv.index("--") + 1:]) if size is not None]
         status = 0 if self.sizes and None not in self.sizes else 1
         return subprocess.CompletedProcess(argv, status, "".join(found).encode(), b"stat: cannot statx: No such file")
 
