@@ -6,7 +6,7 @@ PYTHON ?= python3
 LAUNCHER := /usr/local/bin/harness
 PYTEST_ARGS ?=
 
-.PHONY: testbed up down test lint bench bootstrap host-packages venv libvirtd provider image host-image spdk launcher
+.PHONY: testbed up down test test-all test-times lint bench bootstrap host-packages venv libvirtd provider image host-image spdk launcher
 
 # `make testbed up` / `make testbed down` read as one phrase: `testbed` itself does nothing.
 testbed:
@@ -24,14 +24,19 @@ down:
 
 # The lint gate first (seconds), so that a style or import error fails before any guest boots.
 # The tests also boot a nested host (RAID on emulated NVMe): build its image up front.
-# Two lanes at once (tests/conftest.py says which and why), then the tests marked `alone`, one at a
-# time; both parts always run, and either failing fails the target (5: no test selected by PYTEST_ARGS).
-# The lanes hand their last two nested hosts over to the alone phase, which removes them (tests/conftest.py).
+# `make test` is the `core` tier: every unit test and each plug-in's smallest live test (at most
+# 30 minutes here); `make test-all` adds the `extended` tier (docs/testing.md lists both).
 test: venv lint bootstrap host-image
 	scripts/host-packages.sh --test
-	VTB_TEST_NESTED_HOSTS=hand-over $(VENV)/bin/pytest -n 2 --dist loadgroup -m "not alone" $(PYTEST_ARGS); lanes=$$?; \
-	VTB_TEST_NESTED_HOSTS=take-over $(VENV)/bin/pytest -m alone $(PYTEST_ARGS); alone=$$?; \
-	for rc in $$lanes $$alone; do [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; done
+	scripts/tests.sh core $(PYTEST_ARGS)
+
+test-all: venv lint bootstrap host-image
+	scripts/host-packages.sh --test
+	scripts/tests.sh all $(PYTEST_ARGS)
+
+# docs/testing.md's measured times, from the JUnit reports the last `make test` and `make test-all` left.
+test-times: venv
+	$(VENV)/bin/python scripts/test_times.py docs/testing.md
 
 lint: venv
 	$(VENV)/bin/ruff check harness tests

@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -24,12 +25,51 @@ NESTED_LANE = {"test_nested_raid.py", "test_ceph.py"}
 NESTED_HOSTS = os.environ.get("VTB_TEST_NESTED_HOSTS", "")
 
 
+# A live test's tier (docs/testing.md): `core` runs in `make test` (the README's test command, which
+# CI runs), `extended(why=...)` only in `make test-all`. Every live test says which, and what it runs
+# for real with `covers(...)` (tests/unit/test_tiers.py: every plug-in has a live test).
+TIERS = ("core", "extended")
+# Set to a path, collection writes each live test's id, tier, lane, covers and why there as JSON
+# (tests/unit/test_tiers.py, scripts/test_times.py).
+TIERS_OUT = os.environ.get("VTB_TEST_TIERS_OUT", "")
+
+
+def tier_of(item) -> str | None:
+    """The item's one tier, or None when it has none or both."""
+    marked = [t for t in TIERS if item.get_closest_marker(t)]
+    return marked[0] if len(marked) == 1 else None
+
+
+def lane_of(item) -> str:
+    return "nested" if item.path.name in NESTED_LANE else "local"
+
+
 @pytest.hookimpl(tryfirst=True)   # before xdist reads the groups
 def pytest_collection_modifyitems(items):
+    untiered = [i.nodeid for i in items if i.get_closest_marker("integration") and tier_of(i) is None]
+    if untiered:
+        raise pytest.UsageError(f"{', '.join(untiered)}: mark each live test with exactly one tier, "
+                                "@pytest.mark.core (make test) or @pytest.mark.extended (make test-all only)")
     for item in items:
-        lane = "nested" if item.path.name in NESTED_LANE else "local"
-        item.add_marker(pytest.mark.xdist_group(lane))
+        item.add_marker(pytest.mark.xdist_group(lane_of(item)))
     items.sort(key=lambda item: item.get_closest_marker("takes_handed_over_hosts") is None)   # stable: first
+
+
+def covered(item) -> dict[str, list[str]]:
+    """{kind: names} of the item's `covers` markers, its module's and its own together."""
+    found: dict[str, set] = {}
+    for m in item.iter_markers("covers"):
+        for kind, names in m.kwargs.items():
+            found.setdefault(kind, set()).update([names] if isinstance(names, str) else names)
+    return {kind: sorted(names) for kind, names in found.items()}
+
+
+def pytest_collection_finish(session):
+    if TIERS_OUT and not hasattr(session.config, "workerinput"):
+        live = [{"id": i.nodeid, "tier": tier_of(i), "lane": lane_of(i), "alone": bool(i.get_closest_marker("alone")),
+                 "covers": covered(i), "why": i.get_closest_marker(tier_of(i)).kwargs.get("why", "")}
+                for i in session.items if i.get_closest_marker("integration")]
+        Path(TIERS_OUT).write_text(json.dumps(live, indent=1))
 
 
 def pytest_sessionfinish(session):

@@ -38,6 +38,9 @@ def rows(run: Path) -> list[dict]:
     return [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments=("backends", "latency", "iops", "bandwidth"),
+                    backends=("virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vfio", "vhost-user-blk-spdk", "qcow2"))
 def test_backends_against_the_host(tmp_path):
     # nvme is measured in its own test: QEMU 7.2's emulated NVMe stalls at queue depths above 1
     # under TCG here (guest I/O timeouts), so only its QD1 latency is a CI check.
@@ -69,6 +72,8 @@ def test_backends_against_the_host(tmp_path):
     assert gc.leftovers(SWEEP_PREFIX) == [] and storage_daemons() == []
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="latency", backends="nvme", workloads=("fio", "ioping"))
 def test_nvme_latency_with_fio_and_ioping(tmp_path):
     harness("run", "latency", "--backend", "nvme", "--set", f"results_dir={tmp_path}",
             "--set", 'latency.patterns=["randread","randwrite"]', "--set", 'latency.tools=["fio","ioping"]',
@@ -92,6 +97,8 @@ def loop_device(tmp_path):
     subprocess.run(["losetup", "-d", dev], check=True)
 
 
+@pytest.mark.extended(why="passthrough-block is measured in make test on a loop device; this is its fallback")
+@pytest.mark.covers(backends="passthrough-block")
 def test_passthrough_block_without_a_block_device_uses_a_loop_over_a_file(tmp_path):
     harness("run", "latency", "--backend", "passthrough-block", "--set", f"results_dir={tmp_path}",
             "--set", 'latency.patterns=["randread"]', "--runtime", "1", "--ramp", "0", *ONCE)
@@ -105,6 +112,8 @@ def test_passthrough_block_without_a_block_device_uses_a_loop_over_a_file(tmp_pa
     assert SWEEP_PREFIX not in loops
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="latency", backends="passthrough-block")
 def test_passthrough_block_on_a_loop_device(tmp_path, loop_device):
     results = tmp_path / "results"
     harness("run", "latency", "--backend", "passthrough-block", "--set", f"fleet.device={loop_device}",
@@ -119,6 +128,8 @@ def test_passthrough_block_on_a_loop_device(tmp_path, loop_device):
     assert gc.leftovers(SWEEP_PREFIX) == []
 
 
+@pytest.mark.extended(why="a QD sweep on the sweep engine that make test's backends run drives")
+@pytest.mark.covers(experiments="latency-curve")
 def test_latency_curve(tmp_path):
     harness("run", "latency-curve", "--backend", "virtio-blk", "--set", f"results_dir={tmp_path}",
             "--set", "latency_curve.fractions=[0.25,1.0]", "--runtime", "1", "--ramp", "0", *ONCE)
@@ -135,6 +146,8 @@ def test_latency_curve(tmp_path):
     assert gc.leftovers(SWEEP_PREFIX) == []
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="breakdown", backends="null")
 def test_breakdown(tmp_path):
     harness("run", "breakdown", "--backend", "virtio-blk", "--set", f"results_dir={tmp_path}",
             "--runtime", "1", "--ramp", "0", *ONCE)

@@ -35,6 +35,7 @@ def counters(dev: str) -> dict[str, int]:
     return {k: int((stats / k).read_text()) for k in ("rx_bytes", "tx_bytes")}
 
 
+@pytest.mark.core
 def test_a_bad_plan_is_refused_before_anything_is_made(tmp_path):
     plan = CephPlan(name=NAME, dir=str(STATE / f"{NAME}-bad"), nodes=6, replicas=7)
     (tmp_path / "plan.json").write_text(plan.to_json())
@@ -43,6 +44,7 @@ def test_a_bad_plan_is_refused_before_anything_is_made(tmp_path):
     assert not Path(plan.dir).exists() and not gc.leftovers(NAME)
 
 
+@pytest.mark.extended(why="a local cluster serves rbd in make test's rbd fleet; this adds link caps and gc by prefix")
 def test_a_two_node_cluster_serves_rbd_then_goes_without_a_trace(tmp_path):
     plan = CephPlan(name=NAME, dir=str(STATE / NAME), nodes=2, pg_num=16, link_mbit=200)
     plan_file = tmp_path / "plan.json"
@@ -83,6 +85,8 @@ def test_a_two_node_cluster_serves_rbd_then_goes_without_a_trace(tmp_path):
     assert not gc.leftovers(NAME) and not Path(plan.dir).exists()
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="vm-scaling", backends="rbd")
 def test_vm_scaling_on_an_rbd_fleet_then_down_leaves_nothing(tmp_path):
     try:
         up = harness("testbed", "up", *RBD_FLEET)
@@ -157,6 +161,8 @@ def full_cluster_fails_the_point_at_once(record: dict, results: Path) -> None:
     assert all(r["error"].startswith("not measured: the storage under the fleet says") for r in failed if r not in stopped)
 
 
+@pytest.mark.extended(why="two clusters' worth of OSDs in a TCG machine; rbd itself is in make test")
+@pytest.mark.covers(experiments="ceph-scaling")
 def test_ceph_scaling_two_nodes_against_three(tmp_path):
     """The study's method, sized to fit: one cluster of 3 nodes, its 2-node and 3-node pools, one
     point each from the host and in a VM, the links capped so that their use is measured."""
@@ -183,6 +189,8 @@ def test_ceph_scaling_two_nodes_against_three(tmp_path):
     assert not gc.leftovers("vtb-cs-ci-") and not Path(STATE, "cs-ci").exists()
 
 
+@pytest.mark.extended(why="a second local cluster; rbd itself is in make test")
+@pytest.mark.covers(backends="rbd")
 def test_an_existing_cluster_with_cephx_where_vtb_touches_only_its_own_image(tmp_path):
     """ceph.mode = "existing", as a user runs it: a cluster vtb did not make for this fleet (made
     here with cephx on, standing in for yours), a client whose key allows rbd on one pool only,

@@ -42,6 +42,7 @@ def steps() -> dict[str, str]:
     return found
 
 
+@pytest.mark.core
 def test_the_ci_example_gates_reports_and_keeps_a_baseline(tmp_path):
     commands = steps()
     assert list(commands) == ["Set-up", "Measure", "Gate", "Report", "Baseline", "Down"]

@@ -17,6 +17,8 @@ CONFIG = Path(__file__).parents[1] / "ci.toml"
 HARNESS = str(Path(sys.executable).parent / "harness")
 
 
+@pytest.mark.extended(why="a study: two devices' profiles, PE and VE")
+@pytest.mark.covers(experiments="device-profile")
 def test_device_profile_of_a_file_and_tmpfs_pe_and_ve(tmp_path):
     out = subprocess.run([HARNESS, "run", "device-profile", "--config", str(CONFIG), "--set", f"results_dir={tmp_path}",
                           "--devices", "default,tmpfs", "--set", "device_profile.size_mib=32",

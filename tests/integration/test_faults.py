@@ -41,6 +41,7 @@ def silent_ssh_port():
     server.close()
 
 
+@pytest.mark.core
 @pytest.mark.alone   # `harness gc` on this machine
 def test_a_host_that_does_not_answer_fails_every_command_within_the_bound(tmp_path, silent_ssh_port):
     config = tmp_path / "dead-host.toml"
@@ -66,6 +67,7 @@ def test_a_host_that_does_not_answer_fails_every_command_within_the_bound(tmp_pa
 LIBVIRTD_BOUND_S = 45   # a connection's bound (30 s) and the command's own start
 
 
+@pytest.mark.core
 @pytest.mark.alone   # stops this machine's libvirtd
 def test_a_stopped_libvirtd_is_a_clear_error_within_the_bound(tmp_path):
     """libvirtd stopped with SIGSTOP: it accepts connections and answers nothing."""

@@ -39,6 +39,8 @@ iodepth=8
 """
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="fio-job")
 def test_a_job_file_on_the_host_and_two_backends(tmp_path):
     job = tmp_path / "two.fio"
     job.write_text(TWO_JOBS)
@@ -90,6 +92,8 @@ def test_a_job_file_on_the_host_and_two_backends(tmp_path):
     assert gc.leftovers("vtb-sw-ci-") == []
 
 
+@pytest.mark.extended(why="a job file across VMs: make test runs one on the host and two backends")
+@pytest.mark.covers(experiments="fio-job")
 def test_a_profile_in_two_vms_at_once_against_two_host_slots(tmp_path):
     """fio-job --vm-counts 2: the point's figures are the sum over both VMs (or slots), its
     percentiles those of their merged histograms, its ratio taken on the sums."""
@@ -113,6 +117,8 @@ def test_a_profile_in_two_vms_at_once_against_two_host_slots(tmp_path):
     assert gc.leftovers("vtb-sw-ci-") == []
 
 
+@pytest.mark.extended(why="every shipped profile; make test runs a user's job file")
+@pytest.mark.covers(experiments="fio-job")
 @pytest.mark.parametrize("name", sorted(fio_jobfile.profiles()))
 def test_every_shipped_profile_runs(tmp_path, name):
     """The runner that runs it in guests runs it here, on two slots of a file, at 1 s a job: fio
@@ -131,6 +137,8 @@ def test_every_shipped_profile_runs(tmp_path, name):
             assert report.facets()[0][1]["sync_ios"] > 0   # fio's fsync figures beside the writes
 
 
+@pytest.mark.extended(why="a fill and a steady-state run before the measured jobs")
+@pytest.mark.covers(experiments="fio-job")
 def test_a_preconditioned_file_runs_the_fill_and_the_steady_runs_first(tmp_path):
     data = tmp_path / "data.bin"
     data.write_bytes(b"\0" * (8 << 20))
@@ -144,6 +152,8 @@ def test_a_preconditioned_file_runs_the_fill_and_the_steady_runs_first(tmp_path)
     assert 0 < meta["steady_state_after_s"] <= 4.5
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments=("replay", "fio-job"))
 def test_a_capture_on_one_slot_replays_on_another(tmp_path):
     """Captured on the first 8 MiB of a file, replayed onto the second 8 MiB: the iolog is kept
     relative to its slice, and the replay does the trace's reads and writes, there."""

@@ -58,6 +58,8 @@ def fleet():
     assert not (STATE / "ci").exists()
 
 
+@pytest.mark.core
+@pytest.mark.covers(hosts="local", backends="virtio-blk")
 def test_up_provisions_the_fleet(fleet):
     assert [v["name"] for v in fleet["vms"]] == ["vtb-ci-vm0", "vtb-ci-vm1"]
     assert fleet["accel"]["accel"] in ("kvm", "tcg") and fleet["accel"]["reason"]
@@ -68,6 +70,7 @@ def test_up_provisions_the_fleet(fleet):
         assert f.read(1 << 20).count(0) < 1 << 16  # random data, not zeros
 
 
+@pytest.mark.core
 def test_gc_removes_a_vtb_named_domain_only_when_it_records_that_vtb_defined_it(fleet):
     """The fleet's domains carry vtb's owner record; a user's domain that merely has a vtb- name is
     listed by gc, not removed (#28: a name prefix alone never makes something vtb's)."""
@@ -98,6 +101,7 @@ def test_gc_removes_a_vtb_named_domain_only_when_it_records_that_vtb_defined_it(
         conn.close()
 
 
+@pytest.mark.core
 def test_a_state_whose_pool_its_host_lost_is_set_aside(fleet, tmp_path):
     """A fleet state that outlived its host (a rebuilt nested host) would fail every refresh: the
     next `up` sets it aside; a live fleet's state is kept."""
@@ -113,6 +117,7 @@ def test_a_state_whose_pool_its_host_lost_is_set_aside(fleet, tmp_path):
     assert (live.dir / "terraform.tfstate").exists()
 
 
+@pytest.mark.core
 def test_doctor_reports_the_host(fleet):
     out = harness("doctor")
     for check in ("libvirtd", "accelerator", "qemu-storage-daemon", "guest image", "terraform-provider-libvirt"):
@@ -120,12 +125,14 @@ def test_doctor_reports_the_host(fleet):
     assert "md (software RAID)" in out.stdout
 
 
+@pytest.mark.core
 def test_up_twice_changes_nothing(fleet):
     before = domain_ids()
     harness("testbed", "up")
     assert domain_ids() == before  # same running domains: nothing recreated
 
 
+@pytest.mark.core
 def test_bad_backend_input_changes_nothing(fleet, tmp_path):
     before = domain_ids()
     out = harness("testbed", "up", "--set", "disk.backend=vhost-user-blk-qsd", "--set", "disk.iothreads=2",
@@ -142,6 +149,8 @@ def test_bad_backend_input_changes_nothing(fleet, tmp_path):
     assert domain_ids() == before and not any("qemu-storage-daemon" in l for l in gc.leftovers(PREFIX))
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="vm-scaling", workloads="fio")
 def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
     """The main job with the CI config: 1, 2 and 4 VMs (the fleet of 2 grows to 4), shuffled repeats
     (two: the default three add nothing the pipeline does not do with two), every sample with its
@@ -193,6 +202,8 @@ def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
     assert "R²" in out.stdout and "predicted aggregate_iops at vm_count=3, env=virtual" in out.stdout
 
 
+@pytest.mark.extended(why="a second fleet; vm-scaling itself is the main job in make test")
+@pytest.mark.covers(experiments="vm-scaling")
 def test_vm_scaling_compares_two_backends_each_on_a_fleet_of_its_own(fleet, tmp_path):
     """Two backends at 1 and 2 VMs: a block each on the sweep's own fleet (the user's is left as it
     is), per-backend rows with efficiencies, a verdict per count, and the sweep fleet gone after.
@@ -219,6 +230,8 @@ MYSQL_SMALL = ["--set", "repeat.count=1", "--set", "mysql.tables=2", "--set", "m
                "--threads", "4", "--runtime", "3"]
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="mysql", workloads="sysbench")
 def test_mysql_physical_and_virtual(fleet, tmp_path):
     harness("run", "mysql", "--tests", "oltp_read_only,oltp_read_write", "--vm-counts", "1,2",
             "--set", f"results_dir={tmp_path}", *MYSQL_SMALL)
@@ -240,6 +253,8 @@ def test_mysql_physical_and_virtual(fleet, tmp_path):
     assert_no_database_left()
 
 
+@pytest.mark.extended(why="a refusal on top of make test's mysql run")
+@pytest.mark.covers(experiments="mysql")
 def test_mysql_data_that_does_not_fit_fails_clearly(fleet, tmp_path):
     """Every point fails, recorded with why: the run exits 3, which a CI job tells from a regression."""
     out = harness("run", "mysql", "--tests", "oltp_read_only", "--set", f"results_dir={tmp_path}", "--set",
@@ -263,6 +278,8 @@ def assert_no_database_left():
     assert "vtb-ci-device" not in loops
 
 
+@pytest.mark.extended(why="compare's gate is the CI example's in make test")
+@pytest.mark.covers(experiments="vm-scaling")
 def test_repeats_and_compare(fleet, tmp_path):
     harness("run", "vm-scaling", "--vm-counts", "1", "--set", "repeat.count=2", "--set", "repeat.drop_caches=true",
             "--set", f"results_dir={tmp_path}")
@@ -300,6 +317,8 @@ def test_repeats_and_compare(fleet, tmp_path):
     assert console_errors == []
 
 
+@pytest.mark.extended(why="job files' facets are make test's fio-job test")
+@pytest.mark.covers(experiments="vm-scaling")
 def test_vm_scaling_of_a_shipped_profile_keeps_its_jobs_and_directions_apart(fleet, tmp_path):
     """`vm-scaling --profile` (a job file's path): each job and direction at each VM count is a
     point of its own, its percentiles from the merged histograms of its participants."""
@@ -319,6 +338,7 @@ def test_vm_scaling_of_a_shipped_profile_keeps_its_jobs_and_directions_apart(fle
     assert "oltp-70-30/write" in (run / "summary.txt").read_text()
 
 
+@pytest.mark.core
 def test_agent_timeout_names_the_vm(fleet):
     conn = libvirt.open("qemu:///system")
     try:
@@ -364,6 +384,8 @@ def vm_scaling_hit_mid_point(tmp_path, hit, noticed_by: str = "") -> tuple[str, 
     return "".join(said), noticed, [r for r in rows if r["metric"] == "aggregate_iops" or r["status"] == "failed"]
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="vm-scaling")
 def test_a_stopped_qemu_fails_its_point_then_the_guest_is_restarted_and_the_run_goes_on(fleet, tmp_path):
     """A guest's QEMU stopped with SIGSTOP while fio runs in it: the point's wait ends within its
     bound, the guest is destroyed and booted again, and the points after it are measured."""
@@ -382,6 +404,8 @@ def test_a_stopped_qemu_fails_its_point_then_the_guest_is_restarted_and_the_run_
 LIBVIRTD_STOP_S = 40   # how long libvirtd stays stopped: longer than keepalive's 20 s and a connection's 30 s bound
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="vm-scaling")
 @pytest.mark.alone   # stops this machine's libvirtd
 def test_libvirtd_stopped_mid_point_fails_the_point_within_keepalive_and_the_run_goes_on(fleet, tmp_path):
     """libvirtd stopped with SIGSTOP while fio runs in a guest: it keeps its socket open, so only
@@ -413,6 +437,8 @@ def remove_domain(name: str) -> None:
         conn.close()
 
 
+@pytest.mark.extended(why="a fleet rebuilt mid-run; a stopped QEMU is make test's")
+@pytest.mark.covers(experiments="vm-scaling")
 def test_a_guest_that_cannot_be_restarted_gets_a_new_fleet_and_the_run_goes_on(fleet, tmp_path):
     """A guest's domain removed while fio runs in it (destroyed and undefined): no restart brings it
     back, so the block's fleet is built anew, once, the lost point is measured again at once on it
@@ -443,6 +469,8 @@ def paused_domains() -> list[str]:
         conn.close()
 
 
+@pytest.mark.extended(why="a second fleet on another backend")
+@pytest.mark.covers(experiments="vm-scaling")
 def test_vm_scaling_with_another_backend_reprovisions(fleet, tmp_path):
     out = harness("run", "vm-scaling", "--backend", "vhost-user-blk-qsd", "--vm-counts", "2", "--set", "repeat.count=1",
                   "--set", f"results_dir={tmp_path}")
@@ -455,6 +483,8 @@ def test_vm_scaling_with_another_backend_reprovisions(fleet, tmp_path):
     assert {r["vm"] for r in rows if r["env"] == "virtual" and r["scope"] == "vm"} == {"vtb-ci-vm0", "vtb-ci-vm1"}
 
 
+@pytest.mark.extended(why="make test kills a run and resumes it; this adds Ctrl-C and SIGTERM")
+@pytest.mark.covers(experiments="vm-scaling")
 def test_ctrl_c_and_sigterm_stop_a_run_and_its_exit_status_says_so(fleet, tmp_path):
     """A script or a CI job tells a stopped run from a finished one: 130 on Ctrl-C, 143 on SIGTERM,
     the run recorded as interrupted, no traceback, and the fleet running again."""
@@ -494,6 +524,8 @@ def point_under_way(log: Path) -> tuple[str, int] | None:
     return (m.group(1), int(m.group(2)) - 1) if m else None
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="vm-scaling")
 def test_a_run_killed_then_interrupted_is_resumed_to_the_same_points_each_measured_once(fleet, tmp_path):
     """SIGKILL half-way through a point run (its fio running, no samples yet), --resume; Ctrl-C
     that one, --resume again: every point of the run is measured exactly once per repeat, the one
@@ -544,6 +576,8 @@ def test_a_run_killed_then_interrupted_is_resumed_to_the_same_points_each_measur
     assert paused_domains() == []
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="vm-scaling")
 @pytest.mark.alone   # `harness gc` on this machine
 def test_sigkill_mid_run_then_down_leaves_nothing(fleet, tmp_path):
     proc = subprocess.Popen([HARNESS, "run", "vm-scaling", "--config", str(CONFIG), "--set",

@@ -40,6 +40,7 @@ def clean():
     assert gc.leftovers("vtb-gk-") == []
 
 
+@pytest.mark.extended(why="a second guest kernel, booted for two filesystems")
 def test_the_generic_kernel_makes_f2fs_and_nilfs2_in_a_guest_and_the_cloud_one_is_the_default():
     record = up("generic")
     assert uname(record).endswith("-amd64") and "cloud" not in uname(record)

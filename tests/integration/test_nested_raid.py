@@ -83,6 +83,8 @@ def plan(host, **kw) -> raid.RaidPlan:
                             "host": host.descriptor(), **kw})
 
 
+@pytest.mark.core
+@pytest.mark.covers(hosts="nested")
 def test_nested_host_has_md_kvm_and_its_drives(host):
     assert host.record.drives == [f"/dev/nvme{i}n1" for i in range(4)]
     assert raid.md_support(host) is None
@@ -101,6 +103,7 @@ def test_nested_host_has_md_kvm_and_its_drives(host):
     assert ("the nested host: /dev/kvm", True, "present") in results
 
 
+@pytest.mark.core
 def test_this_host_without_md_is_told_to_use_the_nested_host():
     from harness.hosts import LocalHost
     if Path("/proc/mdstat").exists():
@@ -108,6 +111,7 @@ def test_this_host_without_md_is_told_to_use_the_nested_host():
     assert "host.kind=nested" in raid.md_support(LocalHost())
 
 
+@pytest.mark.core
 def test_every_refusal_names_the_device_and_the_reason(host):
     d = host.record.drives
     with pytest.raises(raid.RaidError, match=f"{d[3]}: not on the allowlist"):
@@ -149,6 +153,7 @@ def test_every_refusal_names_the_device_and_the_reason(host):
         host.run(["wipefs", "-a", "-q", d[0]])
 
 
+@pytest.mark.extended(why="boots a 4-drive nested host in the alone phase; gc after SIGKILL is make test's")
 @pytest.mark.alone   # `harness gc` collects on this machine too
 def test_gc_reaches_into_the_nested_host(host):
     """A leftover inside the L1 (here a pool a killed run left behind) is found by `harness gc`
@@ -169,6 +174,7 @@ def test_gc_reaches_into_the_nested_host(host):
     assert DOMAIN in l0_domains()
 
 
+@pytest.mark.extended(why="boots a 4-drive nested host in the alone phase")
 @pytest.mark.alone   # `harness gc` collects on this machine too
 def test_gc_stops_an_array_a_killed_run_left_by_its_plan(host):
     """A run killed after its array was made leaves the array in the L1 and its plan here (written
@@ -188,6 +194,8 @@ def test_gc_stops_an_array_a_killed_run_left_by_its_plan(host):
     fleet.rmdir()
 
 
+@pytest.mark.core
+@pytest.mark.covers(hosts="nested", experiments="vm-scaling")
 def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_path):
     """testbed up puts the fleet on an md array with ext4 in the L1; a guest is a node like a host;
     vm-scaling's physical baseline is host fio in the L1 on the array's data file, the VMs are L2
@@ -230,6 +238,8 @@ def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_p
     assert not (STATE / "cin").exists()
 
 
+@pytest.mark.extended(why="a study in the nested host: an L2 per setup under KVM in a TCG L1")
+@pytest.mark.covers(experiments="raid-levels")
 def test_raid_levels_pe_and_ve_on_four_nvme_drives(host, tmp_path):
     """raid-levels in the nested host: host fio in the L1 (PE) and fio in an L2 guest on the sweep's
     fleet (VE), on the first drive alone and on a RAID 5 of all four; the sweep fleet and its arrays
@@ -271,6 +281,8 @@ def test_raid_levels_pe_and_ve_on_four_nvme_drives(host, tmp_path):
     assert "tearing down the sweep fleet" in out.stdout
 
 
+@pytest.mark.core
+@pytest.mark.covers(experiments="rocksdb", workloads="db_bench")
 def test_rocksdb_on_an_array_and_one_member_killed_in_its_second_block_then_resumed(host, tmp_path):
     """db_bench from the images' rocksdb-tools on the L1's array and on one member, SIGKILLed while
     the array's block runs, then --resume: the block measured before is kept, the array's is made
@@ -310,6 +322,57 @@ def test_rocksdb_on_an_array_and_one_member_killed_in_its_second_block_then_resu
     assert "readrandom" in (run / "summary.txt").read_text() and (run / "rocksdb.png").stat().st_size > 10_000
 
 
+@pytest.mark.core
+@pytest.mark.covers(hosts="ssh", experiments="vm-scaling", backends="virtio-blk")
+def test_the_nested_host_driven_as_an_ssh_host_measures_from_the_host_and_a_vm(host, tmp_path):
+    """The ssh host kind at its smallest: the nested host this module already has, driven over ssh as a
+    user's own server is (`host nested up --count 1` keeps it and writes that config), one VM on a
+    slice of its first drive, a PE and a VE point at QD1 (QEMU 7.2's emulated NVMe stalls above it
+    under TCG), then `testbed down` leaves no domain there. Two ssh hosts, Ceph over them and a kill
+    there are make test-all's (test_ceph_scaling_over_two_ssh_hosts, test_vm_scaling_over_two_ssh_hosts_...)."""
+    ssh_config = harness("host", "nested", "up", "--count", "1").stdout.strip().splitlines()[-1]
+    over_ssh = ["--config", ssh_config, "--set", "fleet.vms=1", "--set", "repeat.count=1", "--set", "settle.max_wait_s=1"]
+    try:
+        done = subprocess.run([HARNESS, "run", "vm-scaling", *over_ssh, "--vm-counts", "1", "--runtime", "2", "--ramp", "0",
+                               "--iodepth", "1", "--set", f"results_dir={tmp_path}"], capture_output=True, text=True,
+                              timeout=900)
+        print(done.stdout, done.stderr)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+        manifest = json.loads((run / "run.json").read_text())
+        assert manifest["status"] == "completed" and set(manifest["environment"]["per_host"]) == {"nested0"}
+        rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+        measured = {(r["env"], r["host"]) for r in rows if r["metric"] == "iops" and r["status"] == "ok" and r["value"] > 0}
+        assert measured == {("physical", "nested0"), ("virtual", "nested0")}, measured
+    finally:
+        down = subprocess.run([HARNESS, "testbed", "down", *over_ssh], capture_output=True, text=True, timeout=600)
+        print(down.stdout, down.stderr)
+    assert down.returncode == 0, down.stdout + down.stderr
+    conn = connect(NestedHost.load(STATE / "nested").uri)
+    try:
+        assert [d.name() for d in conn.listAllDomains()] == []
+    finally:
+        conn.close()
+
+
+@pytest.mark.extended(why="a study in the nested host: the RAID sweep's engine is raid-levels', here with chunks")
+@pytest.mark.covers(experiments="stripe-size")
+def test_stripe_size_two_chunks_of_a_raid0_on_the_host(host, tmp_path):
+    """stripe-size in the L1 at its smallest: one member alone and a RAID 0 of two chunk sizes, host
+    fio only (its VE path is raid-levels'); each chunk a setup of its own, against the RAID model."""
+    harness("run", "stripe-size", "--pe-only", "--set", "stripe_size.levels=[0]", "--set", "stripe_size.chunks_kib=[64,512]",
+            "--set", 'stripe_size.patterns=["read"]', "--set", "stripe_size.numjobs=1", "--set", "stripe_size.size_mib=32",
+            "--runtime", "2", "--ramp", "0", "--set", f"results_dir={tmp_path}")
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert json.loads((run / "run.json").read_text())["status"] == "completed"
+    rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
+    bw = {(r["setup"], r["env"]) for r in rows if r["metric"] == "bw" and r["status"] == "ok" and r["value"] > 0}
+    assert bw == {(s, "physical") for s in ("single", "raid0-n4-c64k", "raid0-n4-c512k")}, bw
+    assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
+
+
+@pytest.mark.extended(why="a study in the nested host")
+@pytest.mark.covers(experiments="mysql-raid", workloads="sysbench")
 def test_mysql_raid_on_raid6_and_one_member(host, tmp_path):
     """sysbench on MariaDB in the L1, on a loop over the VM's region of the array, for one member
     alone and a RAID 6 (the level no other test builds); no server, mount or loop is left behind.
@@ -332,6 +395,8 @@ def test_mysql_raid_on_raid6_and_one_member(host, tmp_path):
     assert host.run(["losetup", "--list", "--noheadings"]).stdout.strip() == b""
 
 
+@pytest.mark.extended(why="a study in the nested host: five filesystems")
+@pytest.mark.covers(experiments="filesystems")
 def test_filesystems_all_five_on_the_nested_host(host, tmp_path):
     """Every filesystem the study compares is made and measured in the L1 (its generic kernel has
     f2fs and nilfs2), xfs included at the default 300 MiB region; none is skipped."""
@@ -347,6 +412,8 @@ def test_filesystems_all_five_on_the_nested_host(host, tmp_path):
     assert "F2FS against EXT4" in out.stdout and "raid0-n4-c512k" in (run / "summary.txt").read_text()
 
 
+@pytest.mark.extended(why="a study in the nested host")
+@pytest.mark.covers(experiments="device-profile")
 def test_device_profile_of_a_drive_and_an_md_array_in_the_nested_host(host, tmp_path):
     """The emulated NVMe drive and a RAID 0 over the drives, profiled from the L1 (PE); a device
     made on this machine is skipped there with the reason."""
@@ -363,6 +430,7 @@ def test_device_profile_of_a_drive_and_an_md_array_in_the_nested_host(host, tmp_
     assert b"md" not in host.run(["sh", "-c", "grep ^md /proc/mdstat || true"]).stdout
 
 
+@pytest.mark.extended(why="a paused L1: make test has a host that does not answer (ssh)")
 def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(host):
     """A nested host whose kernel locks up keeps its forwarded port open but answers nothing (seen
     as RCU stalls in a TCG L1): keepalive (libvirt's, and ssh's under qemu+ssh) must turn a call on
@@ -384,6 +452,7 @@ def test_calls_to_a_nested_host_that_stops_answering_fail_instead_of_hanging(hos
     fresh.close()
 
 
+@pytest.mark.extended(why="boots the L1 again")
 def test_a_nested_host_that_died_is_booted_anew_where_the_run_reaches_it(host):
     """An L1 that died mid-run (destroyed, as a kernel panic leaves it: seen here, in TCG's nested
     SVM): the fleet's teardown removes it, and the fleet's rebuild boots a new one on the same ssh
@@ -404,6 +473,7 @@ def test_a_nested_host_that_died_is_booted_anew_where_the_run_reaches_it(host):
     connect(host.uri).close()
 
 
+@pytest.mark.extended(why="waits out the agent's patience and loses the L1")
 def test_a_nested_host_whose_guest_agent_fell_silent_is_taken_for_lost(host):
     """An L1 whose guest agent stops answering while its libvirtd still does (its qemu-ga stopped
     here; seen in CI as an L1 too busy to answer libvirt's guest-sync for minutes): a command waits
@@ -445,6 +515,8 @@ def ceph_scaling_over(ssh_config: str) -> list[str]:
             "--set", 'ceph_scaling.bs=["64k"]', "--set", "ceph_scaling.numjobs=[1]", "--runtime", "10", "--ramp", "0"]
 
 
+@pytest.mark.extended(why="two TCG L1s and Ceph over them: make test drives one ssh host")
+@pytest.mark.covers(hosts="ssh", experiments="ceph-scaling")
 @pytest.mark.timeout(1500)   # two L1s booted, a Ceph cluster over them, a fleet
 def test_ceph_scaling_over_two_ssh_hosts(nested_hosts_removed_after, tmp_path):
     """ceph-scaling over two ssh hosts (ceph.mode = "hosts"): a storage node on each, over the
@@ -485,6 +557,8 @@ def test_ceph_scaling_over_two_ssh_hosts(nested_hosts_removed_after, tmp_path):
     FIT_TO_HAND_OVER.append(ssh_config)
 
 
+@pytest.mark.extended(why="two TCG L1s, Ceph over them, L2s in each")
+@pytest.mark.covers(hosts="ssh", experiments="vm-scaling", backends="rbd")
 @pytest.mark.alone   # gc --all
 @pytest.mark.takes_handed_over_hosts   # those of test_ceph_scaling_over_two_ssh_hosts, in `make test`
 @pytest.mark.timeout(1200)   # two L1s booted, a Ceph cluster over them, two runs on them

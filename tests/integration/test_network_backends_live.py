@@ -21,6 +21,8 @@ SMALL = ["--set", 'latency.patterns=["randread"]', "--set", "iops.numjobs=[1]", 
 
 @pytest.mark.parametrize(("backend", "cpu", "daemon"), [("nbd", "daemon_cpu_s", "qemu-storage-daemon"),
                                                         ("iscsi", "tgt_cpu_s", "tgtd")])
+@pytest.mark.core
+@pytest.mark.covers(experiments="latency", backends=("nbd", "iscsi"))
 def test_a_network_backend_against_the_host(tmp_path, backend, cpu, daemon):
     out = subprocess.run([HARNESS, "run", "backends", "--set", f"results_dir={tmp_path}",
                           "--set", f'backends.backends=["{backend}"]', *SMALL, "--config", str(CONFIG)],

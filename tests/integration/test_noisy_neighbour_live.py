@@ -19,6 +19,8 @@ HARNESS = str(Path(sys.executable).parent / "harness")
 CAP = 50
 
 
+@pytest.mark.extended(why="a study: neighbour VMs")
+@pytest.mark.covers(experiments="noisy-neighbour")
 def test_a_neighbour_inflates_the_victims_latency_unless_capped(tmp_path):
     out = subprocess.run([HARNESS, "run", "noisy-neighbour", "--config", str(CONFIG), "--neighbours", "0,1",
                           "--cap-iops", str(CAP), "--runtime", "2", "--set", "noisy_neighbour.victim.ramp_s=0",

@@ -34,6 +34,7 @@ def spdk_processes() -> list[str]:
     return [l for l in out.splitlines() if PREFIX in l]
 
 
+@pytest.mark.core
 def test_the_build_is_cached():
     out = subprocess.run(["bash", str(paths.REPO / "scripts" / "spdk.sh")], capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stderr
@@ -43,6 +44,8 @@ def test_the_build_is_cached():
     assert "spdk: cached" in again.stdout
 
 
+@pytest.mark.extended(why="SPDK's two modes; make test measures SPDK in the backends sweep")
+@pytest.mark.covers(backends="vhost-user-blk-spdk")
 def test_one_vm_on_spdk_polling_and_interrupt_mode_then_nothing_is_left(tmp_path):
     before = reserved_pages()
     try:
@@ -75,6 +78,8 @@ def test_one_vm_on_spdk_polling_and_interrupt_mode_then_nothing_is_left(tmp_path
     assert not list(STATE.glob("spdk/**/*.sock")) and not (STATE / "spdk").exists()
 
 
+@pytest.mark.core
+@pytest.mark.covers(backends="vhost-user-blk-spdk")
 def test_after_a_crash_gc_stops_the_target_and_gives_the_hugepages_back():
     before = reserved_pages()
     try:

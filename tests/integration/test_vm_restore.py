@@ -33,6 +33,7 @@ def clean():
     assert not (STATE / "rs").exists()
 
 
+@pytest.mark.extended(why="every fleet in make test is restored; these are restore's edge cases")
 def test_restored_guests_are_each_their_own_machine():
     record = up()
     assert {n: s["how"] for n, s in record["started"].items()} == {"vtb-rs-vm0": "restored", "vtb-rs-vm1": "restored"}
@@ -45,6 +46,7 @@ def test_restored_guests_are_each_their_own_machine():
     assert all(abs(o) < 2 for o in offsets), offsets                # clocks set to this machine's
 
 
+@pytest.mark.extended(why="every fleet in make test is restored and measures")
 def test_a_restored_fleet_measures(tmp_path):
     harness("run", "vm-scaling", *FLEET, "--set", f"results_dir={tmp_path}", "--set", "repeat.count=1",
             "--set", "vm_scaling.vm_counts=[2]")
@@ -56,11 +58,13 @@ def test_a_restored_fleet_measures(tmp_path):
     assert len(seeds) >= 2                                           # each VM's fio drew its own
 
 
+@pytest.mark.extended(why="restore's edge cases")
 def test_a_shape_libvirt_cannot_save_boots_with_the_reason():
     record = up("disk.backend=nvme")
     assert all(s["how"] == "booted" and "non-migratable" in s["reason"] for s in record["started"].values())
 
 
+@pytest.mark.extended(why="restore's edge cases")
 def test_restore_off_boots():
     record = up("fleet.restore=false")
     assert all((s["how"], s["reason"]) == ("booted", "fleet.restore is false") for s in record["started"].values())
@@ -73,6 +77,7 @@ def _templates(record: dict) -> set[str]:
     return {s["template"] for s in record["started"].values() if s["how"] == "restored"}
 
 
+@pytest.mark.extended(why="restore's edge cases, a fleet per daemon backend")
 @pytest.mark.parametrize("backend", ["vhost-user-blk-qsd", "nbd", "iscsi"])
 def test_a_disk_served_from_outside_qemu_restores_only_from_a_template_of_its_size(backend):
     """Such a disk's size is on the daemon's command line, not in the domain XML: two sizes of one
@@ -84,6 +89,7 @@ def test_a_disk_served_from_outside_qemu_restores_only_from_a_template_of_its_si
     assert _templates(small) != _templates(large)
 
 
+@pytest.mark.extended(why="restore's edge cases")
 def test_a_restore_the_guest_shows_wrong_boots_anew_and_saves_a_fitting_template():
     """A template that lies (it holds a guest that saw a 64 MiB disk, under the key of a 128 MiB one):
     the restored guests see the wrong size, the template is thrown away, the VMs boot, a fitting

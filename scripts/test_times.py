@@ -1,0 +1,87 @@
+"""docs/testing.md's measured times (`make test-times`): each live test's tier, lane and time, and
+each tier's phases, from the JUnit reports that the last `make test` and `make test-all` left in
+$TEST_TIMES (scripts/tests.sh). Usage: test_times.py PAGE."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from junitparser import JUnitXml
+
+ROOT = Path(__file__).parents[1]
+TIMES = Path(os.environ.get("TEST_TIMES", "/var/tmp/vtb-test-times"))
+BEGIN, END = "<!-- begin: test-times (make test-times) -->", "<!-- end: test-times -->"
+TIERS = {"core": "make test", "all": "make test-all"}
+PHASES = ("lanes", "alone")
+
+
+def live_tests() -> list[dict]:
+    """Every live test as pytest collects it (tests/conftest.py: VTB_TEST_TIERS_OUT)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "tiers.json"
+        subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                        "tests/integration"], cwd=ROOT, env={**os.environ, "VTB_TEST_TIERS_OUT": str(out)},
+                       capture_output=True, check=True, timeout=300)
+        return json.loads(out.read_text())
+
+
+def reports() -> dict[tuple[str, str], JUnitXml]:
+    """{(tier, phase): report} of the reports there are."""
+    return {(t, p): JUnitXml.fromfile(str(f)) for t in TIERS for p in PHASES
+            if (f := TIMES / f"{t}-{p}.xml").exists()}
+
+
+def case_id(case) -> str:
+    return f"{case.classname.replace('.', '/')}.py::{case.name}"
+
+
+def phase_rows(found: dict) -> list[str]:
+    rows = ["| tier | phase | when | tests | failed | wall time |", "|---|---|---|---|---|---|"]
+    for (tier, phase), xml in found.items():
+        for suite in xml:
+            failed = suite.failures + suite.errors
+            rows.append(f"| `{TIERS[tier]}` | {phase} | {suite.timestamp[:16].replace('T', ' ')} | {suite.tests} "
+                        f"| {failed} | {suite.time / 60:.1f} min |")
+    return rows
+
+
+def test_rows(found: dict, live: list[dict]) -> list[str]:
+    """A row per live test: its time in its own tier's run (a core test's in `make test`), and a row
+    for the unit tests together."""
+    times: dict[str, dict[str, float]] = {}
+    for (tier, _), xml in found.items():
+        for suite in xml:
+            for case in suite:
+                times.setdefault(tier, {})[case_id(case)] = case.time
+    unit = {k: v for k, v in times.get("core", times.get("all", {})).items() if k.startswith("tests/unit/")}
+    rows = ["| test | tier | lane | seconds | why it is not in `make test` |", "|---|---|---|---|---|",
+            f"| the unit tests ({len(unit)}) | core | local | {sum(unit.values()):.0f} | |"]
+
+    def seconds(t: dict) -> float | None:
+        return times.get("core" if t["tier"] == "core" else "all", {}).get(t["id"]) or times.get("all", {}).get(t["id"])
+    for t in sorted(live, key=lambda t: (t["tier"], -(seconds(t) or 0), t["id"])):
+        s = seconds(t)
+        lane = "alone" if t["alone"] else t["lane"]
+        rows.append(f"| `{t['id'].removeprefix('tests/integration/')}` | {t['tier']} | {lane} | "
+                    f"{'not measured' if s is None else f'{s:.0f}'} | {t['why']} |")
+    return rows
+
+
+def main(page: Path) -> None:
+    found = reports()
+    if not found:
+        print(f"test_times: no JUnit report in {TIMES} (`make test` and `make test-all` leave them): "
+              "every test is listed as not measured", file=sys.stderr)
+    text = page.read_text()
+    head, rest = text.split(BEGIN)
+    tail = rest.split(END)[1]
+    body = "\n".join(["", *phase_rows(found), "", *test_rows(found, live_tests()), ""])
+    page.write_text(f"{head}{BEGIN}\n{body}\n{END}{tail}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,75 @@
+"""A new plug-in cannot arrive untested: every backend, workload and host kind vtb lists has a live
+test in `make test` (the core tier), every experiment one in either tier, and docs/testing.md lists
+every live test with its tier (tests/conftest.py reads the tiers; docs/testing.md says why)."""
+from __future__ import annotations
+
+import json
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+
+from harness import backends, experiments, hosts, workloads
+
+ROOT = Path(__file__).parents[2]
+
+
+def listed() -> dict[str, set[str]]:
+    """What vtb lists, by the kind a `covers` marker names: a workload is a module of
+    harness/workloads with a tool (TOOL) or a runner of its own in guest-agents/ (RUNNER)."""
+    tools = {m.name for m in pkgutil.iter_modules(workloads.__path__)
+             if any(hasattr(import_module(f"harness.workloads.{m.name}"), a) for a in ("TOOL", "RUNNER"))}
+    return {"backends": set(backends.all_backends()), "workloads": tools, "hosts": set(hosts.kinds()),
+            "experiments": set(experiments.registry())}
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory) -> list[dict]:
+    """Every live test, as pytest collects it: id, tier, lane, covers, why."""
+    out = tmp_path_factory.mktemp("tiers") / "tiers.json"
+    env = {**os.environ, "VTB_TEST_TIERS_OUT": str(out), "VTB_TEST_NESTED_HOSTS": ""}
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           "tests/integration"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(out.read_text())
+
+
+def covering(live: list[dict], kind: str, tiers: tuple[str, ...]) -> set[str]:
+    return {name for t in live if t["tier"] in tiers for name in t["covers"].get(kind, ())}
+
+
+@pytest.mark.parametrize("kind", ["backends", "workloads", "hosts"])
+def test_every_backend_workload_and_host_kind_has_a_live_test_in_make_test(live, kind):
+    missing = listed()[kind] - covering(live, kind, ("core",))
+    assert not missing, f"{kind} {sorted(missing)}: no live test in make test covers them; add one marked " \
+                        f"@pytest.mark.core and @pytest.mark.covers({kind}=...)"
+
+
+def test_every_experiment_has_a_live_test_in_a_tier(live):
+    missing = listed()["experiments"] - covering(live, "experiments", ("core", "extended"))
+    assert not missing, f"experiments {sorted(missing)}: no live test covers them"
+
+
+def test_covers_names_only_what_vtb_lists(live):
+    known = listed()
+    wrong = {(t["id"], kind, name) for t in live for kind, names in t["covers"].items() for name in names
+             if name not in known.get(kind, ())}
+    assert not wrong, wrong
+
+
+def test_each_extended_test_says_why_it_is_not_in_make_test(live):
+    assert not [t["id"] for t in live if t["tier"] == "extended" and not t["why"]]
+
+
+def test_docs_testing_lists_every_live_test_in_its_tier(live):
+    """docs/testing.md's generated table (`make test-times`) has a row per live test, in its tier."""
+    page = (ROOT / "docs" / "testing.md").read_text()
+    table = page.split("<!-- begin: test-times")[1].split("<!-- end: test-times")[0]
+    rows = dict(re.findall(r"^\| `([^`]+)` \| (core|extended) \|", table, re.MULTILINE))
+    assert rows == {t["id"].removeprefix("tests/integration/"): t["tier"] for t in live}, \
+        "docs/testing.md is out of date: run `make test-times`"
