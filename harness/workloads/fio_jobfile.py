@@ -44,6 +44,7 @@ TARGET_OPTIONS = ("filename", "directory")
 _TARGET = "/vtb-target"   # what the target placeholders stand for while fio resolves the file
 ALIGN = 4096   # a % offset becomes bytes rounded down to this (direct I/O needs aligned offsets)
 MARGIN_S = 60
+MAX_LINE_BYTES = 4096   # fio reads a job file's lines into a buffer of 8192 bytes: well under it
 ON_RBD = ("a job file does not run on the rbd backend yet: the host's librbd engine would reach only the last job "
           "of the file. Fix: --backend with another backend (virtio-blk, nvme, ...)")
 FILL, STEADY = "vtb-fill", "vtb-ss."   # the precondition's jobs: never measured points
@@ -94,14 +95,32 @@ class Section:
         return next((o for o in reversed(self.options) if o.key == key), None)
 
 
+def _strict_line(raw: str, n: int, where: str) -> None:
+    """A line as fio and the shell that hands it over both read it whole, or JobFileError: no control
+    character (fio's check stops at a NUL that the runner's shell drops), shorter than the buffer fio
+    reads a line into (the rest would be a line of its own), and a `[` only as a whole section header
+    (fio starts a section at any line that begins with one)."""
+    if bad := re.search(r"[\x00-\x08\x0a-\x1f\x7f]", raw):
+        raise JobFileError(f"{where} line {n}: a control character ({ord(bad.group()):#04x}) that fio and the "
+                           "shell that hands the file over would read differently. Fix: remove it (and save the file "
+                           "with Unix line ends)")
+    if len(raw.encode()) >= MAX_LINE_BYTES:
+        raise JobFileError(f"{where} line {n}: {len(raw.encode())} bytes; fio reads a longer line in pieces, each as "
+                           f"a line of its own. Fix: keep each line under {MAX_LINE_BYTES} bytes")
+    if raw.lstrip().startswith("[") and not re.fullmatch(r"\s*\[[^\[\]]+\]\s*", raw):
+        raise JobFileError(f"{where} line {n}: `{raw.strip()[:60]}`: fio starts a new section at any line that "
+                           "begins with `[`. Fix: close the section header, `[name]`, with nothing after it")
+
+
 def _sections(text: str, where: str) -> list[Section]:
     sections: list[Section] = []
     name, start, options = None, 0, []
-    for n, raw in enumerate(text.splitlines(), 1):
+    for n, raw in enumerate(text.split("\n"), 1):
+        _strict_line(raw, n, where)
         line = raw.split(";", 1)[0].split("#", 1)[0].strip()
         if not line:
             continue
-        if m := re.fullmatch(r"\[(.+)\]", line):
+        if m := re.fullmatch(r"\[([^\[\]]+)\]", line):
             if name is not None:
                 sections.append(Section(name, start, tuple(options)))
             name, start, options = m.group(1).strip(), n, []
@@ -322,7 +341,7 @@ def load(path: Path, slice_bytes: int, source: str | None = None, overrides: dic
     is wrong. The JobFile keeps the text it checked: rendering never reads the file again."""
     where = source or str(path)
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")   # as fio reads it: a \r is not a line end
     except (OSError, UnicodeDecodeError) as e:
         raise JobFileError(f"{where}: cannot read it ({e}). Fix: give a readable fio job file") from None
     sections = _sections(text, where)

@@ -83,8 +83,15 @@ def resolve(text: str, fio: str = "fio") -> list[Resolved]:
     said = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if line.strip())
     if done.returncode != 0 or re.search(r"failed parsing|dropped|Bad option", said):
         raise FioRefused(said.strip()[-1500:])
-    command = next((line for line in done.stdout.splitlines() if line.startswith("fio ")), "fio ")
-    return _options(command[len("fio"):])
+    # Exactly one line of options, or nothing is judged: fio prints warnings (a deprecated option's)
+    # into that line, and options read past one would go unjudged.
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    if done.stderr.strip() or len(lines) != 1 or not _SHOWCMD.fullmatch(lines[0].rstrip()):
+        raise FioRefused(f"fio said more than the options it read: {said.strip()[-1500:]}")
+    return _options(lines[0][len("fio"):])
+
+
+_SHOWCMD = re.compile(r"fio( --[\w-]+(=.*?)?(?= --[\w-]+|$))*")
 
 
 def _options(line: str) -> list[Resolved]:

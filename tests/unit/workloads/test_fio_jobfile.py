@@ -229,14 +229,19 @@ REFUSED_LINES = ["exec_prerun=touch /tmp/vtb-x", "exec_postrun=id", "filename_fo
                  "filesize=1g", "write_iolog=/tmp/x", "write_lat_log=/tmp/x", "read_iolog=/tmp/x", "fill_device=1",
                  "numjobs=0x10", "offset_increment=0x800000", "size=0x2000000", "offset=3m", "uid=1000",
                  "lockmem=1g", "profile=tiobench", "verify_dump=1", "include /etc/shadow", "ioscheduler=none",
-                 "rw=randrw", "bs=4k", "iodepth=0x4", "unlink=1", "kb_base=1000", "zonemode=strided"]
+                 "rw=randrw", "bs=4k", "iodepth=0x4", "unlink=1", "kb_base=1000", "zonemode=strided",
+                 # fio prints a deprecated option's warning into the line of options it read
+                 "verifysort=1", "verifysort_nr=1", "flow_watermark=1",
+                 # a header fio opens where vtb saw an option; a line fio reads in two
+                 "[zz", "[globalx", "[a]b]", "description=" + "x" * 8179 + "include /etc/shadow",
+                 "mem=mmap\x00:/tmp/vtb-x", "bs=4k\r"]
 
 
 @st.composite
 def variant(draw) -> str:
     line = draw(st.sampled_from(REFUSED_LINES))
     key, eq, value = line.partition("=")
-    how = draw(st.sampled_from(["as is", "upper", "title", "dollar", "pad", "tab", "hex"]))
+    how = draw(st.sampled_from(["as is", "upper", "title", "dollar", "pad", "tab", "hex", "control"]))
     if how == "upper":
         key = key.upper()
     elif how == "title":
@@ -250,6 +255,9 @@ def variant(draw) -> str:
         key = f"\t{key}\t"
     elif how == "hex" and value.isdigit():
         value = hex(int(value))
+    elif how == "control":
+        cut = draw(st.integers(0, len(value)))
+        value = value[:cut] + chr(draw(st.sampled_from([0, 1, 8, 11, 12, 13, 27, 127]))) + value[cut:]
     return f"{key}{eq}{value}"
 
 
@@ -294,3 +302,36 @@ def test_what_runs_is_the_text_that_was_checked(tmp_path):
     assert "cgroup" not in j.render(0)
     with pytest.raises(JobFileError, match="cgroup"):
         job(tmp_path, (tmp_path / "my.fio").read_text())
+
+
+# --- the file read whole, as fio and the runner's shell both read it ---------------------------------
+def test_a_deprecated_option_cannot_hide_the_options_fio_read(tmp_path):
+    """fio prints a deprecated option's warning after `fio ` on its --showcmd line, and the options
+    on the next line: nothing of that output may go unjudged."""
+    said = refusal_of(tmp_path, '[global]\nverifysort=1\nmem=mmapshared:/tmp/vtb-x\nbuffer_pattern="x"\n[a]\nruntime=1\n')
+    assert "fio said more than the options it read" in said and "deprecated" in said
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\r", "\x1b", "\x7f", "\x0b", "\x0c"])
+def test_a_control_character_is_refused_naming_its_line(tmp_path, char):
+    """The check's fio stops at a NUL that the runner's `job=$(cat)` drops: `mem=mmap<NUL>:/path`
+    would be judged as `mem=mmap` and run as `mem=mmap:/path`."""
+    with pytest.raises(JobFileError, match=r"my.fio line 3: a control character \(0x[0-9a-f]{2}\)"):
+        job(tmp_path, f"[a]\nruntime=1\nmem=mmap{char}:/tmp/vtb-x\n")
+
+
+@pytest.mark.parametrize("header", ["[zz", "[globalx", "[a]b]", "[a] x", " [b"])
+def test_a_header_fio_would_open_where_vtb_sees_an_option_is_refused(tmp_path, header):
+    """`[zz` is a section to fio: the numjobs after it would not be the one vtb computed [a]'s range from."""
+    text = f"[a]\nruntime=1\nnumjobs=8\noffset_increment=1g\n{header}\nnumjobs=1\n"
+    with pytest.raises(JobFileError, match=r"my.fio line 5: .*fio starts a new section at any line that begins with"):
+        job(tmp_path, text)
+
+
+def test_a_line_fio_would_read_in_two_is_refused_before_anything_is_included(tmp_path):
+    said = refusal_of(tmp_path, "[a]\nruntime=1\ndescription=" + "x" * 8179 + "include /etc/shadow\n")
+    assert "my.fio line 3: 8210 bytes" in said and "root:" not in said
+
+
+def test_a_long_description_under_the_limit_is_taken(tmp_path):
+    parse_only(job(tmp_path, "[a]\nruntime=1\ndescription=" + "x" * 4000 + "\n"))
