@@ -59,7 +59,7 @@ def test_rows(found: dict, live: list[dict]) -> list[str]:
                 times.setdefault(tier, {})[case_id(case)] = case.time
     unit = {k: v for k, v in times.get("core", times.get("all", {})).items() if k.startswith("tests/unit/")}
     rows = ["| test | tier | lane | seconds | why it is not in `make test` |", "|---|---|---|---|---|",
-            f"| the unit tests ({len(unit)}) | core | local | {sum(unit.values()):.0f} | |"]
+            f"| the unit tests ({len(unit)}) | core | either | {sum(unit.values()):.0f} | |"]
 
     def seconds(t: dict) -> float | None:
         return times.get("core" if t["tier"] == "core" else "all", {}).get(t["id"]) or times.get("all", {}).get(t["id"])

@@ -15,8 +15,9 @@ case $tier in
   *) echo "scripts/tests.sh: tier '$tier' is not one of core, all" >&2; exit 2 ;;
 esac
 mkdir -p "$times"
-# The lanes hand their last two nested hosts over to the alone phase, which removes them (tests/conftest.py).
-VTB_TEST_NESTED_HOSTS=hand-over $pytest -n 2 --dist loadgroup -m "not alone$only" \
+# The lanes hand the ci fleet and their last two nested hosts over to the alone phase, which removes them
+# (tests/conftest.py).
+VTB_TEST_HAND_OVER=hand-over $pytest -n 2 --dist loadgroup -m "not alone$only" \
   --junitxml="$times/$tier-lanes.xml" "$@"; lanes=$?
-VTB_TEST_NESTED_HOSTS=take-over $pytest -m "alone$only" --junitxml="$times/$tier-alone.xml" "$@"; alone=$?
+VTB_TEST_HAND_OVER=take-over $pytest -m "alone$only" --junitxml="$times/$tier-alone.xml" "$@"; alone=$?
 for rc in $lanes $alone; do [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || exit "$rc"; done

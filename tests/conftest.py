@@ -12,17 +12,21 @@ TAIL_LINES = 40
 # `make test` runs two lanes at once, one pytest-xdist worker each (--dist loadgroup): while one
 # integration test runs, this 2-core machine was measured half idle (48-52% busy: a TCG guest waits
 # on the shared disk; a nested host's L2 keeps one of its two vCPUs busy). A lane runs its tests in
-# file order and owns its state: the nested hosts and Ceph's clusters in one, the ci fleet, its
-# sweeps and the unit tests (which keep no state) in the other; the lanes share only the machine.
-# The nested lane ends with ceph-scaling over two ssh hosts, whose two L1s under TCG want both
-# cores: it runs beside the other lane's last tests, a third slower than alone, within its bounds.
-# What acts on the whole machine (gc, a stopped libvirtd) is marked `alone` and runs after both
-# lanes, by itself.
-NESTED_LANE = {"test_nested_raid.py", "test_ceph.py"}
-# Booting two nested hosts takes minutes: `make test` sets this so that the lanes leave the two of
-# their last test up ("hand-over") for the first test of the alone phase ("take-over"), which
-# removes every nested host when it ends, whatever it ran.
-NESTED_HOSTS = os.environ.get("VTB_TEST_NESTED_HOSTS", "")
+# file order and owns its state: the nested hosts and Ceph's clusters in one, the ci fleet and its
+# sweeps in the other; the lanes share only the machine. The unit tests keep no state: each runs on
+# whichever worker is free first, so they fill the end of the lane that ends first.
+# In `make test-all` the nested lane ends with ceph-scaling over two ssh hosts, whose two L1s under
+# TCG want both cores: it runs beside the other lane's last tests, a third slower than alone, within
+# its bounds. What acts on the whole machine (gc, a stopped libvirtd) is marked `alone` and runs
+# after both lanes, by itself.
+# The network backends' sweeps (fleets of their own name) join the nested lane, which is the shorter
+# one in `make test`.
+NESTED_LANE = {"test_nested_raid.py", "test_ceph.py", "test_network_backends_live.py"}
+# What the alone phase would bring up again takes minutes: scripts/tests.sh sets this so that the
+# lanes leave it up ("hand-over": the ci fleet, paused, and the two nested hosts of their last test)
+# for the alone phase ("take-over"), which removes them when it ends, whatever it ran.
+HAND_OVER = os.environ.get("VTB_TEST_HAND_OVER", "")
+ROOT = Path(__file__).parent
 
 
 # A live test's tier (docs/testing.md): `core` runs in `make test` (the README's test command, which
@@ -50,8 +54,9 @@ def pytest_collection_modifyitems(items):
     if untiered:
         raise pytest.UsageError(f"{', '.join(untiered)}: mark each live test with exactly one tier, "
                                 "@pytest.mark.core (make test) or @pytest.mark.extended (make test-all only)")
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(lane_of(item)))
+    for item in items:   # the unit tests keep no state: in no lane, each goes to whichever worker is free first
+        if item.get_closest_marker("integration"):
+            item.add_marker(pytest.mark.xdist_group(lane_of(item)))
     items.sort(key=lambda item: item.get_closest_marker("takes_handed_over_hosts") is None)   # stable: first
 
 
@@ -73,11 +78,14 @@ def pytest_collection_finish(session):
 
 
 def pytest_sessionfinish(session):
-    """The alone phase of `make test` removes the nested hosts the lanes handed over, even when
-    the test that takes them was not selected."""
-    if NESTED_HOSTS == "take-over" and not hasattr(session.config, "workerinput"):
-        subprocess.run([str(Path(sys.executable).parent / "harness"), "host", "nested", "down", "--config",
-                        str(Path(__file__).parent / "nested.toml")], capture_output=True, timeout=600)
+    """The alone phase removes what the lanes handed over, even when the test that takes it was
+    not selected."""
+    if HAND_OVER == "take-over" and not hasattr(session.config, "workerinput"):
+        harness = str(Path(sys.executable).parent / "harness")
+        subprocess.run([harness, "host", "nested", "down", "--config", str(ROOT / "nested.toml")],
+                       capture_output=True, timeout=600)
+        if Path("/var/tmp/vtb-ci/ci").exists():   # tests/ci.toml's fleet
+            subprocess.run([harness, "testbed", "down", "--config", str(ROOT / "ci.toml")], capture_output=True, timeout=600)
 
 
 @pytest.fixture

@@ -40,11 +40,12 @@ def rows(run: Path) -> list[dict]:
 
 @pytest.mark.core
 @pytest.mark.covers(experiments=("backends", "latency", "iops", "bandwidth"),
-                    backends=("virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vfio", "vhost-user-blk-spdk", "qcow2"))
+                    backends=("virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vfio", "vhost-user-blk-spdk", "qcow2", "null"))
 def test_backends_against_the_host(tmp_path):
     # nvme is measured in its own test: QEMU 7.2's emulated NVMe stalls at queue depths above 1
     # under TCG here (guest I/O timeouts), so only its QD1 latency is a CI check.
-    wanted = ["virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vfio", "vhost-user-blk-spdk", "qcow2"]
+    # null (no storage: the breakdown's reference) is measured here too, where naming it includes it
+    wanted = ["virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vfio", "vhost-user-blk-spdk", "qcow2", "null"]
     out = harness("run", "backends", "--set", f"results_dir={tmp_path}", "--set",
                   f"backends.backends={json.dumps(wanted)}", *SMALL)
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
@@ -56,11 +57,11 @@ def test_backends_against_the_host(tmp_path):
     assert "vfio skipped" in out.stdout
     got = {(r["group"], r["backend"]) for r in rows(run) if r["metric"] in ("lat_mean", "iops", "bw")}
     for group in ("latency", "iops", "bandwidth"):
-        for backend in ("host", "virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vhost-user-blk-spdk", "qcow2"):
+        for backend in ("host", "virtio-blk", "virtio-scsi", "vhost-user-blk-qsd", "vhost-user-blk-spdk", "qcow2", "null"):
             assert (group, backend) in got
     assert all(r["status"] == "ok" for r in rows(run)), [r["error"] for r in rows(run) if r["status"] != "ok"]
     ratios = [r for r in rows(run) if r["metric"] == "ve_pe_ratio"]
-    assert len(ratios) == 3 * 5 and all(r["value"] > 0 for r in ratios)
+    assert len(ratios) == 3 * 6 and all(r["value"] > 0 for r in ratios)
     spdk = [r for r in rows(run) if r["backend"] == "vhost-user-blk-spdk" and r["metric"] == "iops"]
     assert spdk and all(r["spdk_cpu_s"] > 0 for r in spdk)   # its polling core, recorded with every sample
     for group in ("latency", "iops", "bandwidth"):
@@ -146,7 +147,7 @@ def test_latency_curve(tmp_path):
     assert gc.leftovers(SWEEP_PREFIX) == []
 
 
-@pytest.mark.core
+@pytest.mark.extended(why="the layers' breakdown; null itself is measured in make test's backends sweep")
 @pytest.mark.covers(experiments="breakdown", backends="null")
 def test_breakdown(tmp_path):
     harness("run", "breakdown", "--backend", "virtio-blk", "--set", f"results_dir={tmp_path}",

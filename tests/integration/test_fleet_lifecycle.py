@@ -48,11 +48,37 @@ def domain_ids() -> dict[str, int]:
         conn.close()
 
 
+HAND_OVER = os.environ.get("VTB_TEST_HAND_OVER", "")   # tests/conftest.py
+
+
+def pause_fleet(pause: bool) -> None:
+    """The ci fleet's running guests paused (idle TCG guests still take CPU from the lanes) or resumed."""
+    conn = libvirt.open("qemu:///system")
+    try:
+        for dom in conn.listAllDomains():
+            if dom.name().startswith(PREFIX) and dom.isActive():
+                paused = dom.state()[0] == libvirt.VIR_DOMAIN_PAUSED
+                if pause and not paused:
+                    dom.suspend()
+                elif paused and not pause:
+                    dom.resume()
+    finally:
+        conn.close()
+
+
 @pytest.fixture(scope="module")
-def fleet():
-    harness("testbed", "down", check=False)  # a previous killed session's leftovers
-    harness("testbed", "up")
+def fleet(request):
+    """The ci fleet, brought up once for the module. The lanes hand it over paused to the alone
+    phase when no test of theirs failed, and the alone phase resumes it rather than bringing it up again."""
+    if HAND_OVER == "take-over":
+        pause_fleet(False)
+    else:
+        harness("testbed", "down", check=False)  # a previous killed session's leftovers
+    harness("testbed", "up")   # keeps a fleet handed over as it is
     yield json.loads((STATE / "ci" / "testbed.json").read_text())
+    if HAND_OVER == "hand-over" and request.session.testsfailed == 0:
+        pause_fleet(True)
+        return
     harness("testbed", "down")
     assert gc.leftovers(PREFIX) == []
     assert not (STATE / "ci").exists()

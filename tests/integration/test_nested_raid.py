@@ -52,7 +52,7 @@ def nested_hosts_removed_after():
     two_ssh_hosts, need no other), but for those the lanes of `make test` hand over to its alone
     phase (tests/conftest.py), when the test that used them last passed."""
     yield
-    if os.environ.get("VTB_TEST_NESTED_HOSTS") == "hand-over" and FIT_TO_HAND_OVER:
+    if os.environ.get("VTB_TEST_HAND_OVER") == "hand-over" and FIT_TO_HAND_OVER:
         return
     harness("host", "nested", "down")
     assert not [d for d in l0_domains() if d.startswith(DOMAIN)]
@@ -340,7 +340,8 @@ def test_the_nested_host_driven_as_an_ssh_host_measures_from_the_host_and_a_vm(h
         assert done.returncode == 0, done.stdout + done.stderr
         (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
         manifest = json.loads((run / "run.json").read_text())
-        assert manifest["status"] == "completed" and set(manifest["environment"]["per_host"]) == {"nested0"}
+        assert manifest["status"] == "completed" and manifest["environment"]["host"] == "nested0"
+        assert manifest["environment"]["accel"] == "kvm"   # the L2 under KVM in the L1, as on a user's server
         rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
         measured = {(r["env"], r["host"]) for r in rows if r["metric"] == "iops" and r["status"] == "ok" and r["value"] > 0}
         assert measured == {("physical", "nested0"), ("virtual", "nested0")}, measured

@@ -32,7 +32,7 @@ def listed() -> dict[str, set[str]]:
 def live(tmp_path_factory) -> list[dict]:
     """Every live test, as pytest collects it: id, tier, lane, covers, why."""
     out = tmp_path_factory.mktemp("tiers") / "tiers.json"
-    env = {**os.environ, "VTB_TEST_TIERS_OUT": str(out), "VTB_TEST_NESTED_HOSTS": ""}
+    env = {**os.environ, "VTB_TEST_TIERS_OUT": str(out), "VTB_TEST_HAND_OVER": ""}
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                            "tests/integration"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
