@@ -5,6 +5,7 @@ HARNESS := $(VENV)/bin/harness
 PYTHON ?= python3
 LAUNCHER := /usr/local/bin/harness
 PYTEST_ARGS ?=
+export PYTEST_ARGS   # scripts/tests.sh passes them to pytest
 
 .PHONY: testbed up down test test-all test-times lint bench bootstrap host-packages venv libvirtd provider image host-image spdk launcher
 
@@ -25,14 +26,14 @@ down:
 # The lint gate first (seconds), so that a style or import error fails before any guest boots.
 # The tests also boot a nested host (RAID on emulated NVMe): build its image up front.
 # `make test` is the `core` tier: every unit test and each plug-in's smallest live test (at most
-# 30 minutes here); `make test-all` adds the `extended` tier (docs/testing.md lists both).
+# 30 minutes here); `make test-all` runs the `extended` tier after it (docs/testing.md lists both).
 test: venv lint bootstrap host-image
 	scripts/host-packages.sh --test
-	scripts/tests.sh core $(PYTEST_ARGS)
+	scripts/tests.sh core
 
 test-all: venv lint bootstrap host-image
 	scripts/host-packages.sh --test
-	scripts/tests.sh all $(PYTEST_ARGS)
+	scripts/tests.sh core extended
 
 # docs/testing.md's measured times, from the JUnit reports the last `make test` and `make test-all` left.
 test-times: venv

@@ -1,10 +1,11 @@
 """docs/testing.md's measured times (`make test-times`): each live test's tier, lane and time, and
-each tier's phases, from the JUnit reports that the last `make test` and `make test-all` left in
-$TEST_TIMES (scripts/tests.sh). Usage: test_times.py PAGE."""
+each tier's phases, from the JUnit reports that the last run of each tier left in $TEST_TIMES
+(scripts/tests.sh). Usage: test_times.py PAGE."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -15,7 +16,7 @@ from junitparser import JUnitXml
 ROOT = Path(__file__).parents[1]
 TIMES = Path(os.environ.get("TEST_TIMES", "/var/tmp/vtb-test-times"))
 BEGIN, END = "<!-- begin: test-times (make test-times) -->", "<!-- end: test-times -->"
-TIERS = {"core": "make test", "all": "make test-all"}
+TIERS = ("core", "extended")
 PHASES = ("lanes", "alone")
 
 
@@ -36,35 +37,40 @@ def reports() -> dict[tuple[str, str], JUnitXml]:
 
 
 def case_id(case) -> str:
-    return f"{case.classname.replace('.', '/')}.py::{case.name}"
+    """The test's pytest id, without the `@lane` that pytest-xdist's groups add to its name."""
+    name = re.sub(r"@[\w-]+$", "", case.name)
+    return f"{case.classname.replace('.', '/')}.py::{name}"
 
 
 def phase_rows(found: dict) -> list[str]:
-    rows = ["| tier | phase | when | tests | failed | wall time |", "|---|---|---|---|---|---|"]
+    """A row per tier and phase, and each tier's total: `make test` is the core tier, `make test-all`
+    the core tier and then the extended one."""
+    rows = ["| tier | phase | started (UTC) | tests | failed | wall time |", "|---|---|---|---|---|---|"]
+    total = dict.fromkeys(TIERS, 0.0)
     for (tier, phase), xml in found.items():
         for suite in xml:
-            failed = suite.failures + suite.errors
-            rows.append(f"| `{TIERS[tier]}` | {phase} | {suite.timestamp[:16].replace('T', ' ')} | {suite.tests} "
-                        f"| {failed} | {suite.time / 60:.1f} min |")
+            total[tier] += suite.time
+            rows.append(f"| {tier} | {phase} | {suite.timestamp[:16].replace('T', ' ')} | {suite.tests} "
+                        f"| {suite.failures + suite.errors} | {suite.time / 60:.1f} min |")
+    rows.append(f"| core | `make test`'s tests | | | | {total['core'] / 60:.1f} min |")
+    if total["extended"]:
+        rows.append(f"| both | `make test-all`'s tests | | | | {(total['core'] + total['extended']) / 60:.1f} min |")
     return rows
 
 
 def test_rows(found: dict, live: list[dict]) -> list[str]:
-    """A row per live test: its time in its own tier's run (a core test's in `make test`), and a row
-    for the unit tests together."""
-    times: dict[str, dict[str, float]] = {}
-    for (tier, _), xml in found.items():
+    """A row per live test, its time in the last run of its tier, and a row for the unit tests together."""
+    times: dict[str, float] = {}
+    for xml in found.values():
         for suite in xml:
             for case in suite:
-                times.setdefault(tier, {})[case_id(case)] = case.time
-    unit = {k: v for k, v in times.get("core", times.get("all", {})).items() if k.startswith("tests/unit/")}
+                times[case_id(case)] = case.time
+    unit = {k: v for k, v in times.items() if k.startswith("tests/unit/")}
     rows = ["| test | tier | lane | seconds | why it is not in `make test` |", "|---|---|---|---|---|",
             f"| the unit tests ({len(unit)}) | core | either | {sum(unit.values()):.0f} | |"]
 
-    def seconds(t: dict) -> float | None:
-        return times.get("core" if t["tier"] == "core" else "all", {}).get(t["id"]) or times.get("all", {}).get(t["id"])
-    for t in sorted(live, key=lambda t: (t["tier"], -(seconds(t) or 0), t["id"])):
-        s = seconds(t)
+    for t in sorted(live, key=lambda t: (t["tier"], -times.get(t["id"], 0), t["id"])):
+        s = times.get(t["id"])
         lane = "alone" if t["alone"] else t["lane"]
         rows.append(f"| `{t['id'].removeprefix('tests/integration/')}` | {t['tier']} | {lane} | "
                     f"{'not measured' if s is None else f'{s:.0f}'} | {t['why']} |")

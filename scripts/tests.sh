@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# The live tests of one tier (docs/testing.md): `core` is `make test`, `all` is `make test-all`.
-# Two lanes at once (tests/conftest.py says which and why), then the tests marked `alone`, one at a
-# time; both phases always run, and either failing fails the tier (5: nothing selected there).
-# Each phase's JUnit report goes to $TEST_TIMES (docs/testing.md's times come from them:
-# `make test-times`). Extra arguments go to pytest.
+# The tests of the tiers named (docs/testing.md), one tier after the other: `core` (every unit test
+# and the core live tests: `make test`), `extended` (the rest of the live tests: `make test-all`
+# runs both). In each tier, two lanes at once (tests/conftest.py says which and why), then its tests
+# marked `alone`, one at a time. Every phase runs; any failing fails the whole (5: nothing selected
+# there). Each phase's JUnit report goes to $TEST_TIMES/<tier>-<phase>.xml: docs/testing.md's times
+# come from them (`make test-times`). PYTEST_ARGS go to pytest.
 set -uo pipefail
-tier=${1:?usage: scripts/tests.sh core|all [pytest args]}; shift
+[ $# -gt 0 ] || { echo "usage: scripts/tests.sh core|extended ..." >&2; exit 2; }
 cd "$(dirname "$0")/.."
 pytest=.venv/bin/pytest
 times=${TEST_TIMES:-/var/tmp/vtb-test-times}
-case $tier in
-  core) only=" and not extended" ;;
-  all)  only="" ;;
-  *) echo "scripts/tests.sh: tier '$tier' is not one of core, all" >&2; exit 2 ;;
-esac
 mkdir -p "$times"
-# The lanes hand the ci fleet and their last two nested hosts over to the alone phase, which removes them
-# (tests/conftest.py).
-VTB_TEST_HAND_OVER=hand-over $pytest -n 2 --dist loadgroup -m "not alone$only" \
-  --junitxml="$times/$tier-lanes.xml" "$@"; lanes=$?
-VTB_TEST_HAND_OVER=take-over $pytest -m "alone$only" --junitxml="$times/$tier-alone.xml" "$@"; alone=$?
-for rc in $lanes $alone; do [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || exit "$rc"; done
+eval "extra=(${PYTEST_ARGS:-})"   # as the shell would split them (make passed them so before)
+status=0
+for tier in "$@"; do
+  case $tier in
+    core) only="not extended" ;;
+    extended) only="extended" ;;
+    *) echo "scripts/tests.sh: tier '$tier' is not one of core, extended" >&2; exit 2 ;;
+  esac
+  # The lanes hand the ci fleet and their last two nested hosts over to the alone phase, which
+  # removes them (tests/conftest.py).
+  VTB_TEST_HAND_OVER=hand-over $pytest -n 2 --dist loadgroup -m "not alone and $only" \
+    --junitxml="$times/$tier-lanes.xml" "${extra[@]}"; lanes=$?
+  VTB_TEST_HAND_OVER=take-over $pytest -m "alone and $only" --junitxml="$times/$tier-alone.xml" "${extra[@]}"; alone=$?
+  for rc in $lanes $alone; do
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || status=$rc
+  done
+done
+exit "$status"

@@ -3,6 +3,7 @@ test in `make test` (the core tier), every experiment one in either tier, and do
 every live test with its tier (tests/conftest.py reads the tiers; docs/testing.md says why)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pkgutil
@@ -73,3 +74,27 @@ def test_docs_testing_lists_every_live_test_in_its_tier(live):
     rows = dict(re.findall(r"^\| `([^`]+)` \| (core|extended) \|", table, re.MULTILINE))
     assert rows == {t["id"].removeprefix("tests/integration/"): t["tier"] for t in live}, \
         "docs/testing.md is out of date: run `make test-times`"
+
+
+def test_times_are_read_from_junit_by_the_tests_pytest_id(monkeypatch):
+    """scripts/test_times.py on a JUnit report of `make test`'s lanes (recorded, trimmed): each
+    case under its pytest id (without pytest-xdist's `@lane`), the phase's wall time, the unit tests
+    as one row, and a live test the report lacks said to be not measured."""
+    spec = importlib.util.spec_from_file_location("test_times", ROOT / "scripts" / "test_times.py")
+    times = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(times)
+    monkeypatch.setattr(times, "TIMES", ROOT / "tests" / "fixtures" / "junit")
+    found = times.reports()
+    assert list(found) == [("core", "lanes")]
+    assert "| core | lanes | 2026-12-06 02:36 | 916 | 1 | 29.6 min |" in times.phase_rows(found)
+    live = [{"id": "tests/integration/test_backend_sweeps.py::test_backends_against_the_host", "tier": "core",
+             "lane": "local", "alone": False, "covers": {}, "why": ""},
+            {"id": "tests/integration/test_network_backends_live.py::test_a_network_backend_against_the_host"
+                   "[iscsi-tgt_cpu_s-tgtd]", "tier": "core", "lane": "nested", "alone": False, "covers": {}, "why": ""},
+            {"id": "tests/integration/test_ceph.py::test_ceph_scaling_two_nodes_against_three", "tier": "extended",
+             "lane": "nested", "alone": False, "covers": {}, "why": "two clusters"}]
+    rows = times.test_rows(found, live)
+    assert rows[2] == "| the unit tests (1) | core | either | 0 | |"
+    assert rows[3] == "| `test_backend_sweeps.py::test_backends_against_the_host` | core | local | 329 |  |"
+    assert rows[4].endswith("[iscsi-tgt_cpu_s-tgtd]` | core | nested | 45 |  |")
+    assert rows[5].endswith("against_three` | extended | nested | not measured | two clusters |")
