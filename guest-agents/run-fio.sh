@@ -30,6 +30,12 @@ fname=$dev
 # directory named for the pool in its working directory
 [ -z "${rbd_image:-}" ] || fname=${rbd_image#*/}
 before=$(dmesg | wc -l)
-printf '%s\n' "$job" | FIO_FILENAME=$fname fio --output-format=json+ - || exit $?
+# fio writes files into its working directory (a verify state, `local-<job>-<n>-verify.state`, and
+# follows a symlink of that name): a private, empty one of its own, removed afterwards.
+work=$(mktemp -d /tmp/vtb-fio-XXXXXX) || exit 5
+rc=0
+(cd "$work" && printf '%s\n' "$job" | FIO_FILENAME=$fname fio --output-format=json+ -) || rc=$?
+rm -rf -- "$work"
+[ "$rc" -eq 0 ] || exit "$rc"
 bad=$(dmesg | awk -v n="$before" 'NR > n && tolower($0) ~ /timeout|i\/o error|abort|reset/ { print; if (++k == 3) exit }')
 [ -z "$bad" ] || { echo "run-fio: the guest kernel reported I/O trouble during the run: $bad" >&2; exit 4; }

@@ -335,3 +335,22 @@ def test_a_line_fio_would_read_in_two_is_refused_before_anything_is_included(tmp
 
 def test_a_long_description_under_the_limit_is_taken(tmp_path):
     parse_only(job(tmp_path, "[a]\nruntime=1\ndescription=" + "x" * 4000 + "\n"))
+
+
+def test_fio_on_a_host_writes_its_verify_state_in_a_folder_of_its_own(tmp_path, monkeypatch):
+    """fio saves a verify state as `local-<job>-<n>-verify.state` in its working directory, following
+    a symlink of that name: in the folder vtb was started in (a pull request's checkout, in CI), root's
+    fio would overwrite the link's target. It runs in a private, empty folder instead."""
+    from harness.hosts import LocalHost
+    from harness.workloads import fio
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    (tmp_path / "local-a-0-verify.state").symlink_to(victim)
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"\0" * (8 << 20))
+    j = job(tmp_path, "[a]\nruntime=1\nrw=write\nbs=4k\nsize=1m\nverify=crc32c\n")
+    (out,) = fio.on_host(LocalHost(), j, device=str(data), slots=[(0, 8 << 20)])
+    assert fio.parse_jobs(out.raw).facets()
+    assert victim.read_bytes() == b"untouched"   # before: fio's verify state, binary
+    assert not list(Path("/tmp").glob("vtb-fio-*"))
