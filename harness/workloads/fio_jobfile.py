@@ -38,6 +38,8 @@ REASONS = {
     "kb_base": "vtb reads sizes with fio's default base (k = 1024)",
     "lat_percentiles": "vtb's samples take completion-latency (clat) percentiles",
     "clat_percentiles": "vtb's samples take completion-latency (clat) percentiles",
+    # fio's alias of runtime: vtb bounds each job by the runtime it reads, under that name
+    "timeout": "fio reads it as runtime, and vtb bounds the job by `runtime`: write runtime=N",
 }
 # A user's own disk: replaced by each participant's target, and said so in the run's log
 TARGET_OPTIONS = ("filename", "directory")
@@ -147,9 +149,9 @@ def _bytes(opt: Option, slice_bytes: int, where: str) -> int:
     (0x...), or a whole % of the participant's slice. Not KiB (fio's default reads it as 1000), not
     a fraction (fio reads 1.5m as 1), not a space before the suffix (fio reads `4 k` as 4)."""
     value = (opt.value or "").strip().lower()
-    if m := re.fullmatch(r"(\d+)%", value):
+    if m := re.fullmatch(r"([0-9]+)%", value):   # ASCII digits: \d and int() take others fio does not
         return int(slice_bytes * int(m.group(1)) / 100) // ALIGN * ALIGN
-    if m := re.fullmatch(r"(\d+)(?:([kmgtp])b?)?", value):
+    if m := re.fullmatch(r"([0-9]+)(?:([kmgtp])b?)?", value):
         return int(m.group(1)) * _UNITS[m.group(2) or ""]
     if re.fullmatch(r"0x[0-9a-f]+", value):
         return int(value, 16)
@@ -167,7 +169,7 @@ def _count(opt: Option | None, where: str) -> int:
 
 def _seconds(opt: Option, where: str) -> float:
     value = (opt.value or "").strip().lower()
-    if m := re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|us|[smhd]?)", value):
+    if m := re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*(ms|us|[smhd]?)", value):
         return float(m.group(1)) * _TIME[m.group(2)]
     raise JobFileError(f"{where} line {opt.line}: `{opt.key}={opt.value}` is not a time vtb reads (30, 30s, 2m). "
                        "Fix: write it so")
@@ -375,12 +377,9 @@ def parse_only(job: JobFile, fio: str = "fio") -> None:
     try:
         resolved = fio_options.resolve(text, fio)
     except fio_options.FioRefused as e:
-        where, said = job.source, str(e)
-        if m := re.search(r"failed parsing (\S+?)=(.*)", said):   # the user's line that says it
-            key, value = m.group(1).lower(), m.group(2).strip()
-            line = next((o.line for s in job.sections for o in s.options if o.key == key and o.value == value), None)
-            where += f" line {line}: `{key}={value}`" if line else f": `{key}={value}`"
-        raise JobFileError(f"{where}: fio cannot parse it; fio says:\n{said}\nFix: correct the option fio names") from None
+        said = str(e)
+        raise JobFileError(f"{job.source}{_where_fio_says(job, said)}: fio cannot parse it; fio says:\n{said}\n"
+                           "Fix: correct the option fio names") from None
     for option in resolved:
         if option.key == "filename" and option.value == _TARGET or \
                 option.key == "write_iolog" and (option.value or "").startswith(f"{_TARGET}.") and job.capture:
@@ -388,6 +387,21 @@ def parse_only(job: JobFile, fio: str = "fio") -> None:
         if why := REASONS.get(option.key) or fio_options.refused(option):
             raise JobFileError(f"{job.source}{_line_of(job, option)}: fio reads `{option.key}"
                                f"{'' if option.value is None else '=' + option.value}` there: {why}. Fix: remove it")
+
+
+def _where_fio_says(job: JobFile, said: str) -> str:
+    """The user's line that fio's refusal is about, as ` line N: `key=value``, or nothing: the one
+    it failed parsing, else the first option its message names (a warning, a range), never counting
+    its echo of all of them."""
+    if m := re.search(r"failed parsing (\S+?)=(.*)", said):
+        key, value = m.group(1).lower(), m.group(2).strip()
+        line = next((o.line for s in job.sections for o in s.options if o.key == key and o.value == value), None)
+        return f" line {line}: `{key}={value}`" if line else f": `{key}={value}`"
+    message = [line for line in said.splitlines() if " --" not in line]
+    for o in (o for s in job.sections for o in s.options if o.line):
+        if any(re.search(rf"\b{re.escape(o.key)}\b", line) for line in message):
+            return f" line {o.line}: `{o.key}{'' if o.value is None else '=' + o.value}`"
+    return ""
 
 
 def _line_of(job: JobFile, option: fio_options.Resolved) -> str:

@@ -9,6 +9,7 @@ import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from typing import Callable
 
 NOBODY = 65534
 TIMEOUT_S = 30
@@ -19,19 +20,19 @@ _NUMBERS = re.compile(r"[\w.:,%/+-]*")                         # sizes, ranges, 
 _PATTERN = re.compile(r'(0x[0-9a-fA-F]+|\d+|"[^"\'\\]*")(\|?(0x[0-9a-fA-F]+|\d+|"[^"\'\\]*"))*')  # never 'FILE'
 
 # The workload's shape: what it reads and writes, how, how fast, how long, and what fio reports.
-ALLOWED: dict[str, re.Pattern | frozenset | None] = {
+ALLOWED: dict[str, re.Pattern | frozenset | Callable[[str], str | None] | None] = {
     **dict.fromkeys((
-        "stonewall", "new_group", "numjobs", "group_reporting", "thread",
+        "stonewall", "new_group", "group_reporting", "thread",
         "rw", "rw_sequencer", "bs", "ba", "bsrange", "bssplit", "bs_unaligned", "bs_is_seq_rand", "blockalign",
         "randrepeat", "allrandrepeat", "randseed", "norandommap", "random_generator",
-        "percentage_random", "ignore_error", "continue_on_error", "iodepth", "iodepth_batch",
+        "percentage_random", "ignore_error", "continue_on_error", "iodepth_batch",
         "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low", "serialize_overlap",
         "io_submit_mode", "size", "io_size", "offset", "offset_increment", "number_ios", "fsync", "fdatasync",
         "write_barrier", "direct", "atomic", "buffered", "overwrite", "loops", "startdelay", "runtime", "time_based",
         "ramp_time", "clocksource", "do_verify", "verify_interval", "verify_offset", "verify_fatal",
         "verify_async", "verify_backlog", "verify_backlog_batch", "verify_only", "experimental_verify",
         "trim_percentage", "trim_verify_zero", "trim_backlog", "trim_backlog_batch", "rwmixread", "rwmixwrite",
-        "nice", "prio", "prioclass", "thinktime", "thinktime_spin", "thinktime_blocks", "thinktime_blocks_type",
+        "thinktime_spin", "thinktime_blocks", "thinktime_blocks_type",
         "thinktime_iotime", "rate", "rate_min", "rate_process", "rate_cycle", "rate_ignore_thinktime", "rate_iops",
         "rate_iops_min", "max_latency", "latency_target", "latency_window", "latency_percentile", "latency_run",
         "invalidate", "sync", "pre_read", "cpumask", "cpus_allowed", "cpus_allowed_policy", "end_fsync",
@@ -52,7 +53,41 @@ ALLOWED: dict[str, re.Pattern | frozenset | None] = {
     "ioengine": ENGINES,
     "mem": frozenset({"malloc", "shm", "shmhuge", "mmap", "mmapshared"}),   # never mmap:FILE
     "buffer_pattern": _PATTERN, "verify_pattern": _PATTERN,
+    # What a participant may take of its host: never a higher priority than the harness's, and
+    # clones, depth and think time that fit a point's bound.
+    "nice": lambda v: _within(_whole(v), 0, 19, "a nice of 0 to 19 (never above normal priority)"),
+    "prio": lambda v: _within(_whole(v), 0, 7, "a priority of 0 to 7 within its class"),
+    "prioclass": lambda v: _within(_whole(v), 0, 3, "class 0, 2 or 3 (never 1, real time)", refuse=(1,)),
+    "numjobs": lambda v: _within(_whole(v), 1, MAX_NUMJOBS, f"1 to {MAX_NUMJOBS} clones of a job"),
+    "iodepth": lambda v: _within(_whole(v), 1, MAX_IODEPTH, f"a queue depth of 1 to {MAX_IODEPTH}"),
+    "thinktime": lambda v: _within(_microseconds(v), 0, MAX_THINKTIME_US,
+                                   f"a think time of at most {MAX_THINKTIME_US // 1_000_000} s"),
 }
+
+
+MAX_NUMJOBS = 64
+MAX_IODEPTH = 1024
+MAX_THINKTIME_US = 1_000_000
+
+
+def _whole(value: str) -> int | None:
+    """A whole number as fio reads one: ASCII decimal or 0x hex (Python's int also takes `1²`)."""
+    value = value.strip().lower()
+    if re.fullmatch(r"0x[0-9a-f]+", value):
+        return int(value, 16)
+    return int(value) if re.fullmatch(r"[0-9]+", value) else None
+
+
+def _microseconds(value: str) -> int | None:
+    """A time as fio reads thinktime: microseconds, or with a unit us, ms or s."""
+    m = re.fullmatch(r"([0-9]+)(us|ms|s)?", value.strip().lower())
+    return int(m.group(1)) * {None: 1, "us": 1, "ms": 1000, "s": 1_000_000}[m.group(2)] if m else None
+
+
+def _within(number: int | None, least: int, most: int, what: str, refuse: tuple = ()) -> str | None:
+    if number is None or not least <= number <= most or number in refuse:
+        return f"vtb takes {what}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -114,6 +149,8 @@ def refused(option: Resolved) -> str | None:
     rule, value = ALLOWED[option.key], (option.value or "").strip()
     if rule is None or option.value is None:
         return None
+    if callable(rule):
+        return rule(value)
     ok = value in rule if isinstance(rule, frozenset) else rule.fullmatch(value)
     if not ok:
         allowed = ", ".join(sorted(rule)) if isinstance(rule, frozenset) else "a number, size, range or list"

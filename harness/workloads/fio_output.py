@@ -186,7 +186,7 @@ def fio_count(value: str | None) -> int | None:
     value = (value or "1").strip().lower()
     if re.fullmatch(r"0x[0-9a-f]+", value):
         return int(value, 16)
-    return int(value) if value.isdigit() else None
+    return int(value) if re.fullmatch(r"[0-9]+", value) else None   # ASCII: isdigit() takes `1²`
 
 
 def merged_percentiles(histograms: Iterable[dict[int, int]], percentiles: Iterable[float] = PERCENTILES

@@ -354,3 +354,39 @@ def test_fio_on_a_host_writes_its_verify_state_in_a_folder_of_its_own(tmp_path, 
     assert fio.parse_jobs(out.raw).facets()
     assert victim.read_bytes() == b"untouched"   # before: fio's verify state, binary
     assert not list(Path("/tmp").glob("vtb-fio-*"))
+
+
+# --- what a participant may take of its host ------------------------------------------------------
+@pytest.mark.parametrize("line, said", [
+    ("nice=-20", "nice: max value out of range"),   # fio's own range refuses some before vtb's does
+    ("nice=-1", "fio reads `nice=-1` there: vtb takes a nice of 0 to 19"),
+    ("prioclass=1", "fio reads `prioclass=1` there: vtb takes class 0, 2 or 3 (never 1, real time)"),
+    ("prio=9", "`prio=9`: fio cannot parse it"),
+    ("numjobs=4096", "vtb takes 1 to 64 clones of a job"),
+    ("iodepth=65536", "vtb takes a queue depth of 1 to 1024"),
+    ("thinktime=1000000000", "vtb takes a think time of at most 1 s"),
+    ("thinktime=2s", "vtb takes a think time of at most 1 s"),
+])
+def test_what_would_take_more_of_the_host_than_a_point_is_refused(tmp_path, line, said):
+    got = refusal_of(tmp_path, f"[a]\nruntime=1\nsize=1m\n{line}\n")
+    assert said in got and "my.fio line 4" in got and "Fix:" in got
+
+
+@pytest.mark.parametrize("line", ["nice=10", "prioclass=3", "prio=4", "numjobs=4", "iodepth=256", "thinktime=500",
+                                  "thinktime=20ms"])
+def test_what_fits_a_participant_is_taken(tmp_path, line):
+    parse_only(job(tmp_path, f"[a]\nruntime=1\nsize=1m\n{line}\n"))
+
+
+@pytest.mark.parametrize("value", ["1²", "١٢", "８"])
+def test_digits_fio_does_not_read_as_digits_are_refused_not_a_traceback(tmp_path, value):
+    """Python's isdigit() and int() take `1²` and other scripts' digits; fio does not."""
+    with pytest.raises(JobFileError, match="vtb reads a count as a whole number"):
+        job(tmp_path, f"[a]\nruntime=1\nnumjobs={value}\n")
+    with pytest.raises(JobFileError, match="vtb reads it as bytes"):
+        fio_jobfile._bytes(fio_jobfile.Option("size", value, 1), SLICE, "f")
+
+
+def test_runtimes_alias_is_refused_since_the_bound_reads_runtime(tmp_path):
+    with pytest.raises(JobFileError, match=r"my.fio line 3: `timeout`: fio reads it as runtime"):
+        job(tmp_path, "[a]\nruntime=1\ntimeout=99999\n")
