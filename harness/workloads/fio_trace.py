@@ -208,6 +208,22 @@ class Trace:
         return self.log.text(offset)
 
 
+def _check_files_and_waits(log: Log, numbers: list[int], where: str, max_s: int) -> None:
+    """What fio needs to replay the trace within the point's runtime: a file added (fio 3.33 crashes
+    on a trace without an `add` record) and no version 2 wait longer than the runtime (fio sleeps it
+    out whole, past its runtime, until the point's bound stops it)."""
+    if ACTIONS.index("add") not in log.action:
+        raise TraceError(f"{where}: no `add` record, which names the file its I/O goes to (fio crashes on such a "
+                         "trace). Fix: add a line `<file> add` before the first I/O")
+    if log.version != 2:
+        return
+    wait = ACTIONS.index("wait")
+    for i, (act, micros) in enumerate(zip(log.action, log.offset)):
+        if act == wait and micros > max_s * 1_000_000:
+            raise TraceError(f"{where} line {numbers[i]}: a wait of {micros / 1e6:,.0f} s, longer than the replay's "
+                             f"{max_s} s: fio would sleep past it. Fix: shorten the wait, or a longer --runtime")
+
+
 def load(path, slice_bytes: int, *, iodepth: int = 16, max_s: int = 600) -> Trace:
     """The iolog at `path` (plain, or gzipped as vtb keeps captures), checked: its version, every
     record's form, every I/O inside the slice."""
@@ -232,6 +248,7 @@ def load(path, slice_bytes: int, *, iodepth: int = 16, max_s: int = 600) -> Trac
         end = max(end, offset + length)
     if not any(a in ("read", "write", "trim") for a, *_ in log.ios()):
         raise TraceError(f"{where}: no I/O to replay (no read, write or trim record). Fix: give a trace with I/O")
+    _check_files_and_waits(log, numbers, where, max_s)
     digest = hashlib.sha256()
     for record in log.records():
         digest.update(record + b"\n")

@@ -85,12 +85,12 @@ def test_a_record_split_on_a_unit_separator_is_read_as_fio_reads_it(tmp_path):
     `f\\x1fwrite\\x1f0\\x1f4096`, not a write at 0 (Python's str.split() would say the latter)."""
     record = "f\x1fwrite\x1f0\x1f4096 write 107374182400 4096"
     path = tmp_path / "t.iolog"
-    path.write_text(f"fio version 2 iolog\n{record}\n")
-    with pytest.raises(TraceError, match="line 2: write at byte 107,374,182,400 \\(\\+4,096\\) reaches beyond"):
+    path.write_text(f"fio version 2 iolog\nf\x1fwrite\x1f0\x1f4096 add\n{record}\n")
+    with pytest.raises(TraceError, match="line 3: write at byte 107,374,182,400 \\(\\+4,096\\) reaches beyond"):
         load(path, SLICE)
     trace = load(path, 200 << 30)
-    assert trace.payload(0).decode().splitlines()[1] == record   # written again from the values read
-    assert trace.payload(4096).decode().splitlines()[1] == "f\x1fwrite\x1f0\x1f4096 write 107374186496 4096"
+    assert trace.payload(0).decode().splitlines()[2] == record   # written again from the values read
+    assert trace.payload(4096).decode().splitlines()[2] == "f\x1fwrite\x1f0\x1f4096 write 107374186496 4096"
 
 
 C_SPACE = b" \t\n\v\f\r"
@@ -263,3 +263,23 @@ def test_a_capture_is_written_in_a_private_folder_and_only_the_jobs_files_come_b
     assert seen["mode"] == 0o700 and str(seen["folder"]).startswith("/tmp/vtb-iolog-")
     assert set(captures) == {f"{name}.iolog.gz"} and not seen["folder"].exists()
     assert gzip.decompress(captures[f"{name}.iolog.gz"]).splitlines()[3] == b"2 /dev/vdb read 0 4096"
+
+
+def test_a_trace_without_an_add_record_is_refused(tmp_path):
+    """fio 3.33 crashes (SIGSEGV) on a trace whose file is never added."""
+    path = tmp_path / "t.iolog"
+    path.write_text("fio version 2 iolog\n/dev/vdb open\n/dev/vdb read 0 4096\n/dev/vdb close\n")
+    with pytest.raises(TraceError, match="no `add` record"):
+        load(path, SLICE)
+
+
+def test_a_wait_longer_than_the_replay_is_refused_naming_its_line(tmp_path):
+    """fio sleeps a version 2 wait out whole, past its runtime, until the point's bound kills it."""
+    path = tmp_path / "t.iolog"
+    path.write_text("fio version 2 iolog\n/dev/vdb add\n/dev/vdb open\n/dev/vdb read 0 4096\n"
+                    "/dev/vdb wait 99999999999 0\n/dev/vdb close\n")
+    with pytest.raises(TraceError, match=r"line 5: a wait of 100,000 s, longer than the replay's 60 s"):
+        load(path, SLICE, max_s=60)
+    path.write_text("fio version 2 iolog\n/dev/vdb add\n/dev/vdb open\n/dev/vdb read 0 4096\n"
+                    "/dev/vdb wait 1000 0\n/dev/vdb close\n")
+    assert load(path, SLICE, max_s=60).meta()["trace_records"] == 5
