@@ -324,6 +324,9 @@ def _check_option(opt, where: str, capture: bool) -> None:
     """One option as vtb takes it (the refused ones, the percentiles it reports, the engines the image has)."""
     if opt.key in REASONS:
         raise JobFileError(f"{where} line {opt.line}: `{opt.key}`: {REASONS[opt.key]}. Fix: remove the line")
+    if opt.key == "name":   # the points, captures and vtb's own precondition jobs go by the section's name
+        raise JobFileError(f"{where} line {opt.line}: `name`: a job is named by its [section] header. Fix: remove "
+                           "the line, and rename the section instead")
     if opt.key == "percentile_list" and not {50.0, 99.0, 99.9} <= set(_floats(opt.value)):
         raise JobFileError(f"{where} line {opt.line}: percentile_list={opt.value} lacks 50, 99 or 99.9, which "
                            "vtb's tables report. Fix: add them, or remove the line (vtb asks for 18)")

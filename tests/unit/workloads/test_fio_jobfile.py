@@ -390,3 +390,10 @@ def test_digits_fio_does_not_read_as_digits_are_refused_not_a_traceback(tmp_path
 def test_runtimes_alias_is_refused_since_the_bound_reads_runtime(tmp_path):
     with pytest.raises(JobFileError, match=r"my.fio line 3: `timeout`: fio reads it as runtime"):
         job(tmp_path, "[a]\nruntime=1\ntimeout=99999\n")
+
+
+@pytest.mark.parametrize("value", ["vtb-fill", "vtb-ss.a", "other"])
+def test_a_name_other_than_the_sections_is_refused(tmp_path, value):
+    """`name=vtb-fill` would be read as vtb's precondition fill in the results."""
+    with pytest.raises(JobFileError, match=r"my.fio line 3: `name`: a job is named by its \[section\] header"):
+        job(tmp_path, f"[a]\nruntime=1\nname={value}\n")
