@@ -97,6 +97,11 @@ class Section:
         return next((o for o in reversed(self.options) if o.key == key), None)
 
 
+# A section header as vtb and fio both read it: no bracket, and no `;` or `#` inside (vtb would take
+# what follows for a comment, fio for part of the name).
+_HEADER = re.compile(r"\[([^\[\];#]+)\]")
+
+
 def _strict_line(raw: str, n: int, where: str) -> None:
     """A line as fio and the shell that hands it over both read it whole, or JobFileError: no control
     character (fio's check stops at a NUL that the runner's shell drops), shorter than the buffer fio
@@ -109,7 +114,7 @@ def _strict_line(raw: str, n: int, where: str) -> None:
     if len(raw.encode()) >= MAX_LINE_BYTES:
         raise JobFileError(f"{where} line {n}: {len(raw.encode())} bytes; fio reads a longer line in pieces, each as "
                            f"a line of its own. Fix: keep each line under {MAX_LINE_BYTES} bytes")
-    if raw.lstrip().startswith("[") and not re.fullmatch(r"\s*\[[^\[\]]+\]\s*", raw):
+    if raw.lstrip().startswith("[") and not _HEADER.fullmatch(raw.strip()):
         raise JobFileError(f"{where} line {n}: `{raw.strip()[:60]}`: fio starts a new section at any line that "
                            "begins with `[`. Fix: close the section header, `[name]`, with nothing after it")
 
@@ -122,11 +127,14 @@ def _sections(text: str, where: str) -> list[Section]:
         line = raw.split(";", 1)[0].split("#", 1)[0].strip()
         if not line:
             continue
-        if m := re.fullmatch(r"\[([^\[\]]+)\]", line):
+        if m := _HEADER.fullmatch(line):
             if name is not None:
                 sections.append(Section(name, start, tuple(options)))
             name, start, options = m.group(1).strip(), n, []
             continue
+        if line.startswith("["):   # `[a;b]`: what vtb reads as a comment opens a section to fio
+            raise JobFileError(f"{where} line {n}: `{raw.strip()[:60]}`: a `;` or `#` inside a section header. Fix: "
+                               "rename the section with letters, digits and . _ + -")
         if line[:7].lower() == "include":   # fio takes any line that starts so as an include
             raise JobFileError(f"{where} line {n}: an include: an included file is not checked. Fix: put its "
                                "options into this file")
@@ -390,6 +398,9 @@ def parse_only(job: JobFile, fio: str = "fio") -> None:
         if why := REASONS.get(option.key) or fio_options.refused(option):
             raise JobFileError(f"{job.source}{_line_of(job, option)}: fio reads `{option.key}"
                                f"{'' if option.value is None else '=' + option.value}` there: {why}. Fix: remove it")
+    if (clones := fio_options.clones(resolved)) > fio_options.MAX_NUMJOBS:
+        raise JobFileError(f"{job.source}: {clones} fio processes in all (each job's numjobs, summed), more than the "
+                           f"{fio_options.MAX_NUMJOBS} vtb runs for one participant. Fix: fewer jobs or clones")
 
 
 def _where_fio_says(job: JobFile, said: str) -> str:

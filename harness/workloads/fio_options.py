@@ -11,6 +11,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
+from harness.workloads.fio_output import fio_count
+
 NOBODY = 65534
 TIMEOUT_S = 30
 ENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "posixaio", "vsync", "mmap", "null"})
@@ -45,7 +47,7 @@ ALLOWED: dict[str, re.Pattern | frozenset | Callable[[str], str | None] | None] 
         "fill_device",   # ENOSPC ends the job, not an error; vtb's size still ends it at the slice
         "steadystate", "steadystate_duration", "steadystate_ramp_time",
         # the engines' own (io_uring, libaio, pvsync2)
-        "hipri", "hipri_percentage", "cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_bssplit",
+        "hipri", "hipri_percentage",   # not cmdprio*: a class per command, real time among them
         "fixedbufs", "registerfiles", "sqthread_poll", "sqthread_poll_cpu", "nonvectored", "uncached", "nowait",
         "force_async", "userspace_reap"), _NUMBERS),
     "description": _ANY, "name": re.compile(r"[\w.+-]+"), "wait_for": re.compile(r"[\w.+-]+"),
@@ -55,11 +57,11 @@ ALLOWED: dict[str, re.Pattern | frozenset | Callable[[str], str | None] | None] 
     "buffer_pattern": _PATTERN, "verify_pattern": _PATTERN,
     # What a participant may take of its host: never a higher priority than the harness's, and
     # clones, depth and think time that fit a point's bound.
-    "nice": lambda v: _within(_whole(v), 0, 19, "a nice of 0 to 19 (never above normal priority)"),
-    "prio": lambda v: _within(_whole(v), 0, 7, "a priority of 0 to 7 within its class"),
-    "prioclass": lambda v: _within(_whole(v), 0, 3, "class 0, 2 or 3 (never 1, real time)", refuse=(1,)),
-    "numjobs": lambda v: _within(_whole(v), 1, MAX_NUMJOBS, f"1 to {MAX_NUMJOBS} clones of a job"),
-    "iodepth": lambda v: _within(_whole(v), 1, MAX_IODEPTH, f"a queue depth of 1 to {MAX_IODEPTH}"),
+    "nice": lambda v: _within(fio_count(v), 0, 19, "a nice of 0 to 19 (never above normal priority)"),
+    "prio": lambda v: _within(fio_count(v), 0, 7, "a priority of 0 to 7 within its class"),
+    "prioclass": lambda v: _within(fio_count(v), 0, 3, "class 0, 2 or 3 (never 1, real time)", refuse=(1,)),
+    "numjobs": lambda v: _within(fio_count(v), 1, MAX_NUMJOBS, f"1 to {MAX_NUMJOBS} clones of a job"),
+    "iodepth": lambda v: _within(fio_count(v), 1, MAX_IODEPTH, f"a queue depth of 1 to {MAX_IODEPTH}"),
     "thinktime": lambda v: _within(_microseconds(v), 0, MAX_THINKTIME_US,
                                    f"a think time of at most {MAX_THINKTIME_US // 1_000_000} s"),
 }
@@ -68,14 +70,6 @@ ALLOWED: dict[str, re.Pattern | frozenset | Callable[[str], str | None] | None] 
 MAX_NUMJOBS = 64
 MAX_IODEPTH = 1024
 MAX_THINKTIME_US = 1_000_000
-
-
-def _whole(value: str) -> int | None:
-    """A whole number as fio reads one: ASCII decimal or 0x hex (Python's int also takes `1²`)."""
-    value = value.strip().lower()
-    if re.fullmatch(r"0x[0-9a-f]+", value):
-        return int(value, 16)
-    return int(value) if re.fullmatch(r"[0-9]+", value) else None
 
 
 def _microseconds(value: str) -> int | None:
@@ -119,14 +113,11 @@ def resolve(text: str, fio: str = "fio") -> list[Resolved]:
     if done.returncode != 0 or re.search(r"failed parsing|dropped|Bad option", said):
         raise FioRefused(said.strip()[-1500:])
     # Exactly one line of options, or nothing is judged: fio prints warnings (a deprecated option's)
-    # into that line, and options read past one would go unjudged.
+    # into that line, each ending a line of its own, and options read past one would go unjudged.
     lines = [line for line in done.stdout.splitlines() if line.strip()]
-    if done.stderr.strip() or len(lines) != 1 or not _SHOWCMD.fullmatch(lines[0].rstrip()):
+    if done.stderr.strip() or len(lines) != 1 or not (lines[0].rstrip() == "fio" or lines[0].startswith("fio --")):
         raise FioRefused(f"fio said more than the options it read: {said.strip()[-1500:]}")
     return _options(lines[0][len("fio"):])
-
-
-_SHOWCMD = re.compile(r"fio( --[\w-]+(=.*?)?(?= --[\w-]+|$))*")
 
 
 def _options(line: str) -> list[Resolved]:
@@ -140,6 +131,23 @@ def _options(line: str) -> list[Resolved]:
             job = value
         out.append(Resolved(job, key, value if eq else None))
     return out
+
+
+def clones(resolved: list[Resolved]) -> int:
+    """The fio processes the resolved options start: each job's numjobs (its own, else the global
+    one, else 1), summed over the user's jobs (vtb's own `vtb-` precondition jobs run before them)."""
+    counts: list[str | None] = []   # per job, in order: two jobs may share a name
+    global_n, ours = None, []
+    for o in resolved:
+        if o.key == "name":
+            counts.append(global_n)
+            ours.append((o.value or "").startswith("vtb-"))
+        elif o.key == "numjobs":
+            if counts:
+                counts[-1] = o.value
+            else:
+                global_n = o.value
+    return sum(fio_count(n) or 1 for n, vtbs in zip(counts, ours) if not vtbs)
 
 
 def refused(option: Resolved) -> str | None:

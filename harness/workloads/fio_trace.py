@@ -70,7 +70,7 @@ class Log:
     name: array                 # per record: its index in names
     action: array               # its index in ACTIONS
     time: array                 # version 3: microseconds since the capture began
-    offset: array               # an I/O's byte; a version 2 wait's microseconds
+    offset: array               # an I/O's byte; a version 2 wait's milliseconds since fio started
     length: array
 
     def records(self, by: int = 0) -> Iterator[bytes]:
@@ -210,18 +210,25 @@ class Trace:
 
 def _check_files_and_waits(log: Log, numbers: list[int], where: str, max_s: int) -> None:
     """What fio needs to replay the trace within the point's runtime: a file added (fio 3.33 crashes
-    on a trace without an `add` record) and no version 2 wait longer than the runtime (fio sleeps it
-    out whole, past its runtime, until the point's bound stops it)."""
+    on a trace without an `add` record), and nothing that makes fio sleep past the runtime, until
+    the point's bound stops it: a version 2 wait (until that many milliseconds after fio started)
+    past the runtime, or a gap between version 3 timestamps longer than it."""
     if ACTIONS.index("add") not in log.action:
         raise TraceError(f"{where}: no `add` record, which names the file its I/O goes to (fio crashes on such a "
                          "trace). Fix: add a line `<file> add` before the first I/O")
-    if log.version != 2:
+    if log.version == 3:   # fio sleeps out the gap between two records' timestamps (microseconds)
+        for i, (before, after) in enumerate(zip([0, *log.time], log.time)):
+            if after - before > max_s * 1_000_000:
+                raise TraceError(f"{where} line {numbers[i]}: {(after - before) / 1e6:,.0f} s after the record "
+                                 f"before it, past the replay's {max_s} s: fio would sleep past its runtime. Fix: "
+                                 "close the gap, or a longer --runtime")
         return
     wait = ACTIONS.index("wait")
-    for i, (act, micros) in enumerate(zip(log.action, log.offset)):
-        if act == wait and micros > max_s * 1_000_000:
-            raise TraceError(f"{where} line {numbers[i]}: a wait of {micros / 1e6:,.0f} s, longer than the replay's "
-                             f"{max_s} s: fio would sleep past it. Fix: shorten the wait, or a longer --runtime")
+    for i, (act, millis) in enumerate(zip(log.action, log.offset)):
+        if act == wait and millis > max_s * 1000:
+            raise TraceError(f"{where} line {numbers[i]}: a wait until {millis / 1e3:,.0f} s after the replay "
+                             f"starts, past its {max_s} s: fio would sleep past its runtime. Fix: shorten the wait, "
+                             "or a longer --runtime")
 
 
 def load(path, slice_bytes: int, *, iodepth: int = 16, max_s: int = 600) -> Trace:

@@ -233,7 +233,7 @@ REFUSED_LINES = ["exec_prerun=touch /tmp/vtb-x", "exec_postrun=id", "filename_fo
                  # fio prints a deprecated option's warning into the line of options it read
                  "verifysort=1", "verifysort_nr=1", "flow_watermark=1",
                  # a header fio opens where vtb saw an option; a line fio reads in two
-                 "[zz", "[globalx", "[a]b]", "description=" + "x" * 8179 + "include /etc/shadow",
+                 "[zz", "[globalx", "[a]b]", "[ab;c]", "[x#]", "description=" + "x" * 8179 + "include /etc/shadow",
                  "mem=mmap\x00:/tmp/vtb-x", "bs=4k\r"]
 
 
@@ -320,11 +320,12 @@ def test_a_control_character_is_refused_naming_its_line(tmp_path, char):
         job(tmp_path, f"[a]\nruntime=1\nmem=mmap{char}:/tmp/vtb-x\n")
 
 
-@pytest.mark.parametrize("header", ["[zz", "[globalx", "[a]b]", "[a] x", " [b"])
+@pytest.mark.parametrize("header", ["[zz", "[globalx", "[a]b]", "[a] x", " [b", "[ab;c]", "[ab#]", "[global1;"])
 def test_a_header_fio_would_open_where_vtb_sees_an_option_is_refused(tmp_path, header):
     """`[zz` is a section to fio: the numjobs after it would not be the one vtb computed [a]'s range from."""
     text = f"[a]\nruntime=1\nnumjobs=8\noffset_increment=1g\n{header}\nnumjobs=1\n"
-    with pytest.raises(JobFileError, match=r"my.fio line 5: .*fio starts a new section at any line that begins with"):
+    with pytest.raises(JobFileError, match=r"my.fio line 5: .*(fio starts a new section at any line that begins with|"
+                                           r"a `;` or `#` inside a section header)"):
         job(tmp_path, text)
 
 
@@ -397,3 +398,23 @@ def test_a_name_other_than_the_sections_is_refused(tmp_path, value):
     """`name=vtb-fill` would be read as vtb's precondition fill in the results."""
     with pytest.raises(JobFileError, match=r"my.fio line 3: `name`: a job is named by its \[section\] header"):
         job(tmp_path, f"[a]\nruntime=1\nname={value}\n")
+
+
+def test_clones_are_bounded_over_the_whole_file_not_per_job(tmp_path):
+    text = "[global]\nruntime=1\nsize=64k\nnumjobs=40\n[a]\n[b]\n"
+    assert "80 fio processes in all" in refusal_of(tmp_path, text)
+    parse_only(job(tmp_path, "[global]\nruntime=1\nsize=64k\nnumjobs=30\n[a]\n[b]\nnumjobs=34\n"))
+
+
+@pytest.mark.parametrize("line", ["cmdprio_class=1", "cmdprio_percentage=100", "cmdprio_bssplit=4k/100/1"])
+def test_a_priority_per_command_is_refused(tmp_path, line):
+    assert "vtb runs only options that shape the I/O" in refusal_of(tmp_path, f"[a]\nruntime=1\nioengine=libaio\n{line}\n")
+
+
+def test_two_jobs_of_one_name_are_two_jobs_clones_counted(tmp_path):
+    assert "66 fio processes in all" in refusal_of(tmp_path, "[global]\nruntime=1\nsize=64k\nnumjobs=33\n[a]\n[a]\n")
+
+
+def test_a_precondition_does_not_count_as_clones_of_the_users_jobs(tmp_path):
+    pre = fio_jobfile.Precondition(window_s=1, ramp_s=0, max_s=3)
+    parse_only(job(tmp_path, "[global]\nruntime=1\nsize=64k\nnumjobs=60\n[a]\n", precondition=pre))

@@ -273,13 +273,23 @@ def test_a_trace_without_an_add_record_is_refused(tmp_path):
         load(path, SLICE)
 
 
-def test_a_wait_longer_than_the_replay_is_refused_naming_its_line(tmp_path):
+def test_a_wait_past_the_replay_is_refused_naming_its_line(tmp_path):
     """fio sleeps a version 2 wait out whole, past its runtime, until the point's bound kills it."""
     path = tmp_path / "t.iolog"
+    for millis in (99999999999, 3600000, 60001):   # until that many ms after fio started (iolog.c)
+        path.write_text("fio version 2 iolog\n/dev/vdb add\n/dev/vdb open\n/dev/vdb read 0 4096\n"
+                        f"/dev/vdb wait {millis} 0\n/dev/vdb close\n")
+        with pytest.raises(TraceError, match=r"line 5: a wait until [\d,]+ s after the replay starts, past its 60 s"):
+            load(path, SLICE, max_s=60)
     path.write_text("fio version 2 iolog\n/dev/vdb add\n/dev/vdb open\n/dev/vdb read 0 4096\n"
-                    "/dev/vdb wait 99999999999 0\n/dev/vdb close\n")
-    with pytest.raises(TraceError, match=r"line 5: a wait of 100,000 s, longer than the replay's 60 s"):
-        load(path, SLICE, max_s=60)
-    path.write_text("fio version 2 iolog\n/dev/vdb add\n/dev/vdb open\n/dev/vdb read 0 4096\n"
-                    "/dev/vdb wait 1000 0\n/dev/vdb close\n")
+                    "/dev/vdb wait 60000 0\n/dev/vdb close\n")
     assert load(path, SLICE, max_s=60).meta()["trace_records"] == 5
+
+
+def test_a_gap_between_version_3_timestamps_longer_than_the_replay_is_refused(tmp_path):
+    path = tmp_path / "t.iolog"
+    path.write_text("fio version 3 iolog\n0 /dev/vdb add\n1 /dev/vdb open\n2 /dev/vdb read 0 4096\n"
+                    "61000002 /dev/vdb read 4096 4096\n61000003 /dev/vdb close\n")
+    with pytest.raises(TraceError, match=r"line 5: 61 s after the record before it, past the replay's 60 s"):
+        load(path, SLICE, max_s=60)
+    assert load(path, SLICE, max_s=120).meta()["trace_records"] == 5
