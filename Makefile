@@ -25,8 +25,8 @@ down:
 
 # The lint gate first (seconds), so that a style or import error fails before any guest boots.
 # The tests also boot a nested host (RAID on emulated NVMe): build its image up front.
-# `make test` is the `core` tier: every unit test and each plug-in's smallest live test (at most
-# 30 minutes here); `make test-all` runs the `extended` tier after it (docs/testing.md lists both).
+# `make test` is the `core` tier: every unit test and each plug-in's smallest live test;
+# `make test-all` runs the `extended` tier after it (docs/testing.md: what each runs, and how long).
 test: venv lint bootstrap host-image
 	scripts/host-packages.sh --test
 	scripts/tests.sh core

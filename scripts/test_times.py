@@ -24,9 +24,11 @@ def live_tests() -> list[dict]:
     """Every live test as pytest collects it (tests/conftest.py: VTB_TEST_TIERS_OUT)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "tiers.json"
-        subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                        "tests/integration"], cwd=ROOT, env={**os.environ, "VTB_TEST_TIERS_OUT": str(out)},
-                       capture_output=True, check=True, timeout=300)
+        env = {**os.environ, "VTB_TEST_TIERS_OUT": str(out), "VTB_TEST_HAND_OVER": "", "VTB_TEST_FLEET_HAND_OVER": ""}
+        done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                               "tests/integration"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            sys.exit(f"test_times: collecting the live tests failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
         return json.loads(out.read_text())
 
 

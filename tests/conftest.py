@@ -22,11 +22,12 @@ TAIL_LINES = 40
 # The network backends' sweeps (fleets of their own name) join the nested lane, which is the shorter
 # one in `make test`.
 NESTED_LANE = {"test_nested_raid.py", "test_ceph.py", "test_network_backends_live.py"}
-# What the alone phase would bring up again takes minutes: scripts/tests.sh sets this so that the
-# lanes leave it up ("hand-over": the ci fleet, paused, and the two nested hosts of their last test)
-# for the alone phase ("take-over"), which removes them when it ends, whatever it ran.
+# What the alone phase would bring up again takes minutes: scripts/tests.sh sets these so that the
+# lanes leave it up ("hand-over": the two nested hosts of their last test; the ci fleet, paused, in
+# the core tier) for the alone phase ("take-over"), which removes them when it ends, whatever it ran.
 HAND_OVER = os.environ.get("VTB_TEST_HAND_OVER", "")
-ROOT = Path(__file__).parent
+FLEET_HAND_OVER = os.environ.get("VTB_TEST_FLEET_HAND_OVER", "")
+TESTS = Path(__file__).parent
 
 
 # A live test's tier (docs/testing.md): `core` runs in `make test` (the README's test command, which
@@ -80,12 +81,14 @@ def pytest_collection_finish(session):
 def pytest_sessionfinish(session):
     """The alone phase removes what the lanes handed over, even when the test that takes it was
     not selected."""
-    if HAND_OVER == "take-over" and not hasattr(session.config, "workerinput"):
-        harness = str(Path(sys.executable).parent / "harness")
-        subprocess.run([harness, "host", "nested", "down", "--config", str(ROOT / "nested.toml")],
+    if hasattr(session.config, "workerinput") or session.config.option.collectonly:
+        return
+    harness = str(Path(sys.executable).parent / "harness")
+    if HAND_OVER == "take-over":
+        subprocess.run([harness, "host", "nested", "down", "--config", str(TESTS / "nested.toml")],
                        capture_output=True, timeout=600)
-        if Path("/var/tmp/vtb-ci/ci").exists():   # tests/ci.toml's fleet
-            subprocess.run([harness, "testbed", "down", "--config", str(ROOT / "ci.toml")], capture_output=True, timeout=600)
+    if FLEET_HAND_OVER == "take-over":
+        subprocess.run([harness, "testbed", "down", "--config", str(TESTS / "ci.toml")], capture_output=True, timeout=600)
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ def harness(*args):
 
 def storage_daemons() -> list[str]:
     out = subprocess.run(["pgrep", "-af", "qemu-storage-daemon|bin/vhost "], capture_output=True, text=True).stdout
-    return [l for l in out.splitlines() if "vtb-" in l]
+    return [l for l in out.splitlines() if SWEEP_PREFIX in l]   # the other lane's sweeps have names of their own
 
 
 def rows(run: Path) -> list[dict]:

@@ -48,7 +48,7 @@ def domain_ids() -> dict[str, int]:
         conn.close()
 
 
-HAND_OVER = os.environ.get("VTB_TEST_HAND_OVER", "")   # tests/conftest.py
+HAND_OVER = os.environ.get("VTB_TEST_FLEET_HAND_OVER", "")   # tests/conftest.py
 
 
 def pause_fleet(pause: bool) -> None:

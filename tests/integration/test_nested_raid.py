@@ -49,8 +49,8 @@ FIT_TO_HAND_OVER = []   # the two ssh hosts' config, once a test left them clean
 @pytest.fixture(scope="module")
 def nested_hosts_removed_after():
     """Every nested host removed once the module ends (the tests that boot hosts of their own,
-    two_ssh_hosts, need no other), but for those the lanes of `make test` hand over to its alone
-    phase (tests/conftest.py), when the test that used them last passed."""
+    two_ssh_hosts, need no other), but for those the lanes of the extended tier hand over to its
+    alone phase (tests/conftest.py), when the test that used them last passed."""
     yield
     if os.environ.get("VTB_TEST_HAND_OVER") == "hand-over" and FIT_TO_HAND_OVER:
         return
@@ -561,7 +561,7 @@ def test_ceph_scaling_over_two_ssh_hosts(nested_hosts_removed_after, tmp_path):
 @pytest.mark.extended(why="two TCG L1s, Ceph over them, L2s in each")
 @pytest.mark.covers(hosts="ssh", experiments="vm-scaling", backends="rbd")
 @pytest.mark.alone   # gc --all
-@pytest.mark.takes_handed_over_hosts   # those of test_ceph_scaling_over_two_ssh_hosts, in `make test`
+@pytest.mark.takes_handed_over_hosts   # those of test_ceph_scaling_over_two_ssh_hosts, in `make test-all`
 @pytest.mark.timeout(1200)   # two L1s booted, a Ceph cluster over them, two runs on them
 def test_vm_scaling_over_two_ssh_hosts_then_sigkill_and_gc(nested_hosts_removed_after, tmp_path):
     """vm-scaling with one VM on each of two ssh hosts, on the rbd backend in a Ceph cluster over

@@ -4,12 +4,8 @@ every live test with its tier (tests/conftest.py reads the tiers; docs/testing.m
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import pkgutil
 import re
-import subprocess
-import sys
 from importlib import import_module
 from pathlib import Path
 
@@ -29,15 +25,18 @@ def listed() -> dict[str, set[str]]:
             "experiments": set(experiments.registry())}
 
 
+def times_script():
+    """scripts/test_times.py, which collects the live tests and renders docs/testing.md's times."""
+    spec = importlib.util.spec_from_file_location("test_times", ROOT / "scripts" / "test_times.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="module")
-def live(tmp_path_factory) -> list[dict]:
+def live() -> list[dict]:
     """Every live test, as pytest collects it: id, tier, lane, covers, why."""
-    out = tmp_path_factory.mktemp("tiers") / "tiers.json"
-    env = {**os.environ, "VTB_TEST_TIERS_OUT": str(out), "VTB_TEST_HAND_OVER": ""}
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           "tests/integration"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(out.read_text())
+    return times_script().live_tests()
 
 
 def covering(live: list[dict], kind: str, tiers: tuple[str, ...]) -> set[str]:
@@ -80,9 +79,7 @@ def test_times_are_read_from_junit_by_the_tests_pytest_id(monkeypatch):
     """scripts/test_times.py on a JUnit report of `make test`'s lanes (recorded, trimmed): each
     case under its pytest id (without pytest-xdist's `@lane`), the phase's wall time, the unit tests
     as one row, and a live test the report lacks said to be not measured."""
-    spec = importlib.util.spec_from_file_location("test_times", ROOT / "scripts" / "test_times.py")
-    times = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(times)
+    times = times_script()
     monkeypatch.setattr(times, "TIMES", ROOT / "tests" / "fixtures" / "junit")
     found = times.reports()
     assert list(found) == [("core", "lanes")]
