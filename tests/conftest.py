@@ -19,9 +19,9 @@ TAIL_LINES = 40
 # TCG want both cores: it runs beside the other lane's last tests, a third slower than alone, within
 # its bounds. What acts on the whole machine (gc, a stopped libvirtd) is marked `alone` and runs
 # after both lanes, by itself.
-# The network backends' sweeps (fleets of their own name) join the nested lane, which is the shorter
-# one in `make test`.
-NESTED_LANE = {"test_nested_raid.py", "test_ceph.py", "test_network_backends_live.py"}
+# The network backends' sweeps and the CI example (fleets of their own names) join the nested lane,
+# which balances the lanes of `make test`.
+NESTED_LANE = {"test_nested_raid.py", "test_ceph.py", "test_network_backends_live.py", "test_ci_example.py"}
 # What the alone phase would bring up again takes minutes: scripts/tests.sh sets these so that the
 # lanes leave it up ("hand-over": the two nested hosts of their last test; the ci fleet, paused, in
 # the core tier) for the alone phase ("take-over"), which removes them when it ends, whatever it ran.
