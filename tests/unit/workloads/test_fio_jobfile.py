@@ -179,10 +179,19 @@ def test_an_include_in_any_form_is_refused_without_reading_it(tmp_path, line):
     ("ioengine=exec", "ioengine=exec is not in the guest image's fio"),
     ("ioengine=external:/tmp/x.so", "ioengine=external:/tmp/x.so is not in the guest image's fio"),
     ("exec_prerun=touch /tmp/x", "`exec_prerun`: it would run a command"),
+    # what would take more of the host than a point: bounded on fio's own reading
+    ("nice=-20", "nice: max value out of range"),   # fio's own range refuses some before vtb's does
+    ("nice=-1", "fio reads `nice=-1` there: vtb takes a nice of 0 to 19"),
+    ("prioclass=1", "fio reads `prioclass=1` there: vtb takes class 0, 2 or 3 (never 1, real time)"),
+    ("prio=9", "`prio=9`: fio cannot parse it"),
+    ("numjobs=4096", "vtb takes 1 to 64 clones of a job"),
+    ("iodepth=65536", "vtb takes a queue depth of 1 to 1024"),
+    ("thinktime=1000000000", "vtb takes a think time of at most 1 s"),
+    ("thinktime=2s", "vtb takes a think time of at most 1 s"),
 ])
 def test_options_that_reach_outside_the_target_are_refused_by_the_name_fio_resolves(tmp_path, line, said):
-    got = refusal_of(tmp_path, f"[a]\nruntime=1\n{line}\n")
-    assert said in got and "my.fio line 3" in got and "Fix:" in got
+    got = refusal_of(tmp_path, f"[a]\nruntime=1\nsize=1m\n{line}\n")
+    assert said in got and "my.fio line 4" in got and "Fix:" in got
 
 
 def test_a_users_own_disk_is_replaced_by_each_participants_target_and_said(tmp_path):
@@ -357,22 +366,7 @@ def test_fio_on_a_host_writes_its_verify_state_in_a_folder_of_its_own(tmp_path, 
     assert not list(Path("/tmp").glob("vtb-fio-*"))
 
 
-# --- what a participant may take of its host ------------------------------------------------------
-@pytest.mark.parametrize("line, said", [
-    ("nice=-20", "nice: max value out of range"),   # fio's own range refuses some before vtb's does
-    ("nice=-1", "fio reads `nice=-1` there: vtb takes a nice of 0 to 19"),
-    ("prioclass=1", "fio reads `prioclass=1` there: vtb takes class 0, 2 or 3 (never 1, real time)"),
-    ("prio=9", "`prio=9`: fio cannot parse it"),
-    ("numjobs=4096", "vtb takes 1 to 64 clones of a job"),
-    ("iodepth=65536", "vtb takes a queue depth of 1 to 1024"),
-    ("thinktime=1000000000", "vtb takes a think time of at most 1 s"),
-    ("thinktime=2s", "vtb takes a think time of at most 1 s"),
-])
-def test_what_would_take_more_of_the_host_than_a_point_is_refused(tmp_path, line, said):
-    got = refusal_of(tmp_path, f"[a]\nruntime=1\nsize=1m\n{line}\n")
-    assert said in got and "my.fio line 4" in got and "Fix:" in got
-
-
+# --- what a participant may take of its host (the refusals are above) -----------------------------
 @pytest.mark.parametrize("line", ["nice=10", "prioclass=3", "prio=4", "numjobs=4", "iodepth=256", "thinktime=500",
                                   "thinktime=20ms"])
 def test_what_fits_a_participant_is_taken(tmp_path, line):
