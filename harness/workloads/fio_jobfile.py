@@ -50,6 +50,7 @@ MAX_LINE_BYTES = 4096   # fio reads a job file's lines into a buffer of 8192 byt
 ON_RBD = ("a job file does not run on the rbd backend yet: the host's librbd engine would reach only the last job "
           "of the file. Fix: --backend with another backend (virtio-blk, nvme, ...)")
 FILL, STEADY = "vtb-fill", "vtb-ss."   # the precondition's jobs: never measured points
+OWN_JOBS = fio_options.OWN_JOBS       # what every name of vtb's own jobs starts with
 
 
 @dataclass(frozen=True)
@@ -321,8 +322,8 @@ def _check_sections(job: JobFile, sections: list, where: str, capture: bool) -> 
         if not re.fullmatch(r"[\w.+-]+", s.name):   # it names the job's captured iolog, and its points
             raise JobFileError(f"{where} line {s.line}: [{s.name}]: vtb takes job names of letters, digits and . _ + -. "
                                "Fix: rename the job")
-        if s.name == FILL or s.name.startswith(STEADY):
-            raise JobFileError(f"{where} line {s.line}: [{s.name}]: vtb names its precondition's jobs so. Fix: "
+        if s.name.startswith(OWN_JOBS):   # its precondition's, which the results and the clone count set apart
+            raise JobFileError(f"{where} line {s.line}: [{s.name}]: vtb names its own jobs `{OWN_JOBS}...`. Fix: "
                                "rename the job")
         for opt in s.options:
             _check_option(opt, where, capture)

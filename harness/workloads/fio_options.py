@@ -67,6 +67,7 @@ ALLOWED: dict[str, re.Pattern | frozenset | Callable[[str], str | None] | None] 
 }
 
 
+OWN_JOBS = "vtb-"   # vtb's own jobs' names (a precondition's); a user's job may not start so
 MAX_NUMJOBS = 64
 MAX_IODEPTH = 1024
 MAX_THINKTIME_US = 1_000_000
@@ -141,7 +142,7 @@ def clones(resolved: list[Resolved]) -> int:
     for o in resolved:
         if o.key == "name":
             counts.append(global_n)
-            ours.append((o.value or "").startswith("vtb-"))
+            ours.append((o.value or "").startswith(OWN_JOBS))
         elif o.key == "numjobs":
             if counts:
                 counts[-1] = o.value
