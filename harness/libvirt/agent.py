@@ -160,11 +160,17 @@ class GuestAgent:
 
 
 KILL_GRACE_S = 30
-# $1: a pid, $2: seconds of grace. Runs detached in the guest (nobody waits for it).
+# $1: a pid, $2: seconds of grace. Runs detached in the guest (nobody waits for it). The tree is
+# taken before the TERM: a process whose parent ends is no longer under it (fio's jobs, once the
+# runner has gone), and each one of it still alive after the grace is killed, with what it started.
 KILL_TREE = ('tree() { for c in $(pgrep -P "$1"); do tree "$c"; done; echo "$1"; }\n'
-             'kill -TERM $(tree "$1") 2>/dev/null\n'
-             'for _ in $(seq 1 "$2"); do kill -0 "$1" 2>/dev/null || exit 0; sleep 1; done\n'
-             'kill -KILL $(tree "$1") 2>/dev/null')
+             'pids=$(tree "$1")\n'
+             'kill -TERM $pids 2>/dev/null\n'
+             'for _ in $(seq 1 "$2"); do\n'
+             '  alive=""; for p in $pids; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done\n'
+             '  [ -n "$alive" ] || exit 0; sleep 1\n'
+             'done\n'
+             'kill -KILL $(for p in $alive; do tree "$p"; done) 2>/dev/null')
 
 
 # libvirt's words while the guest has the agent's channel closed (its qemu-ga restarting, or a TCG
