@@ -117,7 +117,8 @@ def _strict_line(raw: str, n: int, where: str) -> None:
                            f"a line of its own. Fix: keep each line under {MAX_LINE_BYTES} bytes")
     if raw.lstrip().startswith("[") and not _HEADER.fullmatch(raw.strip()):
         raise JobFileError(f"{where} line {n}: `{raw.strip()[:60]}`: fio starts a new section at any line that "
-                           "begins with `[`. Fix: close the section header, `[name]`, with nothing after it")
+                           "begins with `[`. Fix: close the section header, `[name]`, with no `;` or `#` in it and "
+                           "nothing after it")
 
 
 def _sections(text: str, where: str) -> list[Section]:
@@ -133,9 +134,6 @@ def _sections(text: str, where: str) -> list[Section]:
                 sections.append(Section(name, start, tuple(options)))
             name, start, options = m.group(1).strip(), n, []
             continue
-        if line.startswith("["):   # `[a;b]`: what vtb reads as a comment opens a section to fio
-            raise JobFileError(f"{where} line {n}: `{raw.strip()[:60]}`: a `;` or `#` inside a section header. Fix: "
-                               "rename the section with letters, digits and . _ + -")
         if line[:7].lower() == "include":   # fio takes any line that starts so as an include
             raise JobFileError(f"{where} line {n}: an include: an included file is not checked. Fix: put its "
                                "options into this file")

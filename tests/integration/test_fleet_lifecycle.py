@@ -20,6 +20,7 @@ import libvirt
 import pytest
 
 from harness.fleet import gc
+from harness.libvirt import pausing
 from harness.libvirt.agent import AgentError, GuestAgent
 from harness.results import columns
 
@@ -52,16 +53,16 @@ HAND_OVER = os.environ.get("VTB_TEST_FLEET_HAND_OVER", "")   # tests/conftest.py
 
 
 def pause_fleet(pause: bool) -> None:
-    """The ci fleet's running guests paused (idle TCG guests still take CPU from the lanes) or resumed."""
+    """The ci fleet's running guests paused (idle TCG guests still take CPU from the lanes), or
+    resumed as gc resumes what a killed run left paused."""
     conn = libvirt.open("qemu:///system")
     try:
-        for dom in conn.listAllDomains():
-            if dom.name().startswith(PREFIX) and dom.isActive():
-                paused = dom.state()[0] == libvirt.VIR_DOMAIN_PAUSED
-                if pause and not paused:
-                    dom.suspend()
-                elif paused and not pause:
-                    dom.resume()
+        if not pause:
+            pausing.resume_paused(conn, (PREFIX,))
+            return
+        for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_RUNNING):
+            if dom.name().startswith(PREFIX):
+                dom.suspend()
     finally:
         conn.close()
 

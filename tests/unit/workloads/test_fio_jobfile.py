@@ -334,8 +334,7 @@ def test_a_control_character_is_refused_naming_its_line(tmp_path, char):
 def test_a_header_fio_would_open_where_vtb_sees_an_option_is_refused(tmp_path, header):
     """`[zz` is a section to fio: the numjobs after it would not be the one vtb computed [a]'s range from."""
     text = f"[a]\nruntime=1\nnumjobs=8\noffset_increment=1g\n{header}\nnumjobs=1\n"
-    with pytest.raises(JobFileError, match=r"my.fio line 5: .*(fio starts a new section at any line that begins with|"
-                                           r"a `;` or `#` inside a section header)"):
+    with pytest.raises(JobFileError, match=r"my.fio line 5: .*fio starts a new section at any line that begins with"):
         job(tmp_path, text)
 
 
