@@ -44,7 +44,7 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     out = host_checks(LocalHost())
     kernel = paths.IMAGE_DIR / "vmlinuz"
     if kernel.exists():
-        choice = accel.choose("auto", kernel, cfg.state_dir)
+        choice = accel.choose("auto", kernel)
         out.append(("accelerator", True, f"{choice.accel}: {choice.reason}"))
     else:
         out.append(("accelerator", False, "not probed: the guest image (its kernel) is not built"))

@@ -199,7 +199,7 @@ def run_environment(cfg: Config, host_list: list, records: list[TestbedRecord]) 
     fleet or a sweep fleet that spans them) each host's beside it."""
     def one(i: int) -> dict:   # on every host at once: its accelerator (a first run there probes KVM) and tools
         choice = records[i].accel if records else accel.as_dict(
-            accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host_list[i]))
+            accel.choose(cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", host_list[i]))
         return environment.collect(choice, host_list[i])
     with heartbeat(f"the environment of {', '.join(h.label for h in host_list)}"):
         each = in_parallel(one, range(len(host_list)))   # a Ctrl-C or one host's failure stops the others

@@ -202,7 +202,7 @@ def _measure_nested(cfg: Config, figures: dict) -> None:
     step("bench: the nested host from nothing")
     figures["nested_up_s"], host = _timed(lambda: nested_l1.up(cfg))
     # the probe a fleet's bring-up makes, cached for this boot of the L1: the fleet below reuses it
-    seconds, choice = _timed(lambda: accel.choose("auto", paths.IMAGE_DIR / "vmlinuz", cfg.state_dir, host))
+    seconds, choice = _timed(lambda: accel.choose("auto", paths.IMAGE_DIR / "vmlinuz", host))
     figures["nested_kvm_probe_s"] = seconds if choice.accel == "kvm" else f"failed: {choice.reason}"
     step("bench: an L2 fleet of 1 VM in the nested host")
     tb = Testbed(cfg, host, run_scoped=True)

@@ -360,7 +360,7 @@ class Testbed:
             self.cfg = self.cfg.model_copy(update={"fleet": f.model_copy(update={"disk_size_mib": fit})})
 
     def accel(self) -> accel.AccelChoice:
-        return accel.choose(self.cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", self.cfg.state_dir, self.host)
+        return accel.choose(self.cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", self.host)
 
     def up(self) -> TestbedRecord:
         backend, plan = self.preflight()

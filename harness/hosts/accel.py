@@ -16,11 +16,13 @@ from pathlib import Path
 
 from harness.common import paths
 from harness.common.exits import StepFailed
+from harness.common.files import write_atomic
 from harness.hosts import Host, LocalHost
 
 PROBE_NAME = f"{paths.PREFIX}accel-probe"
 PROBE_TIMEOUT_S = 20
 NESTED_PROBE_TIMEOUT_S = 90      # a nested KVM boots about 6x slower than an L0 TCG guest
+CACHE_DIR = paths.CACHE / "accel"   # shared by every state dir: the key says which host and boot
 BOOT_ID = "/proc/sys/kernel/random/boot_id"   # new at every boot of a host
 HOST_KERNEL = "/vmlinuz"         # on a nested host: its own kernel, the same Debian cloud kernel
 # A kernel that got this far ran its whole early boot under KVM.
@@ -85,26 +87,26 @@ def decide(setting: str, probe: tuple[bool, str] | None) -> AccelChoice:
     return AccelChoice("tcg", "qemu", f"KVM probe failed, using TCG: {detail}")
 
 
-def choose(setting: str, kernel: Path, cache_dir: Path, host: Host = LocalHost()) -> AccelChoice:
-    """The accelerator for guests on `host`. Probes once per (kernel, QEMU, host kernel, host, boot
-    of the host); the answer is cached under the state dir. The boot is part of the key because KVM
-    can break in one boot of a host and work in the next (a nested host's L1 whose KVM locked up is
-    booted anew, and must be probed anew). `kernel` is the guest kernel here; a nested host boots its own."""
+def choose(setting: str, kernel: Path, host: Host = LocalHost()) -> AccelChoice:
+    """The accelerator for guests on `host`. Probes once per (probe kernel, QEMU, host kernel, boot of
+    the host), whichever view of the host asks (a nested host, the same L1 driven over ssh, another
+    state dir); the answer is cached under CACHE_DIR. The boot is part of the key because KVM can
+    break in one boot of a host and work in the next (a nested host's L1 whose KVM locked up is
+    booted anew, and must be probed anew); a boot id is random per boot, so it also tells hosts apart.
+    `kernel` is the guest kernel here; a nested or ssh host boots its own."""
     if setting == "tcg":
         return decide(setting, None)
     local = host.is_this_machine
-    facts = host.run(["sh", "-c", f"qemu-system-x86_64 --version; uname -r; cat {BOOT_ID}"], check=False,
-                     timeout=60).stdout
-    ident = kernel.read_bytes() if local else json.dumps(host.descriptor()).encode()
-    key = hashlib.sha256(ident + facts).hexdigest()[:16]
-    cache = cache_dir / f"accel-{key}.json"
+    probe_kernel = str(kernel) if local else HOST_KERNEL
+    facts = host.run(["sh", "-c", f"qemu-system-x86_64 --version; uname -r; cat {BOOT_ID}; "
+                                  f"sha256sum -- {probe_kernel} 2>&1"], check=False, timeout=60).stdout
+    key = hashlib.sha256(f"local={local}\n".encode() + facts).hexdigest()[:16]
+    cache = CACHE_DIR / f"accel-{key}.json"
     if cache.exists():
         probe = tuple(json.loads(cache.read_text())["probe"])
     else:
-        probe = probe_kvm(str(kernel), PROBE_TIMEOUT_S, host) if local else \
-            probe_kvm(HOST_KERNEL, NESTED_PROBE_TIMEOUT_S, host)
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"probe": probe}))
+        probe = probe_kvm(probe_kernel, PROBE_TIMEOUT_S if local else NESTED_PROBE_TIMEOUT_S, host)
+        write_atomic(cache, json.dumps({"probe": probe}))
     return decide(setting, probe)  # type: ignore[arg-type]
 
 

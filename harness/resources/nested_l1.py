@@ -217,7 +217,7 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
         # Prefilled: reads of a sparse file cost no I/O and would give meaningless numbers.
         subprocess.run(["dd", "if=/dev/urandom", f"of={state_dir / 'drives' / f'{name}-drive{i}.raw'}", "bs=1M",
                         f"count={n.drive_mib}", "status=none"], check=True, timeout=write_bound_s(n.drive_mib << 20))
-    choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz", cfg.state_dir)
+    choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz")
     # gc keeps a booting host while this process lives: its record is written only once it answers
     write_atomic(state_dir / BOOTING, json.dumps({"domain": name, **owner()}))
     try:

@@ -203,8 +203,8 @@ def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_p
     from harness.libvirt.agent import guests
     from harness.workloads import fio
     from harness.workloads.fio import FioJob
-    extra = ["--set", "raid.level=10", "--set", "raid.filesystem=ext4", "--set", "fleet.vms=2",
-             "--set", "fleet.disk_size_mib=64"]
+    extra = ["--set", "raid.level=10", "--set", "raid.filesystem=ext4", "--set", "fleet.vms=1",
+             "--set", "fleet.disk_size_mib=64"]   # one L2: two at once in a TCG L1 is vm-scaling over ssh hosts' (test-all)
     try:
         harness("testbed", "up", *extra)
         host = NestedHost.load(STATE / "nested")   # a new L1 if the first hung as the L2 started (up rebuilds it)
@@ -218,7 +218,7 @@ def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_p
                           size=vm["slice_bytes"])
         assert fio.parse(raw).iops > 0
 
-        harness("run", "vm-scaling", *extra, "--vm-counts", "2", "--runtime", "2", "--ramp", "0", "--iodepth", "4",
+        harness("run", "vm-scaling", *extra, "--vm-counts", "1", "--runtime", "2", "--ramp", "0", "--iodepth", "4",
                 "--set", f"results_dir={tmp_path}")
         (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
         manifest = json.loads((run / "run.json").read_text())
@@ -226,9 +226,8 @@ def test_the_main_job_on_a_fleet_on_a_raid10_array_with_a_filesystem(host, tmp_p
         assert manifest["environment"]["host"] == "nested" and manifest["testbed"]["raid"]["level"] == 10
         rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
         heads = [r for r in rows if r["metric"] == "aggregate_iops" and r["repeat"] != "all"]
-        assert {(r["env"], r["vm_count"]) for r in heads if r["value"] > 0} == {("physical", 2), ("virtual", 2)}
+        assert {(r["env"], r["vm_count"]) for r in heads if r["value"] > 0} == {("physical", 1), ("virtual", 1)}
         assert all(r["qemu_cpu_s"] > 0 for r in heads if r["env"] == "virtual")
-        assert all("windows_overlap" in r for r in heads)  # fio's own timestamps, on one time line
     finally:
         harness("testbed", "down", *extra)
     host = NestedHost.load(STATE / "nested")
@@ -281,8 +280,9 @@ def test_raid_levels_pe_and_ve_on_four_nvme_drives(host, tmp_path):
     assert "tearing down the sweep fleet" in out.stdout
 
 
-@pytest.mark.core
-@pytest.mark.covers(experiments="rocksdb", workloads="db_bench")
+@pytest.mark.extended(why="a study in the nested host: db_bench on arrays in a TCG L1; the db_bench workload and a kill "
+                        "and --resume are make test's (in a ci fleet guest, and on the ci fleet)")
+@pytest.mark.covers(experiments="rocksdb")
 def test_rocksdb_on_an_array_and_one_member_killed_in_its_second_block_then_resumed(host, tmp_path):
     """db_bench from the images' rocksdb-tools on the L1's array and on one member, SIGKILLed while
     the array's block runs, then --resume: the block measured before is kept, the array's is made

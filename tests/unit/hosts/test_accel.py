@@ -38,17 +38,39 @@ def test_the_probe_is_cached_per_boot_of_the_host_so_a_host_booted_anew_is_probe
         is_this_machine = False
         boot = "boot-1"
 
-        def descriptor(self):
-            return {"kind": "nested", "state_dir": "/var/tmp/x"}
-
         def run(self, argv, **kw):
             return subprocess.CompletedProcess(argv, 0, f"QEMU 7.2\n6.1.0\n{self.boot}\n".encode(), b"")
 
     probes = []
     monkeypatch.setattr(accel, "probe_kvm", lambda *a: probes.append(a) or (len(probes) > 1, "probe"))
+    monkeypatch.setattr(accel, "CACHE_DIR", tmp_path / "cache")
     host = Booted()
-    assert accel.choose("auto", tmp_path / "vmlinuz", tmp_path, host).accel == "tcg"
-    assert accel.choose("auto", tmp_path / "vmlinuz", tmp_path, host).accel == "tcg"   # this boot's answer, kept
+    assert accel.choose("auto", tmp_path / "vmlinuz", host).accel == "tcg"
+    assert accel.choose("auto", tmp_path / "vmlinuz", host).accel == "tcg"   # this boot's answer, kept
     host.boot = "boot-2"
-    assert accel.choose("auto", tmp_path / "vmlinuz", tmp_path, host).accel == "kvm"
+    assert accel.choose("auto", tmp_path / "vmlinuz", host).accel == "kvm"
     assert len(probes) == 2
+
+
+def test_two_views_of_one_host_share_its_probe(tmp_path, monkeypatch):
+    """The L1 as a nested host and the same L1 driven over ssh (another descriptor, another state dir)
+    boot the same kernel in the same boot: one probe answers both."""
+    import subprocess
+
+    from harness.hosts import accel
+
+    class View:
+        is_this_machine = False
+
+        def __init__(self, kind):
+            self.kind = kind
+
+        def run(self, argv, **kw):
+            return subprocess.CompletedProcess(argv, 0, b"QEMU 7.2\n6.1.0\nboot-1\nabc  /vmlinuz\n", b"")
+
+    probes = []
+    monkeypatch.setattr(accel, "probe_kvm", lambda *a: probes.append(a) or (True, "probe"))
+    monkeypatch.setattr(accel, "CACHE_DIR", tmp_path / "cache")
+    assert accel.choose("auto", tmp_path / "vmlinuz", View("nested")).accel == "kvm"
+    assert accel.choose("auto", tmp_path / "vmlinuz", View("ssh")).accel == "kvm"
+    assert len(probes) == 1
