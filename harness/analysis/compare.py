@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.analysis.stats import Difference, difference, holm, summarize
 from harness.results.metrics import LOWER, Direction, direction
-from harness.results.samples import participant_sample, read_rows, summed_points
+from harness.results.samples import FIX, NoSamples, participant_sample, read_samples, summed_points
 
 DERIVED = {"ve_pe_ratio"}          # follows from other metrics; compared through them
 
@@ -19,20 +19,27 @@ def declared_directions(rows: list[dict]) -> dict[str, Direction]:
 
 
 def load_rows(source: Path) -> list[dict]:
-    """A run folder or a samples.jsonl file (a stored baseline is just a copy of one)."""
+    """A run folder or a samples.jsonl file (a stored baseline is just a copy of one), checked
+    (`read_samples`): anything else is bad input."""
     path = source / "samples.jsonl" if source.is_dir() else source
     if not path.exists():
-        raise FileNotFoundError(f"{source}: no samples.jsonl (give a run folder, a run id or a samples.jsonl file)")
-    return read_rows(path)
+        raise NoSamples(f"{source}: no samples.jsonl. {FIX}")
+    return read_samples(path)
 
 
 def key(row: dict) -> tuple | None:
     """What makes two samples the same point: None for per-process rows of multi-VM points."""
-    if row.get("status") != "ok" or row["metric"] in DERIVED:
+    if row.get("status") != "ok" or row.get("value") is None or row["metric"] in DERIVED:
         return None
     if row.get("scope") != "aggregate" and row.get("group") is None:
         return None
-    return (row["experiment"], row.get("group", ""), row["point"], row.get("backend", ""), row["env"], row["metric"])
+    return (*point_of(row), row["metric"])
+
+
+def point_of(row: dict) -> tuple:
+    """A point as compare pairs it: (experiment, group, point, backend, env)."""
+    return (row.get("experiment", ""), row.get("group", ""), row.get("point", ""), row.get("backend", ""),
+            row.get("env", ""))
 
 
 def values_by_key(rows: list[dict]) -> dict[tuple, list[float]]:
@@ -48,7 +55,7 @@ def values_by_key(rows: list[dict]) -> dict[tuple, list[float]]:
 
 def place(k: tuple) -> str:
     """Where a compared point ran: "physical" (the host), or its backend."""
-    _, _, _, backend, env, _ = k
+    _, _, _, backend, env, *_ = k
     return backend if env == "virtual" and backend else env
 
 
@@ -94,3 +101,27 @@ def compare(a_rows: list[dict], b_rows: list[dict], alpha: float, min_change: fl
         worse = rel > 0 if better is LOWER else rel < 0
         changes.append(Change(k, a[k], b[k], rel, p, d, judged and worse, judged and not worse))
     return changes, len(set(a) ^ set(b))
+
+
+@dataclass(frozen=True)
+class Lost:
+    """A point the baseline (A) measured that the run under test (B) did not: it failed, or is not in it."""
+    point: tuple        # point_of: (experiment, group, point, backend, env)
+    why: str
+
+    def as_dict(self) -> dict:
+        experiment, group, point, backend, env = self.point
+        return {"experiment": experiment, "group": group, "point": point, "backend": backend, "env": env,
+                "why": self.why}
+
+
+def lost(a_rows: list[dict], b_rows: list[dict]) -> list[Lost]:
+    """The points A measured and B did not, each with B's own error where B has one: a gate
+    must not pass a run because the points that would have regressed failed."""
+    measured_b = {k[:-1] for k in values_by_key(b_rows)}
+    errors: dict[tuple, str] = {}
+    for r in b_rows:
+        if r.get("status") == "failed":
+            errors.setdefault(point_of(r), f"failed in B: {r.get('error') or 'no error recorded'}")
+    return [Lost(p, errors.get(p, "not in B"))
+            for p in sorted({k[:-1] for k in values_by_key(a_rows)} - measured_b)]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness.analysis.compare import load_rows, place, point_name, values_by_key
 from harness.analysis.stats import Summary, summarize
+from harness.results.samples import NoSamples
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ def trend(runs: list[tuple[str, Path]], metric: str, point: str | None = None) -
     for run_id, path in runs:
         try:
             rows = load_rows(path)
-        except FileNotFoundError:   # a run that stored nothing (killed at once)
+        except NoSamples:   # a run that stored nothing (killed at once)
             continue
         for key, values in sorted(values_by_key(rows).items()):
             if key[-1] == metric and (point is None or point in label(key)):

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from harness.cli.app import DEBUG, cli, config_params, load, resolve_run, with_config
+from harness.cli.app import DEBUG, Probability, Share, cli, config_params, load, resolve_run, with_config
 from harness.common.console import console, step
 from harness.common.exits import Exit
 from harness.common.schema import ConfigError, bs_bytes
@@ -121,6 +121,8 @@ def gc(config_path, overrides, everything) -> None:
     console.print(f"gc: {len(removed)} removed" + (f", {len(notes)} left (see above)" if notes else ""))
     if unanswered:
         raise HostsNotAnswering(f"gc left the [[hosts]] untouched: {unanswered}")
+    if notes:   # each named above, with its fix
+        sys.exit(Exit.LEFTOVERS)
 
 
 def _nested_host_if_up(cfg):
@@ -274,21 +276,6 @@ def host_ceph_destroy(plan_file) -> None:
     step(clusters.destroy(CephPlan.from_json(plan_file.read_text())))
 
 
-class Share(click.ParamType):
-    """A share: "10%" or 0.1."""
-    name = "share"
-
-    def convert(self, value, param, ctx):
-        text = str(value).strip()
-        try:
-            share = float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
-        except ValueError:
-            share = -1.0
-        if not 0 < share <= 1:
-            self.fail(f"{value!r} is not a share between 0 and 100%, e.g. 10% or 0.1", param, ctx)
-        return share
-
-
 class Duration(click.ParamType):
     """A duration: seconds, or with s, m or h ("90", "30m", "2h")."""
     name = "duration"
@@ -350,7 +337,7 @@ def experiment_command(experiment) -> click.Command:
                                   "changed (the samples record what changed)."),
                 click.Option(["--plan", "plan_only"], is_flag=True, default=False,
                              help="Print the blocks, points, repeats and estimated duration; run nothing."),
-                click.Option(["--precision"], type=Share(), default=None,
+                click.Option(["--precision"], type=Share(zero=False), default=None,
                              help="Add shuffled rounds to each point whose VE/PE ratio's 95% CI is wider than "
                                   "± this, e.g. 10% (repeat.precision; up to repeat.max_count; default: none, repeat.count "
                                   "rounds)."),
@@ -375,14 +362,18 @@ def experiment_command(experiment) -> click.Command:
                 keys = path.split(".")
                 typed.append((keys, flag.switch if flag.switch is not None else
                               settings.typed_value(keys, value) if isinstance(value, str) else value))
-        cfg = settings.load(config_path, list(overrides), typed)
         if resume_anyway and not resume:
             raise click.UsageError("--resume-anyway goes with --resume RUN")
-        if plan_only:
-            runner.show_plan(cfg, experiment.name)
-            return
         if run_id and resume:
             raise click.UsageError("--run-id names a new run; --resume goes on with one: give one of them")
+        cfg = settings.load(config_path, list(overrides), typed)
+        if resume:   # the run's own config, with only what this command line states on top
+            from harness.measure import resume as resume_mod
+            folder = resume_mod.folder_of(cfg.results_dir, resume)
+            cfg = settings.load_resumed(resume_mod.recorded_config(folder), folder.parent, list(overrides), typed)
+        if plan_only:
+            runner.show_plan(cfg, experiment.name, resume=resume, run_id=run_id, resume_anyway=resume_anyway)
+            return
         ctx = runner.run(cfg, experiment.name, resume=resume, resume_anyway=resume_anyway, run_id=run_id,
                          as_json=as_json)
         failed = sum(s.status != "ok" for s in ctx.store.samples)
@@ -397,6 +388,9 @@ def experiment_command(experiment) -> click.Command:
     summary = " ".join(doc.split("\n\n")[0].split())
     summary = re.sub(rf"^(`harness run {experiment.name}`|{experiment.name}): ", "", summary)
     summary = summary[:1].upper() + summary[1:]
+    if any(o.name == "full" for o in options):   # its docstring describes the study's matrix
+        summary += (" By default a cut of that matrix, which answers the study's headline question in a default "
+                    "run (`--plan` shows it); --full sweeps all of it.")
     return click.Command(experiment.name, callback=callback, params=[*config_params(), *options],
                          help=summary, short_help=experiment.question)
 
@@ -462,27 +456,33 @@ def _standing(r) -> tuple[str, bool]:
     return status, resume_mod.offered(status, recorded)
 
 
-@cli.command(short_help="Is RUN_B slower than RUN_A? The gate: exit 1 on a regression.")
+@cli.command(short_help="Is RUN_B slower than RUN_A? The gate: exit 1 on a regression, 3 on lost points.")
 @with_config
 @click.argument("run_a")
 @click.argument("run_b", required=False, default="latest")
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level of the test.")
-@click.option("--min-change", type=float, default=0.05, show_default=True,
-              help="Smallest relative change that counts as a regression.")
+@click.option("--alpha", type=Probability(), default=0.05, show_default=True,
+              help="Significance level of the test, between 0 and 1.")
+@click.option("--min-change", type=Share(), default="5%", show_default=True,
+              help="Smallest change that counts as a regression: a percentage (5%) or a fraction (0.05).")
+@click.option("--allow-failed-points", is_flag=True,
+              help="Exit 0 (not 3) when points A measured failed in RUN_B or are not in it; they are still listed.")
 @click.option("--junit", type=click.Path(path_type=Path, dir_okay=False),
-              help="Also write the comparison as JUnit XML (a test case per point and metric) for CI "
-                   "(default: none).")
+              help="Also write the comparison as JUnit XML (a test case per point and metric, and a failed one "
+                   "per lost point) for CI (default: none).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of a table.")
-def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit, as_json) -> None:
+def compare(config_path, overrides, run_a, run_b, alpha, min_change, allow_failed_points, junit, as_json) -> None:
     """Pair the same points of RUN_A (a run, a baseline's name, or a samples.jsonl) and RUN_B (default: the
-    latest run); exit 1 on a regression."""
+    latest run); exit 1 on a regression, 3 when RUN_B lost points that RUN_A measured (it failed them, or
+    does not have them), unless --allow-failed-points."""
     from rich.table import Table
 
     from harness.analysis import compare as cmp
     from harness.analysis.stats import p_text
     cfg = load(config_path, overrides)
     folder_a, folder_b = resolve_run(cfg, run_a), resolve_run(cfg, run_b)
-    changes, unpaired = cmp.compare(cmp.load_rows(folder_a), cmp.load_rows(folder_b), alpha, min_change)
+    rows_a, rows_b = cmp.load_rows(folder_a), cmp.load_rows(folder_b)
+    changes, unpaired = cmp.compare(rows_a, rows_b, alpha, min_change)
+    lost = cmp.lost(rows_a, rows_b)
     table = Table(title=f"{run_b} against {run_a} (alpha={alpha}, min change={min_change:.0%})")
     for col in ("experiment", "point", "env/backend", "metric", "A", "B", "change (95% CI)", "p", "verdict"):
         table.add_column(col, justify="right" if col in ("A", "B", "change (95% CI)", "p") else "left")
@@ -492,30 +492,38 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, junit, as_j
                       f"{sum(c.a) / len(c.a):,.1f} (n={len(c.a)})", f"{sum(c.b) / len(c.b):,.1f} (n={len(c.b)})",
                       c.diff.percent() if c.diff else f"{c.rel_change:+.1%}",
                       "-" if c.p_value is None else p_text(c.p_value).removeprefix("p="), verdict)
+    for gone in lost:
+        table.add_row(gone.point[0], cmp.point_name(gone.point), cmp.place(gone.point), "", "measured", "[red]lost[/red]",
+                      "", "", f"[red]{escape(gone.why[:120])}[/red]")
     table.caption = (f"change: B over A (geometric means); p: Welch's t-test on log values, Holm-adjusted over the "
                      f"{len(changes)} compared metrics; a regression is significant and at least {min_change:.0%}")
-    if not changes:
-        raise click.ClickException("no point is in both runs")
+    if not changes and not lost:
+        raise click.ClickException(f"no point is in both runs. Fix: compare two runs of the same experiment and "
+                                   f"points ({folder_a} and {folder_b})")
     regressions = [c for c in changes if c.regression]
     if as_json:
         click.echo(json.dumps({"a": run_a, "b": run_b, "a_folder": str(folder_a), "b_folder": str(folder_b),
                                "alpha": alpha, "min_change": min_change, "unpaired": unpaired,
-                               "regressions": len(regressions), "changes": [cmp.as_dict(c) for c in changes]}, indent=1))
+                               "regressions": len(regressions), "lost": [gone.as_dict() for gone in lost],
+                               "changes": [cmp.as_dict(c) for c in changes]}, indent=1))
     else:
         console.print(table)
         if unpaired:
-            console.print(f"{unpaired} point(s) are in only one of the two runs and were not compared")
+            console.print(f"{unpaired} metric(s) are in only one of the two runs and were not compared")
     if junit:
         from harness.report import junit as junit_xml
-        written = junit_xml.write(changes, junit, f'{run_b} against {run_a}')
+        written = junit_xml.write(changes, junit, f'{run_b} against {run_a}', lost)
         if not as_json:
             console.print(f"JUnit XML: {written}", markup=False)
     if not as_json:
         console.print(f"{len(regressions)} regression(s) among {len(changes)} compared metric(s)"
                       + ("" if any(c.p_value is not None for c in changes) else
-                         "; single measurements cannot be tested: set repeat.count >= 2"))
+                         "; single measurements cannot be tested: set repeat.count >= 2")
+                      + (f"; {len(lost)} point(s) measured in A were lost in B" if lost else ""))
     if regressions:
         sys.exit(Exit.REGRESSION)
+    if lost and not allow_failed_points:
+        sys.exit(Exit.POINTS_FAILED)
 
 
 @cli.command(short_help="One self-contained HTML report of runs (default: latest).")
@@ -536,7 +544,12 @@ def report(config_path, overrides, run_ids, out, prefer) -> None:
                                    "the report needs a run folder. Fix: give the run's folder or id (`harness runs`)")
     path = out or runs[0] / "report.html"
     from harness.experiments import registry
-    write_atomic(path, html_report.render(runs, {name: e.headline for name, e in registry().items()}, prefer))
+    page = html_report.render(runs, {name: e.headline for name, e in registry().items()}, prefer)
+    try:
+        write_atomic(path, page)
+    except OSError as e:   # a system path, a folder, one not writable
+        raise click.ClickException(f"--out {path}: cannot write the report there ({e.strerror or e}). Fix: a file "
+                                   "path in a folder you can write, e.g. --out ./report.html") from None
     console.print(f"report: {path}", markup=False)
 
 
@@ -590,10 +603,11 @@ def config() -> None:
 
 
 @config.command("reference", short_help="Every config field, as Markdown.")
-def config_reference() -> None:
+@click.option("--sections", "sketch", is_flag=True, help="Only each section's field names, as a TOML sketch.")
+def config_reference(sketch) -> None:
     """Every section and field, with type, default, range and description, as Markdown (from the schema)."""
-    from harness.cli.config_reference import markdown
-    click.echo(markdown(), nl=False)
+    from harness.cli.config_reference import markdown, sections
+    click.echo(sections() if sketch else markdown(), nl=False)
 
 
 @cli.group()

@@ -23,6 +23,46 @@ def with_config(f):
     return f
 
 
+class Share(click.ParamType):
+    """A share from 0 to 100%, given as `5%` or as a fraction (`0.05`); a bare number above 1 is
+    refused as ambiguous (5 would be 500%, not 5%). `zero=False`: above 0% (a precision)."""
+    name = "share"
+
+    def __init__(self, zero: bool = True) -> None:
+        self.zero = zero
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        number = text.removesuffix("%")
+        try:
+            share = float(number) / (100 if text.endswith("%") else 1)
+        except ValueError:
+            self.fail(f"{value!r} is not a share. Fix: a percentage (5%) or a fraction (0.05)", param, ctx)
+        if not text.endswith("%") and share > 1:
+            self.fail(f"{value!r} is ambiguous: as a fraction it is {share:.0%}. Fix: {number}% for {number} percent, "
+                      "or a fraction from 0 to 1", param, ctx)
+        if not (0 <= share if self.zero else 0 < share) or not share <= 1:   # NaN too
+            self.fail(f"{value!r} is not {'from 0%' if self.zero else 'above 0%'} up to 100%. Fix: e.g. 5% (or 0.05)",
+                      param, ctx)
+        return share
+
+
+class Probability(click.ParamType):
+    """A significance level: strictly between 0 and 1 (0 or 1 would make every test pass or fail)."""
+    name = "probability"
+
+    def convert(self, value, param, ctx):
+        try:
+            p = float(value)
+        except (TypeError, ValueError):
+            p = float("nan")
+        if not 0 < p < 1:   # NaN too
+            self.fail(f"{value!r} is not a level between 0 and 1 (both left out). Fix: e.g. 0.05", param, ctx)
+        return p
+
+
 def config_params() -> list[click.Parameter]:
     """--config and --set, for commands built at run time."""
     return [click.Option(list(decls), **kwargs) for decls, kwargs in CONFIG_OPTIONS]
@@ -39,10 +79,21 @@ DEBUG: list[bool] = []   # set by --debug: an unexpected error shows its traceba
 @click.group(context_settings={"help_option_names": ["-h", "--help"]},
              epilog="\b\nExit status:\n" + exits.table())
 @click.option("--debug", is_flag=True, help="Show the traceback of an unexpected error (a vtb bug).")
-@click.version_option(package_name="vtb-harness", prog_name="harness")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda ctx, _, given: _version(ctx, given),
+              help="Show the version and the git revision samples record, and exit.")
 def cli(debug: bool) -> None:
     """QEMU/KVM virtualized-storage testbed: VM disks against bare metal, measured for real."""
     DEBUG[:] = [debug]
+
+
+def _version(ctx: click.Context, given: bool) -> None:
+    if not given or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    from harness.hosts.environment import harness_rev
+    click.echo(f"harness, version {version('vtb-harness')} (git {harness_rev()})")
+    ctx.exit()
 
 
 def resolve_run(cfg, arg: str) -> Path:

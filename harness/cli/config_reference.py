@@ -103,3 +103,33 @@ def markdown() -> str:
     out = [HEADER]
     _section("", model(), out)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _sketch(name: str, settings: type[BaseModel], out: list[str], many: bool = False) -> None:
+    fields, nested = [], []
+    for field, info in settings.model_fields.items():
+        inner = _model_of(info.annotation)
+        if inner is not None:
+            nested.append((f"{name}.{field}" if name else field, inner, typing.get_origin(info.annotation) is list))
+        else:
+            fields.append(field)
+    if name and fields:
+        head = f"{f'[[{name}]]' if many else f'[{name}]':<20} # "
+        line = head
+        for i, field in enumerate(fields):
+            word = field + ("," if i < len(fields) - 1 else "")
+            if len(line) + len(word) > 110 and line != head:
+                out.append(line.rstrip())
+                line = " " * 20 + " #   "
+            line += word + " "
+        out.append(line.rstrip())
+    for sub, inner, sub_many in nested:
+        _sketch(sub, inner, out, sub_many)
+
+
+def sections() -> str:
+    """Every section with its fields' names, as a TOML sketch (docs/configuration.md's, between its markers)."""
+    out = ["```toml", "# the top level: " + ", ".join(f for f, i in model().model_fields.items()
+                                                      if _model_of(i.annotation) is None)]
+    _sketch("", model(), out)
+    return "\n".join([*out, "```"]) + "\n"

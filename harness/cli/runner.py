@@ -56,8 +56,8 @@ RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 def run_id_problem(results_dir: Path, run_id: str) -> str | None:
     """Why a run id the user chose cannot name a new run folder, or None."""
     if not RUN_ID.fullmatch(run_id):
-        return (f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' (up to 100, a letter or digit "
-                "first), e.g. push-1234")
+        return (f"--run-id {run_id!r} cannot name a run folder. Fix: letters, digits, '.', '_' and '-' (up to 100, "
+                "a letter or digit first), e.g. push-1234")
     if (Path(results_dir) / run_id).exists():
         return f"--run-id {run_id}: a run of that id is in {results_dir} already. Fix: another id, or --resume {run_id}"
     return None
@@ -81,15 +81,34 @@ def configured(experiment, cfg: Config) -> Config:
     return experiment.configured(cfg) if hasattr(experiment, "configured") else cfg
 
 
-def show_plan(cfg: Config, experiment_name: str) -> None:
-    """`harness run NAME --plan`: the plan and its estimate; nothing is provisioned or measured."""
+def show_plan(cfg: Config, experiment_name: str, resume: str | None = None, run_id: str | None = None,
+              resume_anyway: bool = False) -> None:
+    """`harness run NAME --plan`: the plan and its estimate, after the refusals the run would make
+    before anything is made (its run id, the resumed run's); nothing is provisioned or measured.
+    With --resume, the plan is the run's, and what it measured before is said."""
     experiment = registry()[experiment_name]
     cfg = configured(experiment, cfg)
+    if run_id is not None and (why := run_id_problem(cfg.results_dir, run_id)):
+        raise settings.ConfigError(why)
+    folder = resume_mod.folder_of(cfg.results_dir, resume) if resume else None
+    if folder is not None and (why := resume_mod.refusal(folder, experiment.name)):
+        raise settings.ConfigError(why)
     if uses_fleet(experiment, cfg) and hasattr(experiment, "fleet_size"):
         cfg = grown(cfg, max(experiment.fleet_size(cfg), cfg.fleet.vms))
-    console.print(plan_mod.describe(experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg)),
+    if folder is not None and not resume_anyway:   # the config only: the host's side is the run's to check
+        manifest = json.loads((folder / "run.json").read_text())
+        if changed := resume_mod.changes(manifest, json.loads(cfg.model_dump_json()), manifest.get("environment") or {}):
+            raise settings.ConfigError(resume_mod.changed_refusal(folder, changed))
+    plan = experiment.plan(cfg)
+    console.print(plan_mod.describe(plan, plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg)),
                                     cfg.repeat.precision, cfg.repeat.max_count, cfg.repeat.budget_s),
                   markup=False, highlight=False)
+    if folder is not None:
+        kept = {(s.metadata.get("point_id"), s.metadata.get("repeat")) for s in RunStore.reopened(folder).samples
+                if s.metadata.get("repeat") != "all"}
+        console.print(f"resuming {folder.name}: {len(kept)} of its {plan.point_runs} point runs were measured before "
+                      f"and are kept; about {max(0, plan.point_runs - len(kept))} are left (the estimate above is "
+                      "for the whole run)", markup=False, highlight=False)
 
 
 @dataclass

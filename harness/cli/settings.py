@@ -54,7 +54,8 @@ def describe(err: ValidationError) -> str:
         field = ".".join(loc) or "config"
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            lines.append(f"{field}: unknown key. Fix: remove it or check its spelling (see README, Configuration)")
+            lines.append(f"{field}: unknown key. Fix: remove it or check its spelling (docs/config-reference.md "
+                         "lists every field)")
             continue
         info = field_at(loc)
         fix = ""
@@ -127,6 +128,40 @@ def merge(data: dict, keys: list[str], value: Any) -> None:
             raise ConfigError(f"--set {'.'.join(keys)}: {k} is not a section")
         data = node
     data[keys[-1]] = value
+
+
+def load_resumed(recorded: dict, results_dir: Path, overrides: list[str] = (),
+                 typed: list[tuple[list[str], Any]] = ()) -> Config:
+    """A resumed run's config: the one it began with (its run.json), with what the command line
+    states (--set, flags) on top, and the results folder it is found in now (a run folder may move).
+    The config file is not read again: it may have changed since. The record holds every field;
+    those at their defaults are left out, so that each is checked as the user set it (a backend's
+    own fields only with that backend)."""
+    defaults = json.loads(model().model_validate({}, context=validation_context({})).model_dump_json())
+    data = _set_apart_from(json.loads(json.dumps(recorded)), defaults)
+    for item in overrides:
+        merge(data, *parse_override(item))
+    for keys, value in typed:
+        merge(data, list(keys), value)
+    data["results_dir"] = str(results_dir)
+    try:
+        return model().model_validate(data, context=validation_context(data))
+    except ValidationError as e:
+        raise ConfigError(f"the resumed run's own config (its run.json) with what the command line sets is not "
+                          f"valid for this vtb: {describe(e)}") from None
+
+
+def _set_apart_from(data: dict, defaults: dict) -> dict:
+    """`data` without the fields that hold their default (sections by their fields)."""
+    out = {}
+    for key, value in data.items():
+        default = defaults.get(key)
+        if isinstance(value, dict) and isinstance(default, dict):
+            if sub := _set_apart_from(value, default):
+                out[key] = sub
+        elif key not in defaults or value != default:
+            out[key] = value
+    return out
 
 
 def load(path: Path | None = None, overrides: list[str] = (),

@@ -60,7 +60,8 @@ def baseline_list(config_path, overrides, as_json) -> None:
 @click.option("--runs", "run_ids", help="Comma-separated run ids or folders, in this order (default: every run "
                                         "in the results folder, oldest first).")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False),
-              help="Where to write the plot (default: trend-METRIC.png in the results folder).")
+              help="Where to write the plot (default: trend-METRIC.png in the results folder; with --json, "
+                   "only when given).")
 @click.option("--json", "as_json", is_flag=True, help="Print each run's figure per point as a JSON list instead.")
 def trend(config_path, overrides, metric, point, run_ids, out, as_json) -> None:
     """METRIC's mean and 95% CI over runs, per point: a table and a plot."""
@@ -80,7 +81,8 @@ def trend(config_path, overrides, metric, point, run_ids, out, as_json) -> None:
     if as_json:
         click.echo(json.dumps([{"run_id": s.run_id, "point": s.point, "metric": metric, "n": s.summary.n,
                                 "mean": s.summary.mean, "ci95": s.summary.ci95, "cv": s.summary.cv} for s in seen], indent=1))
-        trend_plot.plot(seen, out or cfg.results_dir / f"trend-{metric}.png", metric)
+        if out:   # the plot only where asked for: --json is for a script, and writes nothing else
+            trend_plot.plot(seen, out, metric)
         return
     table = Table(title=f"{metric} over {len(dict.fromkeys(s.run_id for s in seen))} run(s)")
     for col in ("run", "point", "mean ± 95% CI (CV)", "n"):

@@ -12,7 +12,7 @@ class Exit(IntEnum):
     BAD_INPUT = 2        # bad input or a refusal (a config field, a flag, a run that does not exist): nothing changed
     POINTS_FAILED = 3    # a run whose points failed or were not measured (`--allow-failed-points` accepts them)
     HOST_FAILED = 4      # the host lacks what is needed, or a step on it failed (libvirtd, Terraform, a guest, a tool)
-    LEFTOVERS = 5        # a teardown left something it names
+    LEFTOVERS = 5        # a teardown or gc left something it names
     INTERNAL = 70        # an unexpected error: a vtb bug (`harness --debug ...` shows its traceback)
     INTERRUPTED = 130    # Ctrl-C (the run is kept, recorded as interrupted)
     TERMINATED = 143     # SIGTERM (a CI timeout, `kill`): as Ctrl-C
@@ -24,10 +24,11 @@ MEANING = {
     Exit.BAD_INPUT: "bad input or a refusal (a config field, a flag, a run that does not exist, a device vtb refuses): "
                     "one `error:` line with the fix; nothing was changed",
     Exit.POINTS_FAILED: "a run's points failed or were not measured (each recorded as failed with its error; a block "
-                        "whose fleet did not come up, in `blocks_failed`); `--allow-failed-points` exits 0 instead",
+                        "whose fleet did not come up, in `blocks_failed`), or `compare`'s run under test lost points "
+                        "the baseline measured; `--allow-failed-points` exits 0 instead",
     Exit.HOST_FAILED: "the host lacks what is needed (`doctor`), or a step on it failed (libvirtd, Terraform, a guest, "
                       "a tool): one `error:` line",
-    Exit.LEFTOVERS: "a teardown left something, which it names",
+    Exit.LEFTOVERS: "a teardown or `gc` left something, which it names",
     Exit.INTERNAL: "an unexpected error, which is a vtb bug: one line; `harness --debug ...` shows its traceback",
     Exit.INTERRUPTED: "Ctrl-C: the run is recorded as `interrupted`, with what it measured",
     Exit.TERMINATED: "SIGTERM (a CI timeout, `kill`): as Ctrl-C",

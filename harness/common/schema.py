@@ -77,6 +77,24 @@ def _state_path(path: Path) -> Path:
 StatePath = Annotated[Path, AfterValidator(_state_path)]
 
 
+KERNEL_FILESYSTEMS = ("/proc", "/sys", "/dev")   # the kernel's views: no folder of files is made there
+
+
+def _folder_path(path: Path) -> Path:
+    """A folder vtb writes files into: one that is not a file, nor inside the kernel's views."""
+    resolved = path.expanduser().resolve()
+    if any(resolved == Path(k) or Path(k) in resolved.parents for k in KERNEL_FILESYSTEMS):
+        raise ValueError(f"it is inside {', '.join(KERNEL_FILESYSTEMS)}, where vtb writes no files: give a folder "
+                         "of your own")
+    if resolved.exists() and not resolved.is_dir():
+        raise ValueError("it is not a folder: give a folder (one that does not exist yet is made)")
+    return path
+
+
+# A folder vtb writes files into (results): made when missing.
+FolderPath = Annotated[Path, AfterValidator(_folder_path)]
+
+
 PositiveInts = Annotated[list[int], each(lambda n: n >= 1, "every value must be >= 1")]
 VmCounts = Annotated[list[int], each(lambda n: n >= 1, "every VM count must be >= 1")]
 RaidLevel = Literal[0, 1, 5, 6, 10]

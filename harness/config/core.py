@@ -12,7 +12,7 @@ from pydantic import Field, ValidationError, ValidationInfo, create_model, field
 
 from harness import backends
 from harness.common import paths
-from harness.common.schema import FIX, ChunkKib, ConfigError, Filesystem, RaidLevel, Section, StatePath
+from harness.common.schema import FIX, ChunkKib, ConfigError, Filesystem, FolderPath, RaidLevel, Section, StatePath
 from harness.resources.ceph.plan import CephConfig, hosts_mode_problem
 
 __all__ = ["Config", "ConfigError", "DiskConfig", "FleetConfig", "RaidConfig", "RemoteHostConfig", "RepeatConfig",
@@ -141,6 +141,9 @@ class RepeatConfig(Section):
         if (self.adaptive or self.precision) and self.max_count < max(self.count, 2):
             raise ValueError(f"repeat.max_count={self.max_count} must be at least repeat.count and 2 "
                              "when adaptive or with a precision; raise repeat.max_count")
+        if self.budget_s is not None and self.precision is None:   # it would bound nothing
+            raise ValueError("repeat.budget_s bounds the rounds repeat.precision adds, and no precision is set: set "
+                             "repeat.precision too (--precision 10% --budget 30m), or leave the budget out")
         return self
 
 
@@ -262,7 +265,7 @@ class RaidConfig(Section):
 class Config(Section):
     state_dir: StatePath = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks",
                                  json_schema_extra={FIX: f"choose another folder, e.g. {paths.DEFAULT_STATE_DIR}"})
-    results_dir: Path = Field(paths.DEFAULT_RESULTS_DIR, description="where runs are written")
+    results_dir: FolderPath = Field(paths.DEFAULT_RESULTS_DIR, description="where runs are written")
     host: HostConfig = HostConfig()
     hosts: list[RemoteHostConfig] = Field([], description="remote hosts the fleet spans ([[hosts]] tables); "
                                           "empty = the one host of [host]")

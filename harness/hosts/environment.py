@@ -19,6 +19,13 @@ def _first_line(argv: list[str]) -> str:
         return "unknown"
 
 
+def harness_rev() -> str:
+    """The checkout's git revision, `-dirty` when a tracked file is modified (what samples record)."""
+    rev = _first_line(["git", "rev-parse", "--short=12", "HEAD"])
+    dirty = _first_line(["git", "status", "--porcelain", "--untracked-files=no"]) not in ("unknown", "")
+    return rev + ("-dirty" if dirty else "")
+
+
 # What collect asks the host, in one command (each a round trip of about a second to a nested or
 # ssh host): each probe's exit status and first line of output, one probe per line.
 PROBES = {
@@ -64,8 +71,6 @@ def libvirt_version(uri: str) -> str:
 def collect(accel: dict, host: Host = LocalHost()) -> dict:
     """The environment of the testbed host (for a nested host: the L1's kernel and tools, and
     the accelerator the L1 itself runs under)."""
-    rev = _first_line(["git", "rev-parse", "--short=12", "HEAD"])
-    dirty = _first_line(["git", "status", "--porcelain", "--untracked-files=no"]) not in ("unknown", "")
     probes = _probe(host)
     return {
         "accel": accel["accel"],
@@ -75,5 +80,5 @@ def collect(accel: dict, host: Host = LocalHost()) -> dict:
         **probes,
         "qemu_version": probes["qemu_version"].removeprefix("QEMU emulator version "),
         "libvirt_version": libvirt_version(host.uri),
-        "harness_rev": rev + ("-dirty" if dirty else ""),
+        "harness_rev": harness_rev(),
     }

@@ -13,6 +13,10 @@ from harness.results.store import RunIndex, status_of
 DECIDING = ("harness_rev", "host", "accel", "l0_accel", "qemu_version", "host_kernel")
 
 
+# config fields that say where a run is kept, not what it measures: a run folder may move
+WHERE_ONLY = ("results_dir",)
+
+
 def offered(status: str, manifest: dict) -> bool:
     """Whether a run is one to go on with (what `harness runs` lists and a run's last line says):
     stopped before its end, or ended with a block whose fleet did not come up."""
@@ -26,6 +30,11 @@ def folder_of(results_dir: Path, run: str) -> Path:
             return candidate.resolve()
     raise ConfigError(f"--resume {run}: no run of that id in {results_dir}, and not a run folder. "
                       "Fix: give a run id that `harness runs` lists, or a run folder's path")
+
+
+def recorded_config(folder: Path) -> dict:
+    """The config a run began with, as its run.json keeps it."""
+    return json.loads((folder / "run.json").read_text()).get("config") or {}
 
 
 def refusal(folder: Path, experiment: str) -> str | None:
@@ -54,7 +63,7 @@ def changes(manifest: dict, config: dict, environment: dict) -> list[str]:
     environment's deciding parts, each as `field: before -> now`."""
     before, now = _flat(manifest.get("config") or {}), _flat(config)
     out = [f"{k}: {before.get(k)!r} -> {now.get(k)!r}" for k in sorted(before.keys() | now.keys())
-           if before.get(k) != now.get(k)]
+           if before.get(k) != now.get(k) and k not in WHERE_ONLY]
     env = manifest.get("environment") or {}
     out += [f"{k}: {env.get(k)!r} -> {environment.get(k)!r}" for k in DECIDING if env.get(k) != environment.get(k)]
     return out

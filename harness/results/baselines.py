@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from harness.common.files import write_atomic
+from harness.results.samples import read_samples
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -29,6 +30,7 @@ def save(results_dir: Path, name: str, run: Path) -> Path:
     samples = run / "samples.jsonl" if run.is_dir() else run
     if not samples.is_file():
         raise BaselineError(f"{run}: no samples.jsonl to keep. Fix: give a run folder or id (`harness runs`)")
+    read_samples(samples)   # a file that is not a run's samples is refused here, not by a later compare
     into = folder(results_dir) / name
     # each file whole or not at all; the samples (what compare reads) last
     if run.is_dir() and (run / "run.json").is_file():

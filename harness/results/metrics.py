@@ -31,7 +31,7 @@ def _m(better: Direction, units: str, what: str) -> Metric:
 US = "us"
 # Every value the samples' `metric` column takes, in groups; results/README.md's table is this.
 METRIC_GROUPS: tuple[tuple[str, dict[str, Metric]], ...] = (
-    ("fio, per process (`scope` process); the latencies also ioping's and db_bench's", {
+    ("fio, per participant (`scope` `vm` or `slot`); the latencies also ioping's and db_bench's", {
         "iops": _m(HIGHER, "IOPS", "I/Os per second, one direction of one job"),
         "bw": _m(HIGHER, "KiB/s", "bandwidth, one direction of one job"),
         "lat_mean": _m(LOWER, US, "mean total latency (submission and completion); over a point's participants, "

@@ -76,13 +76,14 @@ class RunStore:
         rows = [s.row() for s in self.samples]
         columns = sorted({k for r in rows for k in r})
         # every row has every column (null where a sample has no such field), so that the table loads
-        # as one frame; in the CSV, nested values (dicts, lists) are JSON
+        # as one frame; in the CSV, nested values (dicts, lists) and booleans are JSON (true/false)
         whole = [{c: r.get(c) for c in columns} for r in rows]
         write_atomic(self.dir / "samples.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in whole))
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=columns)
         writer.writeheader()
-        writer.writerows({c: json.dumps(v) if isinstance(v, (dict, list)) else v for c, v in r.items()} for r in whole)
+        writer.writerows({c: json.dumps(v) if isinstance(v, (dict, list, bool)) else v for c, v in r.items()}
+                         for r in whole)
         write_atomic(self.dir / "samples.csv", buf.getvalue())
 
     def update_manifest(self, **fields) -> None:

@@ -216,3 +216,39 @@ def test_a_folder_here_never_stands_in_for_a_baseline_of_its_name(tmp_path):
     assert compare_here("baseline:main", "b").returncode == 1   # the baseline: a's samples, and b regressed
     assert compare_here("./main", "b").returncode == 0
     assert "no baseline of that name" in compare_here("baseline:nope", "b").stderr
+
+
+def test_a_point_the_baseline_measured_and_the_run_lost_fails_the_gate(tmp_path):
+    """The run under test failed the point that would have regressed: not a pass. Exit 3 (its points
+    failed), the error named, a failed JUnit case; --allow-failed-points accepts it, still listed."""
+    from junitparser import Failure, JUnitXml
+    write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
+    store = RunStore(tmp_path, "b")
+    meta = {"experiment": "vm-scaling", "point": "virtual-n1", "env": "virtual", "backend": "virtio-blk",
+            "scope": "aggregate", "headline": "aggregate_iops", "better": "higher", "repeat": 0}
+    store.add([Sample("aggregate_iops", None, "IOPS", meta, status="failed", error="fio on vtb-ci-vm0 did not finish")])
+    store.update_manifest(experiment="vm-scaling", status="completed-with-failures")
+    out = tmp_path / "compare.xml"
+    gate = harness("compare", "a", "b", "--junit", str(out), tmp_path=tmp_path)
+    assert gate.returncode == 3, gate.stdout + gate.stderr
+    assert "lost" in gate.stdout and "did not finish" in gate.stdout and "1 point(s) measured in A were lost" in gate.stdout
+    (suite,) = list(JUnitXml.fromfile(str(out)))
+    (lost,) = [c for c in suite if c.result]
+    assert lost.name == "virtual-n1 virtio-blk" and isinstance(lost.result[0], Failure)
+    assert "failed in B: fio on vtb-ci-vm0 did not finish" in lost.result[0].message
+    allowed = harness("compare", "a", "b", "--allow-failed-points", "--json", tmp_path=tmp_path)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert json.loads(allowed.stdout)["lost"] == [{"experiment": "vm-scaling", "group": "", "point": "virtual-n1",
+                                                   "backend": "virtio-blk", "env": "virtual",
+                                                   "why": "failed in B: fio on vtb-ci-vm0 did not finish"}]
+
+
+def test_min_change_reads_a_percentage_and_refuses_a_bare_number_above_one(tmp_path):
+    """--min-change 5 once meant 500% and passed a 50% drop: a percentage or a fraction now."""
+    write_run(tmp_path, "a", noisy(1000, seed=1), noisy(100, seed=2))
+    write_run(tmp_path, "b", noisy(500, seed=3), noisy(100, seed=4))
+    for given in ("5%", "0.05"):
+        gate = harness("compare", "a", "b", "--min-change", given, tmp_path=tmp_path)
+        assert gate.returncode == 1 and "at least 5%" in gate.stdout, gate.stdout + gate.stderr
+    ambiguous = harness("compare", "a", "b", "--min-change", "5", tmp_path=tmp_path)
+    assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr and "5%" in ambiguous.stderr
