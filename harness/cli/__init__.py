@@ -14,8 +14,9 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from harness.cli import json_outputs
 from harness.cli.app import DEBUG, Probability, Share, cli, config_params, load, resolve_run, with_config
-from harness.common.console import console, step
+from harness.common.console import console, error, step
 from harness.common.exits import Exit
 from harness.common.schema import ConfigError, bs_bytes
 
@@ -49,7 +50,7 @@ def testbed_down(config_path, overrides, everything) -> None:
     try:
         _down(config_path, overrides, everything)
     except TestbedError as e:   # what could not be removed, named: its own exit status
-        console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
+        error(str(e))
         sys.exit(Exit.LEFTOVERS)
 
 
@@ -154,7 +155,7 @@ def backend_list(config_path, overrides) -> None:
         try:
             reason = Testbed(cfg).for_backend(name).backend_verdict()
         except ConfigError as e:
-            reason = str(e).replace("invalid configuration:\n  ", "")
+            reason = re.sub(r"^invalid configuration(, \d+ problems)?:\s*", "", str(e))
         table.add_row(name, b.summary, "[green]yes[/green]" if not reason else f"[red]no[/red]: {reason}")
     console.print(table)
 
@@ -433,7 +434,7 @@ def runs(config_path, overrides, rebuild, as_json, durations) -> None:
         table.add_row(escape(r["run_id"]), escape(r["experiment"] or ""), status, started, r["accel"] or "",
                       escape(r["backend"] or ""))
     if as_json:
-        click.echo(json.dumps(listed, indent=1))
+        click.echo(json_outputs.dumps("runs", listed))
         return
     console.print(table)
     if unfinished:   # with the config they ran with: --resume refuses another
@@ -474,40 +475,24 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, allow_faile
     """Pair the same points of RUN_A (a run, a baseline's name, or a samples.jsonl) and RUN_B (default: the
     latest run); exit 1 on a regression, 3 when RUN_B lost points that RUN_A measured (it failed them, or
     does not have them), unless --allow-failed-points."""
-    from rich.table import Table
-
     from harness.analysis import compare as cmp
-    from harness.analysis.stats import p_text
     cfg = load(config_path, overrides)
     folder_a, folder_b = resolve_run(cfg, run_a), resolve_run(cfg, run_b)
     rows_a, rows_b = cmp.load_rows(folder_a), cmp.load_rows(folder_b)
     changes, unpaired = cmp.compare(rows_a, rows_b, alpha, min_change)
     lost = cmp.lost(rows_a, rows_b)
-    table = Table(title=f"{run_b} against {run_a} (alpha={alpha}, min change={min_change:.0%})")
-    for col in ("experiment", "point", "env/backend", "metric", "A", "B", "change (95% CI)", "p", "verdict"):
-        table.add_column(col, justify="right" if col in ("A", "B", "change (95% CI)", "p") else "left")
-    for c in changes:
-        verdict = "[red]regression[/red]" if c.regression else "[green]improvement[/green]" if c.improvement else ""
-        table.add_row(c.key[0], cmp.point_name(c.key), cmp.place(c.key), c.key[-1],
-                      f"{sum(c.a) / len(c.a):,.1f} (n={len(c.a)})", f"{sum(c.b) / len(c.b):,.1f} (n={len(c.b)})",
-                      c.diff.percent() if c.diff else f"{c.rel_change:+.1%}",
-                      "-" if c.p_value is None else p_text(c.p_value).removeprefix("p="), verdict)
-    for gone in lost:
-        table.add_row(gone.point[0], cmp.point_name(gone.point), cmp.place(gone.point), "", "measured", "[red]lost[/red]",
-                      "", "", f"[red]{escape(gone.why[:120])}[/red]")
-    table.caption = (f"change: B over A (geometric means); p: Welch's t-test on log values, Holm-adjusted over the "
-                     f"{len(changes)} compared metrics; a regression is significant and at least {min_change:.0%}")
     if not changes and not lost:
         raise click.ClickException(f"no point is in both runs. Fix: compare two runs of the same experiment and "
                                    f"points ({folder_a} and {folder_b})")
     regressions = [c for c in changes if c.regression]
     if as_json:
-        click.echo(json.dumps({"a": run_a, "b": run_b, "a_folder": str(folder_a), "b_folder": str(folder_b),
-                               "alpha": alpha, "min_change": min_change, "unpaired": unpaired,
-                               "regressions": len(regressions), "lost": [gone.as_dict() for gone in lost],
-                               "changes": [cmp.as_dict(c) for c in changes]}, indent=1))
+        click.echo(json_outputs.dumps("compare", {
+            "a": run_a, "b": run_b, "a_folder": str(folder_a), "b_folder": str(folder_b), "alpha": alpha,
+            "min_change": min_change, "unpaired": unpaired, "regressions": len(regressions),
+            "lost": [gone.as_dict() for gone in lost], "changes": [cmp.as_dict(c) for c in changes]}))
     else:
-        console.print(table)
+        console.print(_comparison_table(changes, lost, f"{run_b} against {run_a} (alpha={alpha}, "
+                                                       f"min change={min_change:.0%})", min_change))
         if unpaired:
             console.print(f"{unpaired} metric(s) are in only one of the two runs and were not compared")
     if junit:
@@ -524,6 +509,29 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, allow_faile
         sys.exit(Exit.REGRESSION)
     if lost and not allow_failed_points:
         sys.exit(Exit.POINTS_FAILED)
+
+
+def _comparison_table(changes, lost, title: str, min_change: float):
+    """`harness compare`'s table: one row per compared metric, then one per lost point."""
+    from rich.table import Table
+
+    from harness.analysis import compare as cmp
+    from harness.analysis.stats import p_text
+    table = Table(title=title)
+    for col in ("experiment", "point", "env/backend", "metric", "A", "B", "change (95% CI)", "p", "verdict"):
+        table.add_column(col, justify="right" if col in ("A", "B", "change (95% CI)", "p") else "left")
+    for c in changes:
+        verdict = "[red]regression[/red]" if c.regression else "[green]improvement[/green]" if c.improvement else ""
+        table.add_row(c.key[0], cmp.point_name(c.key), cmp.place(c.key), c.key[-1],
+                      f"{sum(c.a) / len(c.a):,.1f} (n={len(c.a)})", f"{sum(c.b) / len(c.b):,.1f} (n={len(c.b)})",
+                      c.diff.percent() if c.diff else f"{c.rel_change:+.1%}",
+                      "-" if c.p_value is None else p_text(c.p_value).removeprefix("p="), verdict)
+    for gone in lost:
+        table.add_row(gone.point[0], cmp.point_name(gone.point), cmp.place(gone.point), "", "measured", "[red]lost[/red]",
+                      "", "", f"[red]{escape(gone.why[:120])}[/red]")
+    table.caption = (f"change: B over A (geometric means); p: Welch's t-test on log values, Holm-adjusted over the "
+                     f"{len(changes)} compared metrics; a regression is significant and at least {min_change:.0%}")
+    return table
 
 
 @cli.command(short_help="One self-contained HTML report of runs (default: latest).")
@@ -629,11 +637,14 @@ def results_metrics() -> None:
     click.echo(markdown(), nl=False)
 
 
-@results.command("schema", short_help="The JSON Schema of a sample row.")
-def results_schema() -> None:
-    """The JSON Schema one row of samples.jsonl validates against (results/sample.schema.json)."""
+@results.command("schema", short_help="The JSON Schema of a sample row, or of a command's --json output.")
+@click.option("--of", "of", type=click.Choice(["sample", *json_outputs.OUTPUTS]), default="sample", show_default=True,
+              help="A sample row (results/sample.schema.json), or a command's --json output (results/json/).")
+def results_schema(of) -> None:
+    """The JSON Schema one row of samples.jsonl validates against (results/sample.schema.json), or that a
+    command's --json output does (results/json/NAME.schema.json)."""
     from harness.results.columns import json_schema
-    click.echo(json.dumps(json_schema(), indent=1))
+    click.echo(json.dumps(json_schema() if of == "sample" else json_outputs.schema(of), indent=1))
 
 
 @cli.command()
@@ -690,6 +701,15 @@ def failed_command(e: subprocess.CalledProcessError) -> str:
             "where vtb ran it)")
 
 
+def _click_message(e: click.ClickException) -> str:
+    """click's own message of a bad flag or argument, with the fix where it names none."""
+    said = e.format_message()
+    if "Fix" in said:
+        return said
+    command = getattr(getattr(e, "ctx", None), "command_path", "harness")
+    return f"{said} Fix: `{command} --help` lists what it takes"
+
+
 def main() -> None:
     import libvirt
 
@@ -708,32 +728,30 @@ def main() -> None:
     except click.exceptions.Exit as e:    # --help, --version
         sys.exit(e.exit_code)
     except click.ClickException as e:     # a flag, an argument or a run that does not exist
-        e.show()
+        error(_click_message(e))
         sys.exit(Exit.BAD_INPUT)
     except ConfigError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
+        error(str(e))
         sys.exit(Exit.BAD_INPUT)
     except subprocess.CalledProcessError as e:   # a command run with check=True: its own words, and how to see more
         if any(DEBUG):
             raise
-        console.print(f"[red]error:[/red] {escape(failed_command(e))}", markup=True, highlight=False, soft_wrap=True)
+        error(failed_command(e))
         sys.exit(Exit.HOST_FAILED)
     except (StepFailed, Unanswered, SshError, subprocess.SubprocessError) as e:   # a step failed or passed its bound
-        console.print(f"[red]error:[/red] {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
+        error(str(e))
         sys.exit(Exit.HOST_FAILED)
     except libvirt.libvirtError as e:   # a libvirtd that is not running, or that refused a call
-        console.print(f"[red]error:[/red] libvirt: {escape(e.get_error_message())}. Fix: check that libvirtd runs "
-                      "(`scripts/libvirtd.sh start` starts this machine's; `make testbed up` does too)",
-                      markup=True, highlight=False, soft_wrap=True)
+        error(f"libvirt: {e.get_error_message()}. Fix: check that libvirtd runs (`scripts/libvirtd.sh start` starts "
+              "this machine's; `make testbed up` does too)")
         sys.exit(Exit.HOST_FAILED)
     except KeyboardInterrupt:
         sys.exit(Exit.INTERRUPTED)
     except Exception as e:   # a bug: one line that says so, the traceback only when asked for
         if any(DEBUG):
             raise
-        console.print(f"[red]error:[/red] unexpected {type(e).__name__}: {escape(str(e))}. This is a vtb bug: "
-                      "run the command again with `harness --debug ...` for the traceback, and report it",
-                      markup=True, highlight=False, soft_wrap=True)
+        error(f"unexpected {type(e).__name__}: {e}. This is a vtb bug: run the command again with "
+              "`harness --debug ...` for the traceback, and report it")
         sys.exit(Exit.INTERNAL)
 
 

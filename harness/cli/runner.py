@@ -14,7 +14,7 @@ import click
 from pydantic import ValidationError
 
 from harness import hosts
-from harness.cli import settings
+from harness.cli import json_outputs, settings
 from harness.common import paths
 from harness.common.bounded import heartbeat
 from harness.common.cancel import CANCEL, Terminated, interrupt_in
@@ -53,11 +53,16 @@ def grown(cfg: Config, need: int) -> Config:
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
+RESERVED = {"baselines": "the baselines", "json": "the --json outputs' schemas"}
+
+
 def run_id_problem(results_dir: Path, run_id: str) -> str | None:
     """Why a run id the user chose cannot name a new run folder, or None."""
     if not RUN_ID.fullmatch(run_id):
         return (f"--run-id {run_id!r} cannot name a run folder. Fix: letters, digits, '.', '_' and '-' (up to 100, "
                 "a letter or digit first), e.g. push-1234")
+    if run_id in RESERVED:
+        return f"--run-id {run_id}: that folder of the results folder is vtb's own ({RESERVED[run_id]}). Fix: another id"
     if (Path(results_dir) / run_id).exists():
         return f"--run-id {run_id}: a run of that id is in {results_dir} already. Fix: another id, or --resume {run_id}"
     return None
@@ -286,11 +291,11 @@ def ended(experiment, ctx: RunContext, status: str, wall_s: float, as_json: bool
         warn(f"not measured: block {label} (its fleet did not come up: {why})")
     step(f"results: {store.dir} ({status})")
     if resume_mod.offered(status, store.manifest):
-        step(f"go on with it: harness run {experiment.name} --resume {store.run_id} (the same config and flags)")
+        step(f"go on with it: harness run {experiment.name} --resume {store.run_id} (it goes on with its own config)")
     if as_json:   # the last line, whatever the outcome: a CI job learns the run it made
-        click.echo(json.dumps({"run_id": store.run_id, "folder": str(store.dir), "status": status,
-                               "failed_samples": sum(s.status != "ok" for s in store.samples),
-                               "failed_blocks": list(failed_blocks)}))
+        click.echo(json_outputs.dumps("run", {"run_id": store.run_id, "folder": str(store.dir), "status": status,
+                                              "failed_samples": sum(s.status != "ok" for s in store.samples),
+                                              "failed_blocks": list(failed_blocks)}, indent=None))
 
 
 def _precision_summary(ctx: RunContext) -> None:

@@ -65,7 +65,9 @@ def describe(err: ValidationError) -> str:
         got = f" (got {e['input']!r})" if not isinstance(e.get("input"), dict) else ""
         head = "" if msg.startswith(f"{field}.") else f"{field}: "  # the message already names a sub-field
         lines.append(f"{head}{msg}{got}." + (f" Fix: {fix}." if fix else ""))
-    return "invalid configuration:\n  " + "\n  ".join(lines)
+    if len(lines) == 1:
+        return f"invalid configuration: {lines[0]}"
+    return f"invalid configuration, {len(lines)} problems:\n  " + "\n  ".join(lines)
 
 
 def _takes_text(annotation: Any) -> bool:

@@ -2,7 +2,6 @@
 (`harness compare` gates; it takes a baseline's name where it takes a run)."""
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from harness.cli import json_outputs
 from harness.cli.app import cli, load, resolve_run, with_config
 from harness.common.console import console
 
@@ -42,7 +42,7 @@ def baseline_list(config_path, overrides, as_json) -> None:
     from harness.results import baselines
     cfg = load(config_path, overrides)
     if as_json:
-        click.echo(json.dumps(baselines.listing(cfg.results_dir), indent=1, default=str))
+        click.echo(json_outputs.dumps("baseline-list", baselines.listing(cfg.results_dir)))
         return
     table = Table(title=f"baselines in {baselines.folder(cfg.results_dir)}")
     for col in ("name", "saved", "from run"):
@@ -79,8 +79,9 @@ def trend(config_path, overrides, metric, point, run_ids, out, as_json) -> None:
                                    f"among {len(runs)} run(s). Fix: a metric the runs measured (e.g. "
                                    "aggregate_iops, iops, lat_p99; `harness runs` lists them)")
     if as_json:
-        click.echo(json.dumps([{"run_id": s.run_id, "point": s.point, "metric": metric, "n": s.summary.n,
-                                "mean": s.summary.mean, "ci95": s.summary.ci95, "cv": s.summary.cv} for s in seen], indent=1))
+        click.echo(json_outputs.dumps("trend", [{"run_id": s.run_id, "point": s.point, "metric": metric, "n": s.summary.n,
+                                                 "mean": s.summary.mean, "ci95": s.summary.ci95, "cv": s.summary.cv}
+                                                for s in seen]))
         if out:   # the plot only where asked for: --json is for a script, and writes nothing else
             trend_plot.plot(seen, out, metric)
         return

@@ -11,6 +11,8 @@ from rich.text import Text
 
 # Logs (CI, pipes) get a wide fixed width rather than rich's 80-column default.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+# a command's error: on stderr, so that a script reading stdout (--json) gets only its data
+errors = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 140)
 _start = time.monotonic()
 
 
@@ -27,6 +29,11 @@ def step(msg: str) -> None:
 
 def warn(msg: str) -> None:
     console.print(_line("warning:", "yellow", msg), soft_wrap=True)
+
+
+def error(msg: str) -> None:
+    """A command's error: its first line `error: ...` names the fix; details may follow on later lines."""
+    errors.print(Text("error: ", style="red").append(msg), soft_wrap=True)
 
 
 def minutes_seconds(seconds: float) -> str:

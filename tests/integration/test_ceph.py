@@ -40,7 +40,7 @@ def test_a_bad_plan_is_refused_before_anything_is_made(tmp_path):
     plan = CephPlan(name=NAME, dir=str(STATE / f"{NAME}-bad"), nodes=6, replicas=7)
     (tmp_path / "plan.json").write_text(plan.to_json())
     out = harness("host", "ceph", "create", str(tmp_path / "plan.json"), check=False)
-    assert out.returncode == 2 and "ceph.nodes=6: use 1 to 5" in out.stdout and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "ceph.nodes=6: use 1 to 5" in out.stderr and "Traceback" not in out.stderr
     assert not Path(plan.dir).exists() and not gc.leftovers(NAME)
 
 

@@ -164,7 +164,7 @@ def test_bad_backend_input_changes_nothing(fleet, tmp_path):
     before = domain_ids()
     out = harness("testbed", "up", "--set", "disk.backend=vhost-user-blk-qsd", "--set", "disk.iothreads=2",
                   check=False)
-    assert out.returncode == 2 and "disk.iothreads: not supported by vhost-user-blk-qsd" in out.stdout
+    assert out.returncode == 2 and "disk.iothreads: not supported by vhost-user-blk-qsd" in out.stderr
     run_dir = STATE / "ci" / "vtb-ci-run"
     run_dir.mkdir(exist_ok=True)
     with socket.socket(socket.AF_UNIX) as squatter:  # another program owns the daemon's socket
@@ -172,7 +172,7 @@ def test_bad_backend_input_changes_nothing(fleet, tmp_path):
         squatter.listen()
         out = harness("testbed", "up", "--set", "disk.backend=vhost-user-blk-qsd", check=False)
     (run_dir / "vtb-ci-vm0.vhost.sock").unlink()
-    assert out.returncode == 2 and "vtb-ci-vm0.vhost.sock is already in use" in out.stdout
+    assert out.returncode == 2 and "vtb-ci-vm0.vhost.sock is already in use" in out.stderr
     assert domain_ids() == before and not any("qemu-storage-daemon" in l for l in gc.leftovers(PREFIX))
 
 

@@ -143,12 +143,12 @@ def test_every_refusal_names_the_device_and_the_reason(host):
         raid.create(host, plan(host, members=["/dev/vda", d[0]], allow=[*d, "/dev/vda"]))
     # fleet.device is checked in the nested host, where the fleet would use it, before anything is made
     out = harness("testbed", "up", "--set", "fleet.device=/dev/vda", check=False)
-    assert out.returncode == 2 and "fleet.device /dev/vda refused: not on that host's allowlist" in out.stdout
+    assert out.returncode == 2 and "fleet.device /dev/vda refused: not on that host's allowlist" in out.stderr
     host.run(["mkfs.ext4", "-q", "-F", d[0]])
     try:
         out = harness("testbed", "up", "--set", f"fleet.device={d[0]}", check=False)
-        assert out.returncode == 2 and f"fleet.device {d[0]} refused: it carries a ext4 signature" in out.stdout
-        assert "set fleet.wipe=true only if its data may be destroyed" in out.stdout
+        assert out.returncode == 2 and f"fleet.device {d[0]} refused: it carries a ext4 signature" in out.stderr
+        assert "set fleet.wipe=true only if its data may be destroyed" in out.stderr
     finally:
         host.run(["wipefs", "-a", "-q", d[0]])
 

@@ -3,8 +3,8 @@ real run: tests/integration/test_fleet_lifecycle.py), and the commands' JSON out
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import time
@@ -61,16 +61,34 @@ def test_a_regression_exits_1_and_no_regression_0_and_both_read_as_json(tmp_path
     assert same.returncode == Exit.OK
 
 
-def test_runs_baselines_and_trend_read_as_json(tmp_path):
+def test_runs_baselines_trend_and_compare_read_as_json_of_their_documented_schemas(tmp_path):
+    import jsonschema
+
+    from harness.cli import json_outputs
     a_run(tmp_path, "a", 1000)
     a_run(tmp_path, "b", 1010)
     runs = json.loads(harness("runs", "--json", results=tmp_path).stdout)
     assert [r["run_id"] for r in runs] == ["a", "b"] and {r["status"] for r in runs} == {"completed"}
     assert harness("baseline", "save", "main", "latest", results=tmp_path).returncode == 0
-    (saved,) = json.loads(harness("baseline", "list", "--json", results=tmp_path).stdout)
-    assert saved["name"] == "main"
+    baselines = json.loads(harness("baseline", "list", "--json", results=tmp_path).stdout)
+    assert [b["name"] for b in baselines] == ["main"]
     trend = json.loads(harness("trend", "aggregate_iops", "--json", results=tmp_path).stdout)
     assert [t["run_id"] for t in trend] == ["a", "b"] and all(t["n"] == 5 and t["ci95"] > 0 for t in trend)
+    assert not list(tmp_path.glob("*.png"))   # --json is for a script: no plot unless --out asks
+    compared = json.loads(harness("compare", "a", "b", "--json", results=tmp_path).stdout)
+    for name, data in (("runs", runs), ("baseline-list", baselines), ("trend", trend), ("compare", compared)):
+        jsonschema.validate(data, json_outputs.schema(name))
+
+
+def test_each_json_outputs_schema_in_results_is_generated_now():
+    from harness.cli import json_outputs
+    folder = Path(__file__).parents[3] / "results" / "json"
+    assert sorted(p.name for p in folder.glob("*.schema.json")) == sorted(f"{n}.schema.json" for n in json_outputs.OUTPUTS)
+    for name in json_outputs.OUTPUTS:
+        assert json.loads((folder / f"{name}.schema.json").read_text()) == json_outputs.schema(name), \
+            f"results/json/{name}.schema.json is stale: harness results schema --of {name} > it"
+    status = json_outputs.schema("runs")["$defs"]["ListedRun"]["properties"]["status"]
+    assert "died" in status["enum"]   # a fixed set of values is an enum
 
 
 def test_runs_offers_to_resume_a_run_with_a_block_that_did_not_come_up(tmp_path):
@@ -169,7 +187,7 @@ def test_a_host_that_refuses_ssh_exits_4_naming_it(tmp_path):
                       f'[[hosts]]\nname = "shut"\nssh = "root@127.0.0.1"\nport = {port}\ndevices = ["/dev/vdb"]\n')
     out = harness("testbed", "up", "--config", str(config), results=tmp_path)
     assert out.returncode == Exit.HOST_FAILED, out.stdout + out.stderr
-    assert "[[hosts]] shut at 127.0.0.1" in out.stdout and "Traceback" not in out.stdout + out.stderr
+    assert "[[hosts]] shut at 127.0.0.1" in out.stderr and "Traceback" not in out.stdout + out.stderr
     assert not (tmp_path / "state" / "closed").exists()
 
 
@@ -190,7 +208,8 @@ def test_a_teardown_that_leaves_something_exits_5_naming_it_and_keeps_its_state(
     finally:
         subprocess.run(["ip", "link", "del", link], timeout=30)
     assert out.returncode == Exit.LEFTOVERS, out.stdout + out.stderr
-    assert "terraform destroy failed" in out.stdout and f"these remain: link {link}" in out.stdout, out.stdout
+    said = out.stdout + out.stderr
+    assert "terraform destroy failed" in said and f"these remain: link {link}" in out.stderr, said
     assert "Traceback" not in out.stdout + out.stderr
     assert (fleet / "fleet.tfvars.json").exists()   # `testbed down` again, once the cause is fixed
 
@@ -207,4 +226,4 @@ def test_an_exception_vtb_does_not_raise_for_a_step_is_a_bug(monkeypatch, capsys
     monkeypatch.setattr(cli, "cli", broken)
     with pytest.raises(SystemExit) as done:
         cli.main()
-    assert done.value.code == code and "This is a vtb bug" in capsys.readouterr().out
+    assert done.value.code == code and "This is a vtb bug" in capsys.readouterr().err

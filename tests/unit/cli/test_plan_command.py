@@ -59,15 +59,15 @@ def test_a_resumed_run_goes_on_with_its_own_config_and_only_the_command_line_is_
     assert "8 point runs (2 shuffled repeat(s) of each point)" in offered.stdout   # VM counts 1, 2: 4 points
     assert "resuming r1: 0 of its 8 point runs were measured before" in offered.stdout
     changed = plan("--set", "repeat.count=3")
-    assert changed.returncode == 2 and "repeat.count: 2 -> 3" in changed.stdout, changed.stdout + changed.stderr
-    assert "vm_counts" not in changed.stdout   # what the command line did not state is the run's own
+    assert changed.returncode == 2 and "repeat.count: 2 -> 3" in changed.stderr, changed.stdout + changed.stderr
+    assert "vm_counts" not in changed.stderr   # what the command line did not state is the run's own
     assert plan("--set", "repeat.count=3", "--resume-anyway").returncode == 0
     for refused, said in ((["--run-id", "x"], "give one of them"), (["--budget", "30m"], "repeat.budget_s bounds")):
         out = plan(*refused)
         assert out.returncode == 2 and said in out.stdout + out.stderr, out.stdout + out.stderr
     missing = subprocess.run([HARNESS, "run", "vm-scaling", "--plan", "--resume", "nonexistent", "--set",
                               f"results_dir={moved}"], capture_output=True, text=True, timeout=120)
-    assert missing.returncode == 2 and "--resume nonexistent: no run of that id" in missing.stdout
+    assert missing.returncode == 2 and "--resume nonexistent: no run of that id" in missing.stderr
     bad_id = subprocess.run([HARNESS, "run", "vm-scaling", "--plan", "--run-id", "a/b c", "--set",
                              f"results_dir={moved}"], capture_output=True, text=True, timeout=120)
-    assert bad_id.returncode == 2 and "cannot name a run folder" in bad_id.stdout
+    assert bad_id.returncode == 2 and "cannot name a run folder" in bad_id.stderr

@@ -44,5 +44,5 @@ def test_this_machines_state_dir_of_another_user_is_refused_before_anything_is_m
     os.chown(theirs, 65534, 65534)
     out = subprocess.run([HARNESS, *command, "--set", f"state_dir={theirs}"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stdout + out.stderr
-    assert f"state_dir: its state dir {theirs} belongs to uid 65534, not to uid 0" in out.stdout
+    assert f"state_dir: its state dir {theirs} belongs to uid 65534, not to uid 0" in out.stderr
     assert list(theirs.iterdir()) == []
