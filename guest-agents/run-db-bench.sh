@@ -10,7 +10,7 @@ trap 'umount "$mnt"; rmdir "$mnt"; wipefs --all --quiet "$dev"' EXIT
 mount "$dev" "$mnt" || exit 5
 db_bench --version   # its banner with the version goes to stderr
 before=$(dmesg | wc -l)
-db_bench --db="$mnt/db" --benchmarks="$DB_BENCHMARKS" --num="$DB_NUM" --value_size="$DB_VALUE_SIZE" \
+confined "$mnt" "" db_bench --db="$mnt/db" --benchmarks="$DB_BENCHMARKS" --num="$DB_NUM" --value_size="$DB_VALUE_SIZE" \
   --threads="$DB_THREADS" --max_write_buffer_number="$DB_WRITE_BUFFERS" --batch_size="$DB_BATCH" \
   --use_direct_io_for_flush_and_compaction="$DB_DIRECT" --use_direct_reads="$DB_DIRECT" \
   --seed="$DB_SEED" --histogram=true --statistics=false --progress_reports=false || exit $?

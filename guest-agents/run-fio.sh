@@ -33,9 +33,22 @@ before=$(dmesg | wc -l)
 # fio writes files into its working directory (a verify state, `local-<job>-<n>-verify.state`, and
 # follows a symlink of that name): a private, empty one of its own, removed afterwards.
 work=$(mktemp -d /tmp/vtb-fio-XXXXXX) || exit 5
+# On a host, fio runs confined (confine.sh) to its target: the disk, the new filesystem's mount
+# (FIO_MKFS), nothing for an rbd image (librbd reaches it over the network); and writes only in
+# this run's own scratch folder (the trace's or the captured iologs').
+target=$dev
+[ -z "${FIO_MKFS:-}" ] || target=$mnt
+[ -z "${rbd_image:-}" ] || target=
+scratch=${FIO_TRACE:-${FIO_IOLOG:-}}
+export FIO_FILENAME="$fname"
 rc=0
-(cd "$work" && printf '%s\n' "$job" | FIO_FILENAME=$fname fio --output-format=json+ -) || rc=$?
+(cd "$work" && printf '%s\n' "$job" | confined "$target" "${scratch%/*}" fio --output-format=json+ - 2> "$work/stderr") || rc=$?
+cat "$work/stderr" >&2
+# A job process that dies of a signal leaves fio's exit status 0 and its job's error 0: its figures
+# are only what it did before, never a measurement.
+died=$(grep -m 1 'got signal=' "$work/stderr")
 rm -rf -- "$work"
 [ "$rc" -eq 0 ] || exit "$rc"
+[ -z "$died" ] || { echo "run-fio: a fio job process died ($died): the point has no measurement" >&2; exit 7; }
 bad=$(dmesg | awk -v n="$before" 'NR > n && tolower($0) ~ /timeout|i\/o error|abort|reset/ { print; if (++k == 3) exit }')
 [ -z "$bad" ] || { echo "run-fio: the guest kernel reported I/O trouble during the run: $bad" >&2; exit 4; }

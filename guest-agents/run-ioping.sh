@@ -7,7 +7,7 @@ ioping -v
 before=$(dmesg | wc -l)
 # IOPING_ARGS is the harness's own list of options and numbers: split on spaces, never evaluated
 # shellcheck disable=SC2086
-ioping $IOPING_ARGS "$dev" || exit $?
+confined "$dev" "" ioping $IOPING_ARGS "$dev" || exit $?
 report_cpu
 bad=$(dmesg | awk -v n="$before" 'NR > n && tolower($0) ~ /timeout|i\/o error|abort|reset/ { print; if (++k == 3) exit }')
 [ -z "$bad" ] || { echo "run-ioping: the kernel reported I/O trouble during the run: $bad" >&2; exit 4; }

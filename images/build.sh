@@ -34,10 +34,11 @@ host)
   # the device safety checks (harness/resources/devices.py runs there as it runs here), sshd for hosts
   # driven as `ssh` hosts (its host key is made at boot, so every nested host has its own), and
   # Ceph for ceph.mode = "hosts" (its daemons, and QEMU's and fio's librbd for the L2s and the
-  # physical baseline), and tgt for the iscsi backend's target.
+  # physical baseline), tgt for the iscsi backend's target, and bubblewrap, the sandbox of the
+  # tools vtb runs on a host (guest-agents/confine.sh).
   KERNELS=linux-image-amd64
   PACKAGES+=,libvirt-daemon,libvirt-daemon-driver-qemu,libvirt-clients,qemu-system-x86,qemu-utils,iproute2,python3,openssh-server
-  PACKAGES+=,ceph-mon,ceph-mgr,ceph-osd,ceph-common,qemu-block-extra,tgt
+  PACKAGES+=,ceph-mon,ceph-mgr,ceph-osd,ceph-common,qemu-block-extra,tgt,bubblewrap
   hooks=(--customize-hook="copy-in $here/host/vtb-host-init /sbin"
          --customize-hook='chroot "$1" useradd --system --no-create-home --shell /usr/sbin/nologin libvirt-qemu'
          --customize-hook='printf "user = \"root\"\ngroup = \"root\"\nstdio_handler = \"file\"\n" >> "$1/etc/libvirt/qemu.conf"'

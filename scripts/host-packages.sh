@@ -7,7 +7,7 @@ pkgs=(qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvi
       libvirt-dev pkg-config xsltproc mmdebstrap fio e2fsprogs util-linux ca-certificates
       python3-venv python3-dev gcc git
       mariadb-server-core mariadb-client-core sysbench curl unzip openssh-client
-      ceph-mon ceph-mgr ceph-osd ceph-common qemu-block-extra iproute2 tgt ioping)
+      ceph-mon ceph-mgr ceph-osd ceph-common qemu-block-extra iproute2 tgt ioping bubblewrap)
 for arg in "$@"; do
   case $arg in
     --test) pkgs+=(chromium fdisk) ;;

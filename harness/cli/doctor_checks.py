@@ -16,6 +16,7 @@ from harness.libvirt.libvirt_conn import connect
 TOOLS = (("qemu-system-x86_64", "runs the guests", "run `make testbed up`"),
          ("qemu-storage-daemon", "vhost-user-blk backend", "run `make testbed up`"),
          ("fio", "the physical baseline", "run `make testbed up`"),
+         ("bwrap", "the sandbox vtb runs its tools in on a host", "apt-get install bubblewrap"),
          ("mdadm", "RAID arrays on this host (a nested host has its own)", "apt install mdadm"))
 
 

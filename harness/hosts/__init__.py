@@ -22,6 +22,8 @@ class Node(Protocol):
     """Anything that runs commands: this machine, a nested host, a guest through its agent
     (harness.libvirt.agent.GuestAgent). Workloads run on a node, whichever it is."""
     label: str                  # how messages name it ("this machine", "the nested host"; a guest: its name)
+    confines_tools: ClassVar[bool]   # the tools vtb runs there go into its sandbox (guest-agents/confine.sh):
+                                     # a host holds more than the disk under test; a guest holds nothing else
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:

@@ -31,6 +31,7 @@ class Stopped(StepFailed):
 class LocalHost:
     kind: ClassVar[str] = "local"
     is_this_machine: ClassVar[bool] = True
+    confines_tools: ClassVar[bool] = True
     drives_are_users: ClassVar[bool] = False
     drive_size_field: ClassVar[str | None] = None
     keeps_guest_image: ClassVar[bool] = False

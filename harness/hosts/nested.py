@@ -64,6 +64,7 @@ def state_subdir(index: int) -> str:
 class NestedHost:
     kind = "nested"
     is_this_machine = False
+    confines_tools = True
     drives_are_users = False            # its emulated NVMe drives are vtb's own
     drive_size_field = "nested.drive_mib"
     keeps_guest_image = True

@@ -59,6 +59,7 @@ def control_dir() -> Path:
 class SshHost:
     kind: ClassVar[str] = "ssh"
     is_this_machine: ClassVar[bool] = False
+    confines_tools: ClassVar[bool] = True
     drives_are_users: ClassVar[bool] = True
     drive_size_field: ClassVar[str | None] = None
     keeps_guest_image: ClassVar[bool] = False

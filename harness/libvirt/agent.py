@@ -52,6 +52,7 @@ class GuestAgent:
     # milliseconds, and a point makes dozens of them; a long fio run is polled 4 times a second.
     FIRST_POLL_S = 0.005
     POLL_S = 0.25
+    confines_tools = False   # a guest holds nothing but the disks under test: its tools run bare
 
     def __init__(self, domain: libvirt.virDomain):
         self.domain = domain

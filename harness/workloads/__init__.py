@@ -48,6 +48,8 @@ def run_runner(node, runner: Path, locator: str, *, env: dict, timeout: float, t
     """A runner on a node (a guest or a host, the same call), its stdout; a timeout (the node stops
     the runner) or a failure raises the tool's own error, naming the node."""
     t0 = time.monotonic()
+    if getattr(node, "confines_tools", True):   # only a node that says it holds nothing else runs a tool bare
+        env = {**env, "VTB_CONFINE": "1"}
     try:
         out = node.run(["/bin/sh", "-c", guest_script(runner), runner.stem, locator], env=env, input=input,
                        timeout=timeout, check=False)

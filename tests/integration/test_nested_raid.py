@@ -103,6 +103,26 @@ def test_nested_host_has_md_kvm_and_its_drives(host):
     assert ("the nested host: /dev/kvm", True, "present") in results
 
 
+
+@pytest.mark.core
+def test_a_job_that_fooled_the_gate_reaches_only_its_drive_in_the_nested_host(host):
+    """The sandbox there (its image has bubblewrap), with the gate bypassed: a file outside and
+    another drive fail; the job on its own drive runs."""
+    from harness.libvirt.agent import PATH
+    from harness.workloads import run_runner
+    from harness.workloads.fio import GUEST_RUNNER, FioError
+    drive, other = host.record.drives[:2]
+
+    def bare(job: str) -> str:
+        return run_runner(host, GUEST_RUNNER, f"path:{drive}", env={"PATH": PATH}, input=job.encode(), timeout=120,
+                          tool="fio", error=FioError)
+    out = bare("[t]\nfilename=${FIO_FILENAME}\nrw=write\nsize=64k\n")
+    assert json.loads(out[out.index("{"):])["jobs"][0]["write"]["io_bytes"] == 64 << 10
+    for job in ("filename=/var/tmp/vtb-escape\nrw=write\nsize=64k\n", f"filename={other}\nrw=write\nsize=64k\n"):
+        with pytest.raises(FioError, match="Read-only file system"):
+            bare(f"[t]\n{job}")
+    assert host.run(["test", "-e", "/var/tmp/vtb-escape"], check=False).returncode == 1
+
 @pytest.mark.core
 def test_this_host_without_md_is_told_to_use_the_nested_host():
     from harness.hosts import LocalHost
