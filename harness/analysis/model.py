@@ -44,12 +44,17 @@ class Model:
     def _row(self, f: dict) -> list[float]:
         x = [1.0]
         for n in self.numeric:
-            if n not in f or float(f[n]) <= 0:
-                raise ValueError(f"predict needs a positive {n} (the model was fitted on it)")
-            x.append(math.log(float(f[n])))
+            try:
+                value = float(f[n])
+            except (KeyError, TypeError, ValueError):
+                value = math.nan
+            if not value > 0:
+                raise ValueError(f"predict needs a positive {n} (the model was fitted on it). Fix: --at {n}=NUMBER")
+            x.append(math.log(value))
         for c, levels in self.levels.items():
             if str(f.get(c)) not in levels:
-                raise ValueError(f"{c}={f.get(c)!r} was not in the run (known: {', '.join(levels)})")
+                said = f"{c}={f[c]} was not in the run" if c in f else f"the model needs {c}"
+                raise ValueError(f"{said} (it has {', '.join(levels)}). Fix: --at {c}={levels[0]} (or another of them)")
             x += [1.0 if str(f[c]) == lv else 0.0 for lv in levels[1:]]
         return x
 

@@ -596,10 +596,12 @@ def predict(config_path, overrides, run_id, metric, at) -> None:
         console.print(table)
     if at:
         point = {}
-        for item in at:
-            k, _, v = item.partition("=")
-            point["bs_bytes" if k == "bs" else k] = bs_bytes(v) if k == "bs" else v
         try:
+            for item in at:
+                k, _, v = item.partition("=")
+                if k == "bs" and not re.fullmatch(r"\d+[kKmM]?", v):
+                    raise ValueError(f"--at bs={v} is not a block size. Fix: --at bs=4k (bytes, or k or m)")
+                point["bs_bytes" if k == "bs" else k] = bs_bytes(v) if k == "bs" else v
             console.print(f"predicted {metric} at {', '.join(at)}: {m.predict(point):,.1f}")
         except ValueError as e:
             raise click.ClickException(str(e)) from None

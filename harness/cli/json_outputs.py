@@ -1,5 +1,5 @@
 """The shapes of the commands' `--json` outputs. Each command prints its JSON through these models,
-and their JSON Schemas (`harness results schema --of NAME`, docs/json-outputs.md) are generated
+and their JSON Schemas (`harness results schema --of NAME`, results/json/) are generated
 from them: what a script reads is what the schema says."""
 from __future__ import annotations
 

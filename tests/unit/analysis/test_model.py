@@ -46,7 +46,11 @@ def test_anomaly_flag_finds_the_planted_outlier():
 
 def test_unknown_level_and_too_few_points_are_errors():
     m = fit(rows(), "iops")
-    with pytest.raises(ValueError, match="backend='vfio' was not in the run"):
+    with pytest.raises(ValueError, match="backend=vfio was not in the run .*Fix: --at backend="):
         m.predict({"iodepth": 4, "bs_bytes": 4096, "backend": "vfio"})
+    with pytest.raises(ValueError, match="the model needs backend .*Fix: --at backend="):
+        m.predict({"iodepth": 4, "bs_bytes": 4096})
+    with pytest.raises(ValueError, match="a positive iodepth .*Fix: --at iodepth=NUMBER"):
+        m.predict({"iodepth": "", "bs_bytes": 4096, "backend": "virtio-blk"})
     with pytest.raises(ValueError, match="at least 3"):
         fit(rows()[:2], "iops")
