@@ -595,17 +595,21 @@ def predict(config_path, overrides, run_id, metric, at) -> None:
             table.add_row(", ".join(f"{k}={v}" for k, v in o.items() if k != "y"), f"{o['y']:,.1f}", f"{pred:,.1f}")
         console.print(table)
     if at:
-        point = {}
         try:
-            for item in at:
-                k, _, v = item.partition("=")
-                if k == "bs" and not re.fullmatch(r"\d+[kKmM]?", v):
-                    raise ValueError(f"--at bs={v} is not a block size. Fix: --at bs=4k (bytes, or k or m)")
-                point["bs_bytes" if k == "bs" else k] = bs_bytes(v) if k == "bs" else v
-            console.print(f"predicted {metric} at {', '.join(at)}: {m.predict(point):,.1f}")
+            console.print(f"predicted {metric} at {', '.join(at)}: {m.predict(_point_at(at)):,.1f}")
         except ValueError as e:
             raise click.ClickException(str(e)) from None
 
+
+def _point_at(at: tuple[str, ...]) -> dict:
+    """predict's --at FACTOR=VALUE items as the model's point (a block size in bytes)."""
+    point = {}
+    for item in at:
+        k, _, v = item.partition("=")
+        if k == "bs" and not re.fullmatch(r"\d+[kKmM]?", v):
+            raise ValueError(f"--at bs={v} is not a block size. Fix: --at bs=4k (bytes, or k or m)")
+        point["bs_bytes" if k == "bs" else k] = bs_bytes(v) if k == "bs" else v
+    return point
 
 @cli.group()
 def config() -> None:
