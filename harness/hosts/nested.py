@@ -50,6 +50,7 @@ class NestedRecord:
     identity: str = ""          # the testbed's key, in root's authorized_keys there ("": an older record)
     known_hosts: str = ""       # its host key, as ssh and the Terraform provider check it
     shared_address: str = ""    # its address/prefix on the network the nested hosts share ("": none)
+    started: str = "booted"     # "booted", or "restored" from its saved booted state (resources/nested_saves.py)
 
 
 def domain_name(index: int) -> str:

@@ -40,6 +40,7 @@ from harness.hosts.nested import (
 from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests
 from harness.libvirt.libvirt_conn import Unanswered, connect, define, domain_call, unanswered
 from harness.libvirt.libvirt_xml import UNRECORDED, attr, owner_metadata, owner_of, qemu_commandline, qemu_opt
+from harness.resources import nested_saves
 from harness.resources.leftovers import Scope
 
 BOOT_TIMEOUT_S = 240
@@ -224,52 +225,126 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
         host = _booted(cfg, state_dir, name, index, choice, port, t0)
     finally:
         (state_dir / BOOTING).unlink(missing_ok=True)
-    step(f"nested host: {name} up in {host.record.ready_s:.0f} s, drives {' '.join(host.record.drives)}")
+    step(f"nested host: {name} up in {host.record.ready_s:.0f} s ({host.record.started}), drives "
+         f"{' '.join(host.record.drives)}")
     return host
 
 
 def _booted(cfg, state_dir: Path, name: str, index: int, choice: accel.AccelChoice, port: int | None,
             t0: float) -> NestedHost:
-    """The L1 defined, booted and let in (the testbed's key, its libvirtd answering), its record written."""
+    """The L1 defined, restored from its saved booted state or booted, and let in (the testbed's key,
+    its libvirtd answering), its record written. A restored one that fails to come in boots afresh."""
     n = cfg.nested
     ssh_port = _free_port(port)
     shared = shared_address(cfg, index)
     _shared_bridge(cfg.state_dir)
+    image = (HOST_IMAGE_DIR / "recipe.sha").read_text().strip()
+    key = _testbed_key(cfg.state_dir)
     conn = connect(paths.LIBVIRT_URI)
     try:
-        dom = define(conn, name, domain_xml(cfg, state_dir, choice, ssh_port, name, shared))
-        domain_call(dom, "create")
-        step(f"nested host: booting {name} (accel={choice.accel}), its sshd on 127.0.0.1:{ssh_port}")
+        xml = domain_xml(cfg, state_dir, choice, ssh_port, name, shared)
+        save_key = nested_saves.key(xml, image, nested_saves.versions(conn))
+        how = _restored(conn, name, xml, save_key, state_dir) or _boot(conn, name, xml, save_key, state_dir, choice,
+                                                                        ssh_port)
+        record = NestedRecord(drives=[], drive_model=n.drive_model, drive_mib=n.drive_mib, image=image,
+                              l0_accel=accel.as_dict(choice), ready_s=0.0, domain=name, ssh_port=ssh_port,
+                              shared_address=shared, identity=str(key), known_hosts=str(state_dir / "known_hosts"),
+                              started=how)
         try:
-            with heartbeat(f"{name} to boot and its agent to answer", BOOT_TIMEOUT_S):
-                GuestAgent(dom).wait_ready(BOOT_TIMEOUT_S)
-        except AgentError as e:
-            raise NestedHostError(f"{e}; its console is {state_dir / 'console.log'}. Fix: read it, then "
-                                  "`harness host nested down` and `up` again") from None
+            host = _let_in(NestedHost(state_dir, record), key, n.drives)
+        except NestedHostError as e:
+            if how != "restored":
+                raise
+            warn(f"nested host: the restored {name} did not come in ({e}); it boots, and its state is saved anew")
+            _fresh_start(conn, name, save_key, state_dir)
+            record.started = _boot(conn, name, xml, save_key, state_dir, choice, ssh_port)
+            host = _let_in(NestedHost(state_dir, record), key, n.drives)
     finally:
         conn.close()
-    key = _testbed_key(cfg.state_dir)
-    record = NestedRecord(drives=[], drive_model=n.drive_model, drive_mib=n.drive_mib,
-                          image=(HOST_IMAGE_DIR / "recipe.sha").read_text().strip(), l0_accel=accel.as_dict(choice),
-                          ready_s=0.0, domain=name, ssh_port=ssh_port, shared_address=shared, identity=str(key),
-                          known_hosts=str(state_dir / "known_hosts"))
-    host = NestedHost(state_dir, record)
-    record.drives = _find_drives(host, n.drives)
-    write_atomic(state_dir / "known_hosts", _let_key_in(host, key) + "\n")
-    deadline = time.monotonic() + 60
-    with heartbeat(f"libvirtd in {name} to answer at {host.uri}"):
-        while True:
-            try:
-                connect(host.uri).close()
-                break
-            except libvirt.libvirtError as e:
-                if time.monotonic() > deadline:
-                    raise NestedHostError(f"libvirtd in {name} is not reachable at {host.uri}: "
-                                          f"{e.get_error_message()} (console: {state_dir / 'console.log'})") from None
-                time.sleep(1)
     record.ready_s = round(time.monotonic() - t0, 1)
     write_atomic(state_dir / RECORD, json.dumps(asdict(record), indent=2))
     return host
+
+
+def _let_in(host: NestedHost, key: Path, drives: int) -> NestedHost:
+    """The running L1's drives found, the testbed's key let in, its libvirtd answering."""
+    host.record.drives = _find_drives(host, drives)
+    write_atomic(host.state_dir / "known_hosts", _let_key_in(host, key) + "\n")
+    deadline = time.monotonic() + 60
+    with heartbeat(f"libvirtd in {host.domain} to answer at {host.uri}"):
+        while True:
+            try:
+                connect(host.uri).close()
+                return host
+            except libvirt.libvirtError as e:
+                if time.monotonic() > deadline:
+                    raise NestedHostError(f"libvirtd in {host.domain} is not reachable at {host.uri}: "
+                                          f"{e.get_error_message()} (console: {host.state_dir / 'console.log'})") from None
+                time.sleep(1)
+
+
+def _fresh_start(conn: libvirt.virConnect, name: str, save_key: str, state_dir: Path) -> None:
+    """After a restore that proved wrong: its saved state thrown away, the domain stopped and
+    undefined, and its root overlay made anew over the image, as for a first boot."""
+    nested_saves.forget(save_key)
+    try:
+        dom = conn.lookupByName(name)
+        if dom.isActive():
+            domain_call(dom, "destroy")
+        domain_call(dom, "undefineFlags", 0)
+    except libvirt.libvirtError:
+        pass
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
+                    str((HOST_IMAGE_DIR / "rootfs.qcow2").resolve()), str(state_dir / "root.qcow2")], check=True,
+                   timeout=60)
+
+
+def _restored(conn: libvirt.virConnect, name: str, xml: str, save_key: str, state_dir: Path) -> str | None:
+    """"restored" once the L1 runs from its saved state (nested_saves), None when there is none, or
+    the restore failed (then thrown away, the domain undefined and its root overlay made anew)."""
+    about = nested_saves.saved(save_key)
+    if about is None:
+        return None
+    dom = define(conn, name, xml.replace("<name>", f"<uuid>{about['uuid']}</uuid><name>", 1))
+    step(f"nested host: restoring {name} from its saved booted state ({save_key})")
+    try:
+        nested_saves.restore(conn, name, save_key, state_dir, domain_call(dom, "XMLDesc", libvirt.VIR_DOMAIN_XML_SECURE))
+        nested_saves.made_its_own(GuestAgent(dom))
+        return "restored"
+    except (libvirt.libvirtError, AgentError, OSError, subprocess.SubprocessError) as e:
+        why = e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
+        warn(f"nested host: restoring {name} failed ({why}); it boots, and its booted state is saved anew")
+    _fresh_start(conn, name, save_key, state_dir)
+    return None
+
+
+def _boot(conn: libvirt.virConnect, name: str, xml: str, save_key: str, state_dir: Path,
+          choice: accel.AccelChoice, ssh_port: int) -> str:
+    """"booted": the L1 defined and booted, its agent answering; its booted state saved for the next up."""
+    dom = define(conn, name, xml)
+    t0 = time.monotonic()
+    domain_call(dom, "create")
+    step(f"nested host: booting {name} (accel={choice.accel}), its sshd on 127.0.0.1:{ssh_port}")
+    agent = GuestAgent(dom)
+    try:
+        with heartbeat(f"{name} to boot and its agent to answer", BOOT_TIMEOUT_S):
+            agent.wait_ready(BOOT_TIMEOUT_S)
+    except AgentError as e:
+        raise NestedHostError(f"{e}; its console is {state_dir / 'console.log'}. Fix: read it, then "
+                              "`harness host nested down` and `up` again") from None
+    if refused := nested_saves.refused(save_key):
+        step(f"nested host: its booted state is not saved ({refused})")
+        return "booted"
+    try:
+        nested_saves.capture(dom, agent, state_dir, save_key, time.monotonic() - t0)
+    except (libvirt.libvirtError, AgentError, OSError, subprocess.SubprocessError) as e:
+        why = e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
+        nested_saves.refuse(save_key, f"saving or restoring it failed before: {why}")
+        if not dom.isActive():   # saved, then not restored: this up fails, the next boots without saving
+            raise NestedHostError(f"{name}: saving its booted state and restoring it failed ({why}). Fix: "
+                                  "`harness host nested up` again (it boots without saving)") from None
+        warn(f"nested host: saving its booted state failed ({why}); it boots from now on")
+    return "booted"
 
 
 def booting_domains(state_dir: Path) -> list[str]:

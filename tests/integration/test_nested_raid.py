@@ -124,6 +124,35 @@ def test_a_job_that_fooled_the_gate_reaches_only_its_drive_in_the_nested_host(ho
     assert host.run(["test", "-e", "/var/tmp/vtb-escape"], check=False).returncode == 1
 
 @pytest.mark.core
+def test_a_nested_host_taken_down_and_up_again_starts_from_its_saved_state(host, tmp_path):
+    """An L1 with virtio drives (QEMU's emulated NVMe cannot be saved: an L1 with NVMe drives
+    boots, 30 s here): its first up saved its booted state (here or in an earlier suite), and the
+    next one restores it, its drives new, its clock this machine's, the testbed's key let in again."""
+    from harness.resources import nested_saves
+    config = tmp_path / "virtio.toml"
+    config.write_text(CONFIG.read_text().replace('state_dir = "/var/tmp/vtb-ci-nested"',
+                                                 'state_dir = "/var/tmp/vtb-ci-nested-saved"')
+                      .replace("drive_mib = 320", 'drive_mib = 64\ndrive_model = "virtio-blk"'))
+    harness("host", "nested", "down")   # its domain's name is the one this L1 takes
+    try:
+        subprocess.run([HARNESS, "host", "nested", "up", "--config", str(config)], check=True, timeout=600)
+        subprocess.run([HARNESS, "host", "nested", "down", "--config", str(config)], check=True, timeout=600)
+        t0 = time.monotonic()
+        subprocess.run([HARNESS, "host", "nested", "up", "--config", str(config)], check=True, timeout=600)
+        again = NestedHost.load(Path("/var/tmp/vtb-ci-nested-saved/nested"))
+        saved = [json.loads(p.read_text()) for p in nested_saves.SAVES.glob("*/saved.json")]
+        print(f"restored: up in {time.monotonic() - t0:.1f} s; booted then: {[s['booted_s'] for s in saved]} s")
+        assert again.record.started == "restored", again.record
+        assert again.record.drives == ["/dev/vdb", "/dev/vdc", "/dev/vdd", "/dev/vde"]
+        drive = Path("/var/tmp/vtb-ci-nested-saved/nested/drives/vtb-nested-drive0.raw").read_bytes()[:4096]
+        assert again.run(["head", "-c", "4096", "/dev/vdb"]).stdout == drive   # the new drive, not a cached old one
+        connect(again.uri).close()   # through its sshd, with the key let in after the restore
+        assert abs(float(again.run(["date", "+%s.%N"]).stdout) - time.time()) < 30
+    finally:
+        subprocess.run([HARNESS, "host", "nested", "down", "--config", str(config)], timeout=600)
+
+
+@pytest.mark.core
 def test_this_host_without_md_is_told_to_use_the_nested_host():
     from harness.hosts import LocalHost
     if Path("/proc/mdstat").exists():
