@@ -120,3 +120,12 @@ def test_a_job_process_that_dies_of_a_signal_fails_the_run(loops, tmp_path):
     with pytest.raises(FioError, match=r"a fio job process died \(fio: pid=\d+, got signal=11\)"):
         run_runner(LocalHost(), GUEST_RUNNER, f"path:{loops[0]}", env={"PATH": PATH, "FIO_TRACE": str(trace)},
                    input=b"[t]\nread_iolog=${FIO_TRACE}\n", timeout=60, tool="fio", error=FioError)
+
+
+def test_a_job_on_a_new_filesystem_runs_confined_to_its_mount(loops):
+    """FIO_MKFS: the runner makes the filesystem and mounts it outside; fio sees the mount's folder."""
+    out = run_runner(LocalHost(), GUEST_RUNNER, f"path:{loops[0]}", env={"PATH": PATH, "FIO_MKFS": "mkfs.ext4 -q -F"},
+                     input=b"[t]\nfilename=${FIO_FILENAME}\nrw=write\nbs=64k\nsize=1m\n", timeout=60, tool="fio",
+                     error=FioError)
+    assert json.loads(out[out.index("{"):])["jobs"][0]["write"]["io_bytes"] == 1 << 20
+    assert b"ext4" not in subprocess.run(["blkid", loops[0]], capture_output=True).stdout   # wiped after
