@@ -179,7 +179,8 @@ def load(path: Path | None = None, overrides: list[str] = (),
         except FileNotFoundError:
             raise ConfigError(f"config file {path} does not exist. Fix: pass an existing file to --config") from None
         except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
+            raise ConfigError(f"config file {path} is not valid TOML: {e}. Fix: correct it there (`harness config "
+                              "reference --sections` sketches every section and its keys)") from None
         except (OSError, UnicodeDecodeError) as e:   # a directory, no read permission, not text
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             raise ConfigError(f"config file {path} cannot be read: {reason}. Fix: pass a readable TOML file "

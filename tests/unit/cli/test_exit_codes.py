@@ -143,6 +143,11 @@ def test_every_command_refuses_bad_input_of_each_kind_with_exit_2_and_one_error_
              ["compare", "a", "a", "--min-change", "nan"], ["compare", "a", "a", "--min-change", ""],
              ["predict", "a", "--metric", "iops", "--at", "bs=x"], ["predict", "a", "--metric", "iops", "--at", "vm_count="],
              ["predict", "a", "--metric", "nothing"]]
+    cases += [["run", "fio-job", "--job", str(f), "--plan"] for f in (tmp_path / "nosuch", empty_file, binary, empty_dir,
+                                                                     Path("/proc/version"))]
+    cases += [["run", "replay", "--trace", str(f), "--plan"] for f in (tmp_path / "nosuch", empty_file, binary, empty_dir)]
+    cases += [["runs", "--config", str(f)] for f in (tmp_path / "nosuch", binary, empty_dir, Path("/proc/version"))]
+    cases += [["run", "vm-scaling", "--vm-counts", v, "--plan"] for v in ("0", "x", "")]
     cases = [[*args, "--set", f"results_dir={tmp_path}"] for args in cases]
     cases += [["runs", "--set", "results_dir=/etc/passwd"], ["runs", "--set", "results_dir=/proc/sys"],
               ["runs", "--set", f"results_dir={garbage}"]]
