@@ -10,8 +10,9 @@ QEMU's command line.
 
 The target lets in only its loopback address, and only with CHAP: any local user could otherwise
 read and write every VM's slice through the portal. host_up makes a random secret in the run
-folder (0600, root's), declares it to tgtd as the target's account, and each VM's QEMU logs in with
-it through a `secret` object that reads the file (never the secret on a command line QEMU keeps).
+folder (0600, root's), declares it to tgtd as the target's account through tgtd's control socket
+(iscsi_account.py: never on a command line), and each VM's QEMU logs in with it through a `secret`
+object that reads the file.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import time
 import zlib
 from pathlib import Path
 
+from harness.backends import iscsi_account
 from harness.backends.base import (
     Attachment,
     Backend,
@@ -125,15 +127,19 @@ class Iscsi(Backend):
             self.host_down(host, plan)
             raise
         direct = ["--bsoflags", "direct"] if plan.disk["cache"] in ("none", "directsync") else []
-        secret = secrets.token_hex(16)   # tgtadm takes it only as an argument: it is there for milliseconds
+        secret = secrets.token_hex(16)
         host.run(["sh", "-c", 'umask 077 && cat > "$1"', "sh", str(chap_file(plan))], input=secret.encode(), timeout=30)
+        account = ["python3", "-c", Path(iscsi_account.__file__).read_text(), str(control_socket(ports(plan)[1])),
+                   CHAP_USER]   # the secret on its stdin: tgtadm would take it only as an argument
         for args in (["--mode", "target", "--op", "new", "--tid", str(TID), "--targetname", target_name(plan)],
                      ["--mode", "logicalunit", "--op", "new", "--tid", str(TID), "--lun", str(LUN),
                       "--backing-store", plan.device.path, *direct],
-                     ["--mode", "account", "--op", "new", "--user", CHAP_USER, "--password", secret],
+                     ["--mode", "account", "--op", "new", "--user", CHAP_USER],
                      ["--mode", "account", "--op", "bind", "--tid", str(TID), "--user", CHAP_USER],
                      ["--mode", "target", "--op", "bind", "--tid", str(TID), "--initiator-address", ADDRESS]):
-            done = _admin(host, plan, *args, check=False)
+            new_account = args[:4] == ["--mode", "account", "--op", "new"]
+            done = (host.run(account, input=secret.encode(), timeout=60, check=False) if new_account
+                    else _admin(host, plan, *args, check=False))
             if done.returncode != 0:
                 self.host_down(host, plan)
                 raise StepFailed(f"tgtadm {' '.join(args[:4])} failed on {host.label}: "
