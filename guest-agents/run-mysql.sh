@@ -51,7 +51,9 @@ mariadb-install-db --defaults-file="$mnt/server.cnf" --auth-root-authentication-
 mariadbd --defaults-file="$mnt/server.cnf" </dev/null >/dev/null 2>&1 &
 for _ in $(seq 1 300); do mariadb -S "$sock" -uroot -e 'select 1' >/dev/null 2>&1 && break; sleep 0.2; done
 mariadb -S "$sock" -uroot -e 'create database sbtest' || fail "the server did not start (see its log below)"
-sb() { sysbench "$SB_TEST" --db-driver=mysql --mysql-socket="$sock" --mysql-user=root --mysql-db=sbtest \
+# sysbench runs confined (confine.sh) to the mount, where the server's socket is; the server is
+# vtb's own configuration, started and stopped by its pid file, so it runs as is.
+sb() { confined "$mnt" "" sysbench "$SB_TEST" --db-driver=mysql --mysql-socket="$sock" --mysql-user=root --mysql-db=sbtest \
        --tables="$SB_TABLES" --table-size="$SB_TABLE_SIZE" --threads="$SB_THREADS" "$@"; }
 sb prepare >/dev/null 2>"$mnt/prepare.err" || { cat "$mnt/prepare.err" >&2; fail "sysbench prepare failed"; }
 if [ "$DB_KEY_BLOCK_SIZE" != 0 ]; then
