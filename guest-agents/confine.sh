@@ -22,7 +22,7 @@ confined() {
     ?*) set -- --bind "$c_target" "$c_target" "$@" ;;
   esac
   if [ -n "${rbd_image:-}" ]; then   # librbd reaches the cluster over the network, with its conf
-    [ -z "${CEPH_CONF:-}" ] || set -- --ro-bind "${CEPH_CONF%/*}" "${CEPH_CONF%/*}" "$@"
+    case ${CEPH_CONF:-} in /?*/*) set -- --ro-bind "${CEPH_CONF%/*}" "${CEPH_CONF%/*}" "$@" ;; esac
     set -- --ro-bind-try /etc/ceph /etc/ceph --ro-bind-try /etc/hosts /etc/hosts \
       --ro-bind-try /etc/resolv.conf /etc/resolv.conf "$@"
   else

@@ -38,6 +38,7 @@ socket=$sock
 pid-file=$pid
 log-error=$mnt/error.log
 tmpdir=$mnt/tmp
+secure_file_priv=$mnt/tmp
 skip-networking
 user=root
 innodb_page_size=$DB_PAGE_SIZE
@@ -51,9 +52,10 @@ mariadb-install-db --defaults-file="$mnt/server.cnf" --auth-root-authentication-
 mariadbd --defaults-file="$mnt/server.cnf" </dev/null >/dev/null 2>&1 &
 for _ in $(seq 1 300); do mariadb -S "$sock" -uroot -e 'select 1' >/dev/null 2>&1 && break; sleep 0.2; done
 mariadb -S "$sock" -uroot -e 'create database sbtest' || fail "the server did not start (see its log below)"
-# sysbench runs confined (confine.sh) to the mount, where the server's socket is; the server is
-# vtb's own configuration, started and stopped by its pid file, so it runs as is.
-sb() { confined "$mnt" "" sysbench "$SB_TEST" --db-driver=mysql --mysql-socket="$sock" --mysql-user=root --mysql-db=sbtest \
+# sysbench runs confined (confine.sh): of the host it sees only the server's socket. The server
+# (vtb's own configuration, stopped by its pid file) runs as is, its file statements kept to its
+# own tmpdir (secure_file_priv).
+sb() { confined "$sock" "" sysbench "$SB_TEST" --db-driver=mysql --mysql-socket="$sock" --mysql-user=root --mysql-db=sbtest \
        --tables="$SB_TABLES" --table-size="$SB_TABLE_SIZE" --threads="$SB_THREADS" "$@"; }
 sb prepare >/dev/null 2>"$mnt/prepare.err" || { cat "$mnt/prepare.err" >&2; fail "sysbench prepare failed"; }
 if [ "$DB_KEY_BLOCK_SIZE" != 0 ]; then

@@ -115,6 +115,13 @@ class Lost:
                 "why": self.why}
 
 
+def share_a_point(a_rows: list[dict], b_rows: list[dict]) -> bool:
+    """Whether B has any of A's points at all, measured or failed: runs that share none are not
+    a run and its baseline (a wrong run named), and compare refuses them rather than call every
+    point of A lost."""
+    return bool({point_of(r) for r in a_rows} & {point_of(r) for r in b_rows})
+
+
 def lost(a_rows: list[dict], b_rows: list[dict]) -> list[Lost]:
     """The points A measured and B did not, each with B's own error where B has one: a gate
     must not pass a run because the points that would have regressed failed."""

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from harness.analysis.compare import load_rows, place, point_name, values_by_key
 from harness.analysis.stats import Summary, summarize
-from harness.results.samples import NoSamples
+from harness.common.console import warn
+from harness.results.samples import NoSamples, SamplesError
 
 
 @dataclass(frozen=True)
@@ -21,14 +22,21 @@ def label(key: tuple) -> str:
     return f"{key[0]} {point_name(key)} {place(key)}"
 
 
-def trend(runs: list[tuple[str, Path]], metric: str, point: str | None = None) -> list[Seen]:
+def trend(runs: list[tuple[str, Path]], metric: str, point: str | None = None,
+          skip_damaged: bool = False) -> list[Seen]:
     """(run id, folder) oldest first -> every point's summary of `metric` in each run that has it;
-    `point` keeps those whose name contains it."""
+    `point` keeps those whose name contains it. skip_damaged: a run whose samples are not vtb's is
+    left out, said (the index's runs), rather than refused (the runs a user names)."""
     seen = []
     for run_id, path in runs:
         try:
             rows = load_rows(path)
         except NoSamples:   # a run that stored nothing (killed at once)
+            continue
+        except SamplesError as e:
+            if not skip_damaged:
+                raise
+            warn(f"{run_id} left out: {e}")
             continue
         for key, values in sorted(values_by_key(rows).items()):
             if key[-1] == metric and (point is None or point in label(key)):

@@ -481,7 +481,7 @@ def compare(config_path, overrides, run_a, run_b, alpha, min_change, allow_faile
     rows_a, rows_b = cmp.load_rows(folder_a), cmp.load_rows(folder_b)
     changes, unpaired = cmp.compare(rows_a, rows_b, alpha, min_change)
     lost = cmp.lost(rows_a, rows_b)
-    if not changes and not lost:
+    if not changes and (not lost or not cmp.share_a_point(rows_a, rows_b)):
         raise click.ClickException(f"no point is in both runs. Fix: compare two runs of the same experiment and "
                                    f"points ({folder_a} and {folder_b})")
     regressions = [c for c in changes if c.regression]
@@ -712,8 +712,22 @@ def _click_message(e: click.ClickException) -> str:
     said = e.format_message()
     if "Fix" in said:
         return said
-    command = getattr(getattr(e, "ctx", None), "command_path", "harness")
+    command = getattr(getattr(e, "ctx", None), "command_path", None) or _command_path(sys.argv[1:])
     return f"{said} Fix: `{command} --help` lists what it takes"
+
+
+def _command_path(argv: list[str]) -> str:
+    """The command the arguments name (`harness baseline save`), read as click reads them: an error
+    raised inside a command carries no context to say it."""
+    command, path = cli, ["harness"]
+    for arg in argv:
+        if arg.startswith("-") and len(path) == 1:   # the group's own flags (--debug) come first
+            continue
+        if not isinstance(command, click.Group) or arg not in command.commands:
+            break
+        command = command.commands[arg]
+        path.append(arg)
+    return " ".join(path)
 
 
 def main() -> None:
@@ -733,6 +747,9 @@ def main() -> None:
         sys.exit(Exit.TERMINATED if isinstance(e.__cause__, Terminated) else Exit.INTERRUPTED)
     except click.exceptions.Exit as e:    # --help, --version
         sys.exit(e.exit_code)
+    except click.exceptions.NoArgsIsHelpError as e:   # `harness` or a group alone: its help, as --help gives it
+        click.echo(e.ctx.get_help())
+        sys.exit(0)
     except click.ClickException as e:     # a flag, an argument or a run that does not exist
         error(_click_message(e))
         sys.exit(Exit.BAD_INPUT)

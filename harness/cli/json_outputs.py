@@ -33,7 +33,7 @@ class LostPoint(_Output):
     group: str
     point: str
     backend: str
-    env: Literal["physical", "virtual", ""]
+    env: str = Field(description="physical, virtual, or empty")
     why: str = Field(description="`failed in B: <its error>`, or `not in B`")
 
 
@@ -43,7 +43,7 @@ class Change(_Output):
     group: str
     point: str
     backend: str
-    env: Literal["physical", "virtual", ""]
+    env: str = Field(description="physical, virtual, or empty")
     metric: str
     a: list[float] = Field(description="A's values over its repeats")
     b: list[float] = Field(description="B's values over its repeats")

@@ -73,7 +73,7 @@ def trend(config_path, overrides, metric, point, run_ids, out, as_json) -> None:
         runs = [(r, resolve_run(cfg, r)) for r in run_ids.split(",") if r]
     else:
         runs = [(r["run_id"], Path(r["path"])) for r in RunIndex(cfg.results_dir).list()]
-    seen = trends.trend(runs, metric, point)
+    seen = trends.trend(runs, metric, point, skip_damaged=not run_ids)
     if not seen:
         raise click.ClickException(f"no run has {metric}{f' at a point matching {point!r}' if point else ''} "
                                    f"among {len(runs)} run(s). Fix: a metric the runs measured (e.g. "

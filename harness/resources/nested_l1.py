@@ -243,7 +243,7 @@ def _booted(cfg, state_dir: Path, name: str, index: int, choice: accel.AccelChoi
     conn = connect(paths.LIBVIRT_URI)
     try:
         xml = domain_xml(cfg, state_dir, choice, ssh_port, name, shared)
-        save_key = nested_saves.key(xml, image, nested_saves.versions(conn))
+        save_key = nested_saves.key(xml, image, nested_saves.versions(conn), drive_mib=n.drive_mib)
         how = _restored(conn, name, xml, save_key, state_dir) or _boot(conn, name, xml, save_key, state_dir, choice,
                                                                         ssh_port)
         record = NestedRecord(drives=[], drive_model=n.drive_model, drive_mib=n.drive_mib, image=image,
@@ -252,11 +252,13 @@ def _booted(cfg, state_dir: Path, name: str, index: int, choice: accel.AccelChoi
                               started=how)
         try:
             host = _let_in(NestedHost(state_dir, record), key, n.drives)
-        except NestedHostError as e:
+        except COMING_IN as e:
             if how != "restored":
                 raise
-            warn(f"nested host: the restored {name} did not come in ({e}); it boots, and its state is saved anew")
+            why = e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
+            warn(f"nested host: the restored {name} did not come in ({why}); it boots, and is not saved again")
             _fresh_start(conn, name, save_key, state_dir)
+            nested_saves.refuse(save_key, f"a restore of it did not come in: {why}")
             record.started = _boot(conn, name, xml, save_key, state_dir, choice, ssh_port)
             host = _let_in(NestedHost(state_dir, record), key, n.drives)
     finally:
@@ -264,6 +266,10 @@ def _booted(cfg, state_dir: Path, name: str, index: int, choice: accel.AccelChoi
     record.ready_s = round(time.monotonic() - t0, 1)
     write_atomic(state_dir / RECORD, json.dumps(asdict(record), indent=2))
     return host
+
+
+# what letting a running L1 in can raise: a restored one that fails so is booted afresh
+COMING_IN = (NestedHostError, AgentError, libvirt.libvirtError, subprocess.SubprocessError, OSError)
 
 
 def _let_in(host: NestedHost, key: Path, drives: int) -> NestedHost:
@@ -289,11 +295,16 @@ def _fresh_start(conn: libvirt.virConnect, name: str, save_key: str, state_dir: 
     nested_saves.forget(save_key)
     try:
         dom = conn.lookupByName(name)
-        if dom.isActive():
-            domain_call(dom, "destroy")
-        domain_call(dom, "undefineFlags", 0)
     except libvirt.libvirtError:
-        pass
+        dom = None   # never defined
+    try:
+        if dom is not None and dom.isActive():
+            domain_call(dom, "destroy")
+        if dom is not None:
+            domain_call(dom, "undefineFlags", 0)
+    except libvirt.libvirtError as e:
+        raise NestedHostError(f"{name}: after a restore that failed, it could not be removed to boot afresh "
+                              f"({e.get_error_message()}). Fix: `harness host nested down`, then `up`") from None
     subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
                     str((HOST_IMAGE_DIR / "rootfs.qcow2").resolve()), str(state_dir / "root.qcow2")], check=True,
                    timeout=60)
@@ -305,9 +316,9 @@ def _restored(conn: libvirt.virConnect, name: str, xml: str, save_key: str, stat
     about = nested_saves.saved(save_key)
     if about is None:
         return None
-    dom = define(conn, name, xml.replace("<name>", f"<uuid>{about['uuid']}</uuid><name>", 1))
     step(f"nested host: restoring {name} from its saved booted state ({save_key})")
     try:
+        dom = define(conn, name, xml.replace("<name>", f"<uuid>{about['uuid']}</uuid><name>", 1))
         nested_saves.restore(conn, name, save_key, state_dir, domain_call(dom, "XMLDesc", libvirt.VIR_DOMAIN_XML_SECURE))
         nested_saves.made_its_own(GuestAgent(dom))
         return "restored"
@@ -337,6 +348,7 @@ def _boot(conn: libvirt.virConnect, name: str, xml: str, save_key: str, state_di
         return "booted"
     try:
         nested_saves.capture(dom, agent, state_dir, save_key, time.monotonic() - t0)
+        nested_saves.made_its_own(agent)   # restored from the save just made: its clock is behind
     except (libvirt.libvirtError, AgentError, OSError, subprocess.SubprocessError) as e:
         why = e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
         nested_saves.refuse(save_key, f"saving or restoring it failed before: {why}")

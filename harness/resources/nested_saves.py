@@ -5,7 +5,7 @@ it in seconds rather than booting it.
 
 The key is everything the saved L1 sees: its domain XML (memory, vCPUs, CPU, its drives and their
 sizes, its name and shared address; not the port its sshd is forwarded from, which is QEMU's, not
-the guest's), the image, and libvirt's and QEMU's versions. The domain is defined with the saved
+the guest's), the image, libvirt's and QEMU's versions, and this machine's kernel and CPU. The domain is defined with the saved
 one's UUID, so that the save image is restored as it is. Its drives are new (prefilled anew): the
 restored L1 drops what it cached of them. A restore that proves wrong (libvirt refuses it, its
 agent stays silent, its drives are not found) is thrown away and the host boots afresh."""
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -28,14 +29,21 @@ from harness.libvirt.libvirt_conn import domain_call, restore_saved
 
 RECIPE = "1"             # bump when what a saved L1 holds, or how it is made, changes
 SAVES = paths.CACHE / "nested-saves"
-KEEP = 4                 # the most recently used saved L1s kept (each about as large as its used memory)
+KEEP = 8                 # the most recently used saved L1s kept (each about as large as its used memory)
+IN_USE_S = 3600          # one used within this is never pruned: another up may be restoring it
 AGENT_AFTER_RESTORE_S = 60
 
 
-def key(xml: str, image: str, versions: str) -> str:
+def key(xml: str, image: str, versions: str, *, drive_mib: int) -> str:
     """Which saved L1 a domain can be restored from (see the module's docstring)."""
     shape = re.sub(r"hostfwd=tcp:127\.0\.0\.1:\d+-", "hostfwd=tcp:127.0.0.1:PORT-", xml)
-    return hashlib.sha256(f"{RECIPE}\n{image}\n{versions}\n{shape}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{RECIPE}\n{image}\n{versions}\n{drive_mib}\n{_this_machine()}\n{shape}".encode()).hexdigest()[:16]
+
+
+def _this_machine() -> str:
+    """What of this machine a saved L1 depends on: its kernel, and its CPU (a KVM L1 takes it as it is)."""
+    flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
+    return f"{os.uname().release} {hashlib.sha256(flags.encode()).hexdigest()[:16]}"
 
 
 def versions(conn: libvirt.virConnect) -> str:
@@ -72,18 +80,18 @@ def capture(dom: libvirt.virDomain, agent: GuestAgent, state_dir: Path, k: str, 
         shutil.rmtree(work, ignore_errors=True)
         raise
     step(f"nested host: saved its booted state ({k}); later ups of this host restore it")
-    restore(dom.connect(), dom.name(), k, state_dir, dom.XMLDesc(libvirt.VIR_DOMAIN_XML_SECURE), keep_root=True)
     _prune()
+    restore(dom.connect(), dom.name(), k, state_dir, dom.XMLDesc(libvirt.VIR_DOMAIN_XML_SECURE), keep_root=True)
 
 
 def restore(conn: libvirt.virConnect, name: str, k: str, state_dir: Path, xml: str, keep_root: bool = False) -> None:
     """The L1 from saved state k, running, with `xml` (its sshd's port may differ from the saved
     one): its root overlay the saved one (the saved memory caches its filesystem as it was)."""
     folder = SAVES / k
+    (folder / "saved.json").touch()   # recently used: kept by _prune
     if not keep_root:
         shutil.copyfile(folder / "root.qcow2", state_dir / "root.qcow2.restore")
         (state_dir / "root.qcow2.restore").rename(state_dir / "root.qcow2")
-    (folder / "saved.json").touch()   # recently used: kept by _prune
     restore_saved(conn, name, str(folder / "state.save"), xml)
 
 
@@ -121,9 +129,18 @@ def _prune() -> None:
         return
     now = time.time()
     for half in SAVES.glob(".*-*"):
-        if now - half.stat().st_mtime > 3600:
+        if now - _used(half) > IN_USE_S:
             shutil.rmtree(half, ignore_errors=True)
     done = sorted((d for d in SAVES.iterdir() if d.is_dir() and not d.name.startswith(".")),
-                  key=lambda d: (d / "saved.json").stat().st_mtime if (d / "saved.json").exists() else 0, reverse=True)
+                  key=lambda d: _used(d / "saved.json"), reverse=True)
     for old in done[KEEP:]:
-        subprocess.run(["rm", "-rf", "--one-file-system", str(old)], timeout=300, check=False)
+        if now - _used(old / "saved.json") > IN_USE_S:
+            subprocess.run(["rm", "-rf", "--one-file-system", str(old)], timeout=300, check=False)
+
+
+def _used(path: Path) -> float:
+    """When path was last used (0: gone meanwhile, another up pruning too)."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -22,11 +22,13 @@ XML = ("<domain><name>vtb-nested</name><memory unit='MiB'>3072</memory><qemu:com
 
 
 def test_the_key_is_what_the_l1_sees_not_its_forwarded_port():
-    same = {nested_saves.key(XML.format(port=p), "img", "libvirt 9 qemu 7") for p in (2222, 40123)}
+    def key(xml=XML.format(port=1), image="img", versions="libvirt 9 qemu 7", drive_mib=320):
+        return nested_saves.key(xml, image, versions, drive_mib=drive_mib)
+    same = {key(XML.format(port=p)) for p in (2222, 40123)}
     assert len(same) == 1
-    assert nested_saves.key(XML.format(port=1).replace("3072", "4096"), "img", "libvirt 9 qemu 7") not in same
-    assert nested_saves.key(XML.format(port=1), "img2", "libvirt 9 qemu 7") not in same
-    assert nested_saves.key(XML.format(port=1), "img", "libvirt 9 qemu 8") not in same
+    assert key(XML.format(port=1).replace("3072", "4096")) not in same
+    assert key(image="img2") not in same and key(versions="libvirt 9 qemu 8") not in same
+    assert key(drive_mib=64) not in same   # a drive's size is not in the XML (QEMU reads it from the file)
 
 
 def made(saves, k: str, age_s: float = 0) -> None:
@@ -49,11 +51,13 @@ def test_only_a_whole_save_counts_and_a_refused_key_says_why(saves):
 
 def test_the_most_recently_used_are_kept_and_half_made_ones_go_after_an_hour(saves):
     for i in range(nested_saves.KEEP + 2):
-        made(saves, f"k{i}", age_s=100 * i)
+        made(saves, f"k{i:02}", age_s=7200 + 100 * i)
+    made(saves, "used-now")   # beyond KEEP, but used within the hour: another up may be restoring it
     (saves / ".k9-1").mkdir()
     os.utime(saves / ".k9-1", (time.time() - 7200,) * 2)
     (saves / ".k8-2").mkdir()   # being made now
     nested_saves._prune()
-    assert sorted(p.name for p in saves.iterdir()) == [".k8-2", *(f"k{i}" for i in range(nested_saves.KEEP))]
-    nested_saves.forget("k0")
-    assert not (saves / "k0").exists()
+    assert sorted(p.name for p in saves.iterdir()) == [".k8-2", *(f"k{i:02}" for i in range(nested_saves.KEEP - 1)),
+                                                        "used-now"]
+    nested_saves.forget("k00")
+    assert not (saves / "k00").exists()
