@@ -22,7 +22,12 @@ confined() {
     ?*) set -- --bind "$c_target" "$c_target" "$@" ;;
   esac
   if [ -n "${rbd_image:-}" ]; then   # librbd reaches the cluster over the network, with its conf
-    case ${CEPH_CONF:-} in /?*/*) set -- --ro-bind "${CEPH_CONF%/*}" "${CEPH_CONF%/*}" "$@" ;; esac
+    # its conf and the client's keyring, wherever the conf puts it (as Ceph's own ceph-conf reads it)
+    case ${CEPH_CONF:-} in /*) set -- --ro-bind "$CEPH_CONF" "$CEPH_CONF" "$@" ;; esac
+    for f in $(ceph-conf ${CEPH_CONF:+-c "$CEPH_CONF"} --name "client.${FIO_RBD_ID:-admin}" --lookup keyring \
+               2>/dev/null | tr ',; ' '\n\n\n'); do
+      case $f in /*) [ ! -f "$f" ] || set -- --ro-bind "$f" "$f" "$@" ;; esac
+    done
     set -- --ro-bind-try /etc/ceph /etc/ceph --ro-bind-try /etc/hosts /etc/hosts \
       --ro-bind-try /etc/resolv.conf /etc/resolv.conf "$@"
   else

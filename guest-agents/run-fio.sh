@@ -5,11 +5,15 @@
 # it is reported (exit 4) rather than passed off as a measurement.
 # With FIO_MKFS set (e.g. "mkfs.xfs -f -q"), the job runs on a file in a new filesystem on the disk,
 # which is unmounted and wiped afterwards (the next user of the disk must not find our signature).
+# What the runner made goes when it ends, stopped too (dash runs the EXIT trap only on exit).
+cleanup=:
+trap 'eval "$cleanup"' EXIT
+trap 'exit 143' TERM INT
 if [ -n "${FIO_MKFS:-}" ]; then
   disk=$dev
   mnt=$(mktemp -d /tmp/vtb-fs-XXXXXX)
   out=$($FIO_MKFS "$disk" 2>&1) || { echo "run-fio: $FIO_MKFS $disk failed: $(echo "$out" | head -n 2)" >&2; rmdir "$mnt"; exit 5; }
-  trap 'umount "$mnt"; rmdir "$mnt"; wipefs --all --quiet "$disk"' EXIT
+  cleanup='umount "$mnt"; rmdir "$mnt"; wipefs --all --quiet "$disk"'
   mount ${FIO_MOUNT_OPTIONS:+-o "$FIO_MOUNT_OPTIONS"} "$disk" "$mnt" || exit 5
   dev=$mnt/vtb-fio.dat
   export FIO_OFFSET=0
@@ -33,6 +37,7 @@ before=$(dmesg | wc -l)
 # fio writes files into its working directory (a verify state, `local-<job>-<n>-verify.state`, and
 # follows a symlink of that name): a private, empty one of its own, removed afterwards.
 work=$(mktemp -d /tmp/vtb-fio-XXXXXX) || exit 5
+cleanup="rm -rf -- \"\$work\"; $cleanup"
 # On a host, fio runs confined (confine.sh) to its target: the disk, the new filesystem's mount
 # (FIO_MKFS), nothing for an rbd image (librbd reaches it over the network); and writes only in
 # this run's own scratch folder (the trace's or the captured iologs').
@@ -47,7 +52,6 @@ cat "$work/stderr" >&2
 # A job process that dies of a signal leaves fio's exit status 0 and its job's error 0: its figures
 # are only what it did before, never a measurement.
 died=$(grep -m 1 'got signal=' "$work/stderr")
-rm -rf -- "$work"
 [ "$rc" -eq 0 ] || exit "$rc"
 [ -z "$died" ] || { echo "run-fio: a fio job process died ($died): the point has no measurement" >&2; exit 7; }
 bad=$(dmesg | awk -v n="$before" 'NR > n && tolower($0) ~ /timeout|i\/o error|abort|reset/ { print; if (++k == 3) exit }')
