@@ -27,23 +27,22 @@ class ListedRun(_Output):
     path: str = Field(description="its folder")
 
 
-class LostPoint(_Output):
-    """A point the baseline (A) measured that the run under test (B) did not."""
+class _Point(_Output):
+    """A point as compare pairs it."""
     experiment: str
     group: str
     point: str
     backend: str
     env: str = Field(description="physical, virtual, or empty")
+
+
+class LostPoint(_Point):
+    """A point the baseline (A) measured that the run under test (B) did not."""
     why: str = Field(description="`failed in B: <its error>`, or `not in B`")
 
 
-class Change(_Output):
+class Change(_Point):
     """One compared metric of one point."""
-    experiment: str
-    group: str
-    point: str
-    backend: str
-    env: str = Field(description="physical, virtual, or empty")
     metric: str
     a: list[float] = Field(description="A's values over its repeats")
     b: list[float] = Field(description="B's values over its repeats")
