@@ -44,3 +44,14 @@ confined() {
     --die-with-parent --new-session --cap-drop ALL --ro-bind /usr /usr --ro-bind /sys /sys --proc /proc \
     --dev /dev --tmpfs /tmp "$@"
 }
+
+# `wiped DEV`: wipefs --all on a disk whose filesystem a sandbox had: the sandbox's mount namespace
+# can hold the filesystem a moment after its tool exits (wipefs then finds it busy), so it is tried
+# for up to 5 s.
+wiped() {
+  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25; do
+    wipefs --all --quiet "$1" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  wipefs --all --quiet "$1"
+}

@@ -6,7 +6,7 @@
 command -v db_bench >/dev/null || { echo "run-db-bench: db_bench is not installed here (Debian: rocksdb-tools)" >&2; exit 6; }
 mnt=$(mktemp -d /tmp/vtb-db-XXXXXX)
 out=$($DB_MKFS "$dev" 2>&1) || { echo "run-db-bench: $DB_MKFS $dev failed: $(echo "$out" | head -n 2)" >&2; rmdir "$mnt"; exit 5; }
-trap 'umount "$mnt"; rmdir "$mnt"; wipefs --all --quiet "$dev"' EXIT
+trap 'umount "$mnt"; rmdir "$mnt"; wiped "$dev"' EXIT
 mount "$dev" "$mnt" || exit 5
 db_bench --version   # its banner with the version goes to stderr
 before=$(dmesg | wc -l)

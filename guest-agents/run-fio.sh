@@ -13,7 +13,7 @@ if [ -n "${FIO_MKFS:-}" ]; then
   disk=$dev
   mnt=$(mktemp -d /tmp/vtb-fs-XXXXXX)
   out=$($FIO_MKFS "$disk" 2>&1) || { echo "run-fio: $FIO_MKFS $disk failed: $(echo "$out" | head -n 2)" >&2; rmdir "$mnt"; exit 5; }
-  cleanup='umount "$mnt"; rmdir "$mnt"; wipefs --all --quiet "$disk"'
+  cleanup='umount "$mnt"; rmdir "$mnt"; wiped "$disk"'
   mount ${FIO_MOUNT_OPTIONS:+-o "$FIO_MOUNT_OPTIONS"} "$disk" "$mnt" || exit 5
   dev=$mnt/vtb-fio.dat
   export FIO_OFFSET=0

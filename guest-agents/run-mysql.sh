@@ -17,7 +17,7 @@ stop() {
   echo "=== server config ===" >&2; cat "$mnt/server.cnf" >&2 2>/dev/null
   echo "=== server log ===" >&2; tail -c 20000 "$mnt/error.log" >&2 2>/dev/null
   # the next user of the disk (an array built on it, say) must not find our filesystem's signature
-  cd /; umount "$mnt" 2>/dev/null && { rmdir "$mnt" 2>/dev/null; wipefs --all --quiet "$dev"; }
+  cd /; umount "$mnt" 2>/dev/null && { rmdir "$mnt" 2>/dev/null; wiped "$dev"; }
 }
 fail() {  # the reason, with the server's last error when it has one
   err=$(grep -h '\[ERROR\]' "$mnt/error.log" 2>/dev/null | tail -1 | sed 's/.*\[ERROR\] //')
