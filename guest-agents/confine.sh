@@ -49,7 +49,7 @@ confined() {
 # can hold the filesystem a moment after its tool exits (wipefs then finds it busy), so it is tried
 # for up to 5 s.
 wiped() {
-  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25; do
+  for _ in $(seq 25); do
     wipefs --all --quiet "$1" 2>/dev/null && return 0
     sleep 0.2
   done

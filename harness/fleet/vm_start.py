@@ -33,7 +33,7 @@ from harness.common.exits import StepFailed
 from harness.common.guest_scripts import guest_script
 from harness.hosts import Host
 from harness.libvirt.agent import AgentError, GuestAgent
-from harness.libvirt.libvirt_conn import Unanswered, domain_call, restore_saved
+from harness.libvirt.libvirt_conn import Unanswered, domain_call, message, restore_saved
 from harness.libvirt.save_image import SaveImageError, set_identity_on
 
 RECIPE = "2"            # bump when what a template holds, or how it is made, changes
@@ -258,11 +258,6 @@ def _start_group(host: Host, conn: libvirt.virConnect, key: str, group: list, im
     finally:
         host.run(["rm", "-f", work_save], timeout=60, check=False)
     return started
-
-
-def message(e: BaseException) -> str:
-    """An error as one line: libvirt's own message for a libvirt error."""
-    return e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
 
 
 # --- after a restore: each guest its own machine ---------------------------------------------

@@ -87,6 +87,11 @@ def define(conn: libvirt.virConnect, name: str, xml: str) -> libvirt.virDomain:
                         error=Unanswered)
 
 
+def message(e: BaseException) -> str:
+    """An error as one line: libvirt's own message for a libvirt error."""
+    return e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
+
+
 def restore_saved(conn: libvirt.virConnect, name: str, save_file: str, xml: str) -> None:
     """Restores a saved guest, running, within RESTORE_S; bounded.Unanswered names the guest."""
     bounded.call(lambda: conn.restoreFlags(save_file, xml, libvirt.VIR_DOMAIN_SAVE_RUNNING), f"restore of {name}",

@@ -38,7 +38,7 @@ from harness.hosts.nested import (
     state_subdir,
 )
 from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests
-from harness.libvirt.libvirt_conn import Unanswered, connect, define, domain_call, unanswered
+from harness.libvirt.libvirt_conn import Unanswered, connect, define, domain_call, message, unanswered
 from harness.libvirt.libvirt_xml import UNRECORDED, attr, owner_metadata, owner_of, qemu_commandline, qemu_opt
 from harness.resources import nested_saves
 from harness.resources.leftovers import Scope
@@ -210,9 +210,7 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
     n = cfg.nested
     t0 = time.monotonic()
     (state_dir / "drives").mkdir(parents=True, exist_ok=True)
-    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
-                    str((HOST_IMAGE_DIR / "rootfs.qcow2").resolve()), str(state_dir / "root.qcow2")], check=True,
-                   timeout=60)
+    _fresh_root(state_dir)
     step(f"nested host: {n.drives} {n.drive_model} drives of {n.drive_mib} MiB, prefilled with random data")
     for i in range(n.drives):
         # Prefilled: reads of a sparse file cost no I/O and would give meaningless numbers.
@@ -255,7 +253,7 @@ def _booted(cfg, state_dir: Path, name: str, index: int, choice: accel.AccelChoi
         except COMING_IN as e:
             if how != "restored":
                 raise
-            why = e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
+            why = message(e)
             warn(f"nested host: the restored {name} did not come in ({why}); it boots, and is not saved again")
             _fresh_start(conn, name, save_key, state_dir)
             nested_saves.refuse(save_key, f"a restore of it did not come in: {why}")
@@ -268,8 +266,9 @@ def _booted(cfg, state_dir: Path, name: str, index: int, choice: accel.AccelChoi
     return host
 
 
-# what letting a running L1 in can raise: a restored one that fails so is booted afresh
-COMING_IN = (NestedHostError, AgentError, libvirt.libvirtError, subprocess.SubprocessError, OSError)
+# what saving or restoring an L1 can raise, and letting a running one in: a restored one that fails so boots afresh
+RESTORE_FAILED = (libvirt.libvirtError, AgentError, OSError, subprocess.SubprocessError)
+COMING_IN = (NestedHostError, *RESTORE_FAILED)
 
 
 def _let_in(host: NestedHost, key: Path, drives: int) -> NestedHost:
@@ -289,6 +288,13 @@ def _let_in(host: NestedHost, key: Path, drives: int) -> NestedHost:
                 time.sleep(1)
 
 
+def _fresh_root(state_dir: Path) -> None:
+    """The L1's root overlay, new over the image: as a first boot finds it."""
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
+                    str((HOST_IMAGE_DIR / "rootfs.qcow2").resolve()), str(state_dir / "root.qcow2")], check=True,
+                   timeout=60)
+
+
 def _fresh_start(conn: libvirt.virConnect, name: str, save_key: str, state_dir: Path) -> None:
     """After a restore that proved wrong: its saved state thrown away, the domain stopped and
     undefined, and its root overlay made anew over the image, as for a first boot."""
@@ -305,9 +311,7 @@ def _fresh_start(conn: libvirt.virConnect, name: str, save_key: str, state_dir: 
     except libvirt.libvirtError as e:
         raise NestedHostError(f"{name}: after a restore that failed, it could not be removed to boot afresh "
                               f"({e.get_error_message()}). Fix: `harness host nested down`, then `up`") from None
-    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b",
-                    str((HOST_IMAGE_DIR / "rootfs.qcow2").resolve()), str(state_dir / "root.qcow2")], check=True,
-                   timeout=60)
+    _fresh_root(state_dir)
 
 
 def _restored(conn: libvirt.virConnect, name: str, xml: str, save_key: str, state_dir: Path) -> str | None:
@@ -322,9 +326,8 @@ def _restored(conn: libvirt.virConnect, name: str, xml: str, save_key: str, stat
         nested_saves.restore(conn, name, save_key, state_dir, domain_call(dom, "XMLDesc", libvirt.VIR_DOMAIN_XML_SECURE))
         nested_saves.made_its_own(GuestAgent(dom))
         return "restored"
-    except (libvirt.libvirtError, AgentError, OSError, subprocess.SubprocessError) as e:
-        why = e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
-        warn(f"nested host: restoring {name} failed ({why}); it boots, and its booted state is saved anew")
+    except RESTORE_FAILED as e:
+        warn(f"nested host: restoring {name} failed ({message(e)}); it boots, and its booted state is saved anew")
     _fresh_start(conn, name, save_key, state_dir)
     return None
 
@@ -349,8 +352,8 @@ def _boot(conn: libvirt.virConnect, name: str, xml: str, save_key: str, state_di
     try:
         nested_saves.capture(dom, agent, state_dir, save_key, time.monotonic() - t0)
         nested_saves.made_its_own(agent)   # restored from the save just made: its clock is behind
-    except (libvirt.libvirtError, AgentError, OSError, subprocess.SubprocessError) as e:
-        why = e.get_error_message() if isinstance(e, libvirt.libvirtError) else str(e)
+    except RESTORE_FAILED as e:
+        why = message(e)
         nested_saves.refuse(save_key, f"saving or restoring it failed before: {why}")
         if not dom.isActive():   # saved, then not restored: this up fails, the next boots without saving
             raise NestedHostError(f"{name}: saving its booted state and restoring it failed ({why}). Fix: "
