@@ -58,6 +58,7 @@ class HostPlan:
     host: dict = field(default_factory=lambda: LocalHost().descriptor())  # where the host side runs
     guest_memory_mib: int = 0  # each VM's RAM (a vhost-user target maps all of it)
     allow: list[str] = field(default_factory=list)  # the host's allowlist of devices (raid.allow here), for vfio
+    slice_bytes: int = 0       # each VM's slice (fleet.disk_size_mib)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -71,7 +72,7 @@ class HostPlan:
         plan = cls(prefix=d["prefix"], fleet_dir=d["fleet_dir"], disk=d["disk"],
                    device=HostDevice(**d["device"]), vms=[VmSlot(**v) for v in d["vms"]],
                    host=d.get("host") or LocalHost().descriptor(), guest_memory_mib=d.get("guest_memory_mib", 0),
-                   allow=d.get("allow", []))
+                   allow=d.get("allow", []), slice_bytes=d.get("slice_bytes", 0))
         if why := plan.problem():
             raise ValueError(why)
         return plan
@@ -90,7 +91,8 @@ class HostPlan:
             (all(type(n) is int and n >= 0 for vm in self.vms for n in (vm.index, vm.offset, vm.size)),
              "vms: an index, offset or size is not a whole number"),
             (all(NAME.fullmatch(vm.name) for vm in self.vms), "vms: a name is not a vtb- name"),
-            (type(self.guest_memory_mib) is int and self.guest_memory_mib >= 0, "guest_memory_mib is not a whole number"),
+            (all(type(n) is int and n >= 0 for n in (self.guest_memory_mib, self.slice_bytes)),
+             "guest_memory_mib or slice_bytes is not a whole number"),
             (all(safe_path(a) for a in self.allow), "allow: an entry is not an absolute path without '..'"),
         ]
         if why := next((said for ok, said in checks if not ok), None) or descriptor_problem(self.host):
@@ -99,6 +101,11 @@ class HostPlan:
         if not all(re.fullmatch(r"[a-z_]+", v) if isinstance(v, str) else type(v) is int for v in shared.values()):
             return "disk: cache, aio, iothreads or num_queues is not of the config's shape"
         return None
+
+    @property
+    def device_bytes(self) -> int:
+        """What the device holds: a slice per VM, and one with no VM (a sweep that measures the host only)."""
+        return max(1, len(self.vms)) * self.slice_bytes
 
     @property
     def run_dir(self) -> Path:

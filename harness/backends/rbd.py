@@ -44,7 +44,7 @@ class Rbd(Backend):
         return None
 
     def host_up(self, host: Host, plan: HostPlan) -> None:
-        images.create(host, RbdImage.parse(plan.device.path), sum(vm.size for vm in plan.vms), plan.prefix)
+        images.create(host, RbdImage.parse(plan.device.path), plan.device_bytes, plan.prefix)
 
     def host_down(self, host: Host, plan: HostPlan) -> None:
         # only an image this fleet made; a cluster already gone has none left (the command fails, bounded)

@@ -7,9 +7,10 @@ each node count k is the pool whose CRUSH rule spans nodes 1..k, so each block r
 the fleet's image and VMs. Per node count and link rate, every pattern x block size x client
 processes (fio numjobs) runs from the host through librbd (PE) and in the VMs through QEMU's
 librbd (VE); over [[hosts]], on every host at once (`vms` clients on each, whatever the node
-count). Every point records each node link's use from its byte counters (the namespaces' veths,
-or each host's interface on the cluster's network) and is flagged network-bound when a link ran
-above 90% of its cap or of the speed its driver says.
+count). Measured from the hosts only (`--pe-only`), no VM is made: each host client has its own
+region of its host's image. Every point records each node link's use from its byte counters (the
+namespaces' veths, or each host's interface on the cluster's network) and is flagged
+network-bound when a link ran above 90% of its cap or of the speed its driver says.
 
 The summary fits the study's regression model per node count (R², leave-one-out error), the
 correlation of each factor with each metric per node count, and plots metric against node
@@ -34,7 +35,7 @@ from harness.common.schema import BlockSize, StudySection, bs_bytes, each
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext, full_flag
 from harness.fleet.multi_host import MultiHostFleet, SpanningRecord, SweptOverHosts
-from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.fleet.testbed import Testbed, TestbedRecord, VmInfo
 from harness.measure import aggregate, sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.measure.plan import Block, Plan, PlannedPoint
@@ -69,6 +70,12 @@ class Settings(StudySection):
     ramp_s: int = Field(2, ge=0, le=3600, description="unmeasured warm-up seconds per point")
     size_mib: int = Field(128, ge=16, description="each VM's region of the image")
     ve: bool = Field(True, description="also measure in VMs (PE and VE side by side)")
+
+
+def client_slots(vms: list[VmInfo], count: int, size: int) -> list[tuple[int, int]]:
+    """Where the host's clients run on its image: the (offset, bytes) of each VM's slice, or with no
+    VM (measured from the hosts only), `count` regions of `size` bytes."""
+    return [(vm.slice_offset, vm.slice_bytes) for vm in vms] or [(i * size, size) for i in range(count)]
 
 
 def block_name(nodes: int, rate: int) -> str:
@@ -164,11 +171,14 @@ class CephScaling:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
         ceph, images = self._cluster(cfg)
         spread = hosts.all_for_config(cfg) if over_hosts(cfg) else []
-        sweep_cfg = sweep.fleet_config(cfg, "cs", vms=clients(cfg), disk_size_mib=c.size_mib).model_copy(
+        # the sweep's VMs on each host: ceph_scaling.vms, whatever [[hosts]] vms the user's fleet has;
+        # measured from the hosts only, none, and each host's image one region per host client
+        vms_per_host = c.vms if c.ve else 0
+        sweep_cfg = sweep.fleet_config(cfg, "cs", vms=clients(cfg) if c.ve else 0,
+                                       disk_size_mib=c.size_mib * (1 if c.ve else c.vms)).model_copy(
             update={"disk": cfg.disk.with_backend("rbd"),
                     "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)}),
-                    # the sweep's VMs on each host: ceph_scaling.vms, whatever [[hosts]] vms the user's fleet has
-                    "hosts": [h.model_copy(update={"vms": c.vms}) for h in cfg.hosts]})
+                    "hosts": [h.model_copy(update={"vms": vms_per_host}) for h in cfg.hosts]})
         jobs = self.jobs(cfg)
         runs = len(jobs) * len(self.envs(cfg)) * cfg.repeat.count
 
@@ -204,20 +214,22 @@ class CephScaling:
         meta = {"point": label, "block": block, "ceph_nodes": nodes, "link": f"{rate}mbit" if rate else "uncapped",
                 **fio.job_meta(job), "bs_bytes": bs_bytes(job.bs)}
         common = dict(parse=fio.parse, aggregate=aggregate.aggregate, headline=self.headline, observe=observe)
+        clients_per_host, size = ctx.cfg.ceph_scaling.vms, ctx.cfg.ceph_scaling.size_mib << 20
         if isinstance(record, SpanningRecord):   # every host's clients at once, each host's link observed
-            groups = [(h, part) for h, part in zip(record.hosts, record.parts) if part.vms]
-            slots = [(h, part.device_path, [(vm.slice_offset, vm.slice_bytes) for vm in part.vms]) for h, part in groups]
-            vms = tuple(vm.name for _, part in groups for vm in part.vms)
+            groups = [(h, part, client_slots(part.vms, clients_per_host, size)) for h, part in zip(record.hosts, record.parts)]
+            groups = [(h, part, slots) for h, part, slots in groups if slots]
+            vms = tuple(vm.name for _, part, _ in groups for vm in part.vms)
             return sweep.point_in(
-                env, f"{block}/{label}", partial(fio.across_hosts, job, slots=slots),
-                ("rbd", vms, partial(fio.across_hosts, job, fleets=[(h, part.uri, part.vms) for h, part in groups])),
-                meta={**meta, "vm_count": len(vms), "placement": {h.name: len(part.vms) for h, part in groups}},
-                **common)
+                env, f"{block}/{label}",
+                partial(fio.across_hosts, job, slots=[(h, part.device_path, slots) for h, part, slots in groups]),
+                ("rbd", vms, partial(fio.across_hosts, job, fleets=[(h, part.uri, part.vms) for h, part, _ in groups])),
+                meta={**meta, "vm_count": sum(len(slots) for *_, slots in groups),
+                      "placement": {h.name: len(slots) for h, _, slots in groups}}, **common)
+        slots = client_slots(record.vms, clients_per_host, size)
         return sweep.point_in(
-            env, f"{block}/{label}", partial(fio.on_host, ctx.host, job, device=record.device_path,
-                                             slots=[(vm.slice_offset, vm.slice_bytes) for vm in record.vms]),
+            env, f"{block}/{label}", partial(fio.on_host, ctx.host, job, device=record.device_path, slots=slots),
             ("rbd", tuple(vm.name for vm in record.vms), partial(fio.in_guests, record.uri, job, record.vms)),
-            meta={**meta, "vm_count": len(record.vms)}, **common)
+            meta={**meta, "vm_count": len(slots)}, **common)
 
     # --- the summary ---------------------------------------------------------------------
     def summarize(self, ctx: RunContext) -> None:

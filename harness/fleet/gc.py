@@ -293,12 +293,18 @@ def leftovers(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ())
     found = [f"process {proof['pid']} ({exe})" for proof, exe in _processes(host, prefix, keep)[0]]
     found += [f"namespace {ns}" for ns in _namespaces(host, prefix) if not _kept(ns, keep)]
     found += [f"link {b}" for b, _ in _links(host, prefix, keep)]
-    conn, roots = connect(host.uri), _state_roots(host)
+    try:
+        conn = connect(host.uri)
+    except libvirt.libvirtError as e:   # what else remains is said; its domains and pools cannot be known
+        return [*found, f"(its libvirtd does not answer, so its domains and pools are unknown: {e.get_error_message()})"]
+    roots = _state_roots(host)
     try:   # by the rules collect removes them by: a vtb- name alone is not vtb's
         found += [f"domain {d.name()}" for d in conn.listAllDomains()
                   if d.name().startswith(prefix) and not _kept(d.name(), keep) and owner_of(d.XMLDesc(0)) is not None]
         found += [f"pool {p.name()}" for p in conn.listAllStoragePools()
                   if _pool_of(p.name(), prefix) and not _kept(p.name(), keep) and _pool_in(_pool_folder(p), roots)]
+    except libvirt.libvirtError as e:
+        found.append(f"(its libvirtd stopped answering as its domains and pools were listed: {e.get_error_message()})")
     finally:
         conn.close()
     return found

@@ -23,12 +23,14 @@ from harness.resources import leftovers as resource_leftovers
 
 class MultiHostFleet:
     def __init__(self, cfg: Config, hosts: list[Host], run_scoped: bool = False):
-        """`run_scoped`: an experiment's own fleet, as Testbed's."""
+        """`run_scoped`: an experiment's own fleet, as Testbed's. A host the placement gives no VM
+        has no part, but with no VM at all (a sweep that measures the hosts only) each host has
+        one: its device."""
         fixed = {h.name: h.vms for h in cfg.hosts}
         order = place(cfg.fleet.vms, [(h.name, fixed.get(h.name)) for h in hosts])
         self.cfg = cfg
         self.parts = [Testbed(cfg, h, indices=[i for i, name in enumerate(order) if name == h.name],
-                              run_scoped=run_scoped) for h in hosts if h.name in order]
+                              run_scoped=run_scoped) for h in hosts if h.name in order or not order]
         self.dir = cfg.state_dir / cfg.fleet.name
         store = self.parts[0].store if self.parts else None
         self.store = store if store is not None and store.spans_hosts else None   # one for the whole fleet

@@ -570,12 +570,13 @@ def ceph_scaling_over(ssh_config: str) -> list[str]:
 @pytest.mark.timeout(1500)   # two L1s booted, a Ceph cluster over them, a fleet
 def test_ceph_scaling_over_two_ssh_hosts(nested_hosts_removed_after, tmp_path):
     """ceph-scaling over two ssh hosts (ceph.mode = "hosts"): a storage node on each, over the
-    network the nested hosts share, fio's librbd client on each at once, each host's interface
-    observed. One node count, from the hosts: a sweep over node counts, each a pool of one cluster,
-    and VMs on them are test_ceph's, and VMs on rbd over these hosts the next test's, which runs
-    alone (here the other lane shares the cores: an L2's fio under a starved TCG L1 took over 70 s
-    for 10). Last of this lane's tests here: it replaces the nested host the tests before used, and
-    the module's teardown removes both, or hands them over to the next test."""
+    network the nested hosts share, fio's librbd client on each at once on its own region of its
+    host's image (no VM is made: --pe-only), each host's interface observed. One node count, from
+    the hosts: a sweep over node counts, each a pool of one cluster, and VMs on them are
+    test_ceph's, and VMs on rbd over these hosts the next test's, which runs alone (here the other
+    lane shares the cores: an L2's fio under a starved TCG L1 took over 70 s for 10). Last of this
+    lane's tests here: it replaces the nested host the tests before used, and the module's teardown
+    removes both, or hands them over to the next test."""
     ssh_config = two_ssh_hosts(anew=True)
     done = subprocess.run([HARNESS, *ceph_scaling_over(ssh_config), "--nodes", "2", "--pe-only",
                            "--set", f"results_dir={tmp_path}"], capture_output=True, text=True, timeout=1300)
@@ -587,6 +588,7 @@ def test_ceph_scaling_over_two_ssh_hosts(nested_hosts_removed_after, tmp_path):
     assert {(r["ceph_nodes"], r["env"]) for r in agg} == {(2, "physical")}, agg
     assert all(r["placement"] == {"nested0": 1, "nested1": 1} and set(r["host_conditions"]) == {"nested0", "nested1"}
                for r in agg)
+    assert all(r["fleet_vms"] == 0 for r in agg) and "terraform apply: 0 VM(s)" in done.stdout   # --pe-only: no L2
     links = [(r["ceph_nodes"], r["env"], {k: v for k, v in r.items() if k.startswith("link")}) for r in agg]
     assert all(r["link_n1_rx_mbit_s"] + r["link_n2_rx_mbit_s"] > 0 for r in agg), links   # each host's own interface
     assert {r["ioengine"] for r in rows if r["metric"] == "iops" and r["env"] == "physical" and r["status"] == "ok"} == {"rbd"}

@@ -220,8 +220,10 @@ def plan_from_config(cfg, fleet_dir: Path, hosts: list | None = None) -> CephPla
 
 
 def fleet_images(cfg) -> dict[int, int]:
-    """The fleet's image: the node count of its pool -> its MiB."""
-    return {cfg.ceph.pool_nodes or cfg.ceph.nodes: cfg.fleet.vms * cfg.fleet.disk_size_mib}
+    """The fleet's images: the node count of their pool -> their MiB (a slice per VM; with no VM,
+    one slice on each host, for a sweep that measures the hosts only)."""
+    slices = cfg.fleet.vms or max(1, len(cfg.hosts))
+    return {cfg.ceph.pool_nodes or cfg.ceph.nodes: slices * cfg.fleet.disk_size_mib}
 
 
 def cluster_address(entry) -> str:

@@ -108,3 +108,10 @@ def test_over_hosts_the_run_records_the_node_counts_it_sweeps():
     assert EXPERIMENT._cluster(cfg)[0].replicas == 2
     one = EXPERIMENT.configured(settings.load(None, [HOSTS, "ceph.mode=hosts", "ceph_scaling.node_counts=[1]"]))
     assert EXPERIMENT._cluster(one)[0].replicas == 1   # a copy per node, on one node
+
+
+def test_host_clients_take_the_vms_slices_or_with_no_vm_regions_of_their_own():
+    from harness.fleet.testbed import VmInfo
+    vms = [VmInfo(f"vtb-cs-vm{i}", i * 64, 64, "serial:x", "") for i in range(2)]
+    assert cs.client_slots(vms, 2, 128) == [(0, 64), (64, 64)]
+    assert cs.client_slots([], 3, 128) == [(0, 128), (128, 128), (256, 128)]

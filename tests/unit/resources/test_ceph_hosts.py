@@ -59,6 +59,25 @@ def test_osds_too_small_for_the_fleet_are_refused_before_the_cluster_is_made_on_
         fleet.up()
 
 
+@pytest.mark.parametrize("vms, parts", [(1, ["h0"]), (0, ["h0", "h1"])])
+def test_a_fleet_of_no_vm_has_a_part_on_each_host_whose_image_holds_one_slice(tmp_path, vms, parts):
+    """A sweep that measures the hosts only (ceph-scaling --pe-only) makes no VM: each host still
+    has its image, one slice long, for its host clients; a fleet of VMs has parts where they run."""
+    from harness.config.core import Config
+    from harness.fleet import multi_host
+    from harness.hosts import remote
+    from harness.resources.ceph.plan import fleet_images
+    cfg = Config.model_validate({
+        "state_dir": str(tmp_path), "disk": {"backend": "rbd"}, "fleet": {"vms": 1, "disk_size_mib": 512},
+        "ceph": {"mode": "hosts", "nodes": 2},
+        "hosts": [{"name": f"h{i}", "ssh": f"root@10.214.0.1{i}", "devices": ["/dev/vdb"]} for i in range(2)]})
+    cfg = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"vms": vms})})
+    fleet = multi_host.MultiHostFleet(cfg, [remote(h) for h in cfg.hosts])
+    assert [p.host.name for p in fleet.parts] == parts
+    assert all(len(p.plan().vms) == vms and p.plan().device_bytes == 512 << 20 for p in fleet.parts)
+    assert fleet_images(cfg) == {2: 512 * len(parts)}
+
+
 class HostWithADevice(RecordedHost):
     """A host whose device gate (a python3 run there) says `reason`, whose /dev/vdb has `mib` MiB,
     and that has no cluster yet."""
