@@ -215,6 +215,14 @@ def _state_roots(host: Host) -> tuple[str, ...]:
     return tuple({r for d in state_dirs() for r in (d, str(host.fleet_dir(Path(d), "")))})
 
 
+def _sandbox_cgroups(host: Host) -> list[str]:
+    """The cgroups of tool sandboxes whose shell was killed (guest-agents/confine.sh), removed by
+    confine.sh's own rule: a sandbox's cgroup whose shell is gone, once empty."""
+    script = (paths.GUEST_AGENTS / "confine.sh").read_text() + "\nstale_confine_cgroups_removed\n"
+    out = host.run(["sh", "-c", script], timeout=30, check=False).stdout.decode(errors="replace")
+    return [line for line in out.splitlines() if line.startswith("cgroup ")]
+
+
 def _loops_and_mounts(host: Host, prefix: str, keep: tuple[str, ...] = ()) -> list[str]:
     """Mounts and loops over files that vtb makes (see _made_by_vtb); in the shared scratch dirs,
     where anyone may use a vtb- name, only root's (a user's FUSE mount at /tmp/vtb-x is theirs)."""
@@ -356,6 +364,7 @@ def collect(prefix: str, host: Host = LocalHost(), keep: tuple[str, ...] = ()) -
     removed += [f"process {proof['pid']} ({exe})" for (proof, exe), done in zip(ours, killed) if done]
     removed += notes
     removed += _loops_and_mounts(host, prefix, keep)
+    removed += _sandbox_cgroups(host)
     removed += _networks(host, prefix, keep)
     return removed + resource_leftovers.remove_all(_scope(host, prefix, keep))
 

@@ -107,7 +107,8 @@ def test_nested_host_has_md_kvm_and_its_drives(host):
 @pytest.mark.core
 def test_a_job_that_fooled_the_gate_reaches_only_its_drive_in_the_nested_host(host):
     """The sandbox there (its image has bubblewrap), with the gate bypassed: a file outside and
-    another drive fail; the job on its own drive runs."""
+    another drive fail; the job on its own drive runs; its tasks stay under their ceiling."""
+    from harness.common import paths
     from harness.libvirt.agent import PATH
     from harness.workloads import run_runner
     from harness.workloads.fio import GUEST_RUNNER, FioError
@@ -122,6 +123,13 @@ def test_a_job_that_fooled_the_gate_reaches_only_its_drive_in_the_nested_host(ho
         with pytest.raises(FioError, match="Read-only file system"):
             bare(f"[t]\n{job}")
     assert host.run(["test", "-e", "/var/tmp/vtb-escape"], check=False).returncode == 1
+    # its cgroup (v2 there) holds the sandbox's tasks under their ceiling, and goes with it
+    script = (paths.GUEST_AGENTS / "confine.sh").read_text() + \
+        'confined /dev/null "" sh -c "for i in \\$(seq 16); do sleep 1 & done; wait"'
+    tasks = host.run(["env", "VTB_CONFINE=1", "VTB_CONFINE_TASKS=8", "sh", "-c", script], check=False, timeout=60)
+    assert b"fork" in tasks.stderr.lower(), tasks.stderr
+    assert host.run(["find", "/sys/fs/cgroup", "-maxdepth", "1", "-name", "vtb-confine-*"]).stdout == b""
+
 
 @pytest.mark.core
 def test_a_nested_host_taken_down_and_up_again_starts_from_its_saved_state(host, tmp_path):

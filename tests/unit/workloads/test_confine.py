@@ -9,7 +9,9 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -129,3 +131,48 @@ def test_a_job_on_a_new_filesystem_runs_confined_to_its_mount(loops):
                      error=FioError)
     assert json.loads(out[out.index("{"):])["jobs"][0]["write"]["io_bytes"] == 1 << 20
     assert subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", loops[0]], capture_output=True).stdout == b""
+
+
+def sandbox_cgroups(pid: int | None = None) -> list[str]:
+    """The sandboxes' cgroups on this machine (those of the shell `pid`): other tests may run one now."""
+    found = subprocess.run(["find", "/sys/fs/cgroup", "-maxdepth", "8", "-type", "d", "-name", "vtb-confine-*"],
+                           capture_output=True, text=True, timeout=30).stdout.split()
+    return [d for d in found if pid is None or d.endswith(f"-{pid}")]
+
+
+def confined(command: str, **ceilings: str) -> tuple[subprocess.CompletedProcess, int]:
+    """The command in a sandbox, and the pid of the shell that made it."""
+    script = (paths.GUEST_AGENTS / "confine.sh").read_text() + f'confined /dev/null "" sh -c {shlex.quote(command)}'
+    with subprocess.Popen(["sh", "-c", script], env={"PATH": PATH, "VTB_CONFINE": "1", **ceilings},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid
+
+
+def test_the_sandbox_holds_its_tasks_and_memory_under_its_ceilings_then_its_cgroups_go():
+    """Where the host's cgroups can be written (v1 here; v2 in the nested host): more tasks than
+    its ceiling cannot start, and a process past its memory is killed, not the host's."""
+    tasks, pid = confined("for i in $(seq 16); do sleep 1 & done; wait", VTB_CONFINE_TASKS="8")
+    assert "fork" in tasks.stderr.lower() and not sandbox_cgroups(pid), tasks.stderr
+    memory, pid = confined("python3 -c 'x = b\"x\" * (256 << 20)'; echo rc=$?", VTB_CONFINE_MEMORY_MIB="64")
+    assert "rc=137" in memory.stdout, memory.stdout + memory.stderr   # SIGKILL, by the cgroup's OOM killer
+    assert not sandbox_cgroups(pid)
+
+
+def test_the_cgroups_of_a_killed_sandbox_are_removed_by_gc():
+    from harness.fleet import gc
+    shell = subprocess.Popen(["sh", "-c", (paths.GUEST_AGENTS / "confine.sh").read_text() + 'confined /dev/null "" sleep 60'],
+                             env={"PATH": PATH, "VTB_CONFINE": "1"}, start_new_session=True)
+    try:
+        for _ in range(50):
+            if made := sandbox_cgroups(shell.pid):
+                break
+            time.sleep(0.1)
+        assert made
+    finally:
+        os.killpg(shell.pid, signal.SIGKILL)   # the shell, and the sandbox dies with it
+        shell.wait()
+    time.sleep(0.5)
+    assert sandbox_cgroups(shell.pid) == made    # left: their shell could not remove them
+    assert {f"cgroup {d}" for d in made} <= set(gc.collect("vtb-confine-test-"))
+    assert not sandbox_cgroups(shell.pid)
