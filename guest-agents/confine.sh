@@ -67,7 +67,7 @@ confine_cgroups() {
   c_mem=$(( ${VTB_CONFINE_MEMORY_MIB:-$(awk '/^MemTotal:/ {print int($2 / 2048)}' /proc/meminfo)} << 20 ))
   c_tasks=${VTB_CONFINE_TASKS:-1024}
   stale_confine_cgroups_removed >/dev/null
-  if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null &&
+  if [ -w /sys/fs/cgroup ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null &&
      grep -qw pids /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
     for c in memory pids; do
       grep -qw $c /sys/fs/cgroup/cgroup.subtree_control || echo +$c > /sys/fs/cgroup/cgroup.subtree_control || return 1
