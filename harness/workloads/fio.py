@@ -136,7 +136,7 @@ def run(node: Node, job: FioJob | JobFile | Trace, *, locator: str, size: int, o
         if isinstance(job, Trace):
             payload, text, bound = job.payload(offset, size), job.render().encode(), job.timeout_s
         elif isinstance(job, JobFile):
-            text, bound = job.render(offset, size).encode(), job.timeout_s
+            text, bound = job.runnable(offset, size).encode(), job.timeout_s
             iologs = [j.name for j in job.jobs] if job.capture else []   # the only files fetched back
         else:
             env, text, bound = job_env(job, offset=offset, size=size), JOB_TEMPLATE.read_bytes(), timeout_s(job)

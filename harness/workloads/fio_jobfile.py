@@ -43,7 +43,10 @@ REASONS = {
 }
 # A user's own disk: replaced by each participant's target, and said so in the run's log
 TARGET_OPTIONS = ("filename", "directory")
-_TARGET = "/vtb-target"   # what the target placeholders stand for while fio resolves the file
+# What vtb's placeholders stand for while fio resolves the file; its resolution names them again
+_TARGET = "/vtb-target"
+_SEED = "7270627"
+_PLACEHOLDERS = {"${FIO_FILENAME}": _TARGET, "${FIO_RANDSEED}": _SEED, "${FIO_IOLOG}": _TARGET}
 ALIGN = 4096   # a % offset becomes bytes rounded down to this (direct I/O needs aligned offsets)
 MARGIN_S = 60
 MAX_LINE_BYTES = 4096   # fio reads a job file's lines into a buffer of 8192 bytes: well under it
@@ -293,6 +296,11 @@ class JobFile:
                     *([f"write_iolog=${{FIO_IOLOG}}.{job.name}"] if self.capture else []), *ranged(job)]
         return "\n".join(out) + "\n"
 
+    def runnable(self, offset: int, size: int | None = None) -> str:
+        """What runs for the participant: its rendering (render) as fio resolves it, every option
+        judged again, written back from fio's resolution, never from the user's text."""
+        return _written(_judged(self, self.render(offset, size)), seeded=not self._set_anywhere("randseed"))
+
     @property
     def replaced(self) -> list[str]:
         """The lines that named the user's own disk, which each participant's target replaces."""
@@ -380,10 +388,16 @@ def _floats(value: str | None) -> list[float]:
 
 
 def parse_only(job: JobFile, fio: str = "fio") -> None:
-    """The rendered file as fio reads it (fio_options.resolve): fio's own message where it does not
-    take the file, else each option it resolved on the allowlist, naming the user's line."""
-    text = job.render(0).replace("${FIO_FILENAME}", _TARGET).replace("${FIO_RANDSEED}", "1") \
-        .replace("${FIO_IOLOG}", _TARGET)
+    """The file as fio reads it, rendered for a participant at offset 0 (_judged)."""
+    _judged(job, job.render(0), fio)
+
+
+def _judged(job: JobFile, rendered: str, fio: str = "fio") -> list[fio_options.Resolved]:
+    """A rendering of the file as fio reads it (fio_options.resolve): fio's own message where it
+    does not take it, else each option it resolved on the allowlist, naming the user's line."""
+    text = rendered
+    for placeholder, stands_for in _PLACEHOLDERS.items():
+        text = text.replace(placeholder, stands_for)
     try:
         resolved = fio_options.resolve(text, fio)
     except fio_options.FioRefused as e:
@@ -391,15 +405,38 @@ def parse_only(job: JobFile, fio: str = "fio") -> None:
         raise JobFileError(f"{job.source}{_where_fio_says(job, said)}: fio cannot parse it; fio says:\n{said}\n"
                            "Fix: correct the option fio names") from None
     for option in resolved:
-        if option.key == "filename" and option.value == _TARGET or \
-                option.key == "write_iolog" and (option.value or "").startswith(f"{_TARGET}.") and job.capture:
-            continue   # vtb's own target and capture
+        if _ours(job, option):
+            continue   # vtb's own target, seed and capture
         if why := REASONS.get(option.key) or fio_options.refused(option):
             raise JobFileError(f"{job.source}{_line_of(job, option)}: fio reads `{option.key}"
                                f"{'' if option.value is None else '=' + option.value}` there: {why}. Fix: remove it")
     if (clones := fio_options.clones(resolved)) > fio_options.MAX_NUMJOBS:
         raise JobFileError(f"{job.source}: {clones} fio processes in all (each job's numjobs, summed), more than the "
                            f"{fio_options.MAX_NUMJOBS} vtb runs for one participant. Fix: fewer jobs or clones")
+    return resolved
+
+
+def _ours(job: JobFile, option: fio_options.Resolved) -> bool:
+    """An option that stands for one of vtb's placeholders (its target, its capture)."""
+    return option.key == "filename" and option.value == _TARGET or \
+        option.key == "write_iolog" and (option.value or "").startswith(f"{_TARGET}.") and job.capture
+
+
+def _written(resolved: list[fio_options.Resolved], seeded: bool) -> str:
+    """fio's resolution as a job file: the options before the first job in [global], each job a
+    section; vtb's placeholders named again, for the runner's environment to fill (its seed only
+    where vtb `seeded` the file)."""
+    out = ["[global]"]
+    for o in resolved:
+        if o.key == "description":   # a label that shapes nothing, which fio prints quoted (and reads quotes literally)
+            continue
+        value = o.value
+        if o.key in ("filename", "write_iolog") and value is not None and value.startswith(_TARGET):
+            value = "${FIO_FILENAME}" if o.key == "filename" else "${FIO_IOLOG}" + value[len(_TARGET):]
+        elif o.key == "randseed" and value == _SEED and seeded:
+            value = "${FIO_RANDSEED}"
+        out.append(f"[{value}]" if o.key == "name" else o.key if value is None else f"{o.key}={value}")
+    return "\n".join(out) + "\n"
 
 
 def _where_fio_says(job: JobFile, said: str) -> str:

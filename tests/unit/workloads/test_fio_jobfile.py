@@ -226,8 +226,8 @@ def test_a_size_fio_reads_otherwise_is_refused(tmp_path, value):
 
 
 # A property of the gate, against fio's own reading: for every file vtb accepts, fio resolves from
-# the rendered file only options on the allowlist (or vtb's own target), and every range it
-# resolves stays inside the slice. Variants come from refused options and their aliases.
+# the rendered file only options on the allowlist (or vtb's own target), every range it resolves
+# stays inside the slice, and the job that runs resolves to the same options. Variants come from refused options and their aliases.
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -281,6 +281,7 @@ def test_every_file_vtb_accepts_resolves_in_fio_to_allowed_options_inside_the_sl
         parse_only(j)
     except JobFileError:
         return
+    assert _resolved(j.runnable(0)) == _resolved(j.render(0)), text   # what runs is what was judged
     rendered = j.render(0).replace("${FIO_FILENAME}", "/vtb-target").replace("${FIO_RANDSEED}", "1")
     import os
     import subprocess
@@ -413,3 +414,25 @@ def test_two_jobs_of_one_name_are_two_jobs_clones_counted(tmp_path):
 def test_a_precondition_does_not_count_as_clones_of_the_users_jobs(tmp_path):
     pre = fio_jobfile.Precondition(window_s=1, ramp_s=0, max_s=3)
     parse_only(job(tmp_path, "[global]\nruntime=1\nsize=64k\nnumjobs=60\n[a]\n", precondition=pre))
+
+
+def _resolved(text: str) -> list:
+    for placeholder, stands_for in fio_jobfile._PLACEHOLDERS.items():
+        text = text.replace(placeholder, stands_for)
+    return [o for o in fio_options.resolve(text) if o.key != "description"]
+
+
+@pytest.mark.parametrize("capture, precondition", [(False, None), (True, None),
+                                                   (False, fio_jobfile.Precondition(window_s=10, ramp_s=2, max_s=60))])
+def test_what_runs_is_written_from_fios_own_resolution_and_reads_back_the_same(tmp_path, capture, precondition):
+    """The job that runs is fio's resolution of the checked rendering, written back: fio reads it
+    as it read what was judged (the placeholders named again for the runner), option for option."""
+    text = ("[global]\ndescription=a b \"c\"\nioengine=libaio\ndirect=1\nruntime=5\nbs=4k\nbuffer_pattern=\"ab\"\n"
+            "random_distribution=zipf:1.2\nbssplit=4k/50:64k/50\nrandseed=7270627\n"
+            "[one]\nrw=randread\niodepth=8\nsize=1m\n[two]\nstonewall\nrw=write\noffset_increment=2m\n"
+            f"size=1m\n{'' if capture else 'numjobs=2'}\n")
+    j = job(tmp_path, text, capture=capture, precondition=precondition)
+    runs = j.runnable(4096)
+    assert "description" not in runs and "${FIO_FILENAME}" in runs and "randseed=7270627" in runs
+    assert ("${FIO_IOLOG}.one" in runs) == capture
+    assert _resolved(runs) == _resolved(j.render(4096))
