@@ -227,7 +227,8 @@ def test_a_size_fio_reads_otherwise_is_refused(tmp_path, value):
 
 # A property of the gate, against fio's own reading: for every file vtb accepts, fio resolves from
 # the rendered file only options on the allowlist (or vtb's own target), every range it resolves
-# stays inside the slice, and the job that runs resolves to the same options. Variants come from refused options and their aliases.
+# stays inside the slice, and the job that runs resolves to the same options. Variants come from
+# refused options and their aliases.
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
