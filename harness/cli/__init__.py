@@ -632,8 +632,8 @@ def results() -> None:
 @results.command("reference", short_help="Every sample column, as Markdown.")
 def results_reference() -> None:
     """Every sample column with its type, unit and meaning, as Markdown (results/README.md's)."""
-    from harness.results.columns import markdown
-    click.echo(markdown(), nl=False)
+    from harness.experiments import catalog
+    click.echo(catalog().markdown(), nl=False)
 
 
 @results.command("metrics", short_help="Every metric, as Markdown.")
@@ -649,8 +649,8 @@ def results_metrics() -> None:
 def results_schema(of) -> None:
     """The JSON Schema one row of samples.jsonl validates against (results/sample.schema.json), or that a
     command's --json output does (results/json/NAME.schema.json)."""
-    from harness.results.columns import json_schema
-    click.echo(json.dumps(json_schema() if of == "sample" else json_outputs.schema(of), indent=1))
+    from harness.experiments import catalog
+    click.echo(json.dumps(catalog().json_schema() if of == "sample" else json_outputs.schema(of), indent=1))
 
 
 @cli.command()

@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, Protocol
 
-from harness.common.plugins import discover
+from harness import workloads
+from harness.common.plugins import declared, discover
 from harness.common.schema import Section
 from harness.config.core import Config
 from harness.measure.context import RunContext
 from harness.measure.plan import Plan
+from harness.results.columns import Catalog
 from harness.results.metrics import direction
 
 
@@ -77,3 +79,10 @@ def defined(experiments: dict[str, Experiment]) -> dict[str, Experiment]:
             raise TypeError(f"experiment {name}: its headline {exp.headline!r} has no declared direction. "
                             "Fix: declare it in harness/results/metrics.py")
     return experiments
+
+
+@cache
+def catalog() -> Catalog:
+    """Every sample column: the core's, and those each experiment and workload declares in its
+    module (`COLUMNS`)."""
+    return Catalog([*declared(__name__, __path__, "COLUMNS"), *declared(workloads.__name__, workloads.__path__, "COLUMNS")])

@@ -44,11 +44,27 @@ from harness.report.plots import plt
 from harness.resources.ceph import hosts as ceph_hosts
 from harness.resources.ceph import local as ceph_local
 from harness.resources.ceph.plan import MAX_NODES, CephConfig, hosts_mode_problem, osd_size_for, osd_size_problem
+from harness.results.columns import B, I, N, S, column
 from harness.results.environment import accel_label, tcg_caveat
 from harness.workloads import fio
 
 METRICS = {"aggregate_bw": "bandwidth (KiB/s)", "aggregate_iops": "IOPS", "lat_mean": "completion latency (us)"}
 FACTORS = ("numjobs", "bs_bytes")
+
+
+# The columns its samples add to the core's (harness/results/columns.py)
+COLUMNS = (("ceph-scaling", [
+    column("ceph_nodes", I, "storage nodes"),
+    column("link", S, "the links' cap (`uncapped`)"),
+    column("bs_bytes", I, "the block size", "B"),
+    column("link_n<K>_rx_mbit_s", N, "node K's link, received", "Mbit/s"),
+    column("link_n<K>_tx_mbit_s", N, "node K's link, sent", "Mbit/s"),
+    column("link_mbit", N, "the links' cap, or over [[hosts]] the slowest speed their NICs report (0: none)", "Mbit/s"),
+    column("link_peak_utilisation", N, "the busiest link, as a share of its cap or reported speed", "fraction"),
+    column("network_bound", B, "a link above 90% of its cap or reported speed"),
+    column("link_window", S, "what the link figures cover: fio's measured window or the whole call"),
+    column("link_window_s", N, "its length", "s"),
+]),)
 
 
 class Settings(StudySection):

@@ -38,12 +38,22 @@ from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import raid, scratch
+from harness.results.columns import I, S, column
 from harness.results.environment import accel_label, tcg_caveat
 from harness.workloads import fio, fio_output
 
 DEVICES = ("default", "tmpfs", "brd", "drive", "md")
 LOCAL_ONLY = ("default", "tmpfs", "brd")
 Z_95 = 1.959964   # a normal quantile: the request counts are large
+
+
+# The columns its samples add to the core's (harness/results/columns.py)
+COLUMNS = (("device-profile", [
+    column("profiled_device", S, "the device"),
+    column("profile", S, "`zone` or `random`"),
+    column("zone", I, "the zone"),
+    column("zone_offset_mib", I, "its offset", "MiB"),
+]),)
 
 
 class Settings(Section):

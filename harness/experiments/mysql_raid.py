@@ -29,6 +29,7 @@ from harness.experiments.raid_sweep import (
 from harness.fleet.testbed import TestbedRecord
 from harness.measure import sweep
 from harness.measure.pipeline import Point
+from harness.results.columns import S, column
 from harness.results.environment import accel_label
 from harness.results.samples import Sample
 from harness.workloads import sysbench
@@ -36,6 +37,12 @@ from harness.workloads.sysbench import DbPoint
 
 STAND_IN = ("sysbench OLTP stands in for the study's TPC-C (no TPC-C kit ships in Debian): "
             "transactions/s of sysbench's mix, not tpmC")
+
+
+# The columns its samples add to the core's (harness/results/columns.py)
+COLUMNS = (("mysql-raid", [
+    column("stands_in_for", S, "mysql-raid: the benchmark of the reproduced study it stands in for (TPC-C)"),
+]),)
 
 
 class Settings(StudySection):

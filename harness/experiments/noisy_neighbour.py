@@ -36,12 +36,23 @@ from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.measure.plan import Block, Plan, PlannedPoint
 from harness.report import tables
+from harness.results.columns import I, S, column
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.outputs import Output
 from harness.results.samples import Sample
 from harness.workloads import fio
 
 LEAD_S = 2       # the neighbours' job goes this long before the victim starts (their start's margin on top)
+
+
+# The columns its samples add to the core's (harness/results/columns.py)
+COLUMNS = (("noisy-neighbour", [
+    column("neighbours", I, "busy VMs beside the measured one (host slots on a physical point)"),
+    column("cap_iops", I, "libvirt iotune total_iops_sec on each neighbour's disk (0: none)", "IOPS"),
+    column("neighbour_rw", S, "the neighbours' fio rw"),
+    column("neighbour_bs", S, "the neighbours' fio block size"),
+    column("neighbour_iodepth", I, "the neighbours' fio iodepth"),
+]),)
 
 
 class VictimJob(fio.FioJob):

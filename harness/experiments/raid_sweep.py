@@ -32,6 +32,7 @@ from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import raid
 from harness.resources.devices import size_bytes_on
+from harness.results.columns import I, S, column
 from harness.results.environment import accel_label, tcg_caveat
 from harness.results.samples import Sample
 from harness.workloads import fio
@@ -39,6 +40,21 @@ from harness.workloads import fio
 SINGLE = "single"
 GENERIC_ONLY = {"f2fs", "nilfs2"}   # filesystems Debian's cloud kernel lacks
 MD_RESERVE_MIB = 8
+
+
+# The columns its samples add to the core's (harness/results/columns.py)
+COLUMNS = (("RAID sweeps (raid-levels, stripe-size, filesystems, mysql-raid, rocksdb)", [
+    column("setup", S, "the array setup (`single`, `raid5-n4-c512k`, ...)"),
+    column("choice", S, "what the report's verdict ranks at this point in place of the backend: the array, or the "
+                    "filesystem on it (`raid5-n4-c512k`, `f2fs on single`)"),
+    column("workload", S, "what the verdict compares the choices on (the point without its choice: `randread-direct`)"),
+    column("raid_level", (I, S), "the level, `single` for one member"),
+    column("members", I, "member drives"),
+    column("chunk_kib", (I, S), "the chunk (`n/a` for one member or RAID 1)", "KiB"),
+    column("filesystem", S, "`none` for the raw device"),
+    column("n_measured", I, "a model's expectation: the repeats it is compared with"),
+    column("n_base", I, "the base's repeats it is taken from"),
+]),)
 
 
 class RaidSweepSettings(StudySection):

@@ -27,10 +27,17 @@ from harness.fleet.testbed import TestbedRecord
 from harness.measure import sweep
 from harness.measure.pipeline import Point
 from harness.resources.raid import MKFS
+from harness.results.columns import B, I, N, S, column
 from harness.results.environment import accel_label
 from harness.results.samples import Sample
 from harness.workloads import db_bench
 from harness.workloads.db_bench import Benchmark, DbBenchJob
+
+# The columns its samples add to the core's (harness/results/columns.py)
+COLUMNS = (("rocksdb", [
+    column("db_<setting>", (S, I, N, B), "rocksdb: db_bench's settings"),
+    column("benchmark", S, "rocksdb: the db_bench benchmark"),
+]),)
 
 
 class Settings(DbBenchJob):

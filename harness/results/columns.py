@@ -1,12 +1,18 @@
-"""The columns of a run's samples (samples.jsonl, samples.csv), declared once: name, JSON type,
-unit and meaning, in groups. results/README.md's column reference and the JSON Schema a run's
-rows validate against are both generated from this list (`harness results reference`,
-`harness results schema`). Every row has every column of its run, null where a sample has no
-such field; a name with <...> in it stands for a family (one column per label or node)."""
+"""The columns of a run's samples (samples.jsonl, samples.csv): name, JSON type, unit and meaning,
+in groups. The core's are here (the sample, the point, fio's figures, the configuration, the
+environment, the conditions); each plug-in declares its own as `COLUMNS` in its module (a tuple
+of groups), and `harness.experiments.catalog()` collects them all. results/README.md's column
+reference and the JSON Schema a run's rows validate against (results/sample.schema.json) are both
+generated from that catalog (`harness results reference`, `harness results schema`). Every row
+has every column of its run, null where a sample has no such field; a name with <...> in it
+stands for a family (one column per label or node)."""
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+
+from harness.common import paths
 
 S, I, N, B, O, A = "string", "integer", "number", "boolean", "object", "array"
 
@@ -26,11 +32,14 @@ class Column:
         return "^" + re.sub(r"<[^>]+>", "[A-Za-z0-9_]+", self.name) + "$"
 
 
-def _c(name: str, type_: str | tuple[str, ...], what: str, unit: str = "") -> Column:
+def column(name: str, type_: str | tuple[str, ...], what: str, unit: str = "") -> Column:
     return Column(name, type_, unit, what)
 
 
-GROUPS: list[tuple[str, list[Column]]] = [
+_c = column
+Group = tuple[str, list[Column]]   # a title, and its columns
+
+CORE: list[Group] = [
     ("The sample", [
         _c("metric", S, "what was measured (the metric list below)"),
         _c("value", N, "the figure; null on a failed sample, never a made-up one"),
@@ -60,6 +69,7 @@ GROUPS: list[tuple[str, list[Column]]] = [
         _c("better", S, "`higher` or `lower`: the headline's direction"),
         _c("noisy_cv_threshold", N, "the CV over which a point's repeats are flagged noisy"),
         _c("vm_count", I, "VMs in the point (host slots for a physical one)"),
+        _c("placement", O, "a fleet over [[hosts]]: VMs (or host clients) per host in the point"),
         _c("scope", S, "`vm` or `slot` for one participant, `aggregate` for the point"),
         _c("vm", S, "the participant: a VM's name or `host-slotN`"),
         _c("raw", S, "path of the raw output, in the run folder"),
@@ -178,107 +188,59 @@ GROUPS: list[tuple[str, list[Column]]] = [
         _c("retried_after", S, "a point measured again after its guest came back: the first attempt's error"),
         _c("run_wall_s", N, "the tool's wall time", "s"),
     ]),
-    ("mysql and mysql-raid", [
-        _c("db_test", S, "sysbench test"),
-        _c("db_threads", I, "client threads"),
-        _c("db_page_size", S, "innodb_page_size"),
-        _c("db_buffer_pool_fraction", N, "buffer pool over the data", "fraction"),
-        _c("db_buffer_pool_bytes", I, "buffer pool", "B"),
-        _c("db_buffer_pool_clamped", B, "MariaDB's minimum applied"),
-        _c("db_key_block_size", I, "table compression (0: none)", "KiB"),
-        _c("db_tables", I, "tables"),
-        _c("db_table_size", I, "rows per table"),
-        _c("db_runtime_s", I, "sysbench run time", "s"),
-        _c("db_estimated_data_bytes", I, "the data's estimated size", "B"),
-        _c("db_filesystem", S, "the datadir's filesystem"),
-        _c("stands_in_for", S, "mysql-raid: the benchmark of the reproduced study it stands in for (TPC-C)"),
-        _c("db_<setting>", (S, I, N, B), "rocksdb: db_bench's settings"),
-        _c("benchmark", S, "rocksdb: the db_bench benchmark"),
-    ]),
-    ("RAID sweeps (raid-levels, stripe-size, filesystems, mysql-raid, rocksdb)", [
-        _c("setup", S, "the array setup (`single`, `raid5-n4-c512k`, ...)"),
-        _c("choice", S, "what the report's verdict ranks at this point in place of the backend: the array, or the "
-                        "filesystem on it (`raid5-n4-c512k`, `f2fs on single`)"),
-        _c("workload", S, "what the verdict compares the choices on (the point without its choice: `randread-direct`)"),
-        _c("raid_level", (I, S), "the level, `single` for one member"),
-        _c("members", I, "member drives"),
-        _c("chunk_kib", (I, S), "the chunk (`n/a` for one member or RAID 1)", "KiB"),
-        _c("filesystem", S, "`none` for the raw device"),
-        _c("n_measured", I, "a model's expectation: the repeats it is compared with"),
-        _c("n_base", I, "the base's repeats it is taken from"),
-    ]),
-    ("ceph-scaling", [
-        _c("ceph_nodes", I, "storage nodes"),
-        _c("link", S, "the links' cap (`uncapped`)"),
-        _c("bs_bytes", I, "the block size", "B"),
-        _c("link_n<K>_rx_mbit_s", N, "node K's link, received", "Mbit/s"),
-        _c("link_n<K>_tx_mbit_s", N, "node K's link, sent", "Mbit/s"),
-        _c("link_mbit", N, "the links' cap, or over [[hosts]] the slowest speed their NICs report (0: none)", "Mbit/s"),
-        _c("link_peak_utilisation", N, "the busiest link, as a share of its cap or reported speed", "fraction"),
-        _c("network_bound", B, "a link above 90% of its cap or reported speed"),
-        _c("link_window", S, "what the link figures cover: fio's measured window or the whole call"),
-        _c("link_window_s", N, "its length", "s"),
-    ]),
-    ("device-profile", [
-        _c("profiled_device", S, "the device"),
-        _c("profile", S, "`zone` or `random`"),
-        _c("zone", I, "the zone"),
-        _c("zone_offset_mib", I, "its offset", "MiB"),
-    ]),
-    ("ioping (latency.tools)", [
-        _c("ioping_interval_ms", N, "the pause between requests", "ms"),
-        _c("ioping_work_mib", I, "the region the requests fall in", "MiB"),
-    ]),
-    ("noisy-neighbour", [
-        _c("neighbours", I, "busy VMs beside the measured one (host slots on a physical point)"),
-        _c("cap_iops", I, "libvirt iotune total_iops_sec on each neighbour's disk (0: none)", "IOPS"),
-        _c("neighbour_rw", S, "the neighbours' fio rw"),
-        _c("neighbour_bs", S, "the neighbours' fio block size"),
-        _c("neighbour_iodepth", I, "the neighbours' fio iodepth"),
-    ]),
-    ("vm-scaling over hosts", [
-        _c("placement", O, "VMs per host in the point"),
-    ]),
 ]
 
-COLUMNS: list[Column] = [c for _, cols in GROUPS for c in cols]
+SCHEMA = paths.REPO / "results" / "sample.schema.json"   # generated from the catalog; a unit test keeps it so
 
 
-def declared(name: str) -> Column | None:
-    """The column (or family) a name is, or None."""
-    for c in COLUMNS:
-        if c.name == name or (c.pattern and re.match(c.pattern, name)):
-            return c
-    return None
+class Catalog:
+    """Every column: the core's, then the plug-ins' groups."""
+
+    def __init__(self, plugins: list[Group] = ()):
+        self.groups = [*CORE, *plugins]
+        self.columns = [c for _, cols in self.groups for c in cols]
+
+    def declared(self, name: str) -> Column | None:
+        """The column (or family) a name is, or None."""
+        for c in self.columns:
+            if c.name == name or (c.pattern and re.match(c.pattern, name)):
+                return c
+        return None
+
+    def json_schema(self) -> dict:
+        """The JSON Schema (2020-12) one row of samples.jsonl validates against: every declared
+        column typed (null allowed: a row has every column of its run), families by pattern,
+        nothing else."""
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "vtb sample row",
+            "type": "object",
+            "required": ["metric", "value", "unit", "status"],
+            "properties": {c.name: {"type": _types(c), "description": c.what + (f" ({c.unit})" if c.unit else "")}
+                           for c in self.columns if c.pattern is None},
+            "patternProperties": {c.pattern: {"type": _types(c)} for c in self.columns if c.pattern},
+            "additionalProperties": False,
+        }
+
+    def markdown(self) -> str:
+        """The column reference in results/README.md."""
+        out = ["<!-- generated from the columns vtb and its plug-ins declare, by `harness results reference`; "
+               "do not edit -->"]
+        for title, cols in self.groups:
+            out += ["", f"**{title}**", "", "| column | type | unit | meaning |", "|---|---|---|---|"]
+            out += [f"| `{c.name}` | {_type_text(c)} | {c.unit} | {c.what} |" for c in cols]
+        return "\n".join(out) + "\n"
+
+
+def generated_schema() -> dict:
+    """The schema generated from the whole catalog (results/sample.schema.json): what the layers
+    below the plug-ins validate a user's samples against."""
+    return json.loads(SCHEMA.read_text())
 
 
 def _types(c: Column) -> list[str]:
     return [*((c.type,) if isinstance(c.type, str) else c.type), "null"]
 
 
-def json_schema() -> dict:
-    """The JSON Schema (2020-12) one row of samples.jsonl validates against: every declared column
-    typed (null allowed: a row has every column of its run), families by pattern, nothing else."""
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "vtb sample row",
-        "type": "object",
-        "required": ["metric", "value", "unit", "status"],
-        "properties": {c.name: {"type": _types(c), "description": c.what + (f" ({c.unit})" if c.unit else "")}
-                       for c in COLUMNS if c.pattern is None},
-        "patternProperties": {c.pattern: {"type": _types(c)} for c in COLUMNS if c.pattern},
-        "additionalProperties": False,
-    }
-
-
 def _type_text(c: Column) -> str:
     return " or ".join((c.type,) if isinstance(c.type, str) else c.type)
-
-
-def markdown() -> str:
-    """The column reference in results/README.md."""
-    out = ["<!-- generated from harness/results/columns.py by `harness results reference`; do not edit -->"]
-    for title, cols in GROUPS:
-        out += ["", f"**{title}**", "", "| column | type | unit | meaning |", "|---|---|---|---|"]
-        out += [f"| `{c.name}` | {_type_text(c)} | {c.unit} | {c.what} |" for c in cols]
-    return "\n".join(out) + "\n"

@@ -70,7 +70,7 @@ def read_samples(path: Path) -> list[dict]:
         raise SamplesError(f"{path}: not a samples file (not UTF-8 text). {FIX}") from None
     except OSError as e:
         raise SamplesError(f"{path}: cannot be read as a samples file ({e.strerror or e}). {FIX}") from None
-    validator = jsonschema.Draft202012Validator({**columns.json_schema(), "additionalProperties": True})
+    validator = jsonschema.Draft202012Validator({**columns.generated_schema(), "additionalProperties": True})
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():

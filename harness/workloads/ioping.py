@@ -19,6 +19,7 @@ from harness.common.exits import StepFailed
 from harness.common.schema import BlockSize, Section, bs_bytes
 from harness.hosts import Node
 from harness.libvirt.agent import PATH, guests
+from harness.results.columns import I, N, column
 from harness.results.outputs import Output
 from harness.workloads import Tool, run_runner, runner_cpu_s
 
@@ -26,6 +27,13 @@ RUNNER = paths.GUEST_AGENTS / "run-ioping.sh"
 WARMUP = 2   # requests ioping times but leaves out of its figures (-a): the first finds cold caches
 # requests at most (-c): each is some 330 bytes of JSON, and a guest agent returns at most 16 MiB of output
 MAX_REQUESTS = 40_000
+
+
+# The columns its samples add to the core's (harness/results/columns.py)
+COLUMNS = (("ioping (latency.tools)", [
+    column("ioping_interval_ms", N, "the pause between requests", "ms"),
+    column("ioping_work_mib", I, "the region the requests fall in", "MiB"),
+]),)
 
 
 class IopingJob(Section):

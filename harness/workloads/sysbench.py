@@ -12,12 +12,30 @@ from harness.common.exits import StepFailed
 from harness.common.guest_scripts import guest_script
 from harness.hosts import Node
 from harness.libvirt.agent import PATH, GuestAgent, guests, in_parallel
+from harness.results.columns import B, I, N, S, column
 from harness.results.outputs import Output
 from harness.workloads import runner_cpu_s
 
 RUNNER = paths.GUEST_AGENTS / "run-mysql.sh"
 ROW_BYTES = 250          # sysbench sbtest row plus its share of the indexes, for sizing only
 PAGE_BYTES = {"4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536}
+
+
+# The columns its samples add to the core's (harness/results/columns.py)
+COLUMNS = (("sysbench on MariaDB (mysql, mysql-raid)", [
+    column("db_test", S, "sysbench test"),
+    column("db_threads", I, "client threads"),
+    column("db_page_size", S, "innodb_page_size"),
+    column("db_buffer_pool_fraction", N, "buffer pool over the data", "fraction"),
+    column("db_buffer_pool_bytes", I, "buffer pool", "B"),
+    column("db_buffer_pool_clamped", B, "MariaDB's minimum applied"),
+    column("db_key_block_size", I, "table compression (0: none)", "KiB"),
+    column("db_tables", I, "tables"),
+    column("db_table_size", I, "rows per table"),
+    column("db_runtime_s", I, "sysbench run time", "s"),
+    column("db_estimated_data_bytes", I, "the data's estimated size", "B"),
+    column("db_filesystem", S, "the datadir's filesystem"),
+]),)
 
 
 class SysbenchError(StepFailed):

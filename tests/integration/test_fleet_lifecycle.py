@@ -19,10 +19,10 @@ import jsonschema
 import libvirt
 import pytest
 
+from harness.experiments import catalog
 from harness.fleet import gc
 from harness.libvirt import pausing
 from harness.libvirt.agent import AgentError, GuestAgent
-from harness.results import columns
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"
@@ -198,7 +198,7 @@ def test_vm_scaling_writes_a_complete_run(fleet, tmp_path):
     rows = [json.loads(l) for l in (run / "samples.jsonl").read_text().splitlines()]
     with open(run / "samples.csv") as f:
         assert len(list(csv.DictReader(f))) == len(rows)
-    validator = jsonschema.Draft202012Validator(columns.json_schema())
+    validator = jsonschema.Draft202012Validator(catalog().json_schema())
     for r in rows:
         validator.validate(r)   # every column declared, of its declared type
     example = re.search(r"```python\n(.*?)```", (ROOT / "results" / "README.md").read_text(), re.S).group(1)

@@ -59,5 +59,5 @@ def test_latency_measures_each_pattern_with_each_tool_named():
 
 
 def test_its_job_is_recorded_in_declared_columns():
-    from harness.results.columns import declared
-    assert all(declared(k) for k in ioping.job_meta(ioping.IopingJob()))
+    from harness.experiments import catalog
+    assert all(catalog().declared(k) for k in ioping.job_meta(ioping.IopingJob()))
