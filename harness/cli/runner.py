@@ -149,10 +149,10 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
                           testbed=asdict(record) if record else None, owner=owner(),
                           environment={k: v for k, v in env.items() if k != "resumed_anyway"},
                           **({"testbeds": [asdict(r) for r in records]} if len(records) > 1 else {}))
-    ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env, host=host,
-                     testbeds=records, hosts=host_list)
     # keyed as --plan keys them: the config's hosts, one without VMs too
     the_plan, costs = experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg))
+    ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env, host=host,
+                     testbeds=records, hosts=host_list, planned=the_plan)
     for line in plan_mod.describe(the_plan, costs, cfg.repeat.precision, cfg.repeat.max_count,
                                   cfg.repeat.budget_s).splitlines():
         step(line)

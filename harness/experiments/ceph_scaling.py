@@ -196,7 +196,6 @@ class CephScaling:
                     "ceph": ceph.model_copy(update={"osd_size_mib": osd_size_for(ceph, images)}),
                     "hosts": [h.model_copy(update={"vms": vms_per_host}) for h in cfg.hosts]})
         jobs = self.jobs(cfg)
-        runs = len(jobs) * len(self.envs(cfg)) * cfg.repeat.count
 
         def fleet(k: int) -> Testbed | SweptOverHosts:
             """Node count k's fleet: its VMs' disks in the pool over the first k nodes."""
@@ -207,7 +206,7 @@ class CephScaling:
 
         def block(k: int, rate: int) -> sweep.SweepBlock:
             return sweep.SweepBlock(
-                block_label(k, rate), runs, testbed=lambda _where: fleet(k), rebuildable=not spread,
+                block_label(k, rate), testbed=lambda _where: fleet(k), rebuildable=not spread,
                 ready=lambda tb: None if spread else ceph_local.set_link_rate(ctx.host, tb.store.plan, rate),
                 points=lambda record, tb: self._points(ctx, tb, record, k, rate, jobs))
         sweep.run(ctx, sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",

@@ -143,9 +143,8 @@ class DeviceProfile:
         # no VM when measured from the host only
         sweep_cfg = sweep.fleet_config(cfg, "dp", vms=1 if c.ve else 0, disk_size_mib=c.size_mib, device=None)
         jobs = self.jobs(c)
-        runs = len(jobs) * len(self.envs(c)) * cfg.repeat.count
         blocks = [sweep.SweepBlock(
-            f"device {name}", runs,
+            f"device {name}",
             place=lambda name=name: self._device(ctx, sweep_cfg, name), keep_fleet=False, rebuildable=False,
             testbed=lambda where: Testbed(sweep_cfg, ctx.host, run_scoped=True, **where),
             points=lambda record, _tb, name=name: [self._point(ctx, record, name, label, meta, job, env)

@@ -165,8 +165,7 @@ class FioMatrix:
                      f"file: {dev}")
                 yield {"device": dev}
         return sweep.SweepBlock(
-            f"backend {backend}", len(self.planned_block(ctx.cfg, backend)) * ctx.cfg.repeat.count,
-            testbed=lambda where: Testbed(tb.cfg, ctx.host, run_scoped=True, **where).for_backend(backend),
+            f"backend {backend}", testbed=lambda where: Testbed(tb.cfg, ctx.host, run_scoped=True, **where).for_backend(backend),
             points=lambda record, _tb: self.block_points(ctx, record), place=place, rebuildable=not loop,
             later=self.later_points(ctx))
 

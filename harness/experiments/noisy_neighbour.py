@@ -242,8 +242,7 @@ class NoisyNeighbour:
                 skipped["capped points"] = why
                 ctx.store.update_manifest(skipped=skipped)
             return self.points(ctx, record, can_cap=why is None)
-        runs = len(self.labels(c)) * ctx.cfg.repeat.count
-        block = sweep.SweepBlock(f"backend {ctx.cfg.disk.backend}", runs,
+        block = sweep.SweepBlock(f"backend {ctx.cfg.disk.backend}",
                                  testbed=lambda _where: Testbed(sweep_cfg, ctx.host, run_scoped=True), points=points)
         sweep.run(ctx, sweep_cfg, [block], "the noisy-neighbour fleet", planned, skipped)
 

@@ -210,7 +210,7 @@ class RaidSweep:
                 chunk_kib=s.chunk_kib, allow=allow, wipe=cfg.raid.wipe, wait_resync=cfg.raid.wait_resync,
                 host=ctx.host.descriptor()))
         blocks = [sweep.SweepBlock(
-            s.label, len(points) * len(envs) * cfg.repeat.count, testbed=lambda _where, s=s: testbed_for(s),
+            s.label, testbed=lambda _where, s=s: testbed_for(s),
             points=lambda record, _tb, s=s: [self.measured_point(ctx, record, s, p, env) for p in points for env in envs],
             after=lambda pipeline, block, s=s: self.expectations(ctx, pipeline, s, block)) for s in runnable]
         sweep.run(ctx, sweep_cfg, blocks, "the sweep fleet and its array")

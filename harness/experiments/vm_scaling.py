@@ -189,9 +189,8 @@ class VmScaling:
         fleet = Testbed(sweep_cfg, ctx.host, run_scoped=True)
         skipped = {f"backend {b}": why for b in backends if (why := sweep.backend_verdict(fleet, b))}
         runnable = [b for b in backends if f"backend {b}" not in skipped]
-        runs = 2 * len(ctx.cfg.vm_scaling.vm_counts) * ctx.cfg.repeat.count
         # each block's testbed on the run's host as it is then (a lost nested host is rebuilt)
-        blocks = [sweep.SweepBlock(f"backend {b}", runs,
+        blocks = [sweep.SweepBlock(f"backend {b}",
                                    testbed=lambda _where, b=b: Testbed(sweep_cfg, ctx.host, run_scoped=True).for_backend(b),
                                    points=lambda record, _tb, b=b: self.points(ctx, record, b)) for b in runnable]
         sweep.run(ctx, sweep_cfg, blocks, "the vm-scaling fleet",

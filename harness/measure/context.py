@@ -1,15 +1,18 @@
 """What an experiment's run is given: the config, the user's fleet (for experiments that use it),
-the run's store and environment, its host(s), and the progress bar; and the run's measurement
-pipeline, made from them."""
+the run's store and environment, its host(s), its plan, and the progress bar; and the run's
+measurement pipeline, made from them. The plan is the one `--plan` prints: what the run counts
+comes from it, and what the run makes is checked against it (PlanDisagrees, a bug)."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from harness.common.progress import RunProgress
 from harness.config.core import Config
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.hosts import Host
-from harness.measure.pipeline import Pipeline, Site, new_seed
+from harness.measure.pipeline import Pipeline, Point, Site, new_seed
+from harness.measure.plan import Block, Plan, PlanDisagrees
 from harness.results.store import RunStore
 
 
@@ -23,6 +26,7 @@ class RunContext:
     progress: RunProgress | None = None
     testbeds: list[TestbedRecord] = field(default_factory=list)   # one per host the fleet spans
     hosts: list[Host] = field(default_factory=list)               # those hosts, in the same order
+    planned: Plan | None = None     # the experiment's plan for this config (the runner's; a test's)
 
     def pipeline(self, uri: str, quiet_prefixes: tuple[str, ...], sites: list[Site] | None = None) -> Pipeline:
         """The run's measurement pipeline on the fleet at `uri` (or on every site of a fleet that
@@ -47,3 +51,23 @@ class RunContext:
         """Declares point runs to come (for the progress bar and its ETA)."""
         if self.progress:
             self.progress.add(runs)
+
+    def planned_runs(self, blocks: list[str] | None = None) -> int:
+        """The point runs the plan has in these blocks (all of them by default)."""
+        chosen = self.planned.blocks if blocks is None else [self.planned.block(label) for label in blocks]
+        return self.planned.repeats * sum(len(b.points) for b in chosen)
+
+    def made_as_planned(self, blocks: list[Block], points: list[Point], made: Counter | None = None) -> Counter:
+        """The points made so far in these planned blocks (by environment), `points` added: more of
+        an environment than the blocks plan is PlanDisagrees, before anything of them runs."""
+        made = (made or Counter()) + Counter(p.env for p in points)
+        if extra := made - Counter(p.env for b in blocks for p in b.points):
+            raise PlanDisagrees(f"{self.planned.experiment}: its run makes {dict(extra)} more point(s) in "
+                                f"{', '.join(b.label for b in blocks)} than its plan has")
+        return made
+
+    def unmade_forgotten(self, blocks: list[Block], made: Counter) -> None:
+        """The planned points of these blocks that the run did not make (a filesystem this host
+        lacks, a rate step without its bound) taken off the progress bar."""
+        if missing := sum((Counter(p.env for b in blocks for p in b.points) - made).values()):
+            self.plan(-missing * self.planned.repeats)

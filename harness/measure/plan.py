@@ -50,10 +50,21 @@ class Plan:
     def point_runs(self) -> int:
         return self.repeats * sum(len(b.points) for b in self.blocks)
 
+    def block(self, label: str) -> Block:
+        """The block of this label; PlanDisagrees where the plan has none."""
+        if (found := next((b for b in self.blocks if b.label == label), None)) is None:
+            raise PlanDisagrees(f"{self.experiment}: its run makes a block {label!r} that its plan does not have "
+                                f"(planned: {', '.join(b.label for b in self.blocks)})")
+        return found
+
     @property
     def untimed(self) -> int:
         """Its points whose tool time only a run tells (they end when their requests are done)."""
         return sum(1 for b in self.blocks for p in b.points if not p.seconds)
+
+
+class PlanDisagrees(RuntimeError):
+    """A bug of an experiment's: its run makes a block or points that its plan does not have."""
 
 
 def host_key(host_name: str) -> str:

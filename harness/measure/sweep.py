@@ -96,8 +96,8 @@ def record_plan(ctx: RunContext, planned: dict | list, skipped: dict[str, str] |
 def begin(ctx: RunContext, sweep_cfg: Config, runs: int, planned: dict | None = None,
           skipped: dict[str, str] | None = None, standing: Testbed | SweptOverHosts | None = None) -> SweepFleet:
     """Records the plan (record_plan; None: recorded already), counts the point runs for the
-    progress bar, and removes a fleet of the sweep's name that a killed run left (`standing`, by
-    default the sweep config's on the run's host)."""
+    progress bar (the plan's, of the blocks that run), and removes a fleet of the sweep's name
+    that a killed run left (`standing`, by default the sweep config's on the run's host)."""
     if planned is not None:
         record_plan(ctx, planned, skipped)
     ctx.plan(runs)
@@ -121,8 +121,7 @@ def rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
 @dataclass
 class SweepBlock:
     """One block of a sweep: a setup the engine provisions, then the points measured on it."""
-    label: str                                       # unique in the run, e.g. "backend nbd", "raid5-n4-c64k"
-    runs: int                                        # its point runs (points x repeats), for the progress bar
+    label: str                                       # its block's in the plan, e.g. "backend nbd", "raid5-n4-c64k"
     testbed: Callable[[dict], Testbed | SweptOverHosts]   # its testbed on the run's host as it is now, given
                                                          # `place`'s (or its fleet over the [[hosts]])
     points: Callable[[TestbedRecord, Testbed], list[Point]]
@@ -142,23 +141,24 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
     """Runs the blocks in order on one pipeline (see the module). A block on a place of its own (a
     loop device, a RAM disk), or that keeps no fleet, has its fleet torn down when it is done
     (before the place goes). A fleet over hosts has its points measured on every host it spans."""
-    fleet = begin(ctx, sweep_cfg, sum(b.runs for b in blocks), planned, skipped, standing)
+    fleet = begin(ctx, sweep_cfg, ctx.planned_runs([b.label for b in blocks]), planned, skipped, standing)
     pipeline = ctx.pipeline(ctx.host.uri, (sweep_cfg.prefix + "-",))
     with fleet.torn_down_after(what):
         for i, b in enumerate(blocks):
-            said = f"[{i + 1}/{len(blocks)}] {b.label}"
+            said, block = f"[{i + 1}/{len(blocks)}] {b.label}", ctx.planned.block(b.label)
+            runs = ctx.planned_runs([b.label])
             pipeline.budget_share = (i + 1) / len(blocks)   # a precision's added rounds: each block its share
             if b.label in ctx.store.manifest.get("blocks_done", []):
                 step(f"{said}: measured before, its ratios and derived values too: kept")
-                ctx.plan(-b.runs)
+                ctx.plan(-runs)
                 continue
             with b.place() as where:
                 if where is None:
-                    ctx.plan(-b.runs)
+                    ctx.plan(-runs)
                     continue
                 step(f"{said}: provisioning")
                 with fleet.torn_down_after() if where or not b.keep_fleet else nullcontext():
-                    if (record := _up_or_failed(ctx, fleet, pipeline, b, where, said)) is None:
+                    if (record := _up_or_failed(ctx, fleet, pipeline, b, where, said, runs)) is None:
                         continue
                     tb = fleet.testbed
                     if isinstance(record, SpanningRecord):
@@ -166,9 +166,13 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
                     b.ready(tb)
                     rebuild = (lambda b=b, tb=tb: _rebuilt(b, tb)) if b.rebuildable else None
                     points = b.points(record, tb)
+                    made = ctx.made_as_planned([block], points)
                     pipeline.measure(points, record.metadata(), rebuild=rebuild)
                     if b.later:
-                        pipeline.measure(b.later(pipeline, record), record.metadata(), rebuild=rebuild)
+                        later = b.later(pipeline, record)
+                        made = ctx.made_as_planned([block], later, made)
+                        pipeline.measure(later, record.metadata(), rebuild=rebuild)
+                    ctx.unmade_forgotten([block], made)
                     if b.after:
                         b.after(pipeline, points)
             # done only now: a block stopped before its derived values is provisioned again on a resume
@@ -180,7 +184,7 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
 
 
 def _up_or_failed(ctx: RunContext, fleet: SweepFleet, pipeline: Pipeline, b: SweepBlock, where: dict,
-                  said: str) -> TestbedRecord | SpanningRecord | None:
+                  said: str, runs: int) -> TestbedRecord | SpanningRecord | None:
     """The block's fleet up; or, when it cannot come up (a lost nested host rebuilt did not help),
     None: what it made is torn down, the block is recorded failed with why (the run's status and
     exit say so, and a resume provisions it again), and the run goes on with the next block. A
@@ -190,7 +194,7 @@ def _up_or_failed(ctx: RunContext, fleet: SweepFleet, pipeline: Pipeline, b: Swe
     except BRING_UP_FAILURES as e:
         if isinstance(e, Refusal) or interrupt_in(e) or CANCEL.is_set():
             raise
-        warn(f"{said}: its fleet did not come up, so its {b.runs} point runs are not measured "
+        warn(f"{said}: its fleet did not come up, so its {runs} point runs are not measured "
              f"(the run goes on): {e}")
         try:
             with lowered():
@@ -201,7 +205,7 @@ def _up_or_failed(ctx: RunContext, fleet: SweepFleet, pipeline: Pipeline, b: Swe
             warn(f"{said}: tearing down what it made failed too: {down_error}. Fix: harness gc")
         fleet.testbed = _TornDown()   # the block's and the sweep's teardowns have nothing left to do
         ctx.store.update_manifest(blocks_failed={**ctx.store.manifest.get("blocks_failed", {}), b.label: str(e)})
-        ctx.plan(-b.runs)
+        ctx.plan(-runs)
         return None
 
 
@@ -225,6 +229,8 @@ def run_on_fleet(ctx: RunContext, points: list[Point], planned: dict | list, ski
     on it (on every site of a fleet that spans hosts); a lost guest gets the fleet built anew, on
     one host (a fleet over [[hosts]] is several testbeds, not rebuilt as one)."""
     record_plan(ctx, planned, skipped)
-    ctx.plan(len(points) * ctx.cfg.repeat.count)
+    ctx.plan(ctx.planned_runs())
+    made = ctx.made_as_planned(ctx.planned.blocks, points)
     pipeline = ctx.pipeline(ctx.testbed.uri, (ctx.testbed.prefix + "-",), sites=sites)
     pipeline.measure(points, meta or ctx.testbed.metadata(), rebuild=None if ctx.cfg.hosts else ctx.rebuilt_fleet)
+    ctx.unmade_forgotten(ctx.planned.blocks, made)

@@ -18,6 +18,7 @@ from harness.fleet.testbed import TestbedError
 from harness.hosts import LocalHost
 from harness.measure import sweep
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
+from harness.measure.plan import Block, Plan, PlanDisagrees, PlannedPoint
 from harness.results.outputs import Output
 from harness.results.store import RunStore
 from harness.workloads import fio
@@ -41,7 +42,7 @@ class FakeTestbed:
         return self.up()
 
 
-def blocks(raw: str, labels: list[str], unplaceable: str = "") -> list[sweep.SweepBlock]:
+def blocks(raw: str, labels: list[str], unplaceable: str = "", made: int = 4) -> list[sweep.SweepBlock]:
     def point(label: str, name: str, env: str) -> Point:
         def run():
             EVENTS.append(f"{label}/{name}/{env}")
@@ -54,19 +55,25 @@ def blocks(raw: str, labels: list[str], unplaceable: str = "") -> list[sweep.Swe
     @contextmanager
     def place(label: str):
         yield None if label == unplaceable else {}
-    names = ["seq", "rand"]
-    return [sweep.SweepBlock(label, 4 * 2,
+    names = NAMES
+    return [sweep.SweepBlock(label,
                              testbed=lambda _where, label=label: FakeTestbed(label), place=partial(place, label),
                              points=lambda _rec, _tb, label=label: [point(label, n, e) for n in names
-                                                                   for e in (PHYSICAL, VIRTUAL)])
+                                                                   for e in (PHYSICAL, VIRTUAL)][:made])
             for label in labels]
 
 
-def context(tmp_path, store: RunStore | None = None) -> RunContext:
+NAMES = ["seq", "rand"]
+# the fake experiment's plan: blocks a, b and c, each point on the host and in the VM, twice
+PLAN = Plan("fake", [Block(label, [PlannedPoint(n, e, 1) for n in NAMES for e in (PHYSICAL, VIRTUAL)])
+                     for label in "abc"], 2)
+
+
+def context(tmp_path, store: RunStore | None = None, plan: Plan = PLAN) -> RunContext:
     cfg = settings.load(None, ["repeat.count=2", "repeat.seed=5", "settle.max_wait_s=0.2", "settle.window_s=0.1",
                                f"state_dir={tmp_path / 'state'}"])
     return RunContext(cfg=cfg, testbed=None, store=store or RunStore(tmp_path, "run"), environment={"accel": "tcg"},
-                      host=LocalHost(uri="test:///default"))
+                      host=LocalHost(uri="test:///default"), planned=plan)
 
 
 def test_blocks_in_order_points_paired_and_shuffled_every_fleet_down(tmp_path, fixture_text, monkeypatch):
@@ -182,3 +189,40 @@ def test_a_cluster_not_made_fails_its_block_and_a_refusal_ends_the_run(tmp_path,
     with pytest.raises(CephRefusal):
         sweep.run(ctx, ctx.cfg, two, "the fake fleet")
     assert "blocks_failed" not in ctx.store.manifest
+
+
+class Counted:
+    """A progress bar that only counts the point runs it is told of."""
+
+    def __init__(self):
+        self.total = 0
+
+    def add(self, runs: int) -> None:
+        self.total += runs
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+def test_the_engine_counts_the_plans_points_and_takes_off_those_a_block_did_not_make(tmp_path, fixture_text):
+    """The progress bar's runs come from the plan, not from the experiment: a block that makes
+    fewer points than planned (a filesystem this host lacks) has the rest taken off."""
+    ctx = context(tmp_path)
+    ctx.progress = Counted()
+    ctx.store.update_manifest(experiment="fake")
+    sweep.run(ctx, ctx.cfg, blocks(fixture_text("fio/host-randread-qd16.json"), ["a", "b"], made=2), "the fake fleet")
+    assert ctx.progress.total == 2 * 2 * 2   # two points of four in each of two blocks, twice
+    assert len(ctx.store.done()) == 8
+
+
+def test_a_block_or_a_point_that_the_plan_lacks_is_a_bug_found_before_it_runs(tmp_path, fixture_text):
+    raw = fixture_text("fio/host-randread-qd16.json")
+    one = Plan("fake", [Block("a", [PlannedPoint("seq", PHYSICAL, 1), PlannedPoint("seq", VIRTUAL, 1)])], 2)
+    ctx = context(tmp_path, plan=one)
+    ctx.store.update_manifest(experiment="fake")
+    EVENTS.clear()
+    with pytest.raises(PlanDisagrees, match=r"makes \{'physical': 1, 'virtual': 1\} more point\(s\) in a than its plan"):
+        sweep.run(ctx, ctx.cfg, blocks(raw, ["a"]), "the fake fleet")
+    assert not [e for e in EVENTS if "/" in e] and EVENTS[-1] == "down a"   # nothing measured, the fleet down
+    with pytest.raises(PlanDisagrees, match="a block 'z' that its plan does not have"):
+        sweep.run(context(tmp_path / "z", plan=one), ctx.cfg, blocks(raw, ["z"]), "the fake fleet")
