@@ -6,9 +6,9 @@
 # TARGET (a device, or a file or folder) and RW_DIR (this run's own scratch folder, or empty)
 # writable; everything else read-only and empty. No network unless it reaches Ceph (an rbd image,
 # with its conf); its own PID, IPC and UTS namespaces; no capabilities, no new privileges, no
-# real-time and no raised priority; where the host's cgroups can be written (v2, or v1's memory and
-# pids), at most VTB_CONFINE_MEMORY_MIB of memory (half the host's) and VTB_CONFINE_TASKS tasks
-# (1024). In a guest (nothing there but the disks under test) CMD runs as is.
+# real-time and no raised priority; where the host's cgroups can be had, its tasks and (with every
+# sandbox's) its memory under ceilings (confine_cgroups). In a guest (nothing there but the disks
+# under test) CMD runs as is.
 # docs/what-vtb-touches.md says why.
 confined() {
   c_target=$1 c_rw=$2
@@ -42,9 +42,8 @@ confined() {
     if [ -L "$d" ]; then set -- --symlink "$(readlink "$d")" "$d" "$@"
     elif [ -d "$d" ]; then set -- --ro-bind "$d" "$d" "$@"; fi
   done
-  c_groups=$(confine_cgroups) ||
-    { echo "the sandbox's cgroups could not be made on this host (see above)" >&2; return 6; }
-  # the sandbox's first process joins the cgroups, then becomes the sandbox
+  c_groups=$(confine_cgroups)
+  # the sandbox's first process joins its cgroups, then becomes the sandbox
   sh -c 'for d in $1; do echo $$ > "$d/cgroup.procs" || exit 6; done; shift; exec "$@"' confine "$c_groups" \
     prlimit --rtprio=0 --nice=0 -- bwrap --unshare-ipc --unshare-pid --unshare-uts --unshare-cgroup-try \
     --die-with-parent --new-session --cap-drop ALL --ro-bind /usr /usr --ro-bind /sys /sys --proc /proc \
@@ -58,43 +57,66 @@ confined() {
   return $c_rc
 }
 
-# `confine_cgroups`: makes this sandbox's cgroups, `vtb-confine-<this shell's pid>`, with their
-# ceilings, and prints their folders: one in cgroup v2 (at its root: below it the controllers
-# can be taken only where no process is), or one each in v1's memory and pids hierarchies (below
-# this shell's own). Those of sandboxes whose shell is gone (killed) are removed first. None on
-# a host whose cgroups cannot be written (a container's read-only /sys/fs/cgroup).
+# `confine_cgroups`: this sandbox's cgroups, made, their folders printed. Each is a child,
+# `<pid>-<start time>` of this shell, of a parent `vtb-confine` that every sandbox of the host
+# shares: the parent holds their memory together under the host's less a reserve (a runaway tool
+# is killed, not the host's processes; high enough that page cache and writeback behave as
+# without it), each child its tasks under VTB_CONFINE_TASKS (1024) and, where a test asks,
+# VTB_CONFINE_MEMORY_MIB. In cgroup v2 the parent is at the root (below it, controllers can be
+# taken only where no process is); in v1 one is in each of the memory and pids hierarchies, below
+# this shell's own. The children of sandboxes whose shell is gone are removed first. Where the
+# host's cgroups cannot be had (a container's), none, and a line on stderr says so: the rest of
+# the sandbox holds without them.
 confine_cgroups() {
-  c_mem=$(( ${VTB_CONFINE_MEMORY_MIB:-$(awk '/^MemTotal:/ {print int($2 / 2048)}' /proc/meminfo)} << 20 ))
-  c_tasks=${VTB_CONFINE_TASKS:-1024}
-  stale_confine_cgroups_removed >/dev/null
-  if [ -w /sys/fs/cgroup ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null &&
-     grep -qw pids /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+  c_total=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
+  c_most=$(( (c_total - (c_total / 10 > 1024 ? c_total / 10 : 1024)) << 20 ))
+  c_me=$$-$(cut -d' ' -f22 /proc/$$/stat) c_parents="" c_made=""
+  if [ ! -e /sys/fs/cgroup/cgroup.type ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null &&
+     grep -qw pids /sys/fs/cgroup/cgroup.controllers; then   # the root of a cgroup v2 hierarchy
+    c_parents=/sys/fs/cgroup/vtb-confine
+    { grep -qw memory /sys/fs/cgroup/cgroup.subtree_control && grep -qw pids /sys/fs/cgroup/cgroup.subtree_control ||
+        echo "+memory +pids" > /sys/fs/cgroup/cgroup.subtree_control; } 2>/dev/null &&
+      mkdir -p $c_parents 2>/dev/null && echo "+memory +pids" > $c_parents/cgroup.subtree_control 2>/dev/null &&
+      echo $c_most > $c_parents/memory.max 2>/dev/null ||
+      { echo "vtb: this sandbox has no cgroup here (cgroup v2 at /sys/fs/cgroup cannot be written)" >&2; return 0; }
+  else   # cgroup v1: its memory and pids hierarchies, each where it is mounted
     for c in memory pids; do
-      grep -qw $c /sys/fs/cgroup/cgroup.subtree_control || echo +$c > /sys/fs/cgroup/cgroup.subtree_control || return 1
+      own=$(awk -F: -v c=$c '$2 == c {print $3}' /proc/self/cgroup)
+      [ -n "$own" ] && [ -e "/sys/fs/cgroup/$c/cgroup.procs" ] && mkdir -p "/sys/fs/cgroup/$c${own%/}/vtb-confine" \
+        2>/dev/null || { echo "vtb: this sandbox has no cgroup here (no writable cgroup v1 $c hierarchy)" >&2; return 0; }
+      c_parents="$c_parents /sys/fs/cgroup/$c${own%/}/vtb-confine"
     done
-    d=/sys/fs/cgroup/vtb-confine-$$
-    mkdir -p "$d" && echo "$c_mem" > "$d/memory.max" && echo "$c_tasks" > "$d/pids.max" && echo "$d"
-    return
+    for d in $c_parents; do [ ! -e "$d/memory.limit_in_bytes" ] || echo $c_most > "$d/memory.limit_in_bytes"; done
   fi
-  for c in memory pids; do
-    own=$(awk -F: -v c=$c '$2 == c {print $3}' /proc/self/cgroup)
-    base=/sys/fs/cgroup/$c${own%/}
-    [ -n "$own" ] && [ -w "$base" ] || continue
-    d=$base/vtb-confine-$$
-    mkdir -p "$d" || return 1
-    case $c in
-      memory) echo "$c_mem" > "$d/memory.limit_in_bytes" ;;
-      pids) echo "$c_tasks" > "$d/pids.max" ;;
-    esac || return 1
-    echo "$d"
+  stale_confine_cgroups_removed $c_parents >/dev/null
+  for d in $c_parents; do
+    if ! mkdir -p "$d/$c_me" 2>/dev/null; then
+      for m in $c_made; do rmdir "$m"; done
+      echo "vtb: this sandbox has no cgroup here ($d/$c_me cannot be made)" >&2
+      return 0
+    fi
+    c_made="$c_made $d/$c_me"
+    [ ! -e "$d/$c_me/pids.max" ] || echo "${VTB_CONFINE_TASKS:-1024}" > "$d/$c_me/pids.max"
+    for f in memory.max memory.limit_in_bytes; do   # a test's own ceiling
+      [ -z "${VTB_CONFINE_MEMORY_MIB:-}" ] || [ ! -e "$d/$c_me/$f" ] || echo $(( VTB_CONFINE_MEMORY_MIB << 20 )) > "$d/$c_me/$f"
+    done
   done
+  echo $c_made
 }
 
-# `stale_confine_cgroups_removed`: the cgroups of sandboxes whose shell is gone, removed (each is
-# empty once its sandbox died with its shell); prints each.
+# `stale_confine_cgroups_removed [PARENT...]`: the sandboxes' cgroups in these parents whose shell
+# is gone, removed (each is empty once its sandbox died with its shell), and each line printed.
+# With no parent named, every such cgroup on the host, and the parents left empty (gc).
 stale_confine_cgroups_removed() {
-  find /sys/fs/cgroup -maxdepth 8 -type d -name 'vtb-confine-*' 2>/dev/null | while read -r d; do
-    [ -d "/proc/${d##*-}" ] || ! rmdir "$d" 2>/dev/null || echo "cgroup $d"
+  { if [ $# -gt 0 ]; then for p; do ls -d "$p"/*-* 2>/dev/null; done
+    else find /sys/fs/cgroup -maxdepth 9 -path '*/vtb-confine/*-*' -type d 2>/dev/null; fi; } |
+  while read -r d; do
+    c_pid=${d##*/}
+    [ -d "$d" ] && [ "$(cut -d' ' -f22 "/proc/${c_pid%%-*}/stat" 2>/dev/null)" != "${c_pid#*-}" ] &&
+      rmdir "$d" 2>/dev/null && echo "cgroup $d"
+  done
+  [ $# -gt 0 ] || find /sys/fs/cgroup -maxdepth 8 -name vtb-confine -type d 2>/dev/null | while read -r d; do
+    ! rmdir "$d" 2>/dev/null || echo "cgroup $d"
   done
 }
 

@@ -105,7 +105,7 @@ class HostPlan:
     @property
     def device_bytes(self) -> int:
         """What the device holds: a slice per VM, and one with no VM (a sweep that measures the host only)."""
-        return max(1, len(self.vms)) * self.slice_bytes
+        return max(1, len(self.vms)) * (self.slice_bytes or (self.vms[0].size if self.vms else 0))   # an older plan's
 
     @property
     def run_dir(self) -> Path:

@@ -1,4 +1,4 @@
-"""`harness run fio-job --job FILE.fio` (or `--profile NAME`): your own fio job file, unchanged, on
+"""`harness run fio-job --job FILE.fio` (or `--profile NAME`): your own fio job file, as fio reads it, on
 the host (PE) and in a VM on each backend (VE), side by side in the pipeline's shuffled rounds.
 Every job (or reporting group) and every direction is a point of its own, from the same run;
 their latency distributions are plotted against each other. Config section [fio_job]."""

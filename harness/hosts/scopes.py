@@ -1,7 +1,9 @@
 """A command and everything it starts, kept in a cgroup of its own (as systemd's scopes do), so
 that stopping it reaches all of it: fio's job processes make sessions of their own, which a
 signal to the command's process group misses. Needs cgroup v2 (cgroup.kill, Linux 5.14) and
-root; without them a command is stopped by its process group alone."""
+root; without them a command is stopped by its process group alone. A tool in vtb's sandbox
+(guest-agents/confine.sh) moves to the sandbox's own cgroup: it dies with its runner (bubblewrap's
+--die-with-parent ends its PID namespace), which the scope reaches."""
 from __future__ import annotations
 
 import itertools

@@ -54,6 +54,8 @@ class RunContext:
 
     def planned_runs(self, blocks: list[str] | None = None) -> int:
         """The point runs the plan has in these blocks (all of them by default)."""
+        if self.planned is None:
+            raise PlanDisagrees("the run was given no plan: RunContext(planned=the experiment's plan(cfg))")
         chosen = self.planned.blocks if blocks is None else [self.planned.block(label) for label in blocks]
         return self.planned.repeats * sum(len(b.points) for b in chosen)
 

@@ -202,10 +202,8 @@ class Catalog:
 
     def declared(self, name: str) -> Column | None:
         """The column (or family) a name is, or None."""
-        for c in self.columns:
-            if c.name == name or (c.pattern and re.match(c.pattern, name)):
-                return c
-        return None
+        exact = next((c for c in self.columns if c.name == name), None)
+        return exact or next((c for c in self.columns if c.pattern and re.match(c.pattern, name)), None)
 
     def json_schema(self) -> dict:
         """The JSON Schema (2020-12) one row of samples.jsonl validates against: every declared

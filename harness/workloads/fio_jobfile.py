@@ -1,12 +1,13 @@
-"""A user's own fio job file, run unchanged on the host and in the VMs: vtb sets only the target
-(each participant's file, its offset and size within its slice) and a random seed and the
-percentile list where the file sets none. What would escape the target is refused before
-anything runs, naming the file, the line and the fix."""
+"""A user's own fio job file, run on the host and in the VMs as fio resolves it: vtb sets only the
+target (each participant's file, its offset and size within its slice) and a random seed and the
+percentile list where the file sets none, and leaves out its `description`. What would escape
+the target is refused before anything runs, naming the file, the line and the fix."""
 from __future__ import annotations
 
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -237,10 +238,11 @@ class JobFile:
 
     def _lines(self, section: Section | None, drop: tuple[str, ...] = ()) -> list[str]:
         """A section's options as the file has them, but for what vtb sets (the overrides, once in
-        [global]; the range, each job's own from extent()) and the options in `drop`."""
+        [global]; the range, each job's own from extent()), `description` (a label, which fio's
+        --showcmd prints quoted, and a job file reads quotes literally) and the options in `drop`."""
         over, out = dict(self.overrides), []
         for opt in section.options if section else ():
-            if opt.key in over or opt.key in ("offset", "size", *TARGET_OPTIONS, *drop):
+            if opt.key in over or opt.key in ("offset", "size", "description", *TARGET_OPTIONS, *drop):
                 continue
             out.append(opt.key if opt.value is None else f"{opt.key}={opt.value}")
         return out
@@ -298,8 +300,9 @@ class JobFile:
 
     def runnable(self, offset: int, size: int | None = None) -> str:
         """What runs for the participant: its rendering (render) as fio resolves it, every option
-        judged again, written back from fio's resolution, never from the user's text."""
-        return _written(_judged(self, self.render(offset, size)), seeded=not self._set_anywhere("randseed"))
+        judged again, written back from fio's resolution, never from the user's text. Kept per
+        participant: a point's repeats ask again, and its shared start should not wait on fio."""
+        return _runnable(self, offset, size)
 
     @property
     def replaced(self) -> list[str]:
@@ -339,6 +342,9 @@ def _check_option(opt, where: str, capture: bool) -> None:
     """One option as vtb takes it (the refused ones, the percentiles it reports, the engines the image has)."""
     if opt.key in REASONS:
         raise JobFileError(f"{where} line {opt.line}: `{opt.key}`: {REASONS[opt.key]}. Fix: remove the line")
+    if " --" in (opt.value or ""):   # fio --showcmd prints values unquoted: it would read as an option of its own
+        raise JobFileError(f"{where} line {opt.line}: `{opt.key}={opt.value}`: ` --` inside a value reads as another "
+                           "option in fio's own resolution of the file. Fix: remove the ` --`")
     if opt.key == "name":   # the points, captures and vtb's own precondition jobs go by the section's name
         raise JobFileError(f"{where} line {opt.line}: `name`: a job is named by its [section] header. Fix: remove "
                            "the line, and rename the section instead")
@@ -422,14 +428,17 @@ def _ours(job: JobFile, option: fio_options.Resolved) -> bool:
         option.key == "write_iolog" and (option.value or "").startswith(f"{_TARGET}.") and job.capture
 
 
+@lru_cache(maxsize=256)
+def _runnable(job: JobFile, offset: int, size: int | None) -> str:
+    return _written(_judged(job, job.render(offset, size)), seeded=not job._set_anywhere("randseed"))
+
+
 def _written(resolved: list[fio_options.Resolved], seeded: bool) -> str:
     """fio's resolution as a job file: the options before the first job in [global], each job a
     section; vtb's placeholders named again, for the runner's environment to fill (its seed only
     where vtb `seeded` the file)."""
     out = ["[global]"]
     for o in resolved:
-        if o.key == "description":   # a label that shapes nothing, which fio prints quoted (and reads quotes literally)
-            continue
         value = o.value
         if o.key in ("filename", "write_iolog") and value is not None and value.startswith(_TARGET):
             value = "${FIO_FILENAME}" if o.key == "filename" else "${FIO_IOLOG}" + value[len(_TARGET):]

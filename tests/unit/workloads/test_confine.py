@@ -135,9 +135,9 @@ def test_a_job_on_a_new_filesystem_runs_confined_to_its_mount(loops):
 
 def sandbox_cgroups(pid: int | None = None) -> list[str]:
     """The sandboxes' cgroups on this machine (those of the shell `pid`): other tests may run one now."""
-    found = subprocess.run(["find", "/sys/fs/cgroup", "-maxdepth", "8", "-type", "d", "-name", "vtb-confine-*"],
+    found = subprocess.run(["find", "/sys/fs/cgroup", "-maxdepth", "9", "-type", "d", "-path", "*/vtb-confine/*-*"],
                            capture_output=True, text=True, timeout=30).stdout.split()
-    return [d for d in found if pid is None or d.endswith(f"-{pid}")]
+    return [d for d in found if pid is None or f"/vtb-confine/{pid}-" in d]
 
 
 def confined(command: str, **ceilings: str) -> tuple[subprocess.CompletedProcess, int]:
