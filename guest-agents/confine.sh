@@ -44,7 +44,9 @@ confined() {
   done
   c_groups=$(confine_cgroups)
   # the sandbox's first process joins its cgroups, then becomes the sandbox
-  sh -c 'for d in $1; do echo $$ > "$d/cgroup.procs" || exit 6; done; shift; exec "$@"' confine "$c_groups" \
+  sh -c 'for d in $1; do
+           echo $$ 2>/dev/null > "$d/cgroup.procs" || { echo "vtb: this sandbox could not join its cgroup $d" >&2; break; }
+         done; shift; exec "$@"' confine "$c_groups" \
     prlimit --rtprio=0 --nice=0 -- bwrap --unshare-ipc --unshare-pid --unshare-uts --unshare-cgroup-try \
     --die-with-parent --new-session --cap-drop ALL --ro-bind /usr /usr --ro-bind /sys /sys --proc /proc \
     --dev /dev --tmpfs /tmp "$@"
