@@ -56,14 +56,13 @@ class RunContext:
         """The point runs the plan has in these blocks (all of them by default)."""
         if self.planned is None:
             raise PlanDisagrees("the run was given no plan: RunContext(planned=the experiment's plan(cfg))")
-        chosen = self.planned.blocks if blocks is None else [self.planned.block(label) for label in blocks]
-        return self.planned.repeats * sum(len(b.points) for b in chosen)
+        return self.planned.runs_in(self.planned.blocks if blocks is None else [self.planned.block(b) for b in blocks])
 
     def made_as_planned(self, blocks: list[Block], points: list[Point], made: Counter | None = None) -> Counter:
         """The points made so far in these planned blocks (by environment), `points` added: more of
         an environment than the blocks plan is PlanDisagrees, before anything of them runs."""
         made = (made or Counter()) + Counter(p.env for p in points)
-        if extra := made - Counter(p.env for b in blocks for p in b.points):
+        if extra := made - _envs(blocks):
             raise PlanDisagrees(f"{self.planned.experiment}: its run makes {dict(extra)} more point(s) in "
                                 f"{', '.join(b.label for b in blocks)} than its plan has")
         return made
@@ -71,5 +70,10 @@ class RunContext:
     def unmade_forgotten(self, blocks: list[Block], made: Counter) -> None:
         """The planned points of these blocks that the run did not make (a filesystem this host
         lacks, a rate step without its bound) taken off the progress bar."""
-        if missing := sum((Counter(p.env for b in blocks for p in b.points) - made).values()):
+        if missing := sum((_envs(blocks) - made).values()):
             self.plan(-missing * self.planned.repeats)
+
+
+def _envs(blocks: list[Block]) -> Counter:
+    """How many points of each environment these planned blocks have."""
+    return Counter(p.env for b in blocks for p in b.points)

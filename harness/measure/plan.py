@@ -48,7 +48,11 @@ class Plan:
 
     @property
     def point_runs(self) -> int:
-        return self.repeats * sum(len(b.points) for b in self.blocks)
+        return self.runs_in(self.blocks)
+
+    def runs_in(self, blocks: list[Block]) -> int:
+        """The point runs these blocks plan: their points, each repeated."""
+        return self.repeats * sum(len(b.points) for b in blocks)
 
     def block(self, label: str) -> Block:
         """The block of this label; PlanDisagrees where the plan has none."""

@@ -146,7 +146,7 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
     with fleet.torn_down_after(what):
         for i, b in enumerate(blocks):
             said, block = f"[{i + 1}/{len(blocks)}] {b.label}", ctx.planned.block(b.label)
-            runs = ctx.planned_runs([b.label])
+            runs = ctx.planned.runs_in([block])
             pipeline.budget_share = (i + 1) / len(blocks)   # a precision's added rounds: each block its share
             if b.label in ctx.store.manifest.get("blocks_done", []):
                 step(f"{said}: measured before, its ratios and derived values too: kept")
