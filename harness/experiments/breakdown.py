@@ -17,10 +17,8 @@ from harness.common.files import write_atomic
 from harness.common.schema import BlockSize
 from harness.config.core import Config
 from harness.experiments import RunContext, sweep_flags
-from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point
-from harness.fleet.testbed import TestbedRecord
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
-from harness.measure.plan import PlannedPoint
+from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings
+from harness.measure.declaration import BOTH, HOST_ONLY, Declared, DeclaredBlock
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import accel_label, tcg_caveat
@@ -52,19 +50,14 @@ class Breakdown(FioMatrix):
                 FioPoint(GROUP, "fio-null", c.job(rw=c.rw, bs=c.bs, iodepth=1, ioengine="null", direct=False),
                          self.headline)]
 
-    def measured(self, cfg: Config, backend: str) -> list[tuple[FioPoint, str]]:
-        """The host's device and fio-null points, the VM's device point, and with the storeless backend
-        the VM's fio-null point too."""
+    def declared(self, cfg: Config, backend: str) -> DeclaredBlock[FioPoint]:
+        """The device point on the host and in the VM; the fio-null point on the host, and with the
+        storeless backend in the VM too."""
         device, fio_null = self.points(cfg)
-        return [(device, PHYSICAL), (fio_null, PHYSICAL), (device, VIRTUAL),
-                *([(fio_null, VIRTUAL)] if backend == backends.storeless() else [])]
-
-    def planned_block(self, cfg: Config, backend: str) -> list[PlannedPoint]:
-        return [PlannedPoint(p.label, env, fio.tool_seconds(p.job)) for p, env in self.measured(cfg, backend)]
-
-
-    def block_points(self, ctx: RunContext, record: TestbedRecord) -> list[Point]:
-        return [measured_point(ctx, record, p, env) for p, env in self.measured(ctx.cfg, record.disk["backend"])]
+        return DeclaredBlock(f"backend {backend}", (
+            Declared(device.label, device, fio.tool_seconds(device.job)),
+            Declared(fio_null.label, fio_null, fio.tool_seconds(fio_null.job),
+                     envs=BOTH if backend == backends.storeless() else HOST_ONLY)))
 
     def summarize(self, ctx: RunContext) -> None:
         lat: dict[tuple[str, str], float] = {}

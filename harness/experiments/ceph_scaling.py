@@ -37,8 +37,9 @@ from harness.experiments import Flag, RunContext, full_flag
 from harness.fleet.multi_host import MultiHostFleet, SpanningRecord, SweptOverHosts
 from harness.fleet.testbed import Testbed, TestbedRecord, VmInfo
 from harness.measure import aggregate, sweep
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
-from harness.measure.plan import Block, Plan, PlannedPoint
+from harness.measure.declaration import Declared, DeclaredBlock, envs, plan_of
+from harness.measure.pipeline import PHYSICAL, Point
+from harness.measure.plan import Plan
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources.ceph import hosts as ceph_hosts
@@ -175,13 +176,15 @@ class CephScaling:
         """(storage nodes, link Mbit/s) of each block."""
         return [(k, rate) for k in node_counts(cfg) for rate in cfg.ceph_scaling.link_mbit]
 
-    def envs(self, cfg: Config) -> tuple[str, ...]:
-        return (PHYSICAL, VIRTUAL) if cfg.ceph_scaling.ve else (PHYSICAL,)
+    def declared(self, cfg: Config, nodes: int, rate: int) -> DeclaredBlock[fio.FioJob]:
+        """A block's jobs, each run by as many host clients as VMs, on the hosts and in the VMs
+        unless measured from the hosts only."""
+        return DeclaredBlock(block_label(nodes, rate), tuple(
+            Declared(label, job, fio.tool_seconds(job), clients(cfg), envs(cfg.ceph_scaling.ve))
+            for label, job in self.jobs(cfg)))
 
     def plan(self, cfg: Config) -> Plan:
-        points = [PlannedPoint(label, env, fio.tool_seconds(job), clients(cfg))   # as many host clients as VMs
-                  for label, job in self.jobs(cfg) for env in self.envs(cfg)]
-        return Plan(self.name, [Block(block_label(k, rate), points) for k, rate in self.blocks(cfg)], cfg.repeat.count)
+        return plan_of(self.name, [self.declared(cfg, k, rate) for k, rate in self.blocks(cfg)], cfg.repeat.count)
 
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
@@ -208,20 +211,20 @@ class CephScaling:
             return sweep.SweepBlock(
                 block_label(k, rate), testbed=lambda _where: fleet(k), rebuildable=not spread,
                 ready=lambda tb: None if spread else ceph_local.set_link_rate(ctx.host, tb.store.plan, rate),
-                points=lambda record, tb: self._points(ctx, tb, record, k, rate, jobs))
+                points=lambda record, tb: self._points(ctx, tb, record, k, rate))
         sweep.run(ctx, sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",
                   {"blocks": [block_name(k, rate) for k, rate in self.blocks(cfg)], "points": [label for label, _ in jobs]},
                   standing=fleet(max(node_counts(cfg))))
 
     def _points(self, ctx: RunContext, tb: Testbed | SweptOverHosts, record: TestbedRecord | SpanningRecord,
-                nodes: int, rate: int, jobs: list[tuple[str, fio.FioJob]]) -> list[Point]:
+                nodes: int, rate: int) -> list[Point]:
         """A block's points; over hosts, each host's link is found once for all of them."""
         if isinstance(record, SpanningRecord):
             observe = ceph_hosts.node_links(tb.store.plan)
         else:
             observe = partial(ceph_local.links_observed, tb.store.plan, nodes, rate)
-        return [self._point(ctx, record, nodes, rate, label, job, env, observe) for label, job in jobs
-                for env in self.envs(ctx.cfg)]
+        return self.declared(ctx.cfg, nodes, rate).made(
+            lambda d, env: self._point(ctx, record, nodes, rate, d.label, d.what, env, observe))
 
     def _point(self, ctx: RunContext, record: TestbedRecord | SpanningRecord, nodes: int, rate: int, label: str,
                job: fio.FioJob, env: str, observe) -> Point:

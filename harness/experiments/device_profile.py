@@ -33,8 +33,9 @@ from harness.config.core import Config
 from harness.experiments import Flag, RunContext
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import sweep
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
-from harness.measure.plan import Block, Plan, PlannedPoint
+from harness.measure.declaration import Declared, DeclaredBlock, envs, plan_of
+from harness.measure.pipeline import PHYSICAL, Point
+from harness.measure.plan import Plan
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import raid, scratch
@@ -130,13 +131,14 @@ class DeviceProfile:
                                    ramp_s=0, ios=c.random_ios)))
         return out
 
-    def envs(self, c: Settings) -> tuple[str, ...]:
-        return (PHYSICAL, VIRTUAL) if c.ve else (PHYSICAL,)
+    def declared(self, c: Settings, device: str) -> DeclaredBlock[tuple[dict, fio.FioJob]]:
+        """A device's block: every job on the host, and in the VM unless measured from the host only."""
+        return DeclaredBlock(f"device {device}", tuple(Declared(label, (meta, job), fio.tool_seconds(job), envs=envs(c.ve))
+                                                       for label, meta, job in self.jobs(c)))
 
     def plan(self, cfg: Config) -> Plan:
-        c = cfg.device_profile
-        points = [PlannedPoint(label, env, fio.tool_seconds(job)) for label, _, job in self.jobs(c) for env in self.envs(c)]
-        return Plan(self.name, [Block(f"device {name}", points) for name in c.devices], cfg.repeat.count)
+        return plan_of(self.name, [self.declared(cfg.device_profile, name) for name in cfg.device_profile.devices],
+                       cfg.repeat.count)
 
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.device_profile
@@ -147,8 +149,8 @@ class DeviceProfile:
             f"device {name}",
             place=lambda name=name: self._device(ctx, sweep_cfg, name), keep_fleet=False, rebuildable=False,
             testbed=lambda where: Testbed(sweep_cfg, ctx.host, run_scoped=True, **where),
-            points=lambda record, _tb, name=name: [self._point(ctx, record, name, label, meta, job, env)
-                                                   for label, meta, job in jobs for env in self.envs(c)])
+            points=lambda record, _tb, name=name: self.declared(c, name).made(
+                lambda d, env: self._point(ctx, record, name, d.label, *d.what, env)))
                   for name in c.devices]
         sweep.run(ctx, sweep_cfg, blocks, "the sweep fleet", {"devices": c.devices, "points": [label for label, _, _ in jobs]})
 

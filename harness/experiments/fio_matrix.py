@@ -25,8 +25,9 @@ from harness.config.core import Config
 from harness.experiments import RunContext, matrix_summary, registry
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep
+from harness.measure.declaration import Declared, DeclaredBlock, plan_of
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
-from harness.measure.plan import Block, Plan, PlannedPoint
+from harness.measure.plan import Plan
 from harness.report import percentile_plot
 from harness.resources import scratch
 from harness.results.environment import accel_label, tcg_caveat
@@ -125,14 +126,13 @@ class FioMatrix:
     def points(self, cfg: Config) -> list[FioPoint]:
         return [p for e in self._grouped() for p in e.group_points(cfg)]
 
-    def planned_block(self, cfg: Config, backend: str) -> list[PlannedPoint]:
+    def declared(self, cfg: Config, backend: str) -> DeclaredBlock[FioPoint]:
         """What one backend's block measures: each point on the host and in the VM."""
-        return [PlannedPoint(p.label, env, p.tool.tool_seconds(p.job), p.vms)
-                for p in self.points(cfg) for env in (PHYSICAL, VIRTUAL)]
+        return DeclaredBlock(f"backend {backend}", tuple(Declared(p.label, p, p.tool.tool_seconds(p.job), p.vms)
+                                                         for p in self.points(cfg)))
 
     def plan(self, cfg: Config) -> Plan:
-        return Plan(self.name, [Block(f"backend {b}", self.planned_block(cfg, b)) for b in self.backend_names(cfg)],
-                    cfg.repeat.count)
+        return plan_of(self.name, [self.declared(cfg, b) for b in self.backend_names(cfg)], cfg.repeat.count)
 
     def _verdicts(self, tb: Testbed, names: list[str]) -> dict[str, str | None]:
         return {name: None if on_loop(tb, name) else sweep.backend_verdict(tb, name) for name in names}
@@ -173,10 +173,9 @@ class FioMatrix:
         """Points that follow from the block's first figures (none here)."""
         return None
 
-
     def block_points(self, ctx: RunContext, record: TestbedRecord) -> list[Point]:
-        """This experiment's points on the host and in the VM of one backend."""
-        return [measured_point(ctx, record, p, env) for p in self.points(ctx.cfg) for env in (PHYSICAL, VIRTUAL)]
+        """This experiment's points of one backend's block, as declared."""
+        return self.declared(ctx.cfg, record.disk["backend"]).made(lambda d, env: measured_point(ctx, record, d.what, env))
 
     def summarize(self, ctx: RunContext) -> None:
         text = ""

@@ -20,8 +20,8 @@ from harness.config.core import Config
 from harness.experiments import RunContext, sweep_flags
 from harness.experiments.fio_matrix import FioMatrix, FioPoint, SweepSettings, measured_point, point_id
 from harness.fleet.testbed import TestbedRecord
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
-from harness.measure.plan import PlannedPoint
+from harness.measure.declaration import Declared, DeclaredBlock
+from harness.measure.pipeline import Pipeline, Point
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import accel_label, tcg_caveat
@@ -55,35 +55,41 @@ class LatencyCurve(FioMatrix):
         c = self.settings(cfg)
         return [FioPoint(GROUP, "unthrottled", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth), "iops")]
 
-    def steps(self, cfg: Config, bound: float = 1) -> list[FioPoint]:
-        """The rate steps, each a fraction of an environment's unthrottled IOPS (`bound`)."""
+    def step(self, cfg: Config, fraction: float, bound: float = 1) -> FioPoint:
+        """A rate step: a fraction of an environment's unthrottled IOPS (`bound`)."""
         c = cfg.latency_curve
-        return [FioPoint(GROUP, f"rate-{f:.0%}", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth, rate_iops=max(1, int(bound * f))),
-                         self.headline) for f in c.fractions]
+        return FioPoint(GROUP, f"rate-{fraction:.0%}", c.job(rw=c.rw, bs=c.bs, iodepth=c.iodepth,
+                                                              rate_iops=max(1, int(bound * fraction))), self.headline)
 
-    def planned_block(self, cfg: Config, backend: str) -> list[PlannedPoint]:
-        return [PlannedPoint(p.label, env, fio.tool_seconds(p.job))
-                for p in (*self.points(cfg), *self.steps(cfg)) for env in (PHYSICAL, VIRTUAL)]
-
+    def declared(self, cfg: Config, backend: str) -> DeclaredBlock:
+        """The unthrottled bound on the host and in the VM, then the rate steps of each."""
+        (top,) = self.points(cfg)
+        steps = [Declared(p.label, f, fio.tool_seconds(p.job)) for f in cfg.latency_curve.fractions
+                 for p in [self.step(cfg, f)]]
+        return DeclaredBlock(f"backend {backend}", (Declared(top.label, top, fio.tool_seconds(top.job)), *steps))
 
     def block_points(self, ctx: RunContext, record: TestbedRecord) -> list[Point]:
         """First the bound of both environments (unthrottled, interleaved) ..."""
-        (top,) = self.points(ctx.cfg)
-        return [measured_point(ctx, record, top, env) for env in (PHYSICAL, VIRTUAL)]
+        return self.declared(ctx.cfg, record.disk["backend"]).made(
+            lambda d, env: measured_point(ctx, record, d.what, env), only=lambda d: isinstance(d.what, FioPoint))
 
     def later_points(self, ctx: RunContext) -> Callable[[Pipeline, TestbedRecord], list[Point]]:
         """... then the rate steps of both, each a fraction of its own environment's bound, interleaved."""
         def steps(pipeline: Pipeline, record: TestbedRecord) -> list[Point]:
             (top,) = self.points(ctx.cfg)
-            out = []
-            for env in (PHYSICAL, VIRTUAL):
-                pid = point_id(top, env, record.disk["backend"])
-                if not (values := pipeline.values(pid, "iops")):
-                    continue
-                bound = sum(values) / len(values)
-                step(f"{pid}: bound {bound:,.0f} IOPS")
-                out += [measured_point(ctx, record, p, env) for p in self.steps(ctx.cfg, bound)]
-            return out
+            bounds = {}
+
+            def at_fraction(d: Declared, env: str) -> Point | None:
+                if env not in bounds:
+                    pid = point_id(top, env, record.disk["backend"])
+                    values = pipeline.values(pid, "iops")
+                    bounds[env] = sum(values) / len(values) if values else None
+                    if values:
+                        step(f"{pid}: bound {bounds[env]:,.0f} IOPS")
+                if bounds[env] is None:
+                    return None
+                return measured_point(ctx, record, self.step(ctx.cfg, d.what, bounds[env]), env)
+            return self.declared(ctx.cfg, record.disk["backend"]).made(at_fraction, only=lambda d: isinstance(d.what, float))
         return steps
 
     def summarize(self, ctx: RunContext) -> None:

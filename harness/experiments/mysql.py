@@ -17,8 +17,9 @@ from harness.common.schema import Section, VmCounts, each
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext
 from harness.measure import sweep
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
-from harness.measure.plan import Block, Plan, PlannedPoint
+from harness.measure.declaration import Declared, DeclaredBlock, plan_of
+from harness.measure.pipeline import Point
+from harness.measure.plan import Plan
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import accel_label, tcg_caveat
@@ -96,27 +97,31 @@ class Mysql:
     def fleet_size(self, cfg: Config) -> int:
         return max(cfg.mysql.vm_counts)
 
-    def plan(self, cfg: Config) -> Plan:
-        """One block, the fleet (grown to the largest VM count): each point on the host and in the VMs."""
-        planned, skipped = plan(cfg, self.fleet_size(cfg))
-        return Plan(self.name, [Block(f"the fleet ({cfg.disk.backend})", [
-            PlannedPoint(p.name, env, p.point.runtime_s, p.vm_count) for p in planned for env in (PHYSICAL, VIRTUAL)])],
-            cfg.repeat.count, skipped)
+    def declared(self, cfg: Config, fleet_size: int) -> tuple[DeclaredBlock[Planned], dict[str, str]]:
+        """One block, the fleet (grown to the largest VM count): each point on the host and in the
+        VMs; and the points the fleet is too small for, with why."""
+        planned, skipped = plan(cfg, fleet_size)
+        return DeclaredBlock(f"the fleet ({cfg.disk.backend})", tuple(
+            Declared(p.name, p, p.point.runtime_s, p.vm_count) for p in planned)), skipped
 
-    def points(self, ctx: RunContext, planned: list[Planned]) -> list[Point]:
+    def plan(self, cfg: Config) -> Plan:
+        block, skipped = self.declared(cfg, self.fleet_size(cfg))
+        return plan_of(self.name, [block], cfg.repeat.count, skipped)
+
+    def points(self, ctx: RunContext, block: DeclaredBlock[Planned]) -> list[Point]:
         tb = ctx.testbed
-        points = []
-        for p in planned:
-            vms = tb.vms[:p.vm_count]
+
+        def at(d: Declared[Planned], env: str) -> Point:
+            p, vms = d.what, tb.vms[:d.what.vm_count]
             meta = {"axis": p.axis, "point": p.name, "vm_count": p.vm_count, **p.point.metadata()}
-            common = dict(parse=sysbench.parse, aggregate=sysbench.aggregate, headline=self.headline, meta=meta,
-                          raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
             slots = [{"device": tb.device_path, "offset": vm.slice_offset, "size": vm.slice_bytes,
                       "mount": f"{HOST_MOUNT_DIR}/{tb.prefix}-db{i}"} for i, vm in enumerate(vms)]
-            points += sweep.paired(p.name, partial(sysbench.on_host, ctx.host, p.point, slots),
-                                   (tb.disk["backend"], tuple(vm.name for vm in vms),
-                                    partial(sysbench.in_guests, tb.uri, p.point, vms)), **common)
-        return points
+            return sweep.point_in(env, p.name, partial(sysbench.on_host, ctx.host, p.point, slots),
+                                  (tb.disk["backend"], tuple(vm.name for vm in vms),
+                                   partial(sysbench.in_guests, tb.uri, p.point, vms)),
+                                  parse=sysbench.parse, aggregate=sysbench.aggregate, headline=self.headline, meta=meta,
+                                  raw_suffix=".sysbench.txt", on_failure=sysbench.failure_files)
+        return block.made(at)
 
     def refusal(self, cfg: Config) -> str | None:
         """Before anything is made: the physical baseline mounts a filesystem on a slice of the
@@ -128,8 +133,8 @@ class Mysql:
         return None
 
     def run(self, ctx: RunContext) -> None:
-        planned, skipped = plan(ctx.cfg, len(ctx.testbed.vms))
-        sweep.run_on_fleet(ctx, self.points(ctx, planned), [p.name for p in planned], skipped)
+        block, skipped = self.declared(ctx.cfg, len(ctx.testbed.vms))
+        sweep.run_on_fleet(ctx, self.points(ctx, block), [d.label for d in block.points], skipped)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = mysql_rows(ctx.store.samples)

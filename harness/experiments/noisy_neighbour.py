@@ -33,8 +33,9 @@ from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.libvirt import iotune
 from harness.libvirt.agent import GuestAgent
 from harness.measure import sweep
+from harness.measure.declaration import Declared, DeclaredBlock, plan_of
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
-from harness.measure.plan import Block, Plan, PlannedPoint
+from harness.measure.plan import Plan
 from harness.report import tables
 from harness.results.columns import I, S, column
 from harness.results.environment import accel_label, tcg_caveat
@@ -181,53 +182,52 @@ class NoisyNeighbour:
              Flag("--backend", ("disk.backend",), f"The backend of the experiment's fleet {CONFIG_BACKEND}."),
              full_flag("noisy_neighbour"))
 
-    def labels(self, c: Settings) -> list[tuple[int, str, str]]:
-        """(neighbours, env, id) of every point: each count on the host, in the VMs, and capped
-        (with neighbours, and a cap asked for)."""
-        out = []
-        for n in c.neighbours:
-            out += [(n, PHYSICAL, f"n{n}/physical"), (n, VIRTUAL, f"n{n}/virtual")]
-            if n and c.cap_iops:
-                out.append((n, VIRTUAL, f"n{n}/virtual-capped"))
-        return out
-
-    def plan(self, cfg: Config) -> Plan:
+    def declared(self, cfg: Config) -> DeclaredBlock[tuple[int, int]]:
+        """Each neighbour count (the victim and n busy VMs) on the host and in the VMs, and capped in
+        the VMs (with neighbours, and a cap asked for); each declared point is (neighbours, cap)."""
         c = cfg.noisy_neighbour
         seconds = fio.tool_seconds(c.victim) + 2 * (LEAD_S + fio.START_MARGIN_S)
-        points = [PlannedPoint(pid, env, seconds, 1 + n) for n, env, pid in self.labels(c)]
-        return Plan(self.name, [Block(f"backend {cfg.disk.backend}", points)], cfg.repeat.count)
+        points = []
+        for n in c.neighbours:
+            points.append(Declared(f"n{n}", (n, 0), seconds, 1 + n))
+            if n and c.cap_iops:
+                points.append(Declared(f"n{n}-capped", (n, c.cap_iops), seconds, 1 + n, envs=(VIRTUAL,)))
+        return DeclaredBlock(f"backend {cfg.disk.backend}", tuple(points))
+
+    def plan(self, cfg: Config) -> Plan:
+        return plan_of(self.name, [self.declared(cfg)], cfg.repeat.count)
 
     def points(self, ctx: RunContext, record: TestbedRecord, can_cap: bool) -> list[Point]:
         c = ctx.cfg.noisy_neighbour
         backend, victim = record.disk["backend"], record.vms[0]
         meta_of_heavy = {f"neighbour_{k}": v for k, v in fio.job_meta(c.neighbour).items() if k in ("rw", "bs", "iodepth")}
-        points = []
-        for n, env, pid in self.labels(c):
-            if pid.endswith("capped") and not can_cap:
-                continue
+
+        def at(d: Declared[tuple[int, int]], env: str) -> Point | None:
+            n, cap = d.what
+            if cap and not can_cap:
+                return None
             others = record.vms[1:1 + n]
             host_victim = partial(fio.on_host, ctx.host, c.victim, device=record.device_path,
                                   slots=[(victim.slice_offset, victim.slice_bytes)])
 
-            def host_heavy(job, others=others):
+            def host_heavy(job):
                 return fio.on_host(ctx.host, job, device=record.device_path,
                                    slots=[(vm.slice_offset, vm.slice_bytes) for vm in others])
 
-            def guest_heavy(job, others=others):
+            def guest_heavy(job):
                 return fio.in_guests(record.uri, job, others)
-            cap = c.cap_iops if pid.endswith("capped") else 0
 
-            def in_vms(others=others, cap=cap, n=n, heavy=guest_heavy):
+            def in_vms():
                 with iotune.capped(record.uri, disks(others), cap) if others and can_cap else contextlib.nullcontext():
-                    return with_neighbours(partial(fio.in_guests, record.uri, c.victim, [victim]), heavy, c,
+                    return with_neighbours(partial(fio.in_guests, record.uri, c.victim, [victim]), guest_heavy, c,
                                            GuestAgent.__name__, n)
             guest = (backend, tuple(vm.name for vm in [victim, *others]), in_vms)
-            points.append(sweep.point_in(
+            return sweep.point_in(
                 env, f"n{n}", partial(with_neighbours, host_victim, host_heavy, c, type(ctx.host).__name__, n), guest,
-                ids=(f"n{n}/physical", pid), parse=fio.parse, headline=self.headline,
-                meta={"point": f"n{n}-capped" if cap else f"n{n}", "neighbours": n, "cap_iops": cap, "vm_count": 1 + n,
-                      **fio.job_meta(c.victim), **meta_of_heavy}))
-        return points
+                ids=(f"n{n}/physical", f"n{n}/virtual-capped" if cap else f"n{n}/virtual"), parse=fio.parse,
+                headline=self.headline, meta={"point": d.label, "neighbours": n, "cap_iops": cap, "vm_count": 1 + n,
+                                              **fio.job_meta(c.victim), **meta_of_heavy})
+        return self.declared(ctx.cfg).made(at)
 
     def run(self, ctx: RunContext) -> None:
         c = ctx.cfg.noisy_neighbour

@@ -26,8 +26,9 @@ from harness.config.core import Config
 from harness.experiments import Flag, RunContext, full_flag
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import sweep
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
-from harness.measure.plan import Block, Plan, PlannedPoint
+from harness.measure.declaration import Declared, DeclaredBlock, envs, plan_of
+from harness.measure.pipeline import Pipeline, Point
+from harness.measure.plan import Plan
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.resources import raid
@@ -150,14 +151,15 @@ class RaidSweep:
         """A point's own tool time, for the plan."""
         return fio.tool_seconds(p.job)
 
-    def envs(self, cfg: Config) -> tuple[str, ...]:
-        return (PHYSICAL, VIRTUAL) if getattr(cfg, self.section).ve else (PHYSICAL,)
+    def declared(self, cfg: Config, s: Setup) -> DeclaredBlock[SweepPoint]:
+        """A setup's block: every point on the host, and in the VM unless measured from the host only."""
+        return DeclaredBlock(s.label, tuple(Declared(p.label, p, self.planned_seconds(cfg, p),
+                                                     envs=envs(getattr(cfg, self.section).ve)) for p in self.points(cfg)))
 
     def plan(self, cfg: Config) -> Plan:
         """Every setup the config names (one the host's members cannot hold is skipped when the run
-        begins), each a block of the points on the host and in the VM."""
-        points = [PlannedPoint(p.label, env, self.planned_seconds(cfg, p)) for p in self.points(cfg) for env in self.envs(cfg)]
-        return Plan(self.name, [Block(s.label, points) for s in self.setups(cfg)], cfg.repeat.count)
+        begins), each a block of its points."""
+        return plan_of(self.name, [self.declared(cfg, s) for s in self.setups(cfg)], cfg.repeat.count)
 
     def refusal(self, cfg: Config) -> str | None:
         """Before anything is made: this machine, when it is the host, without md, fails as a host
@@ -189,6 +191,7 @@ class RaidSweep:
             if why := filesystem_support(host, fs):
                 skipped[f"filesystem {fs}"] = why
         points = self.points(cfg, lambda fs: f"filesystem {fs}" not in skipped)
+        measurable = {p.label for p in points}
         # what is skipped, said before a size refusal can end the run
         sweep.record_plan(ctx, {"setups": [s.label for s in runnable], "points": [p.label for p in points]}, skipped)
         member_mib = [size_bytes_on(host, m) >> 20 for m in members]
@@ -198,7 +201,6 @@ class RaidSweep:
         # one VM on each setup, none when measured on the host only
         sweep_cfg = sweep.fleet_config(cfg, "rs", vms=1 if c.ve else 0, disk_size_mib=c.size_mib,
                                        kernel=self.guest_kernel(cfg))
-        envs = self.envs(cfg)
 
         def testbed_for(s: Setup) -> Testbed:
             if s.level is None:  # the same checks an array's members get
@@ -211,7 +213,8 @@ class RaidSweep:
                 host=ctx.host.descriptor()))
         blocks = [sweep.SweepBlock(
             s.label, testbed=lambda _where, s=s: testbed_for(s),
-            points=lambda record, _tb, s=s: [self.measured_point(ctx, record, s, p, env) for p in points for env in envs],
+            points=lambda record, _tb, s=s: self.declared(cfg, s).made(
+                lambda d, env: self.measured_point(ctx, record, s, d.what, env), only=lambda d: d.label in measurable),
             after=lambda pipeline, block, s=s: self.expectations(ctx, pipeline, s, block)) for s in runnable]
         sweep.run(ctx, sweep_cfg, blocks, "the sweep fleet and its array")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Callable
 
 from pydantic import AfterValidator, Field
 from rich.table import Table
@@ -31,8 +31,9 @@ from harness.experiments import CONFIG_BACKEND, Flag, RunContext
 from harness.fleet.multi_host import spanning_metadata
 from harness.fleet.testbed import Testbed, TestbedRecord
 from harness.measure import aggregate, sweep
-from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point, Site
-from harness.measure.plan import Block, Plan, PlannedPoint
+from harness.measure.declaration import BOTH, Declared, DeclaredBlock, plan_of
+from harness.measure.pipeline import Point, Site
+from harness.measure.plan import Plan
 from harness.report import plots, tables
 from harness.report.plots import plt
 from harness.results.environment import accel_label, tcg_caveat
@@ -124,52 +125,55 @@ class VmScaling:
 
     def ids(self, n: int, block: str | None) -> tuple[str, str]:
         """A VM count's point ids: physical-n2 and virtual-n2, under the backend's name when several are compared."""
-        return tuple(f"{block}/{env}-n{n}" if block else f"{env}-n{n}" for env in (PHYSICAL, VIRTUAL))
+        return tuple(f"{block}/{env}-n{n}" if block else f"{env}-n{n}" for env in BOTH)
+
+    def declared(self, cfg: Config, backend: str | None = None) -> DeclaredBlock[int]:
+        """A block, the fleet or a backend compared: each VM count on the host and in the VMs."""
+        seconds = fio.tool_seconds(self.workload(cfg))
+        return DeclaredBlock(f"backend {backend}" if backend else f"the fleet ({cfg.disk.backend})",
+                             tuple(Declared(f"n{n}", n, seconds, n) for n in cfg.vm_scaling.vm_counts))
+
+    def plan(self, cfg: Config) -> Plan:
+        return plan_of(self.name, [self.declared(cfg, b) for b in self.compared(cfg) or [None]], cfg.repeat.count)
+
+    def _point(self, ctx: RunContext, n: int, env: str, block: str | None, host: Callable, guest: sweep.Guest,
+               **meta) -> Point:
+        """A VM count's point in one environment; compared, a VM count is one workload whose host
+        baseline is measured in each backend's block (as the fio matrix's points are), named alike
+        in every block."""
+        job = self.workload(ctx.cfg)
+        within = {"group": self.name, "block": block} if block else {}
+        return sweep.point_in(env, "", host, guest, self.ids(n, block), **self._common(job, n), meta={
+            "point": f"{env}-n{n}", "vm_count": n, **within, **meta, **fio.job_meta(job)})
 
     def points(self, ctx: RunContext, record: TestbedRecord, block: str | None = None) -> list[Point]:
         """Each VM count on the host (its slots of the device) and in the fleet's first VMs."""
         job, backend = self.workload(ctx.cfg), record.disk["backend"]
-        job_meta = fio.job_meta(job)
-        points = []
-        for n in ctx.cfg.vm_scaling.vm_counts:
-            vms, ids = record.vms[:n], self.ids(n, block)
-            host = partial(fio.on_host, ctx.host, job, device=record.device_path,
-                           slots=[(vm.slice_offset, vm.slice_bytes) for vm in vms])
-            guest = (backend, tuple(vm.name for vm in vms), partial(fio.in_guests, record.uri, job, vms))
-            # compared, a VM count is one workload whose host baseline is measured in each backend's block
-            # (as the fio matrix's points are); its point is named alike in every block
-            within = {"group": self.name, "block": block} if block else {}
-            points += [sweep.point_in(env, "", host, guest, ids, **self._common(job, n), meta={
-                "point": f"{env}-n{n}", "vm_count": n, **within, **job_meta}) for env in (PHYSICAL, VIRTUAL)]
-        return points
+
+        def at(d: Declared[int], env: str) -> Point:
+            vms = record.vms[:d.what]
+            return self._point(ctx, d.what, env, block,
+                               partial(fio.on_host, ctx.host, job, device=record.device_path,
+                                       slots=[(vm.slice_offset, vm.slice_bytes) for vm in vms]),
+                               (backend, tuple(vm.name for vm in vms), partial(fio.in_guests, record.uri, job, vms)))
+        return self.declared(ctx.cfg, block).made(at)
 
     def points_across_hosts(self, ctx: RunContext) -> list[Point]:
         """Each VM count over the hosts: the fleet's first n VMs, and the same slots on each host."""
         job, backend = self.workload(ctx.cfg), ctx.testbed.disk["backend"]
-        job_meta = fio.job_meta(job)
         fleet = sorted(((vm, host, tb) for host, tb in zip(ctx.hosts, ctx.testbeds) for vm in tb.vms),
                        key=lambda x: x[0].index)
-        points = []
-        for n in ctx.cfg.vm_scaling.vm_counts:
-            chosen = fleet[:n]
+
+        def at(d: Declared[int], env: str) -> Point:
+            chosen = fleet[:d.what]
             groups = [(host, tb, [vm for vm, h, _ in chosen if h is host]) for host, tb in zip(ctx.hosts, ctx.testbeds)]
             groups = [g for g in groups if g[2]]
-            placement = {host.name: len(vms) for host, _, vms in groups}
             slots = [(host, tb.device_path, [(vm.slice_offset, vm.slice_bytes) for vm in vms]) for host, tb, vms in groups]
-            fleets = [(host, tb.uri, vms) for host, tb, vms in groups]
-            host = partial(fio.across_hosts, job, slots=slots)
-            guest = (backend, tuple(vm.name for vm, _, _ in chosen), partial(fio.across_hosts, job, fleets=fleets))
-            points += [sweep.point_in(env, "", host, guest, self.ids(n, None), **self._common(job, n), meta={
-                "point": f"{env}-n{n}", "vm_count": n, "placement": placement, **job_meta}) for env in (PHYSICAL, VIRTUAL)]
-        return points
-
-    def plan(self, cfg: Config) -> Plan:
-        """One block, the fleet, or one per backend compared: each VM count on the host and in the VMs."""
-        seconds = fio.tool_seconds(self.workload(cfg))
-        planned = [PlannedPoint(f"{env}-n{n}", env, seconds, n) for n in cfg.vm_scaling.vm_counts
-                   for env in (PHYSICAL, VIRTUAL)]
-        blocks = [f"backend {b}" for b in self.compared(cfg)] or [f"the fleet ({cfg.disk.backend})"]
-        return Plan(self.name, [Block(label, planned) for label in blocks], cfg.repeat.count)
+            return self._point(ctx, d.what, env, None, partial(fio.across_hosts, job, slots=slots),
+                               (backend, tuple(vm.name for vm, _, _ in chosen),
+                                partial(fio.across_hosts, job, fleets=[(host, tb.uri, vms) for host, tb, vms in groups])),
+                               placement={host.name: len(vms) for host, _, vms in groups})
+        return self.declared(ctx.cfg).made(at)
 
     def run(self, ctx: RunContext) -> None:
         if backends := self.compared(ctx.cfg):

@@ -15,13 +15,12 @@ from harness.results.samples import Sample
 
 
 def test_each_count_on_the_host_in_the_vms_and_capped():
-    c = settings.load(None, []).noisy_neighbour
-    assert [pid for _, _, pid in nn.EXPERIMENT.labels(c)] == [
-        "n0/physical", "n0/virtual", "n1/physical", "n1/virtual", "n1/virtual-capped",
-        "n3/physical", "n3/virtual", "n3/virtual-capped"]
-    uncapped = settings.load(None, ["noisy_neighbour.cap_iops=0"]).noisy_neighbour
-    assert not any(pid.endswith("capped") for _, _, pid in nn.EXPERIMENT.labels(uncapped))
     plan = nn.EXPERIMENT.plan(settings.load(None, []))
+    assert [(p.label, p.env) for p in plan.blocks[0].points] == [
+        ("n0", "physical"), ("n0", "virtual"), ("n1", "physical"), ("n1", "virtual"), ("n1-capped", "virtual"),
+        ("n3", "physical"), ("n3", "virtual"), ("n3-capped", "virtual")]
+    uncapped = nn.EXPERIMENT.plan(settings.load(None, ["noisy_neighbour.cap_iops=0"]))
+    assert not any(p.label.endswith("capped") for p in uncapped.blocks[0].points)
     assert len(plan.blocks) == 1 and [p.participants for p in plan.blocks[0].points][-1] == 4
 
 
