@@ -60,10 +60,12 @@ def _flat(value, prefix: str = "") -> dict[str, object]:
 
 def changes(manifest: dict, config: dict, environment: dict) -> list[str]:
     """What differs between the run as it began and as it would go on: config fields and the
-    environment's deciding parts, each as `field: before -> now`."""
-    before, now = _flat(manifest.get("config") or {}), _flat(config)
+    environment's deciding parts, each as `field: before -> now`. A section the run began without
+    (an experiment's added to vtb since) cannot have decided anything of it, so is not compared."""
+    began = manifest.get("config") or {}
+    before, now = _flat(began), _flat(config)
     out = [f"{k}: {before.get(k)!r} -> {now.get(k)!r}" for k in sorted(before.keys() | now.keys())
-           if before.get(k) != now.get(k) and k not in WHERE_ONLY]
+           if before.get(k) != now.get(k) and k not in WHERE_ONLY and k.split(".")[0] in began]
     env = manifest.get("environment") or {}
     out += [f"{k}: {env.get(k)!r} -> {environment.get(k)!r}" for k in DECIDING if env.get(k) != environment.get(k)]
     return out

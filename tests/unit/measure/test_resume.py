@@ -17,6 +17,12 @@ def test_what_changed_is_named_field_by_field():
     assert resume.changes(manifest, manifest["config"], manifest["environment"]) == []
 
 
+def test_an_experiments_section_added_to_vtb_since_the_run_began_is_no_change():
+    manifest = {"config": {"repeat": {"count": 3}}, "environment": {}}
+    assert resume.changes(manifest, {"repeat": {"count": 3}, "queue_depth": {"iodepths": [1, 4]}}, {}) == []
+    assert resume.changes(manifest, {}, {}) == ["repeat.count: 3 -> None"]   # one it began with still counts
+
+
 def test_only_an_unfinished_run_of_the_same_experiment_goes_on(tmp_path):
     run = tmp_path / "r1"
     run.mkdir()
