@@ -34,7 +34,7 @@ from harness.common.files import write_atomic
 from harness.common.schema import BlockSize, StudySection, bs_bytes, each
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext, full_flag
-from harness.fleet.multi_host import MultiHostFleet, SpanningRecord, SweptOverHosts
+from harness.fleet.multi_host import SpanningRecord, SweptOverHosts
 from harness.fleet.testbed import Testbed, TestbedRecord, VmInfo
 from harness.measure import aggregate, sweep
 from harness.measure.declaration import Declared, DeclaredBlock, envs, plan_of
@@ -200,16 +200,14 @@ class CephScaling:
                     "hosts": [h.model_copy(update={"vms": vms_per_host}) for h in cfg.hosts]})
         jobs = self.jobs(cfg)
 
-        def fleet(k: int) -> Testbed | SweptOverHosts:
+        def fleet(k: int) -> sweep.Fleet:
             """Node count k's fleet: its VMs' disks in the pool over the first k nodes."""
-            cfg_k = sweep_cfg.model_copy(update={"ceph": sweep_cfg.ceph.model_copy(update={"pool_nodes": k})})
-            if spread:
-                return SweptOverHosts(MultiHostFleet(cfg_k, spread, run_scoped=True))
-            return Testbed(cfg_k, ctx.host, run_scoped=True)
+            return sweep.Fleet(sweep_cfg.model_copy(update={"ceph": sweep_cfg.ceph.model_copy(update={"pool_nodes": k})}),
+                               over=tuple(spread))
 
         def block(k: int, rate: int) -> sweep.SweepBlock:
             return sweep.SweepBlock(
-                block_label(k, rate), testbed=lambda _where: fleet(k), rebuildable=not spread,
+                block_label(k, rate), fleet=fleet(k), rebuildable=not spread,
                 ready=lambda tb: None if spread else ceph_local.set_link_rate(ctx.host, tb.store.plan, rate),
                 points=lambda record, tb: self._points(ctx, tb, record, k, rate))
         sweep.run(ctx, sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",

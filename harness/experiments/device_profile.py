@@ -31,7 +31,7 @@ from harness.common.files import write_atomic
 from harness.common.schema import BlockSize, Section, each
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext
-from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.fleet.testbed import TestbedRecord
 from harness.measure import sweep
 from harness.measure.declaration import Declared, DeclaredBlock, envs, plan_of
 from harness.measure.pipeline import PHYSICAL, Point
@@ -148,7 +148,7 @@ class DeviceProfile:
         blocks = [sweep.SweepBlock(
             f"device {name}",
             place=lambda name=name: self._device(ctx, sweep_cfg, name), keep_fleet=False, rebuildable=False,
-            testbed=lambda where: Testbed(sweep_cfg, ctx.host, run_scoped=True, **where),
+            fleet=sweep.Fleet(sweep_cfg),
             points=lambda record, _tb, name=name: self.declared(c, name).made(
                 lambda d, env: self._point(ctx, record, name, d.label, *d.what, env)))
                   for name in c.devices]

@@ -23,7 +23,8 @@ from harness.common.files import write_atomic
 from harness.common.schema import Section
 from harness.config.core import Config
 from harness.experiments import RunContext, matrix_summary, registry
-from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.fleet.testbed import TestbedRecord
+from harness.hosts import Host
 from harness.measure import aggregate, sweep
 from harness.measure.declaration import Declared, DeclaredBlock, plan_of
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
@@ -84,12 +85,11 @@ def measured_point(ctx: RunContext, record: TestbedRecord, p: FioPoint, env: str
                           ids=(point_id(p, PHYSICAL, backend), point_id(p, VIRTUAL, backend)), **common)
 
 
-def on_loop(tb: Testbed, backend: str) -> bool:
+def on_loop(sweep_cfg: Config, host: Host, backend: str) -> bool:
     """A backend that needs a block device (passthrough-block) with none named (only a device file
     here): it runs on a loop device over a prefilled file instead, so the block-device path is
     measured everywhere."""
-    return (backends.get(backend).needs_block_device and tb.cfg.fleet.device is None
-            and tb.host.is_this_machine)
+    return backends.get(backend).needs_block_device and sweep_cfg.fleet.device is None and host.is_this_machine
 
 
 class FioMatrix:
@@ -134,38 +134,37 @@ class FioMatrix:
     def plan(self, cfg: Config) -> Plan:
         return plan_of(self.name, [self.declared(cfg, b) for b in self.backend_names(cfg)], cfg.repeat.count)
 
-    def _verdicts(self, tb: Testbed, names: list[str]) -> dict[str, str | None]:
-        return {name: None if on_loop(tb, name) else sweep.backend_verdict(tb, name) for name in names}
-
     def run(self, ctx: RunContext) -> None:
-        tb = Testbed(self.sweep_config(ctx.cfg), ctx.host, run_scoped=True)
-        verdicts = self._verdicts(tb, self.backend_names(ctx.cfg))
-        skipped = {f"backend {b}": r for b, r in verdicts.items() if r}
-        runnable = [b for b, r in verdicts.items() if not r]
+        sweep_cfg = self.sweep_config(ctx.cfg)
+        names = self.backend_names(ctx.cfg)
+        skipped = {f"backend {b}": why for b, why in sweep.verdicts(ctx.host, sweep_cfg, names).items()
+                   if why and not on_loop(sweep_cfg, ctx.host, b)}   # on a loop device of its own, it can
+        runnable = [b for b in names if f"backend {b}" not in skipped]
         planned = {"backends": runnable, "points": [p.label for p in self.points(ctx.cfg)]}
         if not runnable:
             sweep.record_plan(ctx, planned, skipped)
             return
-        sweep.run(ctx, tb.cfg, [self.sweep_block(ctx, tb, b) for b in runnable], "the sweep fleet", planned, skipped)
+        sweep.run(ctx, sweep_cfg, [self.sweep_block(ctx, sweep_cfg, b) for b in runnable], "the sweep fleet", planned,
+                  skipped)
 
-    def sweep_block(self, ctx: RunContext, tb: Testbed, backend: str) -> sweep.SweepBlock:
+    def sweep_block(self, ctx: RunContext, sweep_cfg: Config, backend: str) -> sweep.SweepBlock:
         """A backend's block: the sweep VM served by it. The fleet stays up for the next backend to
         re-provision, except on a loop device of its own (on_loop), which goes when the block is
         done, fleet first, and is not rebuilt (its teardown would take the loop device with it)."""
-        loop = on_loop(tb, backend)
+        loop = on_loop(sweep_cfg, ctx.host, backend)
 
         @contextmanager
         def place():
             if not loop:
                 yield {}
                 return
-            with scratch.loop_over_scratch_file(ctx.cfg.state_dir, f"{tb.cfg.prefix}-passthrough",
-                                                tb.cfg.fleet.disk_size_mib << 20) as dev:
+            with scratch.loop_over_scratch_file(ctx.cfg.state_dir, f"{sweep_cfg.prefix}-passthrough",
+                                                sweep_cfg.fleet.disk_size_mib << 20) as dev:
                 step(f"backend {backend}: no block device named (fleet.device), so a loop device over a prefilled "
                      f"file: {dev}")
                 yield {"device": dev}
         return sweep.SweepBlock(
-            f"backend {backend}", testbed=lambda where: Testbed(tb.cfg, ctx.host, run_scoped=True, **where).for_backend(backend),
+            f"backend {backend}", fleet=sweep.Fleet(sweep_cfg, backend=backend),
             points=lambda record, _tb: self.block_points(ctx, record), place=place, rebuildable=not loop,
             later=self.later_points(ctx))
 

@@ -29,7 +29,7 @@ from harness.common.files import write_atomic
 from harness.common.schema import StudySection
 from harness.config.core import Config
 from harness.experiments import CONFIG_BACKEND, Flag, RunContext, full_flag
-from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.fleet.testbed import TestbedRecord
 from harness.libvirt import iotune
 from harness.libvirt.agent import GuestAgent
 from harness.measure import sweep
@@ -243,7 +243,7 @@ class NoisyNeighbour:
                 ctx.store.update_manifest(skipped=skipped)
             return self.points(ctx, record, can_cap=why is None)
         block = sweep.SweepBlock(f"backend {ctx.cfg.disk.backend}",
-                                 testbed=lambda _where: Testbed(sweep_cfg, ctx.host, run_scoped=True), points=points)
+                                 fleet=sweep.Fleet(sweep_cfg), points=points)
         sweep.run(ctx, sweep_cfg, [block], "the noisy-neighbour fleet", planned, skipped)
 
     def summarize(self, ctx: RunContext) -> None:

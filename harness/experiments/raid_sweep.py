@@ -8,6 +8,7 @@ Runs on any host with md; a host without md gets an error that offers the nested
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -24,7 +25,7 @@ from harness.common.files import write_atomic
 from harness.common.schema import BlockSize, StudySection
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext, full_flag
-from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.fleet.testbed import TestbedRecord
 from harness.measure import sweep
 from harness.measure.declaration import Declared, DeclaredBlock, envs, plan_of
 from harness.measure.pipeline import Pipeline, Point
@@ -202,17 +203,21 @@ class RaidSweep:
         sweep_cfg = sweep.fleet_config(cfg, "rs", vms=1 if c.ve else 0, disk_size_mib=c.size_mib,
                                        kernel=self.guest_kernel(cfg))
 
-        def testbed_for(s: Setup) -> Testbed:
-            if s.level is None:  # the same checks an array's members get
-                if problems := raid.device_refusals(ctx.host, members[:1], allow, cfg.raid.wipe):
-                    raise StepFailed("; ".join(problems))
-                return Testbed(sweep_cfg, ctx.host, device=members[0], run_scoped=True)
-            return Testbed(sweep_cfg, ctx.host, run_scoped=True, raid=raid.RaidPlan(
-                name=f"{sweep_cfg.prefix}-raid", level=s.level, members=members[:s.members],
-                chunk_kib=s.chunk_kib, allow=allow, wipe=cfg.raid.wipe, wait_resync=cfg.raid.wait_resync,
-                host=ctx.host.descriptor()))
+        @contextmanager
+        def member_checked():
+            """One member alone gets the checks an array's members get, when its block comes."""
+            if problems := raid.device_refusals(ctx.host, members[:1], allow, cfg.raid.wipe):
+                raise StepFailed("; ".join(problems))
+            yield {}
+
+        def fleet(s: Setup) -> sweep.Fleet:
+            if s.level is None:
+                return sweep.Fleet(sweep_cfg, device=members[0])
+            return sweep.Fleet(sweep_cfg, raid=raid.RaidPlan(
+                name=f"{sweep_cfg.prefix}-raid", level=s.level, members=members[:s.members], chunk_kib=s.chunk_kib,
+                allow=allow, wipe=cfg.raid.wipe, wait_resync=cfg.raid.wait_resync))
         blocks = [sweep.SweepBlock(
-            s.label, testbed=lambda _where, s=s: testbed_for(s),
+            s.label, fleet=fleet(s), **({"place": member_checked} if s.level is None else {}),
             points=lambda record, _tb, s=s: self.declared(cfg, s).made(
                 lambda d, env: self.measured_point(ctx, record, s, d.what, env), only=lambda d: d.label in measurable),
             after=lambda pipeline, block, s=s: self.expectations(ctx, pipeline, s, block)) for s in runnable]

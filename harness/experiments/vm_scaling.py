@@ -29,7 +29,7 @@ from harness.common.schema import Section, VmCounts
 from harness.config.core import Config
 from harness.experiments import CONFIG_BACKEND, Flag, RunContext
 from harness.fleet.multi_host import spanning_metadata
-from harness.fleet.testbed import Testbed, TestbedRecord
+from harness.fleet.testbed import TestbedRecord
 from harness.measure import aggregate, sweep
 from harness.measure.declaration import BOTH, Declared, DeclaredBlock, plan_of
 from harness.measure.pipeline import Point, Site
@@ -190,12 +190,9 @@ class VmScaling:
         """A block per backend on the sweep's own fleet, re-provisioned for each; a backend this host
         cannot serve is skipped with why."""
         sweep_cfg = sweep.fleet_config(ctx.cfg, "vs", vms=self.fleet_size(ctx.cfg))
-        fleet = Testbed(sweep_cfg, ctx.host, run_scoped=True)
-        skipped = {f"backend {b}": why for b in backends if (why := sweep.backend_verdict(fleet, b))}
+        skipped = {f"backend {b}": why for b, why in sweep.verdicts(ctx.host, sweep_cfg, backends).items() if why}
         runnable = [b for b in backends if f"backend {b}" not in skipped]
-        # each block's testbed on the run's host as it is then (a lost nested host is rebuilt)
-        blocks = [sweep.SweepBlock(f"backend {b}",
-                                   testbed=lambda _where, b=b: Testbed(sweep_cfg, ctx.host, run_scoped=True).for_backend(b),
+        blocks = [sweep.SweepBlock(f"backend {b}", fleet=sweep.Fleet(sweep_cfg, backend=b),
                                    points=lambda record, _tb, b=b: self.points(ctx, record, b)) for b in runnable]
         sweep.run(ctx, sweep_cfg, blocks, "the vm-scaling fleet",
                   {"backends": runnable, "vm_counts": ctx.cfg.vm_scaling.vm_counts}, skipped)

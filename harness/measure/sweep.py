@@ -9,18 +9,20 @@ its own: which blocks, what each sits on, and which points in each."""
 from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, ContextManager, Iterator
 
 from harness.common.cancel import CANCEL, interrupt_in, lowered
 from harness.common.console import step, warn
 from harness.common.schema import ConfigError, Refusal
 from harness.config.core import Config
-from harness.fleet.multi_host import SpanningRecord, SweptOverHosts
+from harness.fleet.multi_host import MultiHostFleet, SpanningRecord, SweptOverHosts
 from harness.fleet.testbed import BRING_UP_FAILURES, Testbed, TestbedRecord, torn_down_after
+from harness.hosts import Host
 from harness.measure.context import RunContext
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point, Site
 from harness.resources import nested_l1
+from harness.resources.raid import RaidPlan
 
 # What a block's bring-up fails with when its host, its guests or its cluster let it down: that
 # block fails, not the run. A refusal (bad input) stands for every block, so it ends the run.
@@ -30,6 +32,31 @@ def fleet_config(cfg: Config, tag: str, **fleet) -> Config:
     """The config of an experiment's own fleet: named `<tag>-<the user's fleet name>` (cut to the 20
     characters fleet.name allows), with these fleet fields set."""
     return cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"name": f"{tag}-{cfg.fleet.name}"[:20], **fleet})})
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A block's fleet as an experiment declares it: the engine provisions it (`provision`) on the
+    run's host as it is then (a lost nested host is rebuilt), on what the block's place gives."""
+    cfg: Config                      # the sweep's config: its fleet, disk and cluster
+    backend: str | None = None       # served by this backend instead of the config's
+    device: str | None = None        # on this host block device, used as is
+    raid: RaidPlan | None = None     # on this array, built under the fleet (on the run's host)
+    over: tuple[Host, ...] = ()      # spanning these hosts ([[hosts]]), a part on each
+
+    def provision(self, host: Host, where: dict) -> Testbed | SweptOverHosts:
+        """Its testbed: `where` is the block's place ({} or a device or an array of its own)."""
+        if self.over:
+            return SweptOverHosts(MultiHostFleet(self.cfg, list(self.over), run_scoped=True))
+        raid = replace(self.raid, host=host.descriptor()) if self.raid else where.get("raid")
+        tb = Testbed(self.cfg, host, run_scoped=True, raid=raid, device=where.get("device", self.device))
+        return tb.for_backend(self.backend) if self.backend else tb
+
+
+def verdicts(host: Host, sweep_cfg: Config, names: list[str]) -> dict[str, str | None]:
+    """Each backend's reason it cannot serve the sweep's fleet on the host, or None."""
+    fleet = Testbed(sweep_cfg, host, run_scoped=True)
+    return {name: backend_verdict(fleet, name) for name in names}
 
 
 class SweepFleet:
@@ -94,14 +121,14 @@ def record_plan(ctx: RunContext, planned: dict | list, skipped: dict[str, str] |
 
 
 def begin(ctx: RunContext, sweep_cfg: Config, runs: int, planned: dict | None = None,
-          skipped: dict[str, str] | None = None, standing: Testbed | SweptOverHosts | None = None) -> SweepFleet:
+          skipped: dict[str, str] | None = None, standing: Fleet | None = None) -> SweepFleet:
     """Records the plan (record_plan; None: recorded already), counts the point runs for the
     progress bar (the plan's, of the blocks that run), and removes a fleet of the sweep's name
     that a killed run left (`standing`, by default the sweep config's on the run's host)."""
     if planned is not None:
         record_plan(ctx, planned, skipped)
     ctx.plan(runs)
-    tb = standing or Testbed(sweep_cfg, ctx.host, run_scoped=True)
+    tb = (standing or Fleet(sweep_cfg)).provision(ctx.host, {})
     tb.down(quiet=True)
     return SweepFleet(tb)
 
@@ -122,8 +149,7 @@ def rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
 class SweepBlock:
     """One block of a sweep: a setup the engine provisions, then the points measured on it."""
     label: str                                       # its block's in the plan, e.g. "backend nbd", "raid5-n4-c64k"
-    testbed: Callable[[dict], Testbed | SweptOverHosts]   # its testbed on the run's host as it is now, given
-                                                         # `place`'s (or its fleet over the [[hosts]])
+    fleet: Fleet                                     # what the engine provisions for it
     points: Callable[[TestbedRecord, Testbed], list[Point]]
     # what the block sits on for its duration, as Testbed arguments ({}: the sweep fleet's own device), or
     # None when this host cannot have it (the block is skipped; the context said why)
@@ -137,7 +163,7 @@ class SweepBlock:
 
 
 def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str, planned: dict | None = None,
-        skipped: dict[str, str] | None = None, standing: Testbed | SweptOverHosts | None = None) -> None:
+        skipped: dict[str, str] | None = None, standing: Fleet | None = None) -> None:
     """Runs the blocks in order on one pipeline (see the module). A block on a place of its own (a
     loop device, a RAM disk), or that keeps no fleet, has its fleet torn down when it is done
     (before the place goes). A fleet over hosts has its points measured on every host it spans."""
@@ -190,7 +216,7 @@ def _up_or_failed(ctx: RunContext, fleet: SweepFleet, pipeline: Pipeline, b: Swe
     exit say so, and a resume provisions it again), and the run goes on with the next block. A
     Ctrl-C behind the failure stops the run."""
     try:
-        return fleet.up(ctx, pipeline, lambda: b.testbed(where))
+        return fleet.up(ctx, pipeline, lambda: b.fleet.provision(ctx.host, where))
     except BRING_UP_FAILURES as e:
         if isinstance(e, Refusal) or interrupt_in(e) or CANCEL.is_set():
             raise

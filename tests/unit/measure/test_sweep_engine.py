@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from types import SimpleNamespace
+from typing import Callable
 
 import pytest
 
@@ -17,6 +19,7 @@ from harness.experiments import RunContext
 from harness.fleet.testbed import TestbedError
 from harness.hosts import LocalHost
 from harness.measure import sweep
+from harness.measure.declaration import HOST_ONLY, Declared, DeclaredBlock, plan_of
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Point
 from harness.measure.plan import Block, Plan, PlanDisagrees, PlannedPoint
 from harness.results.outputs import Output
@@ -42,23 +45,36 @@ class FakeTestbed:
         return self.up()
 
 
-def blocks(raw: str, labels: list[str], unplaceable: str = "", made: int = 4) -> list[sweep.SweepBlock]:
-    def point(label: str, name: str, env: str) -> Point:
-        def run():
-            EVENTS.append(f"{label}/{name}/{env}")
-            return [Output("slot0", raw)]
-        pid = f"{label}/{name}/{env}"
-        return Point(pid, env, "host" if env == PHYSICAL else "virtio-blk", (), run=run, parse=fio.parse,
-                     headline="iops", meta={"point": name, "setup": label},
-                     baseline=f"{label}/{name}/{PHYSICAL}" if env == VIRTUAL else None)
+@dataclass(frozen=True)
+class FakeFleet:
+    """A block's declared fleet, whose testbed stands in for Terraform."""
+    make: Callable[[], FakeTestbed]
 
+    def provision(self, host, where: dict) -> FakeTestbed:
+        return self.make()
+
+
+def point(raw: str, label: str, name: str, env: str, kill_at: int = 0) -> Point:
+    """A fake point: its run is logged (the `kill_at`-th run of the test is killed instead)."""
+    def run():
+        if kill_at and len([e for e in EVENTS if "/" in e]) + 1 == kill_at:
+            raise KeyboardInterrupt
+        EVENTS.append(f"{label}/{name}/{env}")
+        return [Output("slot0", raw)]
+    pid = f"{label}/{name}/{env}"
+    return Point(pid, env, "host" if env == PHYSICAL else "virtio-blk", (), run=run, parse=fio.parse,
+                 headline="iops", meta={"point": name, "setup": label},
+                 baseline=f"{label}/{name}/{PHYSICAL}" if env == VIRTUAL else None)
+
+
+def blocks(raw: str, labels: list[str], unplaceable: str = "", made: int = 4) -> list[sweep.SweepBlock]:
     @contextmanager
     def place(label: str):
         yield None if label == unplaceable else {}
     names = NAMES
     return [sweep.SweepBlock(label,
-                             testbed=lambda _where, label=label: FakeTestbed(label), place=partial(place, label),
-                             points=lambda _rec, _tb, label=label: [point(label, n, e) for n in names
+                             fleet=FakeFleet(partial(FakeTestbed, label)), place=partial(place, label),
+                             points=lambda _rec, _tb, label=label: [point(raw, label, n, e) for n in names
                                                                    for e in (PHYSICAL, VIRTUAL)][:made])
             for label in labels]
 
@@ -127,7 +143,7 @@ def test_a_block_whose_fleet_does_not_come_up_is_recorded_failed_and_the_run_goe
     ctx = context(tmp_path)
     ctx.store.update_manifest(experiment="fake")
     three = blocks(raw, ["a", "b", "c"])
-    three[1].testbed = lambda _where: LostTestbed("b")
+    three[1].fleet = FakeFleet(lambda: LostTestbed("b"))
     three[1].keep_fleet = False   # its own teardown after the block too: nothing left for it
     sweep.run(ctx, ctx.cfg, three, "the fake fleet")
     assert EVENTS.count("down b") == 1 and len([e for e in EVENTS if e.startswith("c/")]) == 8   # torn down once
@@ -149,7 +165,7 @@ def test_a_run_with_a_block_that_did_not_come_up_teaches_no_costs(tmp_path, fixt
     monkeypatch.setattr(sweep.nested_l1, "rebuilt_after_loss", lambda *a: None)
     raw = fixture_text("fio/host-randread-qd16.json")
     two = blocks(raw, ["a", "b"])
-    two[1].testbed = lambda _where: LostTestbed("b")
+    two[1].fleet = FakeFleet(lambda: LostTestbed("b"))
     fake = SimpleNamespace(name="fake", run=lambda ctx: sweep.run(ctx, ctx.cfg, two, "the fake fleet"))
     ctx = context(tmp_path)
     ctx.store.update_manifest(experiment="fake")
@@ -178,14 +194,14 @@ def test_a_cluster_not_made_fails_its_block_and_a_refusal_ends_the_run(tmp_path,
     ctx = context(tmp_path / "failed")
     ctx.store.update_manifest(experiment="fake")
     two = blocks(raw, ["a", "b"])
-    two[0].testbed = lambda _where: NoCluster("a", CephError("mon did not form a quorum in 60 s"))
+    two[0].fleet = FakeFleet(lambda: NoCluster("a", CephError("mon did not form a quorum in 60 s")))
     sweep.run(ctx, ctx.cfg, two, "the fake fleet")
     assert ctx.store.manifest["blocks_failed"] == {"a": "mon did not form a quorum in 60 s"}
     assert ctx.store.manifest["blocks_done"] == ["b"]
     ctx = context(tmp_path / "refused")
     ctx.store.update_manifest(experiment="fake")
     two = blocks(raw, ["a", "b"])
-    two[0].testbed = lambda _where: NoCluster("a", CephRefusal("ceph.osd_devices /dev/sda refused"))
+    two[0].fleet = FakeFleet(lambda: NoCluster("a", CephRefusal("ceph.osd_devices /dev/sda refused")))
     with pytest.raises(CephRefusal):
         sweep.run(ctx, ctx.cfg, two, "the fake fleet")
     assert "blocks_failed" not in ctx.store.manifest
@@ -226,3 +242,50 @@ def test_a_block_or_a_point_that_the_plan_lacks_is_a_bug_found_before_it_runs(tm
     assert not [e for e in EVENTS if "/" in e] and EVENTS[-1] == "down a"   # nothing measured, the fleet down
     with pytest.raises(PlanDisagrees, match="a block 'z' that its plan does not have"):
         sweep.run(context(tmp_path / "z", plan=one), ctx.cfg, blocks(raw, ["z"]), "the fake fleet")
+
+
+class Declaring:
+    """A fake experiment as one declaration: two blocks, each a point on the host and in the VM and
+    a point on the host only; the engine derives the plan and the points run from it."""
+    name = "fake"
+
+    def __init__(self, raw: str, kill_at: int = 0):
+        self.raw, self.kill_at = raw, kill_at
+
+    def declared(self) -> list[DeclaredBlock[str]]:
+        return [DeclaredBlock(label, (Declared("seq", "seq", 1), Declared("rand", "rand", 1, envs=HOST_ONLY)))
+                for label in "ab"]
+
+    def plan(self, cfg) -> Plan:
+        return plan_of(self.name, self.declared(), cfg.repeat.count)
+
+    def run(self, ctx: RunContext) -> None:
+        sweep.run(ctx, ctx.cfg, [sweep.SweepBlock(
+            b.label, fleet=FakeFleet(partial(FakeTestbed, b.label)),
+            points=lambda _rec, _tb, b=b: b.made(lambda d, env: point(self.raw, b.label, d.what, env, self.kill_at)))
+            for b in self.declared()], "the fake fleet")
+
+
+def test_a_declared_experiment_runs_its_plans_points_through_a_kill_and_a_resume(tmp_path, fixture_text, monkeypatch):
+    """Planned, run, killed in its second block, resumed: every point the plan has is measured in
+    each repeat, once, and nothing the plan lacks."""
+    monkeypatch.setattr(sweep, "Testbed", lambda *a, **k: FakeTestbed("stale"))
+    raw = fixture_text("fio/host-randread-qd16.json")
+    cfg = context(tmp_path).cfg
+    planned = Declaring(raw).plan(cfg)
+    assert [(b.label, p.label, p.env) for b in planned.blocks for p in b.points] == [
+        (b, name, env) for b in "ab" for name, env in (("seq", PHYSICAL), ("seq", VIRTUAL), ("rand", PHYSICAL))]
+    EVENTS.clear()
+    first = context(tmp_path / "first", plan=planned)
+    first.store.update_manifest(experiment="fake")
+    with pytest.raises(KeyboardInterrupt):
+        Declaring(raw, kill_at=9).run(first)
+    assert EVENTS[-1] == "down b" and len([e for e in EVENTS if "/" in e]) == 8
+    again = context(tmp_path / "again", RunStore.reopened(first.store.dir), plan=planned)
+    Declaring(raw).run(again)
+    rows = [json.loads(line) for line in (first.store.dir / "samples.jsonl").read_text().splitlines()]
+    runs = [(r["setup"], r["point"], r["env"], r["repeat"]) for r in rows
+            if r["metric"] == "iops" and r["repeat"] != "all" and r["status"] == "ok"]
+    assert len(runs) == len(set(runs)) == planned.point_runs
+    assert sorted(set((s, p, e) for s, p, e, _ in runs)) == sorted(
+        (b.label, p.label, p.env) for b in planned.blocks for p in b.points)
