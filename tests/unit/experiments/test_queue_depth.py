@@ -1,0 +1,50 @@
+"""queue-depth without a testbed: its declaration (a point per depth, on the host and in the VM), and
+its summary from samples as the pipeline stores them: a curve that stops gaining, one that keeps
+gaining, the share of the host at each depth, the plot."""
+import pytest
+
+from harness.cli import settings
+from harness.common.schema import ConfigError
+from harness.experiments import matrix_summary
+from harness.experiments import queue_depth as qd
+from harness.results.samples import Sample
+
+
+def test_a_point_per_depth_on_the_host_and_in_the_vm_of_each_backend():
+    cfg = settings.load(None, ["queue_depth.iodepths=[16,1,4,4]", 'queue_depth.backends=["virtio-blk","nvme"]'])
+    plan = qd.EXPERIMENT.plan(cfg)
+    assert [b.label for b in plan.blocks] == ["backend virtio-blk", "backend nvme"]
+    assert [(p.label, p.env) for p in plan.blocks[0].points] == [
+        (f"randread-qd{d}", env) for d in (1, 4, 16) for env in ("physical", "virtual")]   # sorted, once each
+    assert [p.job.iodepth for p in qd.EXPERIMENT.points(cfg)] == [1, 4, 16]
+    assert plan.point_runs == 2 * 6 * cfg.repeat.count
+
+
+def test_one_depth_is_no_curve_and_is_refused_with_the_field():
+    with pytest.raises(ConfigError, match="queue_depth.iodepths"):
+        settings.load(None, ["queue_depth.iodepths=[8]"])
+
+
+def samples(curves: dict[str, dict[int, float]]) -> list[Sample]:
+    out = []
+    for backend, by_depth in curves.items():
+        for depth, base in by_depth.items():
+            for rep, jitter in enumerate((0.0, 0.01, -0.01)):
+                meta = {"group": qd.GROUP, "point": f"randread-qd{depth}", "backend": backend, "repeat": rep,
+                        "env": "physical" if backend == "host" else "virtual", "host_quiet": True}
+                out += [Sample("iops", base * (1 + jitter), "IOPS", meta),
+                        Sample("lat_mean", 1e6 * depth / base * (1 - jitter), "us", meta)]
+    return out
+
+
+def test_each_curve_says_where_it_stops_gaining_and_its_share_of_the_host(tmp_path):
+    rows = matrix_summary.matrix_rows(samples({"host": {1: 1000, 4: 3000, 16: 6000},
+                                               "virtio-blk": {1: 500, 4: 1000, 16: 1000}}), qd.GROUP)
+    by_env = qd.depth_values(rows)
+    assert sorted(by_env) == ["host", "virtio-blk"] and sorted(by_env["host"]) == [1, 4, 16]
+    text = " ".join(qd.print_curves(by_env, accel="tcg").split())
+    assert "host: kept gaining to QD16" in text
+    assert "virtio-blk: no significant gain from QD4 to QD16" in text   # 1,000 -> 1,000
+    assert "+100%" in text and "-50%" in text                      # QD4 over QD1; QD1 against the host
+    png = qd.depth_curves(by_env, tmp_path / "queue-depth.png", title="t")
+    assert png.read_bytes()[:4] == b"\x89PNG"
