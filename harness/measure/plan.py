@@ -8,6 +8,10 @@ before (`costs.json` in the results folder, kept per host and learnt after every
   collecting its output), by environment and participants;
 - the noise of a point's repeats (the median CV of its headline), from which the plan says the
   smallest difference its repeats can resolve and how many repeats 5% and 10% would need.
+
+A host without a figure of its own (a fresh one) starts from the development machine's, shipped
+with vtb (`development-costs.json`, per host kind: local and nested), and the plan says so; its own
+runs' figures replace them.
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ from harness.common.console import duration
 from harness.common.files import write_atomic
 
 KEEP = 5   # the costs of the last KEEP runs are averaged: a host's speed drifts
+# the development machine's costs (2 cores, guests under TCG), learnt from its default runs
+SHIPPED = Path(__file__).with_name("development-costs.json")
 
 
 @dataclass(frozen=True)
@@ -79,16 +85,17 @@ def host_key(host_name: str) -> str:
 class Costs:
     """What runs on one host have cost, in the results folder's costs.json."""
 
-    def __init__(self, results_dir: Path, host: str):
+    def __init__(self, results_dir: Path, host: str, shipped: Path | None = None):
+        """`shipped`: figures to start from where this host has none of its own (SHIPPED)."""
         self.path = Path(results_dir) / "costs.json"
         self.where = f"host {host}" if "," not in host else f"hosts {host} (costs as measured on {host_key(host)})"
         self.host = host_key(host)
-        try:
-            everything = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            everything = {}
-        self.all = everything if isinstance(everything, dict) else {}
+        self.all = _read(self.path)
         self.mine: dict = self.all.get(self.host, {})
+        start = _read(shipped).get(self.host) if shipped and not self.mine else None
+        self.shipped = bool(start)
+        if start:
+            self.mine = start
 
     def _mean(self, kind: str, key: str) -> float | None:
         values = self.mine.get(kind, {}).get(key)
@@ -132,6 +139,9 @@ class Costs:
               noise: float | None, shared: bool = True) -> None:
         """Adds one run's costs and writes the file (atomically). `shared`: its point overheads
         stand for every experiment's too (not when they hold tool time the plan could not tell)."""
+        if self.shipped:   # the host's own figures from now on, not added to the development machine's
+            self.mine, self.shipped = {}, False
+
         def keep(kind: str, key: str, value: float) -> None:
             values = self.mine.setdefault(kind, {}).setdefault(key, [])
             values.append(round(value, 3))
@@ -148,6 +158,14 @@ class Costs:
         write_atomic(self.path, json.dumps(self.all, indent=1, sort_keys=True))
 
 
+def _read(path: Path) -> dict:
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 @dataclass(frozen=True)
 class Estimate:
     seconds: float
@@ -156,7 +174,8 @@ class Estimate:
 
 def estimate(plan: Plan, costs: Costs) -> Estimate:
     """The plan's duration from the host's costs, and what the figure lacks."""
-    notes = []
+    notes = ["the development machine's costs, shipped with vtb (2 cores, guests under TCG): this host's own "
+             "replace them after its first completed run"] if costs.shipped else []
     setup, source = costs.setup_s(plan.experiment)
     if source != "measured":
         notes.append(f"block setup: {source}")
@@ -212,7 +231,8 @@ def describe(plan: Plan, costs: Costs, precision: float | None = None, max_count
                      + (f"until the budget of {duration(budget_s)} ({bound})" if budget_s else bound))
     if (cv := costs.noise_cv()) is not None:
         need = {d: repeats_for(cv, d) for d in (0.05, 0.10)}
-        lines.append(f"noise on this host: repeats vary by a CV of {cv:.0%}; {plan.repeats} repeat(s) resolve a "
+        lines.append(f"noise on {'the development machine' if costs.shipped else 'this host'}: repeats vary by a CV of "
+                     f"{cv:.0%}; {plan.repeats} repeat(s) resolve a "
                      f"difference of {resolvable(cv, plan.repeats):.0%} or more; 10% needs "
                      f"{need[0.10] or '>1000'} repeats, 5% needs {need[0.05] or '>1000'} (repeat.count)")
     else:

@@ -26,6 +26,25 @@ def test_without_costs_the_estimate_counts_tool_time_and_says_what_it_lacks(tmp_
     assert "each point), on host local\n" in text
 
 
+def test_a_fresh_host_starts_from_the_development_machines_costs_says_so_and_its_own_replace_them(tmp_path):
+    shipped = tmp_path / "development-costs.json"
+    shipped.write_text(json.dumps({"local": {"setup_s": {"demo": [30.0]}, "overhead_s": {"physical/1": [2.0],
+                                                                                        "virtual/1": [4.0]},
+                                             "noise_cv": {"headline": [0.05]}}}))
+    fresh = Costs(tmp_path / "results", "local", shipped)
+    est = plan.estimate(two_blocks(), fresh)
+    assert est.seconds == pytest.approx(2 * 30 + 2 * 3 * (12 + 2 + 12 + 4))
+    assert est.notes[0] == ("the development machine's costs, shipped with vtb (2 cores, guests under TCG): this "
+                            "host's own replace them after its first completed run")
+    assert "noise on the development machine: repeats vary by a CV of 5%" in plan.describe(two_blocks(), fresh)
+    assert not Costs(tmp_path / "results", "an-ssh-host", shipped).shipped   # no kind of it shipped
+    fresh.learn("demo", 10.0, {"physical/1": [1.0]}, None)
+    own = json.loads((tmp_path / "results" / "costs.json").read_text())["local"]
+    assert own == {"setup_s": {"demo": [10.0]}, "overhead_s": {"demo:physical/1": [1.0], "physical/1": [1.0]}}
+    again = Costs(tmp_path / "results", "local", shipped)
+    assert not again.shipped and again.setup_s("demo") == (10.0, "measured") and again.noise_cv() is None
+
+
 def test_a_plan_over_several_hosts_names_them_all_and_whose_costs_it_takes(tmp_path):
     text = plan.describe(two_blocks(), Costs(tmp_path, "nested0,nested1"))
     assert "on hosts nested0,nested1 (costs as measured on nested0)" in text
