@@ -98,7 +98,7 @@ def fixture_text():
 
 def _consoles_since(t0: float) -> list[Path]:
     """Console logs written while the test ran: the nested host's own, and those kept in run folders."""
-    from harness.cli import settings
+    from harness.engine import settings
     found = []
     for toml in ("ci.toml", "nested.toml"):
         cfg = settings.load(Path(__file__).parent / toml)

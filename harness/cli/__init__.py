@@ -1,5 +1,5 @@
-"""The `harness` command: its arguments, and the commands that order the layers' steps (bring-up,
-teardown and gc across this machine, the nested hosts and the [[hosts]])."""
+"""The `harness` command: its arguments and what it prints. The run's wiring, and the order in which
+teardown and gc reach this machine, the nested hosts and the [[hosts]], are harness.engine's."""
 from __future__ import annotations
 
 import json
@@ -30,7 +30,7 @@ def testbed() -> None:
 @with_config
 def testbed_up(config_path, overrides) -> None:
     """Probe the accelerator, terraform apply the fleet (and its [raid] array), wait for every guest agent."""
-    from harness.cli import runner
+    from harness.engine import runner
     from harness.fleet import users_fleet
     from harness.fleet.testbed import Testbed
     cfg = load(config_path, overrides)
@@ -55,24 +55,21 @@ def testbed_down(config_path, overrides, everything) -> None:
 
 
 def _down(config_path, overrides, everything) -> None:
-    from harness import hosts
-    from harness.common import paths
-    from harness.fleet import gc, users_fleet
+    from harness.engine import cleanup
     from harness.fleet.testbed import TestbedError
-    cfg = load(config_path, overrides)
-    asked = hosts.answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
-    if everything:   # first: a killed run's terraform apply would hold the state lock, its fio act
-        from harness.hosts import orphans
-        for said in orphans.stop_orphans(asked):
-            step(f"stopped {said}")
-    removed, failed = users_fleet.tear_down(cfg, asked, everything)
-    if everything:
-        removed += gc.collect_recorded(paths.PREFIX)
-    removed, notes = gc.removals_and_notes(removed)
-    step(f"testbed down: removed {len(removed)} leftover(s)" + "".join(f"\n    {r}" for r in removed)
-         + "".join(f"\n    {n}" for n in notes))
-    if failed:
-        raise TestbedError("\n".join(failed))
+    done = cleanup.torn_down(load(config_path, overrides), everything, say=step)
+    step(f"testbed down: removed {len(done.removed)} leftover(s)" + "".join(f"\n    {r}" for r in done.removed)
+         + "".join(f"\n    {n}" for n in done.notes))
+    if done.failed:
+        raise TestbedError("\n".join(done.failed))
+
+
+def _run_as_json(store, status: str) -> None:
+    """A run's last line with --json, whatever its outcome."""
+    click.echo(json_outputs.dumps("run", {"run_id": store.run_id, "folder": str(store.dir), "status": status,
+                                          "failed_samples": sum(s.status != "ok" for s in store.samples),
+                                          "failed_blocks": list(store.manifest.get("blocks_failed") or {})},
+                                  indent=None))
 
 
 @cli.command(short_help="Remove vtb- leftovers that no live state owns.")
@@ -81,57 +78,19 @@ def _down(config_path, overrides, everything) -> None:
 def gc(config_path, overrides, everything) -> None:
     """Remove vtb- leftovers that no live state owns (domains, pools, QEMU processes, loops, mounts).
     Fleets with state in a state dir, and the nested host, are kept; a SIGKILLed run's sweep fleet is not."""
-    from harness.common import paths
-    from harness.fleet import gc as gc_mod
-    from harness.hosts import LocalHost
-    cfg = load(config_path, overrides)
-    from harness.hosts import HostsNotAnswering, answers, check_answering, orphans, remote_hosts
-    asked = answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
-    for said in orphans.stop_orphans(asked):   # first: a killed run's terraform or host fio still acts
-        console.print(f"gc: stopped {said}", markup=False)
-    keep = () if everything else gc_mod.live_prefixes((cfg.state_dir,))
-    if keep:
-        console.print(f"gc: keeping what live state owns: {', '.join(keep)} (--all removes it too)", markup=False)
-    # inside out: the remote hosts of the config and the nested host first (they may be nested
-    # hosts this machine runs, which the last step removes with --all)
-    removed, unanswered = [], ""
-    try:
-        check_answering(cfg, asked)
-    except HostsNotAnswering as e:   # this machine is collected all the same; the [[hosts]] once they answer
-        unanswered = str(e)
-    reached = [LocalHost()]
-    for h in [] if unanswered else remote_hosts(cfg):
-        removed += [f"{r} (on {h.label})" for r in gc_mod.collect(paths.PREFIX, h, keep=keep)]
-        reached.append(h)
-    if nested := _nested_host_if_up(cfg):  # what runs inside the nested host, by the same rule
-        removed += [f"{r} (in the nested host)" for r in gc_mod.collect(paths.PREFIX, nested, keep=keep)]
-        reached.append(nested)
-    # by the dead fleets' records, once their guests are gone: on other hosts before this machine's
-    # collection, which may remove the nested hosts they are; what is left there, tried again after it
-    removed += gc_mod.collect_recorded(paths.PREFIX, keep, elsewhere=True)
-    removed += gc_mod.collect(paths.PREFIX, keep=keep)
-    removed += gc_mod.collect_recorded(paths.PREFIX, keep)
-    for h in reached:
-        for said in gc_mod.resume_left_paused(h, keep, cfg.results_dir):
-            console.print(f"gc: {said}", markup=False)
-    removed, notes = gc_mod.removals_and_notes(removed)
-    for r in removed:
+    from harness.engine import cleanup
+    from harness.hosts import HostsNotAnswering
+    done = cleanup.collected(load(config_path, overrides), everything,
+                             say=lambda said: console.print(f"gc: {said}", markup=False))
+    for r in done.removed:
         console.print(f"removed {r}", markup=False)
-    for n in notes:
+    for n in done.notes:
         console.print(f"gc: {n}", markup=False)
-    console.print(f"gc: {len(removed)} removed" + (f", {len(notes)} left (see above)" if notes else ""))
-    if unanswered:
-        raise HostsNotAnswering(f"gc left the [[hosts]] untouched: {unanswered}")
-    if notes:   # each named above, with its fix
+    console.print(f"gc: {len(done.removed)} removed" + (f", {len(done.notes)} left (see above)" if done.notes else ""))
+    if done.unanswered:
+        raise HostsNotAnswering(f"gc left the [[hosts]] untouched: {done.unanswered}")
+    if done.notes:   # each named above, with its fix
         sys.exit(Exit.LEFTOVERS)
-
-
-def _nested_host_if_up(cfg):
-    from harness.hosts.nested import NestedHost, NestedHostError
-    try:
-        return NestedHost.load(cfg.state_dir / "nested")
-    except NestedHostError:
-        return None
 
 
 @cli.group()
@@ -312,7 +271,7 @@ def shown_default(info) -> str:
 
 def experiment_command(experiment) -> click.Command:
     """The command of one experiment: --config, --set and its own flags, typed by the fields they set."""
-    from harness.cli import settings
+    from harness.engine import settings
     options = []
     for flag in experiment.flags:
         info = settings.field_at(flag.fields[0].split("."))
@@ -352,7 +311,7 @@ def experiment_command(experiment) -> click.Command:
 
     def callback(config_path, overrides, run_id, resume, resume_anyway, plan_only, precision, budget,
                  allow_failed_points, as_json, **given) -> None:
-        from harness.cli import runner
+        from harness.engine import runner
         typed = [(["repeat", key], value) for key, value in (("precision", precision), ("budget_s", budget))
                  if value is not None]
         for flag in experiment.flags:
@@ -376,7 +335,7 @@ def experiment_command(experiment) -> click.Command:
             runner.show_plan(cfg, experiment.name, resume=resume, run_id=run_id, resume_anyway=resume_anyway)
             return
         ctx = runner.run(cfg, experiment.name, resume=resume, resume_anyway=resume_anyway, run_id=run_id,
-                         as_json=as_json)
+                         last_line=_run_as_json if as_json else None)
         failed = sum(s.status != "ok" for s in ctx.store.samples)
         blocks = ctx.store.manifest.get("blocks_failed") or {}
         if (failed or blocks) and not allow_failed_points:   # on stderr: with --json, stdout ends with the run's line

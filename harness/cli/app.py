@@ -69,7 +69,7 @@ def config_params() -> list[click.Parameter]:
 
 
 def load(config_path, overrides):
-    from harness.cli import settings
+    from harness.engine import settings
     return settings.load(config_path, list(overrides))
 
 

@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from harness.cli.settings import model
 from harness.common import paths
+from harness.engine.settings import model
 
 HEADER = """# Configuration reference
 

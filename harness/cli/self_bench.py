@@ -25,12 +25,12 @@ import time
 from rich.table import Table
 
 from harness.analysis.stats import summarize
-from harness.cli import runner
 from harness.common import paths
 from harness.common.console import console, step, warn
 from harness.common.exits import StepFailed
 from harness.common.files import write_atomic
 from harness.config.core import Config
+from harness.engine import runner
 from harness.fleet import vm_start
 from harness.fleet.testbed import Testbed
 from harness.hosts import LocalHost, accel, environment

@@ -1,6 +1,6 @@
 """The core settings: the fleet, its disk, the host, the array, repeats and settling. Each
 experiment's settings live in its own module, each backend's own [disk] fields in its module;
-harness/cli/settings.py assembles them with these into the whole config and loads it."""
+harness/engine/settings.py assembles them with these into the whole config and loads it."""
 from __future__ import annotations
 
 import ipaddress

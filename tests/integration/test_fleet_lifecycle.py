@@ -132,7 +132,7 @@ def test_gc_removes_a_vtb_named_domain_only_when_it_records_that_vtb_defined_it(
 def test_a_state_whose_pool_its_host_lost_is_set_aside(fleet, tmp_path):
     """A fleet state that outlived its host (a rebuilt nested host) would fail every refresh: the
     next `up` sets it aside; a live fleet's state is kept."""
-    from harness.cli import settings
+    from harness.engine import settings
     from harness.fleet.testbed import Testbed
     stale = Testbed(settings.load(CONFIG, [f"state_dir={tmp_path}", "fleet.name=gone"]))
     stale.dir.mkdir(parents=True)

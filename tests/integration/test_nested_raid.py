@@ -16,7 +16,7 @@ from pathlib import Path
 import libvirt
 import pytest
 
-from harness.cli import settings
+from harness.engine import settings
 from harness.hosts.nested import DOMAIN, NestedHost
 from harness.libvirt.libvirt_conn import connect
 from harness.resources import raid

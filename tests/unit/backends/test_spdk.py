@@ -10,8 +10,8 @@ from spdk.rpc.client import JSONRPCException
 from harness.backends import HostDevice, HostPlan, VmSlot, spdk_target
 from harness.backends.spdk_target import SpdkError, call
 from harness.backends.vhost_user_spdk import VhostUserSpdk, hugepage_plan
-from harness.cli import settings
 from harness.config.core import ConfigError
+from harness.engine import settings
 
 MIB = 1 << 20
 RECORDED = json.loads((Path(__file__).parents[2] / "fixtures" / "spdk" / "v25.09-replies.json").read_text())

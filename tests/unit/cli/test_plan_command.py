@@ -43,7 +43,7 @@ def test_a_resumed_run_goes_on_with_its_own_config_and_only_the_command_line_is_
     """`harness runs` offers `harness run vm-scaling --resume RUN`: that command takes the run's own
     config from its run.json (not today's defaults), and refuses only what the command line changes;
     a run folder moved to another results folder still resumes. --plan checks what the run checks."""
-    from harness.cli import settings
+    from harness.engine import settings
     moved = tmp_path / "moved"
     folder = moved / "r1"
     folder.mkdir(parents=True)

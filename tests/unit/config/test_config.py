@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import settings
 from harness.config.core import ConfigError
+from harness.engine import settings
 
 
 def load(*overrides, path=None):

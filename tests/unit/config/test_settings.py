@@ -9,8 +9,8 @@ from pydantic import Field
 
 from harness import backends, cli
 from harness.backends.base import Backend
-from harness.cli import runner, settings
 from harness.common.schema import ConfigError, Section
+from harness.engine import runner, settings
 from harness.experiments import Flag, registry
 from harness.results.metrics import Direction, direction
 

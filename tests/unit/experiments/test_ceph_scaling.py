@@ -65,7 +65,7 @@ def test_the_summary_and_its_plots(tmp_path):
 
 
 def test_a_sweep_that_would_fill_its_cluster_is_refused_before_anything_starts():
-    from harness.cli import settings
+    from harness.engine import settings
     from harness.experiments.ceph_scaling import EXPERIMENT
     assert EXPERIMENT.refusal(settings.load(None, [])) is None   # the defaults fit: the OSDs are sized for them
     said = EXPERIMENT.refusal(settings.load(None, ["ceph.osd_size_mib=1024"]))
@@ -78,7 +78,7 @@ HOSTS = ('hosts=[{"name": "a", "ssh": "root@192.0.2.1", "devices": ["/dev/vdb"]}
 
 
 def test_over_hosts_each_host_is_a_node_and_the_node_counts_run_up_to_them():
-    from harness.cli import settings
+    from harness.engine import settings
     from harness.experiments.ceph_scaling import EXPERIMENT
     cfg = settings.load(None, [HOSTS, "ceph.mode=hosts"])
     assert cs.node_counts(cfg) == [1, 2] and EXPERIMENT.refusal(cfg) is None
@@ -95,13 +95,13 @@ def test_over_hosts_each_host_is_a_node_and_the_node_counts_run_up_to_them():
     (["ceph.mode=hosts", "ceph_scaling.node_counts=[2,3]"], "up to 3 storage nodes, one per [[hosts]] entry"),
 ])
 def test_over_hosts_what_does_not_fit_them_is_refused_with_the_fix(overrides, said):
-    from harness.cli import settings
+    from harness.engine import settings
     from harness.experiments.ceph_scaling import EXPERIMENT
     assert said in EXPERIMENT.refusal(settings.load(None, [HOSTS, *overrides]))
 
 
 def test_over_hosts_the_run_records_the_node_counts_it_sweeps():
-    from harness.cli import settings
+    from harness.engine import settings
     from harness.experiments.ceph_scaling import EXPERIMENT
     cfg = EXPERIMENT.configured(settings.load(None, [HOSTS, "ceph.mode=hosts"]))
     assert cfg.ceph_scaling.node_counts == [1, 2] and cs.node_counts(cfg) == [1, 2]

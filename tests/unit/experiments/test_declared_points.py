@@ -2,7 +2,7 @@
 whose direction is declared (results/metrics.py)."""
 from pathlib import Path
 
-from harness.cli import settings
+from harness.engine import settings
 from harness.experiments import registry
 from harness.experiments.fio_matrix import FioMatrix
 from harness.results.metrics import Direction, direction

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.cli import settings
+from harness.engine import settings
 from harness.experiments import device_profile as dp
 from harness.workloads import fio
 

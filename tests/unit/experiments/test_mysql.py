@@ -1,6 +1,6 @@
 """mysql's physical baseline needs a block device on the host: a fleet of Ceph images is refused
 before anything is made, with the fix; other backends are not."""
-from harness.cli import settings
+from harness.engine import settings
 from harness.experiments import registry
 
 

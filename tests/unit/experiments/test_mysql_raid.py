@@ -2,7 +2,7 @@
 (rows over repeats, the table that says what stands in for TPC-C, the plot)."""
 import pytest
 
-from harness.cli import settings
+from harness.engine import settings
 from harness.experiments import mysql_raid
 from harness.results.samples import Sample
 

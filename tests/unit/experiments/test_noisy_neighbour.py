@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import settings
 from harness.common.schema import ConfigError
+from harness.engine import settings
 from harness.experiments import noisy_neighbour as nn
 from harness.libvirt import iotune
 from harness.results.outputs import Output

@@ -3,8 +3,8 @@ its summary from samples as the pipeline stores them: a curve that stops gaining
 gaining, the share of the host at each depth, the plot."""
 import pytest
 
-from harness.cli import settings
 from harness.common.schema import ConfigError
+from harness.engine import settings
 from harness.experiments import matrix_summary
 from harness.experiments import queue_depth as qd
 from harness.results.samples import Sample

@@ -91,7 +91,7 @@ def test_vm_scaling_of_a_job_file_keeps_each_job_and_direction_apart(tmp_path):
 
 
 def test_vm_scaling_takes_a_job_file_with_its_runtime_over_the_files(tmp_path):
-    from harness.cli import settings
+    from harness.engine import settings
     from harness.experiments.vm_scaling import EXPERIMENT
     from harness.workloads.fio import FioJob
     assert isinstance(EXPERIMENT.workload(settings.load(None, [])), FioJob)   # vtb's own job by default
@@ -125,7 +125,7 @@ def test_a_matrix_point_of_several_vms_is_judged_on_their_sum():
 
 
 def test_fio_job_vm_counts_name_each_counts_points_and_size_the_sweep_fleet():
-    from harness.cli import settings
+    from harness.engine import settings
     from harness.experiments.fio_job import EXPERIMENT
     cfg = settings.load(None, ["fio_job.profile=oltp-70-30", "fio_job.vm_counts=[2, 1]"])
     points = EXPERIMENT.points(cfg)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import settings
+from harness.engine import settings
 from harness.fleet import testbed
 from harness.hosts import LocalHost
 from harness.libvirt.agent import AgentTimeout

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from harness.cli import settings
+from harness.engine import settings
 from harness.fleet import gc, testbed
 from harness.hosts import LocalHost
 

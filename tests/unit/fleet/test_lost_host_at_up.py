@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import settings
+from harness.engine import settings
 from harness.fleet import users_fleet
 from harness.libvirt.agent import AgentError
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import settings
 from harness.common import paths
+from harness.engine import settings
 from harness.fleet import testbed
 
 

@@ -1,8 +1,8 @@
 """Placement of a fleet over several hosts, and the [[hosts]] config that drives it."""
 import pytest
 
-from harness.cli import settings
 from harness.common.schema import ConfigError
+from harness.engine import settings
 from harness.hosts import from_descriptor
 from harness.hosts.placement import PlacementError, place
 from harness.hosts.ssh import SshHost
@@ -88,7 +88,7 @@ def test_conditions_over_hosts_add_cpu_and_keep_the_worst():
 
 def test_nested_hosts_get_vcpus_that_fit_the_machine_unless_set(monkeypatch):
     """Under TCG a host whose vCPU waits for a core stalls its other vCPUs: N hosts share the cores."""
-    from harness.cli import settings
+    from harness.engine import settings
     from harness.resources import nested_l1
     monkeypatch.setattr(nested_l1.os, "cpu_count", lambda: 2)
     assert nested_l1._vcpus_that_fit(settings.load(None, []), 2).nested.vcpus == 1
@@ -101,7 +101,7 @@ def test_default_disks_follow_a_small_host_drive_and_a_set_size_is_kept(tmp_path
     import dataclasses
     import subprocess
 
-    from harness.cli import settings
+    from harness.engine import settings
     from harness.fleet import testbed
     from harness.hosts import LocalHost
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.cli import settings
+from harness.engine import settings
 from harness.experiments import registry
 from harness.measure import plan
 from harness.measure.plan import Block, Costs, Plan, PlannedPoint

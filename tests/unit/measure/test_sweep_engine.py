@@ -14,7 +14,7 @@ from typing import Callable
 
 import pytest
 
-from harness.cli import settings
+from harness.engine import settings
 from harness.experiments import RunContext
 from harness.fleet.testbed import TestbedError
 from harness.hosts import LocalHost
@@ -159,7 +159,7 @@ def test_a_block_whose_fleet_does_not_come_up_is_recorded_failed_and_the_run_goe
 
 def test_a_run_with_a_block_that_did_not_come_up_teaches_no_costs(tmp_path, fixture_text, monkeypatch):
     """Its time lacks that block's points: learnt, it would make the next plan too short."""
-    from harness.cli import runner
+    from harness.engine import runner
     from harness.measure import plan
     monkeypatch.setattr(sweep, "Testbed", lambda *a, **k: FakeTestbed("stale"))
     monkeypatch.setattr(sweep.nested_l1, "rebuilt_after_loss", lambda *a: None)

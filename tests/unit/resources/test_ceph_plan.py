@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import settings
 from harness.config.core import ConfigError
+from harness.engine import settings
 from harness.hosts import all_for_config
 from harness.resources.ceph.plan import (
     AUTO_OSD_MIB,

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import settings
 from harness.config.core import ConfigError
+from harness.engine import settings
 from harness.resources.devices import refuse_reason
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for loop devices")

@@ -26,7 +26,7 @@ def test_other_drives_name_both_shapes():
 
 def test_libvirtd_is_reached_through_sshd_and_never_forwarded_on_tcp():
     """The only forward is sshd's: no local user reaches the L1's libvirtd without the testbed's key."""
-    from harness.cli import settings
+    from harness.engine import settings
     from harness.hosts import accel
     cfg = settings.load(None, [])
     choice = accel.AccelChoice(accel="tcg", domain_type="qemu", reason="test")

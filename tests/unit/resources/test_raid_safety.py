@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import settings
 from harness.config.core import ConfigError
+from harness.engine import settings
 from harness.hosts import LocalHost
 from harness.resources import raid
 

@@ -33,7 +33,7 @@ def test_output_without_a_result_is_refused():
 
 
 def test_the_setups_are_one_member_alone_then_each_level_and_the_points_each_benchmark():
-    from harness.cli import settings
+    from harness.engine import settings
     cfg = settings.load(None)
     assert [s.label for s in rocksdb.EXPERIMENT.setups(cfg)] == ["single"] + [
         f"raid{lv}-n4-c{cfg.raid.chunk_kib}k" for lv in (0, 1, 10)]

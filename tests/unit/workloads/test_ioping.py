@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import settings
+from harness.engine import settings
 from harness.experiments import registry
 from harness.workloads import ioping, qd1_tools
 

@@ -1,8 +1,8 @@
 """sysbench output parsing (recorded real 1.0.20 outputs) and the mysql sweep plan."""
 import pytest
 
-from harness.cli import settings
 from harness.config.core import ConfigError
+from harness.engine import settings
 from harness.experiments.mysql import plan
 from harness.workloads import sysbench
 from harness.workloads.sysbench import DbPoint

@@ -9,12 +9,11 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
-import click
 from pydantic import ValidationError
 
 from harness import hosts
-from harness.cli import json_outputs, settings
 from harness.common import paths
 from harness.common.bounded import heartbeat
 from harness.common.cancel import CANCEL, Terminated, interrupt_in
@@ -23,6 +22,7 @@ from harness.common.files import write_atomic
 from harness.common.pids import owner
 from harness.common.progress import RunProgress
 from harness.config.core import Config, validation_context
+from harness.engine import settings
 from harness.experiments import RunContext, registry
 from harness.fleet import gc, users_fleet
 from harness.fleet.testbed import Testbed, TestbedRecord
@@ -126,7 +126,7 @@ class Reopened:
 
 
 def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_anyway: bool = False,
-        run_id: str | None = None, as_json: bool = False) -> RunContext:
+        run_id: str | None = None, last_line: Callable[[RunStore, str], None] | None = None) -> RunContext:
     """Runs the experiment in a new run folder, or goes on with the run `resume` names (its
     measured points kept, the rest measured in the original round order)."""
     t0 = time.monotonic()
@@ -167,7 +167,7 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
             raise
         raise raised from e
     finally:
-        ended(experiment, ctx, status, (reopened.wall_s if reopened else 0.0) + time.monotonic() - t0, as_json)
+        ended(experiment, ctx, status, (reopened.wall_s if reopened else 0.0) + time.monotonic() - t0, last_line)
     return ctx
 
 
@@ -280,7 +280,8 @@ def failure(e: BaseException, store: RunStore) -> tuple[str, BaseException]:
     return "failed", e
 
 
-def ended(experiment, ctx: RunContext, status: str, wall_s: float, as_json: bool) -> None:
+def ended(experiment, ctx: RunContext, status: str, wall_s: float,
+          last_line: Callable[[RunStore, str], None] | None = None) -> None:
     """Whatever the outcome: the manifest's end (the command's whole time, provisioning included,
     summed over a resumed run's sessions), the summary, and where the results are."""
     store = ctx.store
@@ -292,10 +293,8 @@ def ended(experiment, ctx: RunContext, status: str, wall_s: float, as_json: bool
     step(f"results: {store.dir} ({status})")
     if resume_mod.offered(status, store.manifest):
         step(f"go on with it: harness run {experiment.name} --resume {store.run_id} (it goes on with its own config)")
-    if as_json:   # the last line, whatever the outcome: a CI job learns the run it made
-        click.echo(json_outputs.dumps("run", {"run_id": store.run_id, "folder": str(store.dir), "status": status,
-                                              "failed_samples": sum(s.status != "ok" for s in store.samples),
-                                              "failed_blocks": list(failed_blocks)}, indent=None))
+    if last_line:   # whatever the outcome (the command's --json: a CI job learns the run it made)
+        last_line(store, status)
 
 
 def _precision_summary(ctx: RunContext) -> None:
