@@ -1,29 +1,24 @@
 """queue-depth for real under TCG: two depths of virtio-blk against the host, each a point of the
-sweep fleet's block; the curve's table, its verdict per environment and its plot."""
+sweep fleet's block; the curve's table, its verdict per environment and its plots."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from run_harness import harness
 
 from harness.fleet import gc
 
 pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).parents[1] / "ci.toml"
-HARNESS = str(Path(sys.executable).parent / "harness")
 
 
 @pytest.mark.extended(why="a depth sweep on the fio matrix, whose engine make test's backends run drives")
 @pytest.mark.covers(experiments="queue-depth")
 def test_queue_depth_of_virtio_blk_against_the_host(tmp_path):
-    out = subprocess.run([HARNESS, "run", "queue-depth", "--backend", "virtio-blk", "--iodepths", "1,8",
-                          "--runtime", "1", "--ramp", "0", "--set", "repeat.count=2", "--set", f"results_dir={tmp_path}",
-                          "--config", str(CONFIG)], capture_output=True, text=True, timeout=900)
-    print(out.stdout, out.stderr)
-    assert out.returncode == 0, out.stdout + out.stderr
+    harness("run", "queue-depth", "--backend", "virtio-blk", "--iodepths", "1,8", "--runtime", "1", "--ramp", "0",
+            "--set", "repeat.count=2", "--set", f"results_dir={tmp_path}", "--config", str(CONFIG))
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     rows = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     iops = {(r["backend"], r["iodepth"]) for r in rows if r["metric"] == "iops" and r["status"] == "ok"
