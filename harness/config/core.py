@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError, ValidationInfo, create_model, field
 from harness import backends
 from harness.common import paths
 from harness.common.schema import FIX, ChunkKib, ConfigError, Filesystem, FolderPath, RaidLevel, Section, StatePath
+from harness.hosts import Placement
 from harness.resources.ceph.plan import CephConfig, hosts_mode_problem
 
 __all__ = ["Config", "ConfigError", "DiskConfig", "FleetConfig", "RaidConfig", "RemoteHostConfig", "RepeatConfig",
@@ -307,3 +308,8 @@ class Config(Section):
     @property
     def prefix(self) -> str:
         return f"{paths.PREFIX}{self.fleet.name}"
+
+    @property
+    def placement(self) -> Placement:
+        """The hosts' settings: where the fleet is."""
+        return Placement(self.host.kind, tuple(self.hosts), self.state_dir)

@@ -24,7 +24,7 @@ class Cleaned:
 
 def torn_down(cfg: Config, everything: bool, say: Callable[[str], None]) -> Cleaned:
     """The fleet down (`testbed down`); with `everything`, every other vtb- resource too."""
-    asked = answers(cfg)   # once: a dead host costs ssh's bound once, not once a step
+    asked = answers(cfg.placement)   # once: a dead host costs ssh's bound once, not once a step
     if everything:   # first: a killed run's terraform apply would hold the state lock, its fio act
         for said in orphans.stop_orphans(asked):
             say(f"stopped {said}")
@@ -38,7 +38,7 @@ def torn_down(cfg: Config, everything: bool, say: Callable[[str], None]) -> Clea
 def collected(cfg: Config, everything: bool, say: Callable[[str], None]) -> Cleaned:
     """vtb- leftovers that no live state owns (`gc`; with `everything`, what live state owns too),
     on every host the config reaches; a [[hosts]] that does not answer is left untouched, said."""
-    asked = answers(cfg)
+    asked = answers(cfg.placement)
     for said in orphans.stop_orphans(asked):   # first: a killed run's terraform or host fio still acts
         say(f"stopped {said}")
     keep = () if everything else gc.live_prefixes((cfg.state_dir,))
@@ -46,11 +46,11 @@ def collected(cfg: Config, everything: bool, say: Callable[[str], None]) -> Clea
         say(f"keeping what live state owns: {', '.join(keep)} (--all removes it too)")
     out = Cleaned()
     try:
-        check_answering(cfg, asked)
+        check_answering(cfg.placement, asked)
     except HostsNotAnswering as e:   # this machine is collected all the same; the [[hosts]] once they answer
         out.unanswered = str(e)
     reached = [LocalHost()]
-    for h in [] if out.unanswered else remote_hosts(cfg):
+    for h in [] if out.unanswered else remote_hosts(cfg.placement):
         out.removed += [f"{r} (on {h.label})" for r in gc.collect(paths.PREFIX, h, keep=keep)]
         reached.append(h)
     if nested := _nested_host_if_up(cfg):  # what runs inside the nested host, by the same rule

@@ -105,7 +105,7 @@ def show_plan(cfg: Config, experiment_name: str, resume: str | None = None, run_
         if changed := resume_mod.changes(manifest, json.loads(cfg.model_dump_json()), manifest.get("environment") or {}):
             raise settings.ConfigError(resume_mod.changed_refusal(folder, changed))
     plan = experiment.plan(cfg)
-    console.print(plan_mod.describe(plan, plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg), plan_mod.SHIPPED),
+    console.print(plan_mod.describe(plan, plan_mod.Costs(cfg.results_dir, hosts.name_placed(cfg.placement), plan_mod.SHIPPED),
                                     cfg.repeat.precision, cfg.repeat.max_count, cfg.repeat.budget_s),
                   markup=False, highlight=False)
     if folder is not None:
@@ -150,7 +150,7 @@ def run(cfg: Config, experiment_name: str, resume: str | None = None, resume_any
                           environment={k: v for k, v in env.items() if k != "resumed_anyway"},
                           **({"testbeds": [asdict(r) for r in records]} if len(records) > 1 else {}))
     # keyed as --plan keys them: the config's hosts, one without VMs too
-    the_plan, costs = experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, hosts.name_for_config(cfg), plan_mod.SHIPPED)
+    the_plan, costs = experiment.plan(cfg), plan_mod.Costs(cfg.results_dir, hosts.name_placed(cfg.placement), plan_mod.SHIPPED)
     ctx = RunContext(cfg=cfg, testbed=record, store=store, environment=env, host=host,
                      testbeds=records, hosts=host_list, planned=the_plan)
     for line in plan_mod.describe(the_plan, costs, cfg.repeat.precision, cfg.repeat.max_count,

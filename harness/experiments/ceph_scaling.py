@@ -189,7 +189,7 @@ class CephScaling:
     def run(self, ctx: RunContext) -> None:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
         ceph, images = self._cluster(cfg)
-        spread = hosts.all_for_config(cfg) if over_hosts(cfg) else []
+        spread = hosts.all_placed(cfg.placement) if over_hosts(cfg) else []
         # the sweep's VMs on each host: ceph_scaling.vms, whatever [[hosts]] vms the user's fleet has;
         # measured from the hosts only, none, and each host's image one region per host client
         vms_per_host = c.vms if c.ve else 0

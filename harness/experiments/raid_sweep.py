@@ -165,7 +165,7 @@ class RaidSweep:
     def refusal(self, cfg: Config) -> str | None:
         """Before anything is made: this machine, when it is the host, without md, fails as a host
         that lacks it does when the run reaches it (exit 4)."""
-        host = hosts.this_machine_for(cfg)
+        host = hosts.this_machine_for(cfg.placement)
         if host is not None and (why := raid.md_support(host)):
             raise StepFailed(why)
         return None

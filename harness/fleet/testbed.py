@@ -137,7 +137,7 @@ class Testbed:
         (both are for experiments; the config's fleet.device is the user's). `indices`: this host's
         share of a fleet that spans hosts (harness/fleet/multi_host.py); unset = the whole fleet."""
         self.cfg = cfg
-        self.host = host or hosts.for_config(cfg)
+        self.host = host or hosts.placed(cfg.placement)
         self.raid = raid or (None if device else plan_from_config(cfg, self.host))
         self.device = device
         self.run_scoped = run_scoped   # a sweep's own fleet: `gc` may remove it once its run is gone

@@ -89,8 +89,8 @@ def tear_down(cfg: Config, asked: dict[str, str | None], everything: bool) -> tu
     failed, said after the others went; without it, a failure raises TestbedError."""
     if not cfg.hosts:
         return OnOneHost.tear_down(cfg, everything)
-    hosts.check_answering(cfg, asked)   # a host that does not answer keeps its fleet: say so before touching any
-    over = hosts.all_for_config(cfg)
+    hosts.check_answering(cfg.placement, asked)   # a host that does not answer keeps its fleet: say so before touching any
+    over = hosts.all_placed(cfg.placement)
     removed = MultiHostFleet(cfg, over).down()
     if everything:
         removed += [f"{r} (on {h.label})" for h in over for r in gc.collect(paths.PREFIX, h)]
@@ -101,5 +101,5 @@ def for_config(cfg: Config) -> UsersFleet:
     """Over [[hosts]]: one part per host the placement gives VMs, once every host answers."""
     if not cfg.hosts:
         return OnOneHost(cfg)
-    hosts.check_answering(cfg)
-    return MultiHostFleet(cfg, hosts.all_for_config(cfg))
+    hosts.check_answering(cfg.placement)
+    return MultiHostFleet(cfg, hosts.all_placed(cfg.placement))

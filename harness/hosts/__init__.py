@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol
 
@@ -105,24 +106,34 @@ class HostsNotAnswering(StepFailed):
     """[[hosts]] that do not answer, or whose state dir is not safe: nothing was done on any host."""
 
 
-def remote_hosts(cfg) -> list[Host]:
+@dataclass(frozen=True)
+class Placement:
+    """The hosts' own settings, as the config gives them (`Config.placement`): the kind of its one
+    host, the [[hosts]] tables it spans instead (entries with name, ssh, port, identity,
+    known_hosts, state_dir, devices), and this machine's state dir (a nested host's is in it)."""
+    kind: str
+    remotes: tuple = ()
+    state_dir: Path = paths.DEFAULT_STATE_DIR
+
+
+def remote_hosts(placement: Placement) -> list[Host]:
     """The [[hosts]] the config spans, reached over ssh (none without [[hosts]])."""
-    return [remote(h) for h in cfg.hosts]
+    return [remote(h) for h in placement.remotes]
 
 
-def answers(cfg) -> dict[str, str | None]:
+def answers(placement: Placement) -> dict[str, str | None]:
     """Each [[hosts]] entry's answer to a first SSH command, by its label: why it does not answer,
     or None. All asked at once, each within ssh's own bound."""
-    if not (entries := remote_hosts(cfg)):
+    if not (entries := remote_hosts(placement)):
         return {}
     with ThreadPoolExecutor(len(entries)) as pool:
         return dict(zip((h.label for h in entries), pool.map(lambda h: h.unanswered(), entries)))
 
 
-def check_answering(cfg, asked: dict[str, str | None] | None = None) -> None:
+def check_answering(placement: Placement, asked: dict[str, str | None] | None = None) -> None:
     """Raises HostsNotAnswering naming every [[hosts]] entry that does not answer, or whose state
     dir is not safe (`asked`: their answers, when already asked): before any libvirt or Terraform work."""
-    if not (entries := remote_hosts(cfg)):
+    if not (entries := remote_hosts(placement)):
         return
 
     def answer(h) -> str | None:
@@ -133,38 +144,37 @@ def check_answering(cfg, asked: dict[str, str | None] | None = None) -> None:
         raise HostsNotAnswering("\n".join(reasons))
 
 
-def all_for_config(cfg) -> list[Host]:
-    """Every host the fleet spans: the [[hosts]], or the one host of [host]."""
-    return remote_hosts(cfg) or [for_config(cfg)]
+def all_placed(placement: Placement) -> list[Host]:
+    """Every host the fleet spans: the [[hosts]], or the one host."""
+    return remote_hosts(placement) or [placed(placement)]
 
 
-def name_for_config(cfg) -> str:
-    """The name a run records of the hosts the config names (the [[hosts]]' names, joined), without
-    reaching them."""
-    if cfg.hosts:
-        return ",".join(h.name for h in cfg.hosts)
-    if cfg.host.kind == "nested":
+def name_placed(placement: Placement) -> str:
+    """The name a run records of the hosts (the [[hosts]]' names, joined), without reaching them."""
+    if placement.remotes:
+        return ",".join(h.name for h in placement.remotes)
+    if placement.kind == "nested":
         from harness.hosts.nested import NestedHost
         return NestedHost.name
     return LocalHost.name
 
 
-def for_config(cfg) -> Host:
-    """The host the config names (the first of [[hosts]]), which must be up (harness/resources/nested_l1.py
+def placed(placement: Placement) -> Host:
+    """The host the fleet is on (the first of [[hosts]]), which must be up (harness/resources/nested_l1.py
     boots a nested one)."""
-    if cfg.hosts:
-        return remote(cfg.hosts[0])
-    if cfg.host.kind == "nested":
+    if placement.remotes:
+        return remote(placement.remotes[0])
+    if placement.kind == "nested":
         from harness.hosts.nested import NestedHost
-        return NestedHost.load(cfg.state_dir / "nested")
+        return NestedHost.load(placement.state_dir / "nested")
     return LocalHost()
 
 
-def this_machine_for(cfg) -> Host | None:
-    """The host the config names when it is this machine (no nested host, no [[hosts]]), else
-    None: what a check before a run may probe without reaching another machine."""
-    return LocalHost() if not cfg.hosts and cfg.host.kind == LocalHost.kind else None
+def this_machine_for(placement: Placement) -> Host | None:
+    """The host when it is this machine (no nested host, no [[hosts]]), else None: what a check
+    before a run may probe without reaching another machine."""
+    return LocalHost() if not placement.remotes and placement.kind == LocalHost.kind else None
 
 
-__all__ = ["Host", "LocalHost", "Node", "all_for_config", "for_config", "from_descriptor", "name_for_config", "remote",
+__all__ = ["Host", "LocalHost", "Node", "Placement", "all_placed", "from_descriptor", "name_placed", "placed", "remote",
            "remote_hosts", "this_machine_for"]

@@ -13,7 +13,7 @@ from typing import Callable
 
 from harness.common.console import step
 from harness.common.files import write_atomic
-from harness.hosts import Host, LocalHost, all_for_config
+from harness.hosts import Host, LocalHost, all_placed
 from harness.resources.ceph import clusters, existing
 from harness.resources.ceph.images import RbdImage
 from harness.resources.ceph.plan import CephPlan, fleet_image, fleet_images, osd_size_problem, plan_from_config
@@ -28,7 +28,7 @@ class FleetCeph:
         hosts mode the storage nodes are the first of the fleet's hosts."""
         self.cfg = cfg
         self.host, self.host_dir, self.image_base = host, host_dir, image_base
-        self.plan: CephPlan | None = (plan_from_config(cfg, host_dir, all_for_config(cfg)) if cfg.ceph.mode != "existing"
+        self.plan: CephPlan | None = (plan_from_config(cfg, host_dir, all_placed(cfg.placement)) if cfg.ceph.mode != "existing"
                                       else None)   # None: your cluster, not made by vtb
 
     @property

@@ -9,7 +9,7 @@ import pytest
 
 from harness.config.core import ConfigError
 from harness.engine import settings
-from harness.hosts import all_for_config
+from harness.hosts import all_placed
 from harness.resources.ceph.plan import (
     AUTO_OSD_MIB,
     IFNAME_MAX,
@@ -137,7 +137,7 @@ def test_hosts_mode_asks_for_enough_hosts_and_addresses_the_others_reach(tmp_pat
     with pytest.raises(ConfigError, match=r"h0: ceph.osds_per_node=2 puts each OSD on a device of its own.*lists 1"):
         _config(tmp_path, "ceph.osds_per_node=2", hosts=["10.0.0.5", "10.0.0.6"])
     cfg = _config(tmp_path, hosts=['127.0.0.1 cluster_address = "10.214.0.11"', '10.0.0.6 devices = ["/dev/sdc", "/dev/sdd"]'])
-    p = plan_from_config(cfg, Path("/here"), all_for_config(cfg))
+    p = plan_from_config(cfg, Path("/here"), all_placed(cfg.placement))
     assert p.addresses == ("10.214.0.11", "10.0.0.6") and p.dir == f"/var/tmp/vtb/{cfg.fleet.name}/{cfg.prefix}-ceph"
     assert [h["name"] for h in p.hosts] == ["h0", "h1"] and refusals(p) == []
     assert p.osd_devices == ("/dev/vdb", "/dev/sdc")   # each node's OSD on the first of its host's devices
