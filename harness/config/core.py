@@ -12,9 +12,10 @@ from pydantic import Field, ValidationError, ValidationInfo, create_model, field
 
 from harness import backends
 from harness.common import paths
-from harness.common.schema import FIX, ChunkKib, ConfigError, Filesystem, FolderPath, RaidLevel, Section, StatePath
+from harness.common.schema import FIX, ConfigError, FolderPath, Section, StatePath
 from harness.hosts import Placement
 from harness.resources.ceph.plan import CephConfig, hosts_mode_problem
+from harness.resources.raid import RaidConfig
 
 __all__ = ["Config", "ConfigError", "DiskConfig", "FleetConfig", "RaidConfig", "RemoteHostConfig", "RepeatConfig",
            "SettleConfig"]
@@ -224,43 +225,6 @@ class NestedConfig(Section):
         if net.prefixlen > 24 or not net.is_private:
             raise ValueError(f"{v} is not a private network of at least a /24")
         return v
-
-
-def _allowed(device: str, allow: list[str]) -> bool:
-    """On the allowlist: the same disk where both names resolve here (a by-id entry and its sdX
-    name), else the same string (a remote host's names mean nothing here; its testbed checks there)."""
-    from harness.resources.devices import on_allowlist
-    if device in allow:
-        return True
-    return Path(device).is_block_device() and on_allowlist(Path(device), allow)
-
-
-class RaidConfig(Section):
-    """The host array under the fleet (`testbed up`), and the member devices the RAID experiments use."""
-    level: RaidLevel | None = Field(None, description="RAID level of the array `testbed up` builds under the "
-                                                      "fleet (unset = no array)")
-    members: list[str] = Field([], description="member devices, on the host (empty on a nested host = its drives)")
-    allow: list[str] = Field([], description="the allowlist: the only devices the harness may touch (a nested "
-                                             "host's own drives are always allowed)",
-                             json_schema_extra={FIX: "list every member device here, e.g. raid.allow=[\"/dev/nvme1n1\"]"})
-    wipe: bool = Field(False, description="allow members that carry a partition table or filesystem signature "
-                                          "(they are wiped)")
-    chunk_kib: ChunkKib = Field(512, description="chunk (stripe unit) in KiB, a power of two")
-    filesystem: Filesystem | None = Field(None, description="make this filesystem on the array and mount it")
-    mount_options: str = Field("", description="mount options for raid.filesystem")
-    wait_resync: bool = Field(True, description="wait for the initial resync before measuring")
-
-    @model_validator(mode="after")
-    def _fits(self) -> "RaidConfig":
-        from harness.analysis.raid_model import member_count_problem
-        if self.level is not None and self.members and (p := member_count_problem(self.level, len(self.members))):
-            raise ValueError(f"raid.members: {p}; list more devices in raid.members or choose another raid.level")
-        outside = [m for m in self.members if self.allow and not _allowed(m, self.allow)]
-        if outside:
-            raise ValueError(f"raid.members: {', '.join(outside)} not in raid.allow; add "
-                             f"{'it' if len(outside) == 1 else 'them'} there only if the harness may destroy "
-                             "the data")
-        return self
 
 
 class Config(Section):

@@ -178,7 +178,7 @@ class DeviceProfile:
     def _on_host_device(ctx: RunContext, sweep: Config, name: str) -> dict | None:
         """A drive, an array over the members, or an allowlisted device, after the same safety
         checks the RAID experiments make (a refused device is skipped with every reason)."""
-        members, allow = raid.members_and_allowlist(ctx.cfg, ctx.host)
+        members, allow = raid.members_and_allowlist(ctx.cfg.raid, ctx.host)
         if name == "md":
             if why := raid.md_support(ctx.host):
                 warn(f"device md skipped: {why}")

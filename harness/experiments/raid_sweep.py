@@ -176,7 +176,7 @@ class RaidSweep:
         host = ctx.host
         if reason := raid.md_support(host):
             raise StepFailed(reason)
-        members, allow = raid.members_and_allowlist(cfg, host)
+        members, allow = raid.members_and_allowlist(cfg.raid, host)
         if not members:
             raise StepFailed("no member devices: set raid.members (and list them in raid.allow), or use a "
                              "nested host (host.kind=nested), whose drives are the members")

@@ -38,7 +38,7 @@ from harness.libvirt.libvirt_xml import owner_metadata
 from harness.resources import leftovers as resource_leftovers
 from harness.resources import nested_l1
 from harness.resources.devices import refuse_reason_on, size_bytes_on
-from harness.resources.raid import RaidPlan, destroy_arrays, plan_from_config
+from harness.resources.raid import RaidPlan, destroy_arrays, under_fleet
 
 AGENT_TIMEOUT_S = 180
 # A bound on one terraform apply or destroy: minutes at most, even uploading the image to a nested
@@ -138,7 +138,9 @@ class Testbed:
         share of a fleet that spans hosts (harness/fleet/multi_host.py); unset = the whole fleet."""
         self.cfg = cfg
         self.host = host or hosts.placed(cfg.placement)
-        self.raid = raid or (None if device else plan_from_config(cfg, self.host))
+        self.raid = raid or (None if device else under_fleet(
+            cfg.raid, self.host, f"{cfg.prefix}-raid", cfg.state_dir / cfg.fleet.name / f"{cfg.prefix}-raid-mnt",
+            cfg.fleet.vms * cfg.fleet.disk_size_mib << 20))
         self.device = device
         self.run_scoped = run_scoped   # a sweep's own fleet: `gc` may remove it once its run is gone
         self.indices = list(range(cfg.fleet.vms)) if indices is None else indices

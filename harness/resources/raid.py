@@ -12,12 +12,15 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pydantic import Field, model_validator
+
 from harness.analysis.raid_model import member_count_problem
 from harness.common.bounded import write_bound_s
 from harness.common.exits import StepFailed
 from harness.common.paths import safe_path
+from harness.common.schema import FIX, ChunkKib, Filesystem, RaidLevel, Section
 from harness.resources import leftovers
-from harness.resources.devices import refuse_reason_on
+from harness.resources.devices import on_allowlist, refuse_reason_on
 
 # mkfs per filesystem: forced (the array is ours) and without lazy init, whose background
 # writes would run during the measurement.
@@ -42,6 +45,41 @@ def mkfs_size_problem(fs: str, size_mib: int, field: str) -> str | None:
 
 class RaidError(StepFailed):
     pass
+
+
+def _allowed(device: str, allow: list[str]) -> bool:
+    """On the allowlist: the same disk where both names resolve here (a by-id entry and its sdX
+    name), else the same string (a remote host's names mean nothing here; its testbed checks there)."""
+    if device in allow:
+        return True
+    return Path(device).is_block_device() and on_allowlist(Path(device), allow)
+
+
+class RaidConfig(Section):
+    """The host array under the fleet (`testbed up`), and the member devices the RAID experiments use."""
+    level: RaidLevel | None = Field(None, description="RAID level of the array `testbed up` builds under the "
+                                                      "fleet (unset = no array)")
+    members: list[str] = Field([], description="member devices, on the host (empty on a nested host = its drives)")
+    allow: list[str] = Field([], description="the allowlist: the only devices the harness may touch (a nested "
+                                             "host's own drives are always allowed)",
+                             json_schema_extra={FIX: "list every member device here, e.g. raid.allow=[\"/dev/nvme1n1\"]"})
+    wipe: bool = Field(False, description="allow members that carry a partition table or filesystem signature "
+                                          "(they are wiped)")
+    chunk_kib: ChunkKib = Field(512, description="chunk (stripe unit) in KiB, a power of two")
+    filesystem: Filesystem | None = Field(None, description="make this filesystem on the array and mount it")
+    mount_options: str = Field("", description="mount options for raid.filesystem")
+    wait_resync: bool = Field(True, description="wait for the initial resync before measuring")
+
+    @model_validator(mode="after")
+    def _fits(self) -> "RaidConfig":
+        if self.level is not None and self.members and (p := member_count_problem(self.level, len(self.members))):
+            raise ValueError(f"raid.members: {p}; list more devices in raid.members or choose another raid.level")
+        outside = [m for m in self.members if self.allow and not _allowed(m, self.allow)]
+        if outside:
+            raise ValueError(f"raid.members: {', '.join(outside)} not in raid.allow; add "
+                             f"{'it' if len(outside) == 1 else 'them'} there only if the harness may destroy "
+                             "the data")
+        return self
 
 
 @dataclass(frozen=True)
@@ -215,23 +253,22 @@ def md_support(host) -> str | None:
     return None
 
 
-def members_and_allowlist(cfg, host) -> tuple[list[str], list[str]]:
-    """The member devices and the allowlist: the config's, plus a nested host's own drives
-    (the harness created them, so they are always allowed and are the default members)."""
+def members_and_allowlist(r: RaidConfig, host) -> tuple[list[str], list[str]]:
+    """The member devices and the allowlist: [raid]'s, plus a nested host's own drives (the
+    harness created them, so they are always allowed and are the default members)."""
     drives = list(host.drives)
-    return (list(cfg.raid.members) or drives), list(dict.fromkeys([*cfg.raid.allow, *drives]))
+    return (list(r.members) or drives), list(dict.fromkeys([*r.allow, *drives]))
 
 
-def plan_from_config(cfg, host) -> RaidPlan | None:
-    """The array [raid] asks `testbed up` to build under the user's fleet, or None."""
-    r = cfg.raid
+def under_fleet(r: RaidConfig, host, name: str, mountpoint: Path, data_file_bytes: int) -> RaidPlan | None:
+    """The array [raid] asks `testbed up` to build under the user's fleet, or None: named `name`,
+    with a filesystem mounted at `mountpoint` holding the fleet's data file of `data_file_bytes`."""
     if r.level is None:
         return None
-    members, allow = members_and_allowlist(cfg, host)
-    fs = {"filesystem": r.filesystem, "mount_options": r.mount_options,
-          "mountpoint": str(cfg.state_dir / cfg.fleet.name / f"{cfg.prefix}-raid-mnt"),
-          "data_file_bytes": cfg.fleet.vms * cfg.fleet.disk_size_mib << 20} if r.filesystem else {}
-    return RaidPlan(name=f"{cfg.prefix}-raid", level=r.level, members=members, chunk_kib=r.chunk_kib, allow=allow,
+    members, allow = members_and_allowlist(r, host)
+    fs = {"filesystem": r.filesystem, "mount_options": r.mount_options, "mountpoint": str(mountpoint),
+          "data_file_bytes": data_file_bytes} if r.filesystem else {}
+    return RaidPlan(name=name, level=r.level, members=members, chunk_kib=r.chunk_kib, allow=allow,
                     wipe=r.wipe, wait_resync=r.wait_resync, host=host.descriptor(), **fs)
 
 
