@@ -95,10 +95,12 @@ def stops_gaining(steps: list[scaling.Step]) -> str:
         return f"kept gaining to QD{steps[-1].vm_count}"
     i = [s.vm_count for s in steps].index(at)
     before, gain = steps[i - 1].vm_count, steps[i].gain.percent()
-    if steps[i].fell:
-        return f"IOPS fell from QD{before} to QD{at}, {gain}: it stops gaining there"
-    return (f"no significant gain from QD{before} to QD{at}, {gain}: it stops gaining there, or gains less than "
+    said = (f"IOPS fell from QD{before} to QD{at}, {gain}: it stops gaining there" if steps[i].fell else
+            f"no significant gain from QD{before} to QD{at}, {gain}: it stops gaining there, or gains less than "
             "the noise shows")
+    if later := [s for s in steps[i + 1:] if s.rose]:   # a deeper queue that gained again: said, not hidden
+        said += "; " + ", ".join(f"it gained again at QD{s.vm_count} ({s.gain.percent()})" for s in later)
+    return said
 
 
 def print_curves(by_env: dict[str, dict[int, dict[str, list[float]]]], accel: str) -> str:

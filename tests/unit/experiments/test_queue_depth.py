@@ -48,3 +48,9 @@ def test_each_curve_says_where_it_stops_gaining_and_its_share_of_the_host(tmp_pa
     assert "+100%" in text and "-50%" in text                      # QD4 over QD1; QD1 against the host
     png = qd.depth_curves(by_env, tmp_path / "queue-depth.png", title="t")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_curve_that_gains_again_deeper_says_so():
+    rows = matrix_summary.matrix_rows(samples({"virtio-blk": {1: 500, 4: 1000, 16: 1000, 64: 2000}}), qd.GROUP)
+    said = qd.stops_gaining(qd.steps_of(qd.depth_values(rows), "virtio-blk"))
+    assert said.startswith("no significant gain from QD4 to QD16") and "it gained again at QD64 (+100%" in said
