@@ -4,7 +4,8 @@ backend, and the depth where each stops gaining. Config section [queue_depth].
 Each depth is a point of the fio matrix (the host's in the backend's block, in shuffled rounds).
 Along each curve, a depth's gain over the previous one is a ratio with its 95% CI (the one test
 every verdict takes, Holm-adjusted along the curve); the curve stops gaining at the first depth
-whose gain is not a significant rise. At each depth, the backend's IOPS against the host's."""
+whose gain is not a significant rise. At each depth, the backend's IOPS against the host's of its
+own block."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,6 +31,8 @@ GROUP = "queue-depth"
 
 
 class Settings(SweepSettings):
+    ioengine: Literal["libaio", "io_uring"] = Field("libaio", description="fio ioengine (an asynchronous one: a "
+                                                                           "synchronous one ignores the queue depth)")
     rw: Literal["randread", "randwrite"] = Field("randread", description="access pattern")
     bs: BlockSize = Field("4k", description="block size")
     iodepths: Annotated[PositiveInts, AfterValidator(lambda v: sorted(set(v)))] = Field(
@@ -54,24 +57,40 @@ class QueueDepth(FioMatrix):
         """The matrix's table and bars, then each curve: where it stops gaining, the share of the
         host at each depth, and the plot of IOPS and latency against depth."""
         super().summarize(ctx)
-        by_env = depth_values(matrix_rows(ctx.store.samples, GROUP))
+        by_env, host_of = curves(ctx.store.samples)
         if not by_env:
             return
         accel = accel_label(ctx.environment)
         c = ctx.cfg.queue_depth
-        png = depth_curves(by_env, ctx.store.dir / "queue-depth-curves.png",
+        png = depth_curves(by_env, host_of, ctx.store.dir / "queue-depth-curves.png",
                            title=f"{c.rw} {c.bs}: IOPS and mean latency against queue depth, mean ± 95% CI "
                                  f"(accel={accel}{tcg_caveat(accel)})")
         step(f"plot: {png}")
         summary = ctx.store.dir / "summary.txt"
         before = summary.read_text() if summary.exists() else ""
-        write_atomic(summary, before + print_curves(by_env, accel))
+        write_atomic(summary, before + print_curves(by_env, host_of, accel))
 
 
 # --- its summary: values by depth, the table, the plot --------------------
-def depth_values(rows: list[dict]) -> dict[str, dict[int, dict[str, list[float]]]]:
+Curves = dict[str, dict[int, dict[str, list[float]]]]   # host or backend -> depth -> metric -> repeat values
+
+
+def curves(samples: list) -> tuple[Curves, dict[str, str]]:
+    """Each backend's curve and the host's of its own block (`host`, or `host (B's block)` when
+    several backends were measured, each block with its host baseline); and each backend's host curve."""
+    blocks = sorted({s.metadata["block"] for s in samples if s.metadata.get("group") == GROUP and "block" in s.metadata})
+    by_env: Curves = {}
+    host_of: dict[str, str] = {}
+    for b in blocks:
+        found = depth_values(matrix_rows([s for s in samples if s.metadata.get("block") == b], GROUP))
+        host_of[b] = "host" if len(blocks) == 1 else f"host ({b}'s block)"
+        by_env.update({host_of[b] if env == "host" else env: v for env, v in found.items()})
+    return by_env, host_of
+
+
+def depth_values(rows: list[dict]) -> Curves:
     """host or backend -> queue depth -> metric -> its repeat values (iops, lat_mean)."""
-    out: dict[str, dict[int, dict[str, list[float]]]] = {}
+    out: Curves = {}
     for r in rows:
         depth = int(r["label"].rsplit("-qd", 1)[1])
         for env, res in r["results"].items():
@@ -81,18 +100,26 @@ def depth_values(rows: list[dict]) -> dict[str, dict[int, dict[str, list[float]]
     return out
 
 
-def steps_of(by_env: dict[str, dict[int, dict[str, list[float]]]], env: str) -> list[scaling.Step]:
-    """A curve's steps: each depth's gain over the previous one, and its IOPS against the host's."""
+def steps_of(by_env: Curves, env: str, host: str | None = None) -> list[scaling.Step]:
+    """A curve's steps: each depth's gain over the previous one, and its IOPS against its block's
+    host curve (`host`)."""
     iops = {qd: v["iops"] for qd, v in by_env[env].items() if v.get("iops")}
-    host = {qd: v["iops"] for qd, v in by_env.get("host", {}).items() if v.get("iops")} if env != "host" else None
-    return scaling.curve(iops, host)
+    against = {qd: v["iops"] for qd, v in by_env.get(host, {}).items() if v.get("iops")} if host else None
+    return scaling.curve(iops, against)
+
+
+def knee(steps: list[scaling.Step]) -> int | None:
+    """The first depth whose gain over the previous one was tested and is not a significant rise."""
+    return next((s.vm_count for s in steps if s.gain is not None and s.rose is False), None)
 
 
 def stops_gaining(steps: list[scaling.Step]) -> str:
     if len(steps) < 2:
         return "one depth: no curve"
-    if (at := scaling.knee(steps)) is None:
-        return f"kept gaining to QD{steps[-1].vm_count}"
+    untested = [f"QD{s.vm_count}" for s in steps[1:] if s.gain is None]
+    note = f"; untested at {', '.join(untested)} (fewer than two repeats that vary)" if untested else ""
+    if (at := knee(steps)) is None:
+        return f"kept gaining to QD{steps[-1].vm_count}{note}"
     i = [s.vm_count for s in steps].index(at)
     before, gain = steps[i - 1].vm_count, steps[i].gain.percent()
     said = (f"IOPS fell from QD{before} to QD{at}, {gain}: it stops gaining there" if steps[i].fell else
@@ -100,17 +127,17 @@ def stops_gaining(steps: list[scaling.Step]) -> str:
             "the noise shows")
     if later := [s for s in steps[i + 1:] if s.rose]:   # a deeper queue that gained again: said, not hidden
         said += "; " + ", ".join(f"it gained again at QD{s.vm_count} ({s.gain.percent()})" for s in later)
-    return said
+    return said + note
 
 
-def print_curves(by_env: dict[str, dict[int, dict[str, list[float]]]], accel: str) -> str:
+def print_curves(by_env: Curves, host_of: dict[str, str], accel: str) -> str:
     table = Table(title=f"{GROUP}: IOPS against queue depth, gain over the previous depth and against the host "
                         f"(95% CI; accel={accel}{tcg_caveat(accel)})")
     for col in ("env", "QD", "IOPS", "mean lat us", "gain over previous QD", "against the host"):
         table.add_column(col, justify="left" if col == "env" else "right")
     verdicts = []
-    for env in sorted(by_env, key=lambda e: e != "host"):
-        steps = steps_of(by_env, env)
+    for env in sorted(by_env, key=lambda e: not e.startswith("host")):
+        steps = steps_of(by_env, env, host_of.get(env))
         for s in steps:
             v = by_env[env][s.vm_count]
             lat = v.get("lat_mean")
@@ -125,15 +152,15 @@ def print_curves(by_env: dict[str, dict[int, dict[str, list[float]]]], accel: st
     return text + "\n".join(verdicts) + "\n"
 
 
-def depth_curves(by_env: dict[str, dict[int, dict[str, list[float]]]], path: Path, title: str) -> Path:
+def depth_curves(by_env: Curves, host_of: dict[str, str], path: Path, title: str) -> Path:
     """IOPS and mean latency against queue depth (log 2 axis), one line per host or backend, a
     dotted line where a curve stops gaining."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 7), sharex=True)
-    for env in sorted(by_env, key=lambda e: e != "host"):
+    for env in sorted(by_env, key=lambda e: not e.startswith("host")):
         color = "black" if env == "host" else None
         line = _draw(top, by_env[env], "iops", env, color)
         _draw(bottom, by_env[env], "lat_mean", env, line.get_color())
-        if (at := scaling.knee(steps_of(by_env, env))) is not None:
+        if (at := knee(steps_of(by_env, env, host_of.get(env)))) is not None:
             top.axvline(at, ls=":", color=line.get_color(), alpha=0.7)
     depths = sorted({qd for by_depth in by_env.values() for qd in by_depth})
     bottom.set_xscale("log", base=2)
