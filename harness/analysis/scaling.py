@@ -47,9 +47,10 @@ def curve(virtual: dict[int, list[float]], physical: dict[int, list[float]] | No
 
 
 def knee(steps: list[Step]) -> int | None:
-    """The first VM count whose gain over the previous one is not significant (the curve stops
-    rising there), or None when every step rose."""
-    return next((s.vm_count for s in steps if s.rose is False), None)
+    """The first count whose gain over the previous one was tested and is not significant (the
+    curve stops rising there), or None when every tested step rose (a step too few repeats leave
+    untested, gain None, is no evidence either way)."""
+    return next((s.vm_count for s in steps if s.gain is not None and s.rose is False), None)
 
 
 def knee_text(steps: list[Step]) -> str:

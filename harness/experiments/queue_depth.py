@@ -108,17 +108,12 @@ def steps_of(by_env: Curves, env: str, host: str | None = None) -> list[scaling.
     return scaling.curve(iops, against)
 
 
-def knee(steps: list[scaling.Step]) -> int | None:
-    """The first depth whose gain over the previous one was tested and is not a significant rise."""
-    return next((s.vm_count for s in steps if s.gain is not None and s.rose is False), None)
-
-
 def stops_gaining(steps: list[scaling.Step]) -> str:
     if len(steps) < 2:
         return "one depth: no curve"
     untested = [f"QD{s.vm_count}" for s in steps[1:] if s.gain is None]
     note = f"; untested at {', '.join(untested)} (fewer than two repeats that vary)" if untested else ""
-    if (at := knee(steps)) is None:
+    if (at := scaling.knee(steps)) is None:
         return f"kept gaining to QD{steps[-1].vm_count}{note}"
     i = [s.vm_count for s in steps].index(at)
     before, gain = steps[i - 1].vm_count, steps[i].gain.percent()
@@ -160,7 +155,7 @@ def depth_curves(by_env: Curves, host_of: dict[str, str], path: Path, title: str
         color = "black" if env == "host" else None
         line = _draw(top, by_env[env], "iops", env, color)
         _draw(bottom, by_env[env], "lat_mean", env, line.get_color())
-        if (at := knee(steps_of(by_env, env, host_of.get(env)))) is not None:
+        if (at := scaling.knee(steps_of(by_env, env, host_of.get(env)))) is not None:
             top.axvline(at, ls=":", color=line.get_color(), alpha=0.7)
     depths = sorted({qd for by_depth in by_env.values() for qd in by_depth})
     bottom.set_xscale("log", base=2)

@@ -100,11 +100,6 @@ def point_in(env: str, label: str, host: Callable, guest: Guest, ids: tuple[str,
     return Point(virtual_id, VIRTUAL, backend, vms, run=run, baseline=physical_id, **common)
 
 
-def paired(label: str, host: Callable, guest: Guest, ids: tuple[str, str] | None = None, **common) -> list[Point]:
-    """The point on the host and in the VMs, the VE/PE ratio taken against the first."""
-    return [point_in(env, label, host, guest, ids, **common) for env in (PHYSICAL, VIRTUAL)]
-
-
 def backend_verdict(fleet: Testbed, backend: str) -> str | None:
     """Why the fleet cannot be served by the backend on its host (its options, the host's side), or None."""
     try:
