@@ -43,6 +43,7 @@ lint: venv
 	$(VENV)/bin/ruff check harness tests
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/xenon --max-absolute C harness
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests/unit/test_layers.py   # no cycle; no layer below config takes it whole
 
 bench: bootstrap host-image
 	$(HARNESS) bench --nested --docs docs/benchmarks.md

@@ -11,8 +11,9 @@ from harness.common import pids
 from harness.common.exits import StepFailed
 from harness.common.paths import safe_path
 from harness.common.schema import Section
-from harness.hosts import LocalHost, descriptor_problem
+from harness.hosts import Host, LocalHost, descriptor_problem
 from harness.libvirt.libvirt_xml import attr, qemu_commandline, qemu_opt
+from harness.resources.ceph.plan import CephFleet
 
 DATA_SERIAL = "vtb-data"     # the guest runner finds a disk by this serial ...
 DATA_PCI_SLOT = 0x10         # ... or, for devices with no serial, by this guest PCI slot
@@ -153,10 +154,10 @@ class Backend:
         """None when this host can serve the backend, else why not, in one sentence."""
         return None
 
-    def disk_store(self, cfg, host: LocalHost, host_dir: Path, image_base: str):
+    def disk_store(self, ceph: CephFleet, hosts: list[Host], host: Host, host_dir: Path, image_base: str):
         """Where the fleet's disks are kept when they are not slices of a host device (the rbd
-        backend's Ceph: harness/resources/ceph/fleet_store.py), or None. The fleet asks the store
-        for its device, checks, hooks, record and teardown."""
+        backend's Ceph, from `ceph`: harness/resources/ceph/fleet_store.py), or None. `hosts`: the
+        fleet's. The fleet asks the store for its device, checks, hooks, record and teardown."""
         return None
 
     def host_up(self, host: LocalHost, plan: HostPlan) -> None:

@@ -15,6 +15,7 @@ from harness.libvirt.libvirt_xml import qemu_commandline, qemu_opt
 from harness.resources.ceph import images
 from harness.resources.ceph.fleet_store import FleetCeph
 from harness.resources.ceph.images import RbdImage
+from harness.resources.ceph.plan import CephFleet
 
 QEMU_DRIVER = "/usr/lib/x86_64-linux-gnu/qemu/block-rbd.so"
 
@@ -27,8 +28,8 @@ class Rbd(Backend):
     summary = "virtio-blk over a Ceph RBD image (QEMU's librbd), in a cluster vtb makes or yours ([ceph])"
     host_slices = False
 
-    def disk_store(self, cfg, host: Host, host_dir: Path, image_base: str) -> FleetCeph:
-        return FleetCeph(cfg, host, host_dir, image_base)
+    def disk_store(self, ceph: CephFleet, hosts: list[Host], host: Host, host_dir: Path, image_base: str) -> FleetCeph:
+        return FleetCeph(ceph, hosts, host, host_dir, image_base)
 
     def preflight(self, host: Host, plan: HostPlan) -> str | None:
         missing = host.run(["sh", "-c", f"command -v rbd >/dev/null || echo ceph-common; [ -e {QEMU_DRIVER} ] || "

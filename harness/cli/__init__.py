@@ -164,14 +164,14 @@ def host_nested_up(config_path, overrides, count) -> None:
     cfg = load(config_path, overrides)
     gc.register_state_dir(cfg.state_dir)   # its records (and the shared bridge's) are found by gc there
     if count is None:
-        nested_l1.up(cfg)
+        nested_l1.up(cfg.nested_place)
         return
     need = count * cfg.nested.memory_mib
     if need > paths.mem_available_mib() * 0.8:
         raise ConfigError(f"--count {count} x nested.memory_mib={cfg.nested.memory_mib} needs {need} MiB, more than "
                           f"this machine has available ({paths.mem_available_mib()} MiB); lower --count or "
                           "nested.memory_mib")
-    path = nested_l1.up_many(cfg, count)
+    path = nested_l1.up_many(cfg.nested_place, count, cfg.results_dir, cfg.fleet.disk_size_mib)
     console.print(str(path), markup=False, soft_wrap=True)
 
 

@@ -200,7 +200,7 @@ def _measure_nested(cfg: Config, figures: dict) -> None:
     """Into `figures`, as each is measured: the nested host up from nothing, the KVM probe inside
     it, an L2 fleet of 1 VM to its agent, RAID 5 of its drives made and removed."""
     step("bench: the nested host from nothing")
-    figures["nested_up_s"], host = _timed(lambda: nested_l1.up(cfg))
+    figures["nested_up_s"], host = _timed(lambda: nested_l1.up(cfg.nested_place))
     # the probe a fleet's bring-up makes, cached for this boot of the L1: the fleet below reuses it
     seconds, choice = _timed(lambda: accel.choose("auto", paths.IMAGE_DIR / "vmlinuz", host))
     figures["nested_kvm_probe_s"] = seconds if choice.accel == "kvm" else f"failed: {choice.reason}"

@@ -14,7 +14,8 @@ from harness import backends
 from harness.common import paths
 from harness.common.schema import FIX, ConfigError, FolderPath, Section, StatePath
 from harness.hosts import Placement
-from harness.resources.ceph.plan import CephConfig, hosts_mode_problem
+from harness.resources.ceph.plan import CephConfig, CephFleet, hosts_mode_problem
+from harness.resources.nested_l1 import NestedConfig, NestedPlace
 from harness.resources.raid import RaidConfig
 
 __all__ = ["Config", "ConfigError", "DiskConfig", "FleetConfig", "RaidConfig", "RemoteHostConfig", "RepeatConfig",
@@ -206,27 +207,6 @@ class RemoteHostConfig(Section):
         return v
 
 
-class NestedConfig(Section):
-    drives: int = Field(4, ge=1, le=8, description="emulated drives of the nested host")
-    drive_mib: int = Field(320, ge=64, description="size of each drive in MiB (files prefilled with random data; "
-                                                   "320 holds the filesystems experiment's xfs)")
-    drive_model: Literal["nvme", "virtio-blk"] = Field("nvme", description="how the drives are emulated")
-    memory_mib: int = Field(3072, ge=1024, description="memory of the nested host (its L2 fleet lives in it)")
-    vcpus: int = Field(2, ge=1, le=64, description="vCPUs of the nested host")
-    shared_subnet: str = Field("10.214.0.0/24", description="the network the nested hosts share (a bridge here, "
-                               "no address of this machine's on it): nested host i is .11+i, its cluster_address "
-                               "in the config `up --count N` writes",
-                               json_schema_extra={FIX: "use a private /24 no interface here uses, e.g. 10.214.0.0/24"})
-
-    @field_validator("shared_subnet")
-    @classmethod
-    def _subnet(cls, v: str) -> str:
-        net = ipaddress.ip_network(v)   # a ValueError names what is wrong with it
-        if net.prefixlen > 24 or not net.is_private:
-            raise ValueError(f"{v} is not a private network of at least a /24")
-        return v
-
-
 class Config(Section):
     state_dir: StatePath = Field(paths.DEFAULT_STATE_DIR, description="where the testbed keeps its state and disks",
                                  json_schema_extra={FIX: f"choose another folder, e.g. {paths.DEFAULT_STATE_DIR}"})
@@ -265,7 +245,7 @@ class Config(Section):
                 place(self.fleet.vms, [(h.name, h.vms) for h in self.hosts])
             except PlacementError as e:
                 raise ValueError(f"hosts: {e}") from None
-        if why := hosts_mode_problem(self):
+        if why := hosts_mode_problem(self.ceph, self.hosts):
             raise ValueError(why)
         return self
 
@@ -277,3 +257,15 @@ class Config(Section):
     def placement(self) -> Placement:
         """The hosts' settings: where the fleet is."""
         return Placement(self.host.kind, tuple(self.hosts), self.state_dir)
+
+    @property
+    def nested_place(self) -> NestedPlace:
+        """The nested hosts' settings: [nested], where they live, the accelerator asked for."""
+        return NestedPlace(self.nested, self.state_dir, self.fleet.accel)
+
+    @property
+    def ceph_fleet(self) -> CephFleet:
+        """A Ceph cluster's settings under the fleet: [ceph], and what it needs of the fleet."""
+        f = self.fleet
+        return CephFleet(self.ceph, self.prefix, f.name, f.vms, f.disk_size_mib, f.wipe, tuple(self.hosts),
+                         self.state_dir)

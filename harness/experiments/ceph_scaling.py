@@ -170,7 +170,7 @@ class CephScaling:
             return (f"ceph_scaling.node_counts goes up to {most} storage nodes, one per [[hosts]] entry, and the "
                     f"config has {len(cfg.hosts)}. Fix: add [[hosts]] tables or lower the node counts")
         ceph, images = self._cluster(cfg)
-        return hosts_mode_problem(cfg.model_copy(update={"ceph": ceph})) or osd_size_problem(ceph, images)
+        return hosts_mode_problem(ceph, cfg.hosts) or osd_size_problem(ceph, images)
 
     def blocks(self, cfg: Config) -> list[tuple[int, int]]:
         """(storage nodes, link Mbit/s) of each block."""

@@ -150,7 +150,8 @@ class Testbed:
         self.host_dir = self.host.fleet_dir(self.dir, cfg.fleet.name)         # the same, on the host
         # the fleet's disks kept elsewhere than on a host device (the rbd backend's Ceph), or None
         self.store = backends.get(cfg.disk.backend).disk_store(
-            cfg, self.host, self.host_dir, f"{cfg.prefix}-{self.host.name}" if self.part else cfg.prefix)
+            cfg.ceph_fleet, hosts.all_placed(cfg.placement), self.host, self.host_dir,
+            f"{cfg.prefix}-{self.host.name}" if self.part else cfg.prefix)
         self.record_path = self.dir / "testbed.json"
         log = f"{cfg.prefix}-{self.host.name}-terraform.log" if self.part else f"{cfg.prefix}-terraform.log"
         self.log = cfg.state_dir / "logs" / log  # outlives the fleet, for post-mortems
@@ -588,7 +589,7 @@ class Testbed:
         booted in its place, on the same port, so that this host object (held by the run) reaches it."""
         self.down(quiet=True)
         if nested_l1.removed(self.host):
-            nested_l1.up(self.cfg, port=self.host.record.ssh_port)
+            nested_l1.up(self.cfg.nested_place, port=self.host.record.ssh_port)
         return self.up()
 
     def down(self, quiet: bool = False) -> list[str]:

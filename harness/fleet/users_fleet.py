@@ -30,7 +30,7 @@ class UsersFleet(Protocol):
 class OnOneHost:
     def __init__(self, cfg: Config):
         self.cfg = cfg
-        self.hosts = [nested_l1.host_for(cfg)]
+        self.hosts = [nested_l1.host_for(cfg.host.kind, cfg.nested_place)]
 
     def up(self) -> list[TestbedRecord]:
         """Up; a nested host lost as it comes up is rebuilt once, and the fleet made on the new one."""
@@ -39,7 +39,7 @@ class OnOneHost:
         try:
             return [tb.up()]
         except BRING_UP_FAILURES:
-            rebuilt = nested_l1.rebuilt_after_loss(self.cfg, host, tb.host_not_answering)
+            rebuilt = nested_l1.rebuilt_after_loss(self.cfg.nested_place, host, tb.host_not_answering)
             if rebuilt is None:
                 raise
             self.hosts = [rebuilt]

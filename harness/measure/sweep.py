@@ -131,7 +131,7 @@ def begin(ctx: RunContext, sweep_cfg: Config, runs: int, planned: dict | None = 
 def rebuilt_lost_host(ctx: RunContext, pipeline: Pipeline, tb: Testbed) -> bool:
     """After a failed bring-up: a nested host that stopped answering is rebuilt, and the run's host
     and the pipeline's site are the new one (True). Any other failure stands (False)."""
-    rebuilt = nested_l1.rebuilt_after_loss(ctx.cfg, ctx.host, tb.host_not_answering)
+    rebuilt = nested_l1.rebuilt_after_loss(ctx.cfg.nested_place, ctx.host, tb.host_not_answering)
     if rebuilt is None:
         return False
     ctx.host = rebuilt

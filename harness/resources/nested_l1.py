@@ -12,17 +12,19 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 import libvirt
+from pydantic import Field, field_validator
 
 from harness.common import paths
 from harness.common.bounded import heartbeat, write_bound_s
 from harness.common.console import step, warn
 from harness.common.files import write_atomic
 from harness.common.pids import owner, owner_alive
+from harness.common.schema import FIX, Section
 from harness.hosts import Host, LocalHost, accel
 from harness.hosts.nested import (
     DOMAIN,
@@ -55,10 +57,40 @@ AGENT_SILENT_S = 30    # an L1 whose guest agent does not answer a ping within t
 BOOTING = "booting.json"   # in a host's state dir from before its domain is defined until its record is written
 
 
-def host_for(cfg) -> Host:
-    """The host the config names, a nested host booted when it is not up (it then stays up for the
-    next run; `harness host nested down` or `make testbed down` removes it)."""
-    return up(cfg) if cfg.host.kind == "nested" else LocalHost()
+class NestedConfig(Section):
+    drives: int = Field(4, ge=1, le=8, description="emulated drives of the nested host")
+    drive_mib: int = Field(320, ge=64, description="size of each drive in MiB (files prefilled with random data; "
+                                                   "320 holds the filesystems experiment's xfs)")
+    drive_model: Literal["nvme", "virtio-blk"] = Field("nvme", description="how the drives are emulated")
+    memory_mib: int = Field(3072, ge=1024, description="memory of the nested host (its L2 fleet lives in it)")
+    vcpus: int = Field(2, ge=1, le=64, description="vCPUs of the nested host")
+    shared_subnet: str = Field("10.214.0.0/24", description="the network the nested hosts share (a bridge here, "
+                               "no address of this machine's on it): nested host i is .11+i, its cluster_address "
+                               "in the config `up --count N` writes",
+                               json_schema_extra={FIX: "use a private /24 no interface here uses, e.g. 10.214.0.0/24"})
+
+    @field_validator("shared_subnet")
+    @classmethod
+    def _subnet(cls, v: str) -> str:
+        net = ipaddress.ip_network(v)   # a ValueError names what is wrong with it
+        if net.prefixlen > 24 or not net.is_private:
+            raise ValueError(f"{v} is not a private network of at least a /24")
+        return v
+
+
+@dataclass(frozen=True)
+class NestedPlace:
+    """What building nested hosts takes (`Config.nested_place`): [nested], the state dir they live
+    in, and the accelerator fleet.accel asks for."""
+    nested: NestedConfig
+    state_dir: Path
+    accel: str = "auto"
+
+
+def host_for(kind: str, place: NestedPlace) -> Host:
+    """The host of host.kind `kind`: a nested host booted when it is not up (it then stays up for
+    the next run; `harness host nested down` or `make testbed down` removes it), else this machine."""
+    return up(place) if kind == "nested" else LocalHost()
 
 
 def _free_port(preferred: int | None = None) -> int:
@@ -102,9 +134,9 @@ def _let_key_in(host: NestedHost, key: Path) -> str:
     return f"[127.0.0.1]:{host.record.ssh_port} {' '.join(host_key)}"
 
 
-def shared_address(cfg, index: int) -> str:
+def shared_address(nested: NestedConfig, index: int) -> str:
     """Nested host `index`'s address on the shared network, with its prefix length."""
-    net = ipaddress.ip_network(cfg.nested.shared_subnet)
+    net = ipaddress.ip_network(nested.shared_subnet)
     return f"{net[11 + index]}/{net.prefixlen}"
 
 
@@ -125,9 +157,8 @@ def _shared_bridge(state_dir: Path) -> None:
                                       f"{done.stderr.decode(errors='replace').strip()}")
 
 
-def domain_xml(cfg, state_dir: Path, choice: accel.AccelChoice, ssh_port: int, name: str = DOMAIN,
+def domain_xml(n: NestedConfig, state_dir: Path, choice: accel.AccelChoice, ssh_port: int, name: str = DOMAIN,
                shared: str = "") -> str:
-    n = cfg.nested
     drives = []
     for i in range(n.drives):
         path = state_dir / "drives" / f"{name}-drive{i}.raw"
@@ -180,26 +211,26 @@ sysrq_always_enabled{paging}</cmdline>
 </domain>"""
 
 
-def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
+def up(place: NestedPlace, index: int = 0, port: int | None = None) -> NestedHost:
     """Boots nested host `index` (idempotent: an L1 that is up and answering is kept), its sshd
     forwarded from `port` when that is given and free."""
-    state_dir = cfg.state_dir / state_subdir(index)
+    state_dir = place.state_dir / state_subdir(index)
     name = domain_name(index)
     try:
         host = NestedHost.load(state_dir)
         if why := unanswered(host.uri, ANSWER_WITHIN_S):   # a hung L1 runs, and keeps its port open
             raise NestedHostError(why)
-        if why := _other_drives(host, cfg.nested):
+        if why := _other_drives(host, place.nested):
             raise NestedHostError(why)
-        if host.record.shared_address != shared_address(cfg, index):
+        if host.record.shared_address != shared_address(place.nested, index):
             raise NestedHostError(f"its shared-network address is {host.record.shared_address or 'none'}, the config "
-                                  f"gives {shared_address(cfg, index)} (nested.shared_subnet)")
+                                  f"gives {shared_address(place.nested, index)} (nested.shared_subnet)")
         step(f"nested host: {name} already up ({host.uri})")
         return host
     except NestedHostError as e:
         if (state_dir / RECORD).exists():
             warn(f"nested host: {name} is not usable ({e}); booting a new one")
-        _down_one(cfg.state_dir, index)
+        _down_one(place.state_dir, index)
     # The image of the current recipe (cached by its hash: instant when built; a few minutes once
     # after the recipe changed, so a pulled change never boots a stale host).
     with heartbeat("the nested host image (images/build.sh host)", IMAGE_BUILD_S):
@@ -207,7 +238,7 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
     if built != 0:
         raise NestedHostError("building the nested host image failed (see the output above). "
                               "Fix: run `images/build.sh host` and read its error")
-    n = cfg.nested
+    n = place.nested
     t0 = time.monotonic()
     (state_dir / "drives").mkdir(parents=True, exist_ok=True)
     _fresh_root(state_dir)
@@ -216,11 +247,11 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
         # Prefilled: reads of a sparse file cost no I/O and would give meaningless numbers.
         subprocess.run(["dd", "if=/dev/urandom", f"of={state_dir / 'drives' / f'{name}-drive{i}.raw'}", "bs=1M",
                         f"count={n.drive_mib}", "status=none"], check=True, timeout=write_bound_s(n.drive_mib << 20))
-    choice = accel.choose(cfg.fleet.accel, HOST_IMAGE_DIR / "vmlinuz")
+    choice = accel.choose(place.accel, HOST_IMAGE_DIR / "vmlinuz")
     # gc keeps a booting host while this process lives: its record is written only once it answers
     write_atomic(state_dir / BOOTING, json.dumps({"domain": name, **owner()}))
     try:
-        host = _booted(cfg, state_dir, name, index, choice, port, t0)
+        host = _booted(place, state_dir, name, index, choice, port, t0)
     finally:
         (state_dir / BOOTING).unlink(missing_ok=True)
     step(f"nested host: {name} up in {host.record.ready_s:.0f} s ({host.record.started}), drives "
@@ -228,19 +259,19 @@ def up(cfg, index: int = 0, port: int | None = None) -> NestedHost:
     return host
 
 
-def _booted(cfg, state_dir: Path, name: str, index: int, choice: accel.AccelChoice, port: int | None,
+def _booted(place: NestedPlace, state_dir: Path, name: str, index: int, choice: accel.AccelChoice, port: int | None,
             t0: float) -> NestedHost:
     """The L1 defined, restored from its saved booted state or booted, and let in (the testbed's key,
     its libvirtd answering), its record written. A restored one that fails to come in boots afresh."""
-    n = cfg.nested
+    n = place.nested
     ssh_port = _free_port(port)
-    shared = shared_address(cfg, index)
-    _shared_bridge(cfg.state_dir)
+    shared = shared_address(n, index)
+    _shared_bridge(place.state_dir)
     image = (HOST_IMAGE_DIR / "recipe.sha").read_text().strip()
-    key = _testbed_key(cfg.state_dir)
+    key = _testbed_key(place.state_dir)
     conn = connect(paths.LIBVIRT_URI)
     try:
-        xml = domain_xml(cfg, state_dir, choice, ssh_port, name, shared)
+        xml = domain_xml(n, state_dir, choice, ssh_port, name, shared)
         save_key = nested_saves.key(xml, image, nested_saves.versions(conn), drive_mib=n.drive_mib)
         how = _restored(conn, name, xml, save_key, state_dir) or _boot(conn, name, xml, save_key, state_dir, choice,
                                                                         ssh_port)
@@ -385,12 +416,12 @@ def _other_drives(host: NestedHost, n) -> str | None:
     return None
 
 
-def rebuild(cfg) -> NestedHost:
+def rebuild(place: NestedPlace) -> NestedHost:
     """The config's nested host destroyed and booted anew: after its L1 stopped answering (a KVM
     guest started in an L1 under TCG can hang it), nothing in it can be saved, and a fresh one is
     half a minute away."""
-    step(f"nested host: removing {', '.join(_down_one(cfg.state_dir, 0)) or 'nothing'}")
-    return up(cfg)
+    step(f"nested host: removing {', '.join(_down_one(place.state_dir, 0)) or 'nothing'}")
+    return up(place)
 
 
 def _lost(host: Host, why_lost: Callable[[], str | None]) -> str | None:
@@ -411,14 +442,14 @@ def _lost(host: Host, why_lost: Callable[[], str | None]) -> str | None:
     return None
 
 
-def rebuilt_after_loss(cfg, host: Host, why_lost: Callable[[], str | None]) -> NestedHost | None:
+def rebuilt_after_loss(place: NestedPlace, host: Host, why_lost: Callable[[], str | None]) -> NestedHost | None:
     """After a failed bring-up on `host`: when it is a nested host that stopped answering (`why_lost()`
     says how; its L1 hung as an L2 started, or its agent fell silent), the host rebuilt, for the
     caller to provision again. None for any other failure, which stands."""
     if not (lost := _lost(host, why_lost)):
         return None
     warn(f"the nested host stopped answering during the bring-up ({lost}); rebuilding it and provisioning again")
-    return rebuild(cfg)
+    return rebuild(place)
 
 
 def removed_after_loss(host: Host, why_lost: Callable[[], str | None]) -> list[str] | None:
@@ -527,32 +558,32 @@ SSH_HOSTS_CONFIG = "nested-hosts.toml"   # under the state dir: the config `up -
 SSH_FLEET_DIR = "ssh-fleet"              # under the state dir: that config's state dir
 
 
-def _vcpus_that_fit(cfg, count: int):
-    """The config, with each host's vCPUs lowered so that all of them fit this machine's cores,
+def _vcpus_that_fit(place: NestedPlace, count: int) -> NestedPlace:
+    """The settings, with each host's vCPUs lowered so that all of them fit this machine's cores,
     unless nested.vcpus was set. A host whose vCPU thread waits for a core stalls its other vCPUs
     (RCU stalls, then a host that answers nothing: seen with 2 x 2 vCPUs under TCG on 2 cores)."""
-    cores = os.cpu_count() or 1
-    if count * cfg.nested.vcpus <= cores:
-        return cfg
-    if "vcpus" in cfg.nested.model_fields_set:
-        warn(f"{count} nested hosts x nested.vcpus={cfg.nested.vcpus} overcommit this machine's {cores} cores; "
+    cores, n = os.cpu_count() or 1, place.nested
+    if count * n.vcpus <= cores:
+        return place
+    if "vcpus" in n.model_fields_set:
+        warn(f"{count} nested hosts x nested.vcpus={n.vcpus} overcommit this machine's {cores} cores; "
              "a starved host can stop answering")
-        return cfg
+        return place
     fit = max(1, cores // count)
     step(f"nested host: {fit} vCPU(s) each, so that {count} hosts fit this machine's {cores} cores "
          "(set nested.vcpus to choose)")
-    return cfg.model_copy(update={"nested": cfg.nested.model_copy(update={"vcpus": fit})})
+    return replace(place, nested=n.model_copy(update={"vcpus": fit}))
 
 
-def up_many(cfg, count: int) -> Path:
+def up_many(place: NestedPlace, count: int, results_dir: Path, disk_size_mib: int) -> Path:
     """Boots nested hosts 0..count-1 (kept when up), lets the testbed's own key in as root, and
-    writes a config that drives them all as `ssh` hosts: exactly the path a user's servers take.
-    Returns that config's path."""
-    cfg = _vcpus_that_fit(cfg, count)
+    writes a config that drives them all as `ssh` hosts: exactly the path a user's servers take,
+    writing to `results_dir`, each VM's disk at most `disk_size_mib`. Returns that config's path."""
+    place = _vcpus_that_fit(place, count)
     with ThreadPoolExecutor(count) as pool:
-        nested = list(pool.map(lambda i: up(cfg, i), range(count)))
-    key_dir = cfg.state_dir / SSH_KEY_DIR
-    key = _testbed_key(cfg.state_dir)
+        nested = list(pool.map(lambda i: up(place, i), range(count)))
+    key_dir = place.state_dir / SSH_KEY_DIR
+    key = _testbed_key(place.state_dir)
     write_atomic(key_dir / "known_hosts", "".join(Path(h.record.known_hosts).read_text() for h in nested))
     tables = [f'''[[hosts]]
 name = "nested{i}"
@@ -563,13 +594,14 @@ known_hosts = "{key_dir / 'known_hosts'}"
 devices = [{", ".join(f'"{d}"' for d in host.drives)}]
 cluster_address = "{ipaddress.ip_interface(host.record.shared_address).ip}"
 ''' for i, host in enumerate(nested)]
+    drive_mib = place.nested.drive_mib
     text = (f"# Written by `harness host nested up --count {count}`: the {count} nested hosts as ssh hosts.\n"
             f"# `harness run vm-scaling --config THIS_FILE` spreads the fleet over them.\n"
-            f'state_dir = "{cfg.state_dir / SSH_FLEET_DIR}"\nresults_dir = "{cfg.results_dir}"\n\n'
-            f"[fleet]\n# slices of each host's first {cfg.nested.drive_mib} MiB drive: room for 4 VMs a host\n"
-            f"disk_size_mib = {min(cfg.fleet.disk_size_mib, cfg.nested.drive_mib // 4)}\n\n"
+            f'state_dir = "{place.state_dir / SSH_FLEET_DIR}"\nresults_dir = "{results_dir}"\n\n'
+            f"[fleet]\n# slices of each host's first {drive_mib} MiB drive: room for 4 VMs a host\n"
+            f"disk_size_mib = {min(disk_size_mib, drive_mib // 4)}\n\n"
             + "\n".join(tables))
-    path = cfg.state_dir / SSH_HOSTS_CONFIG
+    path = place.state_dir / SSH_HOSTS_CONFIG
     write_atomic(path, text)
     return path
 

@@ -533,7 +533,7 @@ def test_a_nested_host_that_died_is_booted_anew_where_the_run_reaches_it(host):
         l0.close()
     assert "not running" in host.stopped()
     assert nested_l1.removed_after_loss(host, host.stopped) and nested_l1.removed(host)
-    nested_l1.up(settings.load(CONFIG), port=host.record.ssh_port)
+    nested_l1.up(settings.load(CONFIG).nested_place, port=host.record.ssh_port)
     assert not nested_l1.removed(host) and NestedHost.load(STATE / "nested").record.ssh_port == host.record.ssh_port
     assert host.run(["cat", "/proc/sys/kernel/random/boot_id"]).returncode == 0   # the old object, the new L1
     connect(host.uri).close()

@@ -13,22 +13,22 @@ from typing import Callable
 
 from harness.common.console import step
 from harness.common.files import write_atomic
-from harness.hosts import Host, LocalHost, all_placed
+from harness.hosts import Host, LocalHost
 from harness.resources.ceph import clusters, existing
 from harness.resources.ceph.images import RbdImage
-from harness.resources.ceph.plan import CephPlan, fleet_image, fleet_images, osd_size_problem, plan_from_config
+from harness.resources.ceph.plan import CephFleet, CephPlan, fleet_image, fleet_images, osd_size_problem, plan_for
 
 
 class FleetCeph:
     what = "Ceph"          # where the fleet's disks are, in a refusal's words
     device_kind = "rbd"    # the kind of the fleet's device (HostDevice.kind)
 
-    def __init__(self, cfg, host: Host, host_dir: Path, image_base: str):
-        """`image_base`: the fleet's image name before its suffix (a host's part has its own). In
-        hosts mode the storage nodes are the first of the fleet's hosts."""
-        self.cfg = cfg
+    def __init__(self, fleet: CephFleet, hosts: list[Host], host: Host, host_dir: Path, image_base: str):
+        """`hosts`: the fleet's; in hosts mode the storage nodes are the first of them. `image_base`:
+        the fleet's image name before its suffix (a host's part has its own)."""
+        self.fleet, self.ceph = fleet, fleet.ceph
         self.host, self.host_dir, self.image_base = host, host_dir, image_base
-        self.plan: CephPlan | None = (plan_from_config(cfg, host_dir, all_placed(cfg.placement)) if cfg.ceph.mode != "existing"
+        self.plan: CephPlan | None = (plan_for(fleet, host_dir, hosts) if self.ceph.mode != "existing"
                                       else None)   # None: your cluster, not made by vtb
 
     @property
@@ -39,18 +39,18 @@ class FleetCeph:
     def image(self) -> RbdImage:
         """In the made cluster's pool over ceph.pool_nodes nodes, or in your pool (named for this
         installation too: a pool may serve several)."""
-        c = self.cfg.ceph
+        c = self.ceph
         if self.plan is not None:
             return fleet_image(self.plan, f"{self.image_base}-device", c.pool_nodes)
-        return existing.image(c, self.host_dir, f"{self.image_base}-{existing.installation(self.cfg.state_dir)}-device")
+        return existing.image(c, self.host_dir, f"{self.image_base}-{existing.installation(self.fleet.state_dir)}-device")
 
     def size_problem(self) -> str | None:
         """Why a cluster vtb makes would fill under the fleet's images, before anything is made."""
-        return None if self.plan is None else osd_size_problem(self.cfg.ceph, fleet_images(self.cfg))
+        return None if self.plan is None else osd_size_problem(self.ceph, fleet_images(self.fleet))
 
     def refusal(self) -> str | None:
         """Why your cluster cannot serve the fleet (reads only)."""
-        if self.plan is None and (reason := existing.access_problem(self.host, self.cfg.ceph)):
+        if self.plan is None and (reason := existing.access_problem(self.host, self.ceph)):
             return f"ceph (existing): {reason}"
         return None
 
@@ -66,13 +66,13 @@ class FleetCeph:
         if self.plan is not None:
             return []
         return [f"ceph (existing): the fleet's earlier image: {said}"
-                for said in existing.prepare(self.cfg.ceph, fleet_dir, self.image(), owner, self.cfg.state_dir)]
+                for said in existing.prepare(self.ceph, fleet_dir, self.image(), owner, self.fleet.state_dir)]
 
     def metadata(self) -> dict:
         """The cluster under the fleet: the made one's plan, or which pool of yours and as whom (no key)."""
         if self.plan is not None:
             return {"mode": "hosts" if self.plan.hosts else "local", **json.loads(self.plan.to_json())}
-        c = self.cfg.ceph
+        c = self.ceph
         return {"mode": "existing", "conf": c.conf, "pool": c.pool, "client": c.client}
 
     def kept_by_parts(self) -> tuple[str, ...]:

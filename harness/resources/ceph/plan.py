@@ -200,30 +200,45 @@ def osd_size_problem(c: CephConfig, images_mib: dict[int, int]) -> str | None:
             "or 0 to size it from the sweep (the file is sparse: it costs only what is written)")
 
 
-def plan_from_config(cfg, fleet_dir: Path, hosts: list | None = None) -> CephPlan:
+@dataclass(frozen=True)
+class CephFleet:
+    """What a cluster under a fleet is made from (`Config.ceph_fleet`): [ceph], and of the rest of the
+    config the fleet's name (with the installation's prefix), its VMs and their disk size, whether it
+    may wipe a device, the [[hosts]] it spans and the state dir."""
+    ceph: CephConfig
+    prefix: str
+    fleet_name: str
+    vms: int
+    disk_size_mib: int
+    wipe: bool = False
+    remotes: tuple = ()
+    state_dir: Path = Path("/var/lib/vtb")
+
+
+def plan_for(f: CephFleet, fleet_dir: Path, hosts: list | None = None) -> CephPlan:
     """The cluster [ceph] asks for under a fleet: named for it, its files in the fleet's folder (in
     hosts mode, the first host's fleet folder, on every host). `hosts`: the fleet's hosts, for hosts
     mode (its storage nodes are the first ceph.nodes of them, at their cluster addresses)."""
-    c, name = cfg.ceph, f"{cfg.prefix}-ceph"
+    c, name = f.ceph, f"{f.prefix}-ceph"
     spread = {}
     if c.mode == "hosts":
         nodes = (hosts or [])[:c.nodes]
-        addresses = {h.name: cluster_address(h) for h in cfg.hosts}
+        addresses = {h.name: cluster_address(h) for h in f.remotes}
         spread = {"hosts": tuple(h.descriptor() for h in nodes), "addresses": tuple(addresses[h.name] for h in nodes)}
-        fleet_dir = nodes[0].fleet_dir(fleet_dir, cfg.fleet.name)
+        fleet_dir = nodes[0].fleet_dir(fleet_dir, f.fleet_name)
         spread["osd_devices"] = tuple(h.drives[j] for h in nodes for j in range(c.osds_per_node))
-        spread["wipe"] = cfg.fleet.wipe
+        spread["wipe"] = f.wipe
     return CephPlan(name=name, dir=str(fleet_dir / name), nodes=c.nodes, osds_per_node=c.osds_per_node,
-                    osd_size_mib=osd_size_for(c, fleet_images(cfg)), replicas=c.replicas, pg_num=c.pg_num, link_mbit=c.link_mbit,
-                    subnet=c.subnet, cephx=c.cephx, pools=tuple(sorted(set(c.pool_node_counts or fleet_images(cfg)))),
+                    osd_size_mib=osd_size_for(c, fleet_images(f)), replicas=c.replicas, pg_num=c.pg_num, link_mbit=c.link_mbit,
+                    subnet=c.subnet, cephx=c.cephx, pools=tuple(sorted(set(c.pool_node_counts or fleet_images(f)))),
                     **spread)
 
 
-def fleet_images(cfg) -> dict[int, int]:
+def fleet_images(f: CephFleet) -> dict[int, int]:
     """The fleet's images: the node count of their pool -> their MiB (a slice per VM; with no VM,
     one slice on each host, for a sweep that measures the hosts only)."""
-    slices = cfg.fleet.vms or max(1, len(cfg.hosts))
-    return {cfg.ceph.pool_nodes or cfg.ceph.nodes: slices * cfg.fleet.disk_size_mib}
+    slices = f.vms or max(1, len(f.remotes))
+    return {f.ceph.pool_nodes or f.ceph.nodes: slices * f.disk_size_mib}
 
 
 def cluster_address(entry) -> str:
@@ -231,15 +246,14 @@ def cluster_address(entry) -> str:
     return entry.cluster_address or entry.ssh.rpartition("@")[2]
 
 
-def hosts_mode_problem(cfg) -> str | None:
-    """Why [ceph] mode = "hosts" does not fit the config's [[hosts]], or None."""
-    c = cfg.ceph
+def hosts_mode_problem(c: CephConfig, remotes: tuple | list) -> str | None:
+    """Why [ceph] mode = "hosts" does not fit the [[hosts]] `remotes`, or None."""
     if c.mode != "hosts":
         return None
-    if len(cfg.hosts) < c.nodes:
+    if len(remotes) < c.nodes:
         return (f'ceph.mode="hosts" puts a storage node on each of the first ceph.nodes={c.nodes} [[hosts]], and the '
-                f"config has {len(cfg.hosts)}. Fix: add [[hosts]] tables or lower ceph.nodes")
-    for h in cfg.hosts[:c.nodes]:
+                f"config has {len(remotes)}. Fix: add [[hosts]] tables or lower ceph.nodes")
+    for h in remotes[:c.nodes]:
         address = cluster_address(h)
         try:
             ipaddress.IPv4Address(address)

@@ -89,8 +89,9 @@ def test_a_nested_host_that_stopped_answering_is_rebuilt_and_the_sweep_goes_on(m
             return {"kind": "nested", "state_dir": "/x/nested"}
 
     fresh = Nested("qemu+tcp://127.0.0.1:2/system")
-    monkeypatch.setattr(sweep.nested_l1, "rebuild", lambda cfg: fresh)
-    ctx, pipeline = SimpleNamespace(host=Nested("qemu+tcp://127.0.0.1:1/system"), cfg=None), SimpleNamespace(sites=[])
+    monkeypatch.setattr(sweep.nested_l1, "rebuild", lambda place: fresh)
+    ctx = SimpleNamespace(host=Nested("qemu+tcp://127.0.0.1:1/system"), cfg=SimpleNamespace(nested_place="place"))
+    pipeline = SimpleNamespace(sites=[])
     assert sweep.rebuilt_lost_host(ctx, pipeline, HungNestedTestbed())
     assert ctx.host is fresh and [s.uri for s in pipeline.sites] == [fresh.uri]
 
@@ -99,7 +100,7 @@ def test_a_lost_host_other_than_a_nested_one_is_not_rebuilt():
     from types import SimpleNamespace
 
     from harness.measure import sweep
-    ctx = SimpleNamespace(host=LocalHost(), cfg=None)
+    ctx = SimpleNamespace(host=LocalHost(), cfg=SimpleNamespace(nested_place="place"))
     assert not sweep.rebuilt_lost_host(ctx, SimpleNamespace(sites=[]), HungNestedTestbed())
 
 
@@ -121,11 +122,11 @@ def test_a_fleet_rebuilt_after_its_nested_host_was_removed_gets_a_new_host_on_th
             return {"kind": "nested", "state_dir": str(self.state_dir)}
 
     bed = testbed.Testbed.__new__(testbed.Testbed)
-    bed.cfg, bed.host = "cfg", Nested()
+    bed.cfg, bed.host = SimpleNamespace(nested_place="place"), Nested()
     monkeypatch.setattr(bed, "down", lambda quiet=False: calls.append("down"))
     monkeypatch.setattr(bed, "up", lambda: calls.append("up") or "record")
-    monkeypatch.setattr(testbed.nested_l1, "up", lambda cfg, port=None: calls.append(("host up", cfg, port)))
-    assert bed.rebuilt() == "record" and calls == ["down", ("host up", "cfg", 40222), "up"]
+    monkeypatch.setattr(testbed.nested_l1, "up", lambda place, port=None: calls.append(("host up", place, port)))
+    assert bed.rebuilt() == "record" and calls == ["down", ("host up", "place", 40222), "up"]
     Nested.state_dir.mkdir()
     (Nested.state_dir / RECORD).write_text("{}")   # still there: kept, only the fleet is rebuilt
     calls.clear()

@@ -26,10 +26,10 @@ class Bed:
 
 def fleet(tmp_path, monkeypatch, rebuilt):
     monkeypatch.setattr(users_fleet, "Testbed", Bed)
-    monkeypatch.setattr(users_fleet.nested_l1, "host_for", lambda cfg: "first")
+    monkeypatch.setattr(users_fleet.nested_l1, "host_for", lambda kind, place: "first")
     asked = []
     monkeypatch.setattr(users_fleet.nested_l1, "rebuilt_after_loss",
-                        lambda cfg, host, why: asked.append(host) or rebuilt)
+                        lambda place, host, why: asked.append(host) or rebuilt)
     return users_fleet.OnOneHost(settings.load(None, [f"state_dir={tmp_path}"])), asked
 
 

@@ -91,9 +91,10 @@ def test_nested_hosts_get_vcpus_that_fit_the_machine_unless_set(monkeypatch):
     from harness.engine import settings
     from harness.resources import nested_l1
     monkeypatch.setattr(nested_l1.os, "cpu_count", lambda: 2)
-    assert nested_l1._vcpus_that_fit(settings.load(None, []), 2).nested.vcpus == 1
-    assert nested_l1._vcpus_that_fit(settings.load(None, []), 1).nested.vcpus == 2
-    assert nested_l1._vcpus_that_fit(settings.load(None, ["nested.vcpus=2"]), 2).nested.vcpus == 2   # the user's choice
+    default, chosen = settings.load(None, []).nested_place, settings.load(None, ["nested.vcpus=2"]).nested_place
+    assert nested_l1._vcpus_that_fit(default, 2).nested.vcpus == 1
+    assert nested_l1._vcpus_that_fit(default, 1).nested.vcpus == 2
+    assert nested_l1._vcpus_that_fit(chosen, 2).nested.vcpus == 2   # the user's choice
 
 
 def test_default_disks_follow_a_small_host_drive_and_a_set_size_is_kept(tmp_path, monkeypatch):

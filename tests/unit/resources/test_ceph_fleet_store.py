@@ -9,12 +9,13 @@ from harness.resources.ceph.fleet_store import FleetCeph
 
 def store(tmp_path, **ceph) -> FleetCeph:
     cfg = Config.model_validate({"state_dir": str(tmp_path), "disk": {"backend": "rbd"}, "ceph": ceph})
-    return backends.get("rbd").disk_store(cfg, LocalHost(), tmp_path / "default", cfg.prefix)
+    return backends.get("rbd").disk_store(cfg.ceph_fleet, [LocalHost()], LocalHost(), tmp_path / "default",
+                                            cfg.prefix)
 
 
 def test_only_a_backend_whose_disks_are_not_host_slices_gives_a_store(tmp_path):
     cfg = Config.model_validate({"state_dir": str(tmp_path)})
-    assert backends.get("virtio-blk").disk_store(cfg, LocalHost(), tmp_path, cfg.prefix) is None
+    assert backends.get("virtio-blk").disk_store(cfg.ceph_fleet, [LocalHost()], LocalHost(), tmp_path, cfg.prefix) is None
     assert isinstance(store(tmp_path), FleetCeph)
 
 

@@ -75,7 +75,7 @@ def test_a_fleet_of_no_vm_has_a_part_on_each_host_whose_image_holds_one_slice(tm
     fleet = multi_host.MultiHostFleet(cfg, [remote(h) for h in cfg.hosts])
     assert [p.host.name for p in fleet.parts] == parts
     assert all(len(p.plan().vms) == vms and p.plan().device_bytes == 512 << 20 for p in fleet.parts)
-    assert fleet_images(cfg) == {2: 512 * len(parts)}
+    assert fleet_images(cfg.ceph_fleet) == {2: 512 * len(parts)}
 
 
 class HostWithADevice(RecordedHost):

@@ -20,7 +20,7 @@ from harness.resources.ceph.plan import (
     fleet_images,
     link_utilisation,
     osd_size_needed,
-    plan_from_config,
+    plan_for,
     pool_commands,
     refusals,
 )
@@ -137,12 +137,12 @@ def test_hosts_mode_asks_for_enough_hosts_and_addresses_the_others_reach(tmp_pat
     with pytest.raises(ConfigError, match=r"h0: ceph.osds_per_node=2 puts each OSD on a device of its own.*lists 1"):
         _config(tmp_path, "ceph.osds_per_node=2", hosts=["10.0.0.5", "10.0.0.6"])
     cfg = _config(tmp_path, hosts=['127.0.0.1 cluster_address = "10.214.0.11"', '10.0.0.6 devices = ["/dev/sdc", "/dev/sdd"]'])
-    p = plan_from_config(cfg, Path("/here"), all_placed(cfg.placement))
+    p = plan_for(cfg.ceph_fleet, Path("/here"), all_placed(cfg.placement))
     assert p.addresses == ("10.214.0.11", "10.0.0.6") and p.dir == f"/var/tmp/vtb/{cfg.fleet.name}/{cfg.prefix}-ceph"
     assert [h["name"] for h in p.hosts] == ["h0", "h1"] and refusals(p) == []
     assert p.osd_devices == ("/dev/vdb", "/dev/sdc")   # each node's OSD on the first of its host's devices
     # a device holds what the images need, no more; a sparse file in local mode is made larger
-    assert p.osd_size_mib == osd_size_needed(cfg.ceph, fleet_images(cfg)) < AUTO_OSD_MIB
+    assert p.osd_size_mib == osd_size_needed(cfg.ceph, fleet_images(cfg.ceph_fleet)) < AUTO_OSD_MIB
 
 
 # --- OSDs sized for what the sweep writes ---------------------------------------------------
@@ -182,9 +182,9 @@ def test_a_full_cluster_is_said_in_cephs_own_words(fixture_text):
 def test_a_fleets_cluster_makes_only_its_pool_and_a_sweep_names_its_own(tmp_path):
     """Each pool costs its CRUSH rule, its mon commands and its PGs' peering: a fleet needs one."""
     cfg = settings.load(None, ["disk.backend=rbd", "ceph.nodes=3"])
-    assert plan_from_config(cfg, tmp_path).pools == (3,)
+    assert plan_for(cfg.ceph_fleet, tmp_path).pools == (3,)
     cfg = settings.load(None, ["disk.backend=rbd", "ceph.nodes=3", "ceph.pool_nodes=2", "ceph.pool_node_counts=[3,2]"])
-    p = plan_from_config(cfg, tmp_path)
+    p = plan_for(cfg.ceph_fleet, tmp_path)
     assert p.pools == p.pool_counts == (2, 3) and refusals(p) == []
     assert plan(pools=()).pool_counts == (1, 2, 3)   # a plan recorded before pools were listed
     assert any("ceph.pool_node_counts has [4]" in r for r in refusals(plan(pools=(4,))))

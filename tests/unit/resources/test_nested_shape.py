@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.core import NestedConfig
 from harness.hosts.nested import NestedHost, NestedHostError, NestedRecord
 from harness.resources import nested_l1
+from harness.resources.nested_l1 import NestedConfig
 
 
 def host_with(drives: int, mib: int, model: str = "nvme") -> NestedHost:
@@ -26,11 +26,9 @@ def test_other_drives_name_both_shapes():
 
 def test_libvirtd_is_reached_through_sshd_and_never_forwarded_on_tcp():
     """The only forward is sshd's: no local user reaches the L1's libvirtd without the testbed's key."""
-    from harness.engine import settings
     from harness.hosts import accel
-    cfg = settings.load(None, [])
     choice = accel.AccelChoice(accel="tcg", domain_type="qemu", reason="test")
-    xml = nested_l1.domain_xml(cfg, Path("/s/nested"), choice, ssh_port=40022)
+    xml = nested_l1.domain_xml(NestedConfig(), Path("/s/nested"), choice, ssh_port=40022)
     assert xml.count("hostfwd=") == 1 and "hostfwd=tcp:127.0.0.1:40022-:22" in xml and "16509" not in xml
     host = NestedHost(Path("/s/nested"), NestedRecord(drives=[], drive_model="nvme", drive_mib=1, image="x", l0_accel={},
                                                       ready_s=1.0, ssh_port=40022, identity="/s/ssh/id_ed25519",
