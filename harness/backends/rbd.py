@@ -1,6 +1,6 @@
 """Ceph RBD: the VMs' data disks are slices of one RBD image per host, served by QEMU's rbd driver
 (librbd) as virtio-blk. The image lives in the fleet's own cluster, on this machine (ceph.mode =
-"local", made by Terraform's hook through `harness host ceph create`) or over the [[hosts]]
+"local", made by Terraform's hook through `python -m harness.resources ceph create`) or over the [[hosts]]
 (ceph.mode = "hosts"), or in a user's pool (ceph.mode = "existing"). The physical baseline is
 fio's librbd engine on the same image.
 

@@ -119,28 +119,6 @@ def backend_list(config_path, overrides) -> None:
     console.print(table)
 
 
-@backend.command("host-up", hidden=True)
-@click.argument("plan_file", type=click.Path(exists=True, path_type=Path))
-def backend_host_up(plan_file) -> None:
-    """Provision a backend's host side (run by Terraform before the domains)."""
-    from harness import backends
-    from harness.hosts import from_descriptor
-    plan = backends.read_plan(plan_file.read_text())
-    backends.get(plan.disk["backend"]).host_up(from_descriptor(plan.host), plan)
-
-
-@backend.command("host-down", hidden=True)
-@click.argument("plan_file", type=click.Path(path_type=Path))
-def backend_host_down(plan_file) -> None:
-    """Tear down a backend's host side (run by Terraform after the domains are gone)."""
-    from harness import backends
-    from harness.hosts import from_descriptor
-    if not plan_file.exists():
-        return  # nothing was provisioned from it, or it is already gone
-    plan = backends.read_plan(plan_file.read_text())
-    backends.get(plan.disk["backend"]).host_down(from_descriptor(plan.host), plan)
-
-
 @cli.group(short_help="The nested host: an L1 VM that plays the host where this one lacks md.")
 def host() -> None:
     """The testbed host: a nested host (an L1 VM) for machines without md."""
@@ -182,58 +160,6 @@ def host_nested_down(config_path, overrides) -> None:
     from harness.resources import nested_l1
     for r in nested_l1.down(load(config_path, overrides).state_dir):
         step(f"removed {r}")
-
-
-@host.group("raid", hidden=True)   # Terraform's hooks, not a user's commands
-def host_raid() -> None:
-    """Create or destroy a host RAID array from a plan (Terraform's hooks run these)."""
-
-
-@host_raid.command("create")
-@click.argument("plan_file", type=click.Path(exists=True, path_type=Path))
-def host_raid_create(plan_file) -> None:
-    """Check every member, then mdadm --create (idempotent)."""
-    from harness.hosts import from_descriptor
-    from harness.resources import raid
-    plan = raid.RaidPlan.from_json(plan_file.read_text())
-    step(raid.create(from_descriptor(plan.host), plan))
-
-
-@host_raid.command("destroy")
-@click.argument("plan_file", type=click.Path(path_type=Path))
-def host_raid_destroy(plan_file) -> None:
-    """Stop the array and zero the superblocks it wrote (idempotent)."""
-    from harness.hosts import from_descriptor
-    from harness.resources import raid
-    if not plan_file.exists():
-        return  # nothing was created from it, or it is already gone
-    plan = raid.RaidPlan.from_json(plan_file.read_text())
-    step(raid.destroy(from_descriptor(plan.host), plan))
-
-
-@host.group("ceph", hidden=True)
-def host_ceph() -> None:
-    """Create or destroy a Ceph cluster vtb makes, from its plan (Terraform's hooks and teardowns run these)."""
-
-
-@host_ceph.command("create", short_help="Make the plan's Ceph cluster.")
-@click.argument("plan_file", type=click.Path(exists=True, path_type=Path))
-def host_ceph_create(plan_file) -> None:
-    """Check the plan, then a mon, a mgr and N storage nodes with their OSDs (idempotent)."""
-    from harness.resources.ceph import clusters
-    from harness.resources.ceph.plan import CephPlan
-    step(clusters.create(CephPlan.from_json(plan_file.read_text())))
-
-
-@host_ceph.command("destroy", short_help="Remove the plan's Ceph cluster.")
-@click.argument("plan_file", type=click.Path(path_type=Path))
-def host_ceph_destroy(plan_file) -> None:
-    """Stop the plan's daemons, remove its namespaces, links, bridge and files (idempotent)."""
-    from harness.resources.ceph import clusters
-    from harness.resources.ceph.plan import CephPlan
-    if not plan_file.exists():
-        return  # nothing was created from it, or it is already gone
-    step(clusters.destroy(CephPlan.from_json(plan_file.read_text())))
 
 
 class Duration(click.ParamType):
@@ -656,16 +582,6 @@ def bench(config_path, overrides, runtime, docs_page, from_json, nested) -> None
         click.echo(table, nl=False)
 
 
-def failed_command(e: subprocess.CalledProcessError) -> str:
-    """One line for a command that failed: the command, its exit status, its last words, the fix."""
-    cmd = e.cmd if isinstance(e.cmd, str) else " ".join(map(str, e.cmd))
-    said = e.stderr or e.stdout or b""
-    said = (said.decode(errors="replace") if isinstance(said, bytes) else said).strip().splitlines()
-    return (f"`{cmd[:200]}` failed with exit status {e.returncode}" + (f": {said[-1][:300]}" if said else "")
-            + ". Fix: correct what it names; run it by hand to see all it says (`harness --debug ...` shows "
-            "where vtb ran it)")
-
-
 def _click_message(e: click.ClickException) -> str:
     """click's own message of a bad flag or argument, with the fix where it names none."""
     said = e.format_message()
@@ -690,12 +606,8 @@ def _command_path(argv: list[str]) -> str:
 
 
 def main() -> None:
-    import libvirt
-
-    from harness.common.bounded import Unanswered
     from harness.common.cancel import Terminated
-    from harness.common.exits import StepFailed
-    from harness.hosts.ssh import SshError
+    from harness.resources.entry import failure
     # Ctrl-C (SIGINT) stops every command, even one started in a script's background, which ignores it
     signal.signal(signal.SIGINT, signal.default_int_handler)
     # What vtb makes is root's alone to change: gc trusts a record only in a folder no one else can write
@@ -712,24 +624,14 @@ def main() -> None:
     except click.ClickException as e:     # a flag, an argument or a run that does not exist
         error(_click_message(e))
         sys.exit(Exit.BAD_INPUT)
-    except ConfigError as e:
-        error(str(e))
-        sys.exit(Exit.BAD_INPUT)
-    except subprocess.CalledProcessError as e:   # a command run with check=True: its own words, and how to see more
-        if any(DEBUG):
-            raise
-        error(failed_command(e))
-        sys.exit(Exit.HOST_FAILED)
-    except (StepFailed, Unanswered, SshError, subprocess.SubprocessError) as e:   # a step failed or passed its bound
-        error(str(e))
-        sys.exit(Exit.HOST_FAILED)
-    except libvirt.libvirtError as e:   # a libvirtd that is not running, or that refused a call
-        error(f"libvirt: {e.get_error_message()}. Fix: check that libvirtd runs (`scripts/libvirtd.sh start` starts "
-              "this machine's; `make testbed up` does too)")
-        sys.exit(Exit.HOST_FAILED)
     except KeyboardInterrupt:
         sys.exit(Exit.INTERRUPTED)
-    except Exception as e:   # a bug: one line that says so, the traceback only when asked for
+    except Exception as e:   # bad input or a failed step: one line; a bug: one line that says so
+        if known := failure(e):
+            if any(DEBUG) and isinstance(e, subprocess.CalledProcessError):
+                raise
+            error(known[1])
+            sys.exit(known[0])
         if any(DEBUG):
             raise
         error(f"unexpected {type(e).__name__}: {e}. This is a vtb bug: run the command again with "

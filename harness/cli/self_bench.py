@@ -103,7 +103,7 @@ def _parse_costs(raw_dir, rounds: int = 20) -> dict:
 
 
 def _ceph_up_s(cfg: Config) -> float | str:
-    """Seconds for `harness host ceph create` of 3 nodes (1 OSD each) from nothing; the cluster goes after."""
+    """Seconds for a Ceph cluster's create hook, 3 nodes (1 OSD each) from nothing; the cluster goes after."""
     host = LocalHost()
     if missing := missing_tools(host):
         return f"n/a ({', '.join(missing)} missing)"

@@ -9,6 +9,8 @@ def discover(package: str, path: list[str], attribute: str, key: str = "name") -
     """{plugin.<key>: plugin} for the modules of `package` that define `attribute`, sorted by that key."""
     found = {}
     for mod in pkgutil.iter_modules(path):
+        if mod.name == "__main__":   # the package's entry point, not a plug-in
+            continue
         plugin = getattr(importlib.import_module(f"{package}.{mod.name}"), attribute, None)
         if plugin is not None:
             found[getattr(plugin, key)] = plugin
@@ -20,5 +22,7 @@ def declared(package: str, path: list[str], attribute: str) -> list:
     of the modules' names: what many modules each declare a few of."""
     found = []
     for mod in sorted(pkgutil.walk_packages(path, f"{package}."), key=lambda m: m.name):
+        if mod.name.endswith(".__main__"):
+            continue
         found += getattr(importlib.import_module(mod.name), attribute, ())
     return found

@@ -5,10 +5,8 @@ import contextlib
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -35,8 +33,8 @@ from harness.hosts.ssh import SshError
 from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
 from harness.libvirt.libvirt_conn import connect, unanswered
 from harness.libvirt.libvirt_xml import owner_metadata
+from harness.resources import entry, nested_l1
 from harness.resources import leftovers as resource_leftovers
-from harness.resources import nested_l1
 from harness.resources.devices import refuse_reason_on, size_bytes_on
 from harness.resources.raid import RaidPlan, destroy_arrays, under_fleet
 
@@ -239,14 +237,12 @@ class Testbed:
         kernel, initrd = ("kernel", "initrd") if f.kernel == "cloud" else ("kernel_generic", "initrd_generic")
         image = {"rootfs": files["rootfs"], "kernel": files[kernel], "initrd": files[initrd], "on_host": on_host}
         # The backend's host side runs from Terraform (before the domains, after them on destroy).
-        harness = f"{shlex.quote(sys.executable)} -m harness"
-        hook = f"{harness} backend host-%s {shlex.quote(str(self._hook_file('backend', plan.to_json())))}"
+        backend_file = self._hook_file("backend", plan.to_json())
         raid = {"create": "", "destroy": ""}
         if self.raid is not None:
-            raid_file = shlex.quote(str(self._hook_file("raid", self.raid.to_json())))
-            raid = {"create": f"{harness} host raid create {raid_file}",
-                    "destroy": f"{harness} host raid destroy {raid_file}"}
-        ceph = self.store.hooks(harness, self._hook_file) if self.store else {"create": "", "destroy": ""}
+            raid_file = self._hook_file("raid", self.raid.to_json())
+            raid = {what: entry.command("resources", f"raid {what}", raid_file) for what in raid}
+        ceph = self.store.hooks(self._hook_file) if self.store else {"create": "", "destroy": ""}
         return {
             "libvirt_uri": self.host.uri, "prefix": plan.prefix, "pool_dir": str(self.host_dir / "pool"),
             "image": image,
@@ -254,7 +250,8 @@ class Testbed:
             "console_dir": str(self.host_dir / "consoles"), "start_vms": self._why_no_restore() is not None,
             "device_bytes": plan.device_bytes if plan.device.kind == "file" else 0,
             "raid": raid, "ceph": ceph,
-            "backend": {"host_up": hook % "up", "host_down": hook % "down",
+            "backend": {"host_up": entry.command("backends", "host-up", backend_file),
+                        "host_down": entry.command("backends", "host-down", backend_file),
                         "vms": [{"name": vm.name, "devices_xml": a.devices_xml,
                                  "domain_xml": a.domain_xml + owner_metadata(self.cfg.prefix)}
                                 for vm, a in ((vm, backend.attach(plan, vm)) for vm in plan.vms)]},

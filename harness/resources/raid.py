@@ -1,5 +1,5 @@
 """Host software RAID: mdadm arrays created and destroyed on the testbed host (this machine or a
-nested host) by Terraform's hooks, through `harness host raid create|destroy PLAN`.
+nested host) by Terraform's hooks, through `python -m harness.resources raid create|destroy PLAN`.
 
 Safety first: only allowlisted member devices, each checked on the host (not mounted, not held
 by another array, not the system disk, no signature unless wipe is set). Destroy stops the array
@@ -188,7 +188,8 @@ def create(host, plan: RaidPlan) -> str:
     if detail := _detail(host, plan):
         if f"raid{plan.level}" in detail and all(m in detail for m in plan.members):
             return f"{plan.device}: already assembled (RAID {plan.level}, {len(plan.members)} members)"
-        raise RaidError(f"{plan.device} exists with a different layout; run `harness host raid destroy` first")
+        raise RaidError(f"{plan.device} exists with a different layout. Fix: remove it first (`python -m "
+                        "harness.resources raid destroy` with its plan file)")
     if problems := refusals(host, plan):
         raise RaidError("refusing to create the array:\n  " + "\n  ".join(problems))
     if plan.wipe:

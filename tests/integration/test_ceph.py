@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from run_harness import HARNESS, harness
+from run_harness import HARNESS, harness, hook
 
 from harness.fleet import gc
 from harness.hosts import LocalHost
@@ -39,7 +39,7 @@ def counters(dev: str) -> dict[str, int]:
 def test_a_bad_plan_is_refused_before_anything_is_made(tmp_path):
     plan = CephPlan(name=NAME, dir=str(STATE / f"{NAME}-bad"), nodes=6, replicas=7)
     (tmp_path / "plan.json").write_text(plan.to_json())
-    out = harness("host", "ceph", "create", str(tmp_path / "plan.json"), check=False)
+    out = hook("resources", "ceph", "create", str(tmp_path / "plan.json"), check=False)
     assert out.returncode == 2 and "ceph.nodes=6: use 1 to 5" in out.stderr and "Traceback" not in out.stderr
     assert not Path(plan.dir).exists() and not gc.leftovers(NAME)
 
@@ -51,9 +51,9 @@ def test_a_two_node_cluster_serves_rbd_then_goes_without_a_trace(tmp_path):
     plan_file.write_text(plan.to_json())
     gc.register_state_dir(STATE)   # as a fleet's bring-up does: gc finds the cluster's records there
     try:
-        out = harness("host", "ceph", "create", str(plan_file))
+        out = hook("resources", "ceph", "create", str(plan_file))
         assert "all PGs active+clean" in out.stdout
-        assert "already up" in harness("host", "ceph", "create", str(plan_file)).stdout   # idempotent
+        assert "already up" in hook("resources", "ceph", "create", str(plan_file)).stdout   # idempotent
         conf = f"{plan.dir}/ceph.conf"
         tree = json.loads(subprocess.run(["ceph", "-c", conf, "osd", "tree", "-f", "json"], capture_output=True,
                                          text=True, check=True).stdout)
@@ -79,7 +79,7 @@ def test_a_two_node_cluster_serves_rbd_then_goes_without_a_trace(tmp_path):
     finally:
         removed = gc.collect(NAME, LocalHost())   # as after a SIGKILL: by the prefix alone
         print(removed)
-        harness("host", "ceph", "destroy", str(plan_file))
+        hook("resources", "ceph", "destroy", str(plan_file))
     assert any("ceph-osd" in r for r in removed) and any(r.startswith("namespace") for r in removed)
     assert any(r.startswith("link") and f"({NAME})" in r for r in removed)   # the bridge, by its alias
     assert not gc.leftovers(NAME) and not Path(plan.dir).exists()
@@ -207,7 +207,7 @@ def test_an_existing_cluster_with_cephx_where_vtb_touches_only_its_own_image(tmp
         return set(subprocess.run(["rbd", "-c", conf, "ls", pool], capture_output=True, text=True,
                                   check=True).stdout.split())
     try:
-        harness("host", "ceph", "create", str(plan_file))
+        hook("resources", "ceph", "create", str(plan_file))
         keyring.write_text(subprocess.run(["ceph", "-c", conf, "auth", "get-or-create", "client.tenant", "mon",
                                            "profile rbd", "osd", f"profile rbd pool={pool}"], capture_output=True,
                                           text=True, check=True).stdout)
@@ -238,5 +238,5 @@ def test_an_existing_cluster_with_cephx_where_vtb_touches_only_its_own_image(tmp
         assert images() == {"theirs"}
     finally:
         harness("testbed", "down", *fleet, check=False)
-        harness("host", "ceph", "destroy", str(plan_file))
+        hook("resources", "ceph", "destroy", str(plan_file))
     assert not gc.leftovers("vtb-cexi-") and not gc.leftovers(plan.name)

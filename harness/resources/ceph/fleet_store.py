@@ -7,13 +7,13 @@ its teardown, and knows nothing else of Ceph."""
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Callable
 
 from harness.common.console import step
 from harness.common.files import write_atomic
 from harness.hosts import Host, LocalHost
+from harness.resources import entry
 from harness.resources.ceph import clusters, existing
 from harness.resources.ceph.images import RbdImage
 from harness.resources.ceph.plan import CephFleet, CephPlan, fleet_image, fleet_images, osd_size_problem, plan_for
@@ -54,12 +54,12 @@ class FleetCeph:
             return f"ceph (existing): {reason}"
         return None
 
-    def hooks(self, harness: str, hook_file: Callable[[str, str], Path]) -> dict[str, str]:
+    def hooks(self, hook_file: Callable[[str, str], Path]) -> dict[str, str]:
         """The fleet's Terraform hooks that make and remove a local cluster (none otherwise)."""
         if self.plan is None or self.spans_hosts:
             return {"create": "", "destroy": ""}
-        plan_file = shlex.quote(str(hook_file("ceph", self.plan.to_json())))
-        return {"create": f"{harness} host ceph create {plan_file}", "destroy": f"{harness} host ceph destroy {plan_file}"}
+        plan_file = hook_file("ceph", self.plan.to_json())
+        return {what: entry.command("resources", f"ceph {what}", plan_file) for what in ("create", "destroy")}
 
     def prepare(self, fleet_dir: Path, owner: str) -> list[str]:
         """Your cluster's client conf and the image's record, before Terraform makes the image."""

@@ -31,7 +31,7 @@ IFNAME_MAX = 15           # Linux interface names; namespaces have no such limit
 
 class CephConfig(Section):
     """[ceph]: where a fleet on the rbd backend keeps its disks. "local": a cluster `testbed up`
-    makes on this machine (Terraform's hook runs `harness host ceph create`). "hosts": a cluster vtb
+    makes on this machine (Terraform's hook runs `python -m harness.resources ceph create`). "hosts": a cluster vtb
     makes over the [[hosts]], one storage node each. "existing": a pool in your cluster, where vtb
     makes and removes only its own image. local/hosts below: the fields of a cluster vtb makes."""
     mode: Literal["local", "hosts", "existing"] = Field(

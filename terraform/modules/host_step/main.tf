@@ -1,5 +1,5 @@
 # Something the host needs under the fleet that the provider has no resource for: a software-RAID
-# array, a Ceph cluster. The harness does the work (`harness host raid|ceph create|destroy PLAN`,
+# array, a Ceph cluster. The harness does the work (`python -m harness.resources raid|ceph create|destroy PLAN`,
 # idempotent, with its safety checks) and Terraform owns the lifecycle: a changed plan (a new
 # plan file) replaces it, and destroy undoes only what its plan made.
 variable "create" {

@@ -104,7 +104,7 @@ def test_a_config_that_is_a_directory_is_one_error_line_not_a_traceback():
 def test_a_command_that_failed_is_one_line_with_its_words_and_the_fix():
     """#28: a CalledProcessError (a command vtb ran with check=True) is said with the command, its
     exit status and its last line of stderr, not as Python's bare message or a traceback."""
-    from harness.cli import failed_command
+    from harness.resources.entry import failed_command
     e = subprocess.CalledProcessError(32, ["mount", "/dev/vtb-x", "/run/vtb-x"],
                                       stderr=b"mount: /run/vtb-x: special device /dev/vtb-x does not exist.\n")
     line = failed_command(e)

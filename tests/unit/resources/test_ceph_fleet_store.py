@@ -1,4 +1,6 @@
 """What a fleet sees of Ceph (resources/ceph/fleet_store.py), given by the rbd backend only."""
+import shlex
+import sys
 from pathlib import Path
 
 from harness import backends
@@ -26,9 +28,10 @@ def test_a_local_cluster_is_made_and_removed_by_the_fleets_hooks(tmp_path):
     def hook_file(kind: str, text: str) -> Path:
         written[kind] = text
         return tmp_path / "my plans" / f"{kind}.json"
-    hooks = s.hooks("harness", hook_file)
-    assert hooks == {"create": f"harness host ceph create '{tmp_path}/my plans/ceph.json'",
-                     "destroy": f"harness host ceph destroy '{tmp_path}/my plans/ceph.json'"}
+    hooks = s.hooks(hook_file)
+    python = shlex.quote(sys.executable)
+    assert hooks == {"create": f"{python} -m harness.resources ceph create '{tmp_path}/my plans/ceph.json'",
+                     "destroy": f"{python} -m harness.resources ceph destroy '{tmp_path}/my plans/ceph.json'"}
     assert written["ceph"] == s.plan.to_json() and not s.spans_hosts and s.kept_by_parts() == ()
     assert s.metadata()["mode"] == "local" and s.image().locator.startswith(f"rbd:{s.plan.pool(s.plan.nodes)}/")
     assert s.refusal() is None and s.prepare(tmp_path, "vtb-default") == []
@@ -36,7 +39,7 @@ def test_a_local_cluster_is_made_and_removed_by_the_fleets_hooks(tmp_path):
 
 def test_your_cluster_is_only_read_and_its_image_named_for_this_installation(tmp_path):
     s = store(tmp_path, mode="existing", conf="/nope/ceph.conf", pool="tenant-pool", client="tenant")
-    assert s.plan is None and s.hooks("harness", lambda kind, text: tmp_path) == {"create": "", "destroy": ""}
+    assert s.plan is None and s.hooks(lambda kind, text: tmp_path) == {"create": "", "destroy": ""}
     assert s.metadata() == {"mode": "existing", "conf": "/nope/ceph.conf", "pool": "tenant-pool", "client": "tenant"}
     img = s.image()
     assert img.pool == "tenant-pool" and img.image.endswith("-device") and img.client == "tenant"
