@@ -38,13 +38,16 @@ from harness.measure.pipeline import PHYSICAL, Point
 from harness.measure.plan import Plan
 from harness.report import plots, tables
 from harness.report.plots import plt
-from harness.resources import raid, scratch
+from harness.resources import raid
 from harness.results.columns import I, S, column
 from harness.results.environment import accel_label, tcg_caveat
 from harness.workloads import fio, fio_output
 
 DEVICES = ("default", "tmpfs", "brd", "drive", "md")
-LOCAL_ONLY = ("default", "tmpfs", "brd")
+ELSEWHERE = "profile drive, md or an allowlisted device there"
+# made by the engine for their block on this machine (brd: loaded with one disk of the span's size, unloaded after)
+SCRATCH = {"tmpfs": sweep.Scratch("tmpfs", "tmpfs", elsewhere=ELSEWHERE),
+           "brd": sweep.Scratch("brd", "brd", elsewhere=ELSEWHERE)}
 Z_95 = 1.959964   # a normal quantile: the request counts are large
 
 
@@ -148,7 +151,7 @@ class DeviceProfile:
         blocks = [sweep.SweepBlock(
             f"device {name}",
             place=lambda name=name: self._device(ctx, sweep_cfg, name), keep_fleet=False, rebuildable=False,
-            fleet=sweep.Fleet(sweep_cfg),
+            fleet=sweep.Fleet(sweep_cfg, scratch=SCRATCH.get(name)),
             points=lambda record, _tb, name=name: self.declared(c, name).made(
                 lambda d, env: self._point(ctx, record, name, d.label, *d.what, env)))
                   for name in c.devices]
@@ -158,21 +161,14 @@ class DeviceProfile:
     def _device(self, ctx: RunContext, sweep: Config, name: str):
         """Where the device's fleet goes, as Testbed arguments ({} = the fleet's own prefilled file,
         a block device, or an array), or None when this host cannot have it (said, and skipped)."""
-        size = sweep.fleet.disk_size_mib << 20
-        if name in LOCAL_ONLY and not ctx.host.is_this_machine:
-            warn(f"device {name} skipped: it is made on this machine, and the fleet is on the {ctx.host.name} "
-                 "host. Fix: profile drive, md or an allowlisted device there")
+        if name == "default" and not ctx.host.is_this_machine:
+            warn(f"device default skipped: it is made on this machine, and the fleet is on the {ctx.host.name} "
+                 f"host. Fix: {ELSEWHERE}")
             yield None
         elif name in ("drive", "md") or name.startswith("/dev/"):
             yield self._on_host_device(ctx, sweep, name)
-        elif name == "default":
+        else:
             yield {}
-        elif name == "tmpfs":
-            with scratch.loop_over_scratch_file(scratch.RAM, f"{sweep.prefix}-tmpfs", size) as dev:
-                yield {"device": dev}
-        else:   # brd: loaded for the run with one disk of the span's size, unloaded after
-            with scratch.ram_disk(sweep.state_dir, f"{sweep.prefix}-brd", size) as dev:
-                yield None if dev is None else {"device": dev}
 
     @staticmethod
     def _on_host_device(ctx: RunContext, sweep: Config, name: str) -> dict | None:

@@ -9,7 +9,6 @@ Backends that cannot run here are listed with their reason, never silently dropp
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Literal
@@ -30,7 +29,6 @@ from harness.measure.declaration import Declared, DeclaredBlock, plan_of
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point
 from harness.measure.plan import Plan
 from harness.report import percentile_plot
-from harness.resources import scratch
 from harness.results.environment import accel_label, tcg_caveat
 from harness.workloads import Tool, fio
 
@@ -149,24 +147,12 @@ class FioMatrix:
 
     def sweep_block(self, ctx: RunContext, sweep_cfg: Config, backend: str) -> sweep.SweepBlock:
         """A backend's block: the sweep VM served by it. The fleet stays up for the next backend to
-        re-provision, except on a loop device of its own (on_loop), which goes when the block is
-        done, fleet first, and is not rebuilt (its teardown would take the loop device with it)."""
-        loop = on_loop(sweep_cfg, ctx.host, backend)
-
-        @contextmanager
-        def place():
-            if not loop:
-                yield {}
-                return
-            with scratch.loop_over_scratch_file(ctx.cfg.state_dir, f"{sweep_cfg.prefix}-passthrough",
-                                                sweep_cfg.fleet.disk_size_mib << 20) as dev:
-                step(f"backend {backend}: no block device named (fleet.device), so a loop device over a prefilled "
-                     f"file: {dev}")
-                yield {"device": dev}
+        re-provision, except on a loop device of its own (on_loop), which goes when the block is done."""
+        loop = sweep.Scratch("loop", "passthrough", "no block device named (fleet.device), so a loop device over a "
+                             "prefilled file") if on_loop(sweep_cfg, ctx.host, backend) else None
         return sweep.SweepBlock(
-            f"backend {backend}", fleet=sweep.Fleet(sweep_cfg, backend=backend),
-            points=lambda record, _tb: self.block_points(ctx, record), place=place, rebuildable=not loop,
-            later=self.later_points(ctx))
+            f"backend {backend}", fleet=sweep.Fleet(sweep_cfg, backend=backend, scratch=loop),
+            points=lambda record, _tb: self.block_points(ctx, record), later=self.later_points(ctx))
 
     def later_points(self, ctx: RunContext) -> Callable[[Pipeline, TestbedRecord], list[Point]] | None:
         """Points that follow from the block's first figures (none here)."""

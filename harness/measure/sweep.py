@@ -21,7 +21,7 @@ from harness.fleet.testbed import BRING_UP_FAILURES, Testbed, TestbedRecord, tor
 from harness.hosts import Host
 from harness.measure.context import RunContext
 from harness.measure.pipeline import PHYSICAL, VIRTUAL, Pipeline, Point, Site
-from harness.resources import nested_l1
+from harness.resources import nested_l1, scratch
 from harness.resources.raid import RaidPlan
 
 # What a block's bring-up fails with when its host, its guests or its cluster let it down: that
@@ -35,6 +35,34 @@ def fleet_config(cfg: Config, tag: str, **fleet) -> Config:
 
 
 @dataclass(frozen=True)
+class Scratch:
+    """A device of this machine's that the engine makes for a block, one fleet disk long, and
+    removes after it (its fleet first; such a fleet is not rebuilt, its teardown would take the
+    device with it). A block on another host cannot have one: it is skipped, with `elsewhere`."""
+    kind: str                        # "loop": a loop device over a prefilled file in the state dir; "tmpfs":
+                                     # the same in RAM (/dev/shm); "brd": the kernel's RAM disk, loaded for it
+    name: str                        # its name's suffix after the sweep's prefix
+    said: str = ""                   # why the block is on it, said as it is made
+    elsewhere: str = ""              # the fix said when the fleet is on another host
+
+    @contextmanager
+    def made(self, ctx: RunContext, sweep_cfg: Config, label: str) -> Iterator[dict | None]:
+        """Testbed arguments for the block ({"device": ...}), or None when it cannot be had here (said)."""
+        if not ctx.host.is_this_machine:
+            warn(f"{label} skipped: its device ({self.kind}) is made on this machine, and the fleet is on the "
+                 f"{ctx.host.name} host{f'. Fix: {self.elsewhere}' if self.elsewhere else ''}")
+            yield None
+            return
+        name, size = f"{sweep_cfg.prefix}-{self.name}", sweep_cfg.fleet.disk_size_mib << 20
+        made = (scratch.ram_disk(sweep_cfg.state_dir, name, size) if self.kind == "brd" else
+                scratch.loop_over_scratch_file(scratch.RAM if self.kind == "tmpfs" else sweep_cfg.state_dir, name, size))
+        with made as dev:
+            if dev is not None and self.said:
+                step(f"{label}: {self.said}: {dev}")
+            yield None if dev is None else {"device": dev}
+
+
+@dataclass(frozen=True)
 class Fleet:
     """A block's fleet as an experiment declares it: the engine provisions it (`provision`) on the
     run's host as it is then (a lost nested host is rebuilt), on what the block's place gives."""
@@ -43,6 +71,7 @@ class Fleet:
     device: str | None = None        # on this host block device, used as is
     raid: RaidPlan | None = None     # on this array, built under the fleet (on the run's host)
     over: tuple[Host, ...] = ()      # spanning these hosts ([[hosts]]), a part on each
+    scratch: Scratch | None = None   # on a device the engine makes for the block
 
     def provision(self, host: Host, where: dict) -> Testbed | SweptOverHosts:
         """Its testbed: `where` is the block's place ({} or a device or an array of its own)."""
@@ -173,7 +202,7 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
                 step(f"{said}: measured before, its ratios and derived values too: kept")
                 ctx.plan(-runs)
                 continue
-            with b.place() as where:
+            with b.fleet.scratch.made(ctx, sweep_cfg, said) if b.fleet.scratch else b.place() as where:
                 if where is None:
                     ctx.plan(-runs)
                     continue
@@ -185,7 +214,7 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
                     if isinstance(record, SpanningRecord):
                         pipeline.sites = [Site(h, part.uri) for h, part in zip(record.hosts, record.parts)]
                     b.ready(tb)
-                    rebuild = (lambda b=b, tb=tb: _rebuilt(b, tb)) if b.rebuildable else None
+                    rebuild = (lambda b=b, tb=tb: _rebuilt(b, tb)) if b.rebuildable and not b.fleet.scratch else None
                     points = b.points(record, tb)
                     made = ctx.made_as_planned([block], points)
                     pipeline.measure(points, record.metadata(), rebuild=rebuild)

@@ -49,6 +49,7 @@ class FakeTestbed:
 class FakeFleet:
     """A block's declared fleet, whose testbed stands in for Terraform."""
     make: Callable[[], FakeTestbed]
+    scratch = None   # on its block's place, not on a device the engine makes
 
     def provision(self, host, where: dict) -> FakeTestbed:
         return self.make()
@@ -289,3 +290,28 @@ def test_a_declared_experiment_runs_its_plans_points_through_a_kill_and_a_resume
     assert len(runs) == len(set(runs)) == planned.point_runs
     assert sorted(set((s, p, e) for s, p, e, _ in runs)) == sorted(
         (b.label, p.label, p.env) for b in planned.blocks for p in b.points)
+
+
+def test_a_scratch_device_is_made_for_its_block_and_removed_after_or_skipped_on_another_host(tmp_path, capsys):
+    """A block declares its device (`Scratch`); the engine makes it, one fleet disk long, and removes it."""
+    import os
+    from types import SimpleNamespace
+
+    from harness.config.core import Config
+    from harness.hosts import LocalHost
+    from harness.measure.sweep import Scratch
+    cfg = Config.model_validate({"state_dir": str(tmp_path), "fleet": {"name": "sw-x", "disk_size_mib": 16}})
+    loop = Scratch("loop", "passthrough", said="a loop device", elsewhere="name a device there")
+    with loop.made(SimpleNamespace(host=LocalHost()), cfg, "backend passthrough-block") as where:
+        dev = where["device"]
+        assert dev.startswith("/dev/loop") and os.path.getsize(tmp_path / "vtb-sw-x-passthrough.scratch.raw") == 16 << 20
+    assert not (tmp_path / "vtb-sw-x-passthrough.scratch.raw").exists()
+    assert f"a loop device: {dev}" in capsys.readouterr().out
+
+    class Elsewhere:
+        is_this_machine, name = False, "h1"
+    with loop.made(SimpleNamespace(host=Elsewhere()), cfg, "[2/3] backend passthrough-block") as where:
+        assert where is None
+    said = " ".join(capsys.readouterr().out.split())
+    assert ("[2/3] backend passthrough-block skipped: its device (loop) is made on this machine, and the fleet is on "
+            "the h1 host. Fix: name a device there") in said
