@@ -25,6 +25,8 @@ class Node(Protocol):
     label: str                  # how messages name it ("this machine", "the nested host"; a guest: its name)
     confines_tools: ClassVar[bool]   # the tools vtb runs there go into its sandbox (guest-agents/confine.sh):
                                      # a host holds more than the disk under test; a guest holds nothing else
+    start_lead_s: ClassVar[float]    # how long before a shared start its tools are told to begin: the
+                                     # command's way there and fio paged in (more where a round trip is long)
 
     def run(self, argv: list[str], *, env: dict | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:

@@ -32,6 +32,7 @@ class LocalHost:
     kind: ClassVar[str] = "local"
     is_this_machine: ClassVar[bool] = True
     confines_tools: ClassVar[bool] = True
+    start_lead_s: ClassVar[float] = 0.5   # a process started here: no round trip
     drives_are_users: ClassVar[bool] = False
     drive_size_field: ClassVar[str | None] = None
     keeps_guest_image: ClassVar[bool] = False

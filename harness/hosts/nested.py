@@ -66,6 +66,7 @@ class NestedHost:
     kind = "nested"
     is_this_machine = False
     confines_tools = True
+    start_lead_s = 1.5
     drives_are_users = False            # its emulated NVMe drives are vtb's own
     drive_size_field = "nested.drive_mib"
     keeps_guest_image = True

@@ -60,6 +60,7 @@ class SshHost:
     kind: ClassVar[str] = "ssh"
     is_this_machine: ClassVar[bool] = False
     confines_tools: ClassVar[bool] = True
+    start_lead_s: ClassVar[float] = 1.5
     drives_are_users: ClassVar[bool] = True
     drive_size_field: ClassVar[str | None] = None
     keeps_guest_image: ClassVar[bool] = False

@@ -53,6 +53,7 @@ class GuestAgent:
     FIRST_POLL_S = 0.005
     POLL_S = 0.25
     confines_tools = False   # a guest holds nothing but the disks under test: its tools run bare
+    start_lead_s = 1.5       # a TCG guest just resumed takes about a second to page fio in
 
     def __init__(self, domain: libvirt.virDomain):
         self.domain = domain

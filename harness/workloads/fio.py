@@ -260,7 +260,8 @@ def steady_state(run: fio_output.Job | None) -> dict:
 
 
 # Participants of one point start fio at one moment, this far ahead: time to issue every command
-# and page fio in (a TCG guest just resumed takes about a second), so that none starts late.
+# and page fio in (a TCG guest just resumed takes about a second), so that none starts late. A node
+# says its own lead (`start_lead_s`: this machine's processes start at once); this is the default.
 START_MARGIN_S = 1.5
 MAX_START_MARGIN_S = 30.0
 
@@ -275,30 +276,33 @@ class SharedStart:
     def __init__(self) -> None:
         self.lag_per_participant_s: dict[str, float] = {}   # by kind of node (its class)
 
-    def margin_s(self, kinds: list[str]) -> float:
+    def margin_s(self, kinds: list[str], lead_s: float = START_MARGIN_S) -> float:
+        """How far ahead participants of these kinds start: the slowest one's own lead, plus what
+        they were seen to lag."""
         late = max((kinds.count(k) * self.lag_per_participant_s.get(k, 0.0) for k in set(kinds)), default=0.0)
-        return min(MAX_START_MARGIN_S, START_MARGIN_S + 1.5 * late)
+        return min(MAX_START_MARGIN_S, lead_s + 1.5 * late)
 
-    def envs(self, offsets: list[float], kinds: list[str], extra_env: dict | None) -> tuple[list[dict], float | None]:
+    def envs(self, offsets: list[float], kinds: list[str], extra_env: dict | None,
+             lead_s: float = START_MARGIN_S) -> tuple[list[dict], float | None]:
         """Each participant's environment, with the start on its own clock when there are several;
         and that start on this machine's clock (None for one participant)."""
         if len(offsets) < 2:
             return [dict(extra_env or {}) for _ in offsets], None
-        margin = self.margin_s(kinds)
+        margin = self.margin_s(kinds, lead_s)
         start = time.time() + margin
         return [{**(extra_env or {}), "FIO_START_AT": f"{start + off:.3f}", "FIO_START_MAX_WAIT": f"{2 * margin:g}"}
                 for off in offsets], start
 
     def learn(self, planned_s: float, windows: list[tuple[float, float] | None], offsets: list[float],
-              kinds: list[str]) -> None:
+              kinds: list[str], lead_s: float = START_MARGIN_S) -> None:
         """planned_s: when the measured runs should have begun (the start plus the ramp), here."""
         for kind in dict.fromkeys(kinds):
             starts = [w[0] - off for w, off, k in zip(windows, offsets, kinds) if w and k == kind]
             late, count = max(starts, default=planned_s) - planned_s, kinds.count(kind)
-            if late > 0.25 * START_MARGIN_S and late / count > self.lag_per_participant_s.get(kind, 0.0):
+            if late > 0.25 * lead_s and late / count > self.lag_per_participant_s.get(kind, 0.0):
                 self.lag_per_participant_s[kind] = late / count
                 step(f"  participants ({kind}) began up to {late:.1f} s after their shared start (by fio's report "
-                     f"times): shared starts of {count} now allow {self.margin_s([kind] * count):.1f} s")
+                     f"times): shared starts of {count} now allow {self.margin_s([kind] * count, lead_s):.1f} s")
 
 
 SHARED_START = SharedStart()   # one per run (a process): what it learned holds for the run's later points
@@ -324,12 +328,13 @@ def together(job: FioJob | JobFile | Trace, targets: list[Target], extra_env: di
     offsets = dict(zip(map(id, nodes), in_parallel(lambda node: node.clock_offset_s(), nodes)))
     offs = [offsets[id(t.node)] for t in targets]
     kinds = [type(t.node).__name__ for t in targets]
-    envs, start = SHARED_START.envs(offs, kinds, extra_env)
+    lead = max(getattr(t.node, "start_lead_s", START_MARGIN_S) for t in targets)
+    envs, start = SHARED_START.envs(offs, kinds, extra_env, lead)
     captured: list[dict[str, bytes | str]] = [{} for _ in targets]
     raws = in_parallel(lambda i: run(targets[i].node, job, locator=targets[i].locator, offset=targets[i].offset,
                                      size=targets[i].size, extra_env=envs[i], captures=captured[i]), range(len(targets)))
     if start is not None:
-        SHARED_START.learn(start + job.ramp_s, [window_of(raw) for raw in raws], offs, kinds)
+        SHARED_START.learn(start + job.ramp_s, [window_of(raw) for raw in raws], offs, kinds, lead)
     return [Output(t.who, raw, extra, clock_offset_s=off, host=t.host)
             for t, raw, off, extra in zip(targets, raws, offs, captured)]
 

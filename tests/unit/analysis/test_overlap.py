@@ -95,3 +95,15 @@ def test_the_hosts_own_fio_does_not_wait_for_the_lag_of_guests():
     assert shared.lag_per_participant_s == {"GuestAgent": pytest.approx(1.4), "SshHost": pytest.approx(3.1)}
     # a mixed point: each kind's own count times its own lag, the largest of them
     assert shared.margin_s(["SshHost", "GuestAgent", "GuestAgent"]) == pytest.approx(fio.START_MARGIN_S + 1.5 * 3.1)
+
+
+def test_this_machines_processes_start_sooner_than_guests_and_learn_their_own_lag():
+    """A node says its lead: this machine's fio processes start at once, a guest pages fio in over its agent."""
+    from harness.hosts import LocalHost
+    from harness.libvirt.agent import GuestAgent
+    shared = fio.SharedStart()
+    assert LocalHost.start_lead_s < GuestAgent.start_lead_s == fio.START_MARGIN_S
+    envs, start = shared.envs([0.0, 0.0], ["LocalHost"] * 2, None, LocalHost.start_lead_s)
+    assert float(envs[0]["FIO_START_MAX_WAIT"]) == 2 * LocalHost.start_lead_s
+    shared.learn(100.0, [(100.3, 110.0), (100.0, 110.0)], [0.0, 0.0], ["LocalHost"] * 2, LocalHost.start_lead_s)
+    assert shared.margin_s(["LocalHost"] * 2, LocalHost.start_lead_s) == pytest.approx(0.5 + 1.5 * 0.3)
