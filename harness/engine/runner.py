@@ -31,6 +31,7 @@ from harness.hosts.folders import state_dir_problem
 from harness.libvirt.agent import in_parallel
 from harness.measure import plan as plan_mod
 from harness.measure import resume as resume_mod
+from harness.measure import sweep
 from harness.report import tables
 from harness.results.store import RunStore, new_run_id, status_of
 
@@ -256,7 +257,7 @@ def measured(experiment, ctx: RunContext, the_plan: plan_mod.Plan, costs: plan_m
         ctx.progress = progress
         if the_plan.point_runs:
             progress.plan(plan_mod.estimate(the_plan, costs).seconds / the_plan.point_runs)
-        experiment.run(ctx)
+        sweep.run_declared(ctx, experiment.measures(ctx))
     samples = ctx.store.samples
     blocks_failed = ctx.store.manifest.get("blocks_failed")
     if learn_from_s is not None and not blocks_failed:   # a block that did not come up would cheapen its setup

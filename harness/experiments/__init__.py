@@ -13,6 +13,7 @@ from harness.common.schema import Section
 from harness.config.core import Config
 from harness.measure.context import RunContext
 from harness.measure.plan import Plan
+from harness.measure.sweep import OnFleet, Sweep
 from harness.results.columns import Catalog
 from harness.results.metrics import direction
 
@@ -56,8 +57,10 @@ class Experiment(Protocol):
         """Its blocks and points for this config, without provisioning or measuring anything
         (`harness run NAME --plan`, and the first lines of every run's log)."""
 
-    def run(self, ctx: RunContext) -> None:
-        """Declares its points and has the pipeline measure them (samples are stored as each completes)."""
+    def measures(self, ctx: RunContext) -> Sweep | OnFleet | None:
+        """What the run measures, declared for the host at hand: the blocks of fleets of its own (a
+        `Sweep`) or the points on the user's fleet (`OnFleet`); the engine provisions and measures
+        them (samples are stored as each completes). None: nothing this host can measure."""
 
     def summarize(self, ctx: RunContext) -> None:
         """Writes plots and prints the summary, from the samples stored so far."""

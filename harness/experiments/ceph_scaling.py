@@ -186,7 +186,7 @@ class CephScaling:
     def plan(self, cfg: Config) -> Plan:
         return plan_of(self.name, [self.declared(cfg, k, rate) for k, rate in self.blocks(cfg)], cfg.repeat.count)
 
-    def run(self, ctx: RunContext) -> None:
+    def measures(self, ctx: RunContext) -> sweep.Sweep:
         cfg, c = ctx.cfg, ctx.cfg.ceph_scaling
         ceph, images = self._cluster(cfg)
         spread = hosts.all_placed(cfg.placement) if over_hosts(cfg) else []
@@ -210,7 +210,7 @@ class CephScaling:
                 block_label(k, rate), fleet=fleet(k), rebuildable=not spread,
                 ready=lambda tb: None if spread else ceph_local.set_link_rate(ctx.host, tb.store.plan, rate),
                 points=lambda record, tb: self._points(ctx, tb, record, k, rate))
-        sweep.run(ctx, sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",
+        return sweep.Sweep(sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",
                   {"blocks": [block_name(k, rate) for k, rate in self.blocks(cfg)], "points": [label for label, _ in jobs]},
                   standing=fleet(max(node_counts(cfg))))
 

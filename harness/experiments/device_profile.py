@@ -143,7 +143,7 @@ class DeviceProfile:
         return plan_of(self.name, [self.declared(cfg.device_profile, name) for name in cfg.device_profile.devices],
                        cfg.repeat.count)
 
-    def run(self, ctx: RunContext) -> None:
+    def measures(self, ctx: RunContext) -> sweep.Sweep:
         cfg, c = ctx.cfg, ctx.cfg.device_profile
         # no VM when measured from the host only
         sweep_cfg = sweep.fleet_config(cfg, "dp", vms=1 if c.ve else 0, disk_size_mib=c.size_mib, device=None)
@@ -155,7 +155,8 @@ class DeviceProfile:
             points=lambda record, _tb, name=name: self.declared(c, name).made(
                 lambda d, env: self._point(ctx, record, name, d.label, *d.what, env)))
                   for name in c.devices]
-        sweep.run(ctx, sweep_cfg, blocks, "the sweep fleet", {"devices": c.devices, "points": [label for label, _, _ in jobs]})
+        return sweep.Sweep(sweep_cfg, blocks, "the sweep fleet", {"devices": c.devices,
+                                                                  "points": [label for label, _, _ in jobs]})
 
     @contextlib.contextmanager
     def _device(self, ctx: RunContext, sweep: Config, name: str):

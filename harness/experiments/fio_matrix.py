@@ -132,7 +132,7 @@ class FioMatrix:
     def plan(self, cfg: Config) -> Plan:
         return plan_of(self.name, [self.declared(cfg, b) for b in self.backend_names(cfg)], cfg.repeat.count)
 
-    def run(self, ctx: RunContext) -> None:
+    def measures(self, ctx: RunContext) -> sweep.Sweep | None:
         sweep_cfg = self.sweep_config(ctx.cfg)
         names = self.backend_names(ctx.cfg)
         skipped = {f"backend {b}": why for b, why in sweep.verdicts(ctx.host, sweep_cfg, names).items()
@@ -141,9 +141,9 @@ class FioMatrix:
         planned = {"backends": runnable, "points": [p.label for p in self.points(ctx.cfg)]}
         if not runnable:
             sweep.record_plan(ctx, planned, skipped)
-            return
-        sweep.run(ctx, sweep_cfg, [self.sweep_block(ctx, sweep_cfg, b) for b in runnable], "the sweep fleet", planned,
-                  skipped)
+            return None
+        return sweep.Sweep(sweep_cfg, [self.sweep_block(ctx, sweep_cfg, b) for b in runnable], "the sweep fleet",
+                           planned, skipped)
 
     def sweep_block(self, ctx: RunContext, sweep_cfg: Config, backend: str) -> sweep.SweepBlock:
         """A backend's block: the sweep VM served by it. The fleet stays up for the next backend to

@@ -132,9 +132,9 @@ class Mysql:
                     "backend `harness backend list` shows)")
         return None
 
-    def run(self, ctx: RunContext) -> None:
+    def measures(self, ctx: RunContext) -> sweep.OnFleet:
         block, skipped = self.declared(ctx.cfg, len(ctx.testbed.vms))
-        sweep.run_on_fleet(ctx, self.points(ctx, block), [d.label for d in block.points], skipped)
+        return sweep.OnFleet(self.points(ctx, block), [d.label for d in block.points], skipped)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = mysql_rows(ctx.store.samples)

@@ -229,7 +229,7 @@ class NoisyNeighbour:
                                               **fio.job_meta(c.victim), **meta_of_heavy})
         return self.declared(ctx.cfg).made(at)
 
-    def run(self, ctx: RunContext) -> None:
+    def measures(self, ctx: RunContext) -> sweep.Sweep:
         c = ctx.cfg.noisy_neighbour
         sweep_cfg = sweep.fleet_config(ctx.cfg, "nn", vms=1 + max(c.neighbours))
         planned = {"neighbours": c.neighbours, "cap_iops": c.cap_iops}
@@ -244,7 +244,7 @@ class NoisyNeighbour:
             return self.points(ctx, record, can_cap=why is None)
         block = sweep.SweepBlock(f"backend {ctx.cfg.disk.backend}",
                                  fleet=sweep.Fleet(sweep_cfg), points=points)
-        sweep.run(ctx, sweep_cfg, [block], "the noisy-neighbour fleet", planned, skipped)
+        return sweep.Sweep(sweep_cfg, [block], "the noisy-neighbour fleet", planned, skipped)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = neighbour_rows(ctx.store.samples)

@@ -171,7 +171,7 @@ class RaidSweep:
         return None
 
     # --- the sweep -------------------------------------------------------------------------
-    def run(self, ctx: RunContext) -> None:
+    def measures(self, ctx: RunContext) -> sweep.Sweep:
         cfg, c = ctx.cfg, getattr(ctx.cfg, self.section)
         host = ctx.host
         if reason := raid.md_support(host):
@@ -221,7 +221,7 @@ class RaidSweep:
             points=lambda record, _tb, s=s: self.declared(cfg, s).made(
                 lambda d, env: self.measured_point(ctx, record, s, d.what, env), only=lambda d: d.label in measurable),
             after=lambda pipeline, block, s=s: self.expectations(ctx, pipeline, s, block)) for s in runnable]
-        sweep.run(ctx, sweep_cfg, blocks, "the sweep fleet and its array")
+        return sweep.Sweep(sweep_cfg, blocks, "the sweep fleet and its array")
 
     @staticmethod
     def too_small(member_mib: list[int], setups: list[Setup], size_mib: int) -> str | None:

@@ -175,18 +175,16 @@ class VmScaling:
                                placement={host.name: len(vms) for host, _, vms in groups})
         return self.declared(ctx.cfg).made(at)
 
-    def run(self, ctx: RunContext) -> None:
+    def measures(self, ctx: RunContext) -> sweep.Sweep | sweep.OnFleet:
         if backends := self.compared(ctx.cfg):
-            self.run_compared(ctx, backends)
-            return
+            return self.compared_sweep(ctx, backends)
         if len(ctx.testbeds) <= 1:
-            sweep.run_on_fleet(ctx, self.points(ctx, ctx.testbed), {"vm_counts": ctx.cfg.vm_scaling.vm_counts})
-            return
-        sweep.run_on_fleet(ctx, self.points_across_hosts(ctx), {"vm_counts": ctx.cfg.vm_scaling.vm_counts},
-                           sites=[Site(h, tb.uri) for h, tb in zip(ctx.hosts, ctx.testbeds)],
-                           meta=spanning_metadata(ctx.hosts, ctx.testbeds))
+            return sweep.OnFleet(self.points(ctx, ctx.testbed), {"vm_counts": ctx.cfg.vm_scaling.vm_counts})
+        return sweep.OnFleet(self.points_across_hosts(ctx), {"vm_counts": ctx.cfg.vm_scaling.vm_counts},
+                             sites=[Site(h, tb.uri) for h, tb in zip(ctx.hosts, ctx.testbeds)],
+                             meta=spanning_metadata(ctx.hosts, ctx.testbeds))
 
-    def run_compared(self, ctx: RunContext, backends: list[str]) -> None:
+    def compared_sweep(self, ctx: RunContext, backends: list[str]) -> sweep.Sweep:
         """A block per backend on the sweep's own fleet, re-provisioned for each; a backend this host
         cannot serve is skipped with why."""
         sweep_cfg = sweep.fleet_config(ctx.cfg, "vs", vms=self.fleet_size(ctx.cfg))
@@ -194,8 +192,8 @@ class VmScaling:
         runnable = [b for b in backends if f"backend {b}" not in skipped]
         blocks = [sweep.SweepBlock(f"backend {b}", fleet=sweep.Fleet(sweep_cfg, backend=b),
                                    points=lambda record, _tb, b=b: self.points(ctx, record, b)) for b in runnable]
-        sweep.run(ctx, sweep_cfg, blocks, "the vm-scaling fleet",
-                  {"backends": runnable, "vm_counts": ctx.cfg.vm_scaling.vm_counts}, skipped)
+        return sweep.Sweep(sweep_cfg, blocks, "the vm-scaling fleet",
+                           {"backends": runnable, "vm_counts": ctx.cfg.vm_scaling.vm_counts}, skipped)
 
     def summarize(self, ctx: RunContext) -> None:
         rows = vm_scaling_rows(ctx.store.samples)

@@ -186,6 +186,38 @@ class SweepBlock:
     after: Callable[[Pipeline, list[Point]], None] | None = None   # derived values over the block's points
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """What an experiment measures on fleets of its own, as it declares it for a run: the sweep's
+    config, its blocks, what its fleet is called in messages, the plan recorded in the manifest and
+    what is skipped with why, and a fleet a killed run may have left (`standing`)."""
+    cfg: Config
+    blocks: list[SweepBlock]
+    what: str
+    planned: dict | None = None
+    skipped: dict[str, str] | None = None
+    standing: Fleet | None = None
+
+
+@dataclass(frozen=True)
+class OnFleet:
+    """What an experiment measures on the user's fleet, which the run brought up: its points, the
+    plan recorded, what is skipped, and the sites and metadata of a fleet that spans hosts."""
+    points: list[Point]
+    planned: dict | list
+    skipped: dict[str, str] | None = None
+    sites: list[Site] | None = None
+    meta: dict | None = None
+
+
+def run_declared(ctx: RunContext, declared: Sweep | OnFleet | None) -> None:
+    """Runs what an experiment declared (None: nothing this host can measure, its plan recorded)."""
+    if isinstance(declared, Sweep):
+        run(ctx, declared.cfg, declared.blocks, declared.what, declared.planned, declared.skipped, declared.standing)
+    elif isinstance(declared, OnFleet):
+        run_on_fleet(ctx, declared.points, declared.planned, declared.skipped, declared.sites, declared.meta)
+
+
 def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str, planned: dict | None = None,
         skipped: dict[str, str] | None = None, standing: Fleet | None = None) -> None:
     """Runs the blocks in order on one pipeline (see the module). A block on a place of its own (a

@@ -167,7 +167,7 @@ def test_a_run_with_a_block_that_did_not_come_up_teaches_no_costs(tmp_path, fixt
     raw = fixture_text("fio/host-randread-qd16.json")
     two = blocks(raw, ["a", "b"])
     two[1].fleet = FakeFleet(lambda: LostTestbed("b"))
-    fake = SimpleNamespace(name="fake", run=lambda ctx: sweep.run(ctx, ctx.cfg, two, "the fake fleet"))
+    fake = SimpleNamespace(name="fake", measures=lambda ctx: sweep.Sweep(ctx.cfg, two, "the fake fleet"))
     ctx = context(tmp_path)
     ctx.store.update_manifest(experiment="fake")
     the_plan = plan.Plan("fake", [plan.Block(b, [plan.PlannedPoint("p", "virtual", 1)]) for b in "ab"], repeats=2)
@@ -260,8 +260,8 @@ class Declaring:
     def plan(self, cfg) -> Plan:
         return plan_of(self.name, self.declared(), cfg.repeat.count)
 
-    def run(self, ctx: RunContext) -> None:
-        sweep.run(ctx, ctx.cfg, [sweep.SweepBlock(
+    def measures(self, ctx: RunContext) -> sweep.Sweep:
+        return sweep.Sweep(ctx.cfg, [sweep.SweepBlock(
             b.label, fleet=FakeFleet(partial(FakeTestbed, b.label)),
             points=lambda _rec, _tb, b=b: b.made(lambda d, env: point(self.raw, b.label, d.what, env, self.kill_at)))
             for b in self.declared()], "the fake fleet")
@@ -280,10 +280,10 @@ def test_a_declared_experiment_runs_its_plans_points_through_a_kill_and_a_resume
     first = context(tmp_path / "first", plan=planned)
     first.store.update_manifest(experiment="fake")
     with pytest.raises(KeyboardInterrupt):
-        Declaring(raw, kill_at=9).run(first)
+        sweep.run_declared(first, Declaring(raw, kill_at=9).measures(first))
     assert EVENTS[-1] == "down b" and len([e for e in EVENTS if "/" in e]) == 8
     again = context(tmp_path / "again", RunStore.reopened(first.store.dir), plan=planned)
-    Declaring(raw).run(again)
+    sweep.run_declared(again, Declaring(raw).measures(again))
     rows = [json.loads(line) for line in (first.store.dir / "samples.jsonl").read_text().splitlines()]
     runs = [(r["setup"], r["point"], r["env"], r["repeat"]) for r in rows
             if r["metric"] == "iops" and r["repeat"] != "all" and r["status"] == "ok"]
