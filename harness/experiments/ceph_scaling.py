@@ -210,9 +210,10 @@ class CephScaling:
                 block_label(k, rate), fleet=fleet(k), rebuildable=not spread,
                 ready=lambda tb: None if spread else ceph_local.set_link_rate(ctx.host, tb.store.plan, rate),
                 points=lambda record, tb: self._points(ctx, tb, record, k, rate))
-        return sweep.Sweep(sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",
-                  {"blocks": [block_name(k, rate) for k, rate in self.blocks(cfg)], "points": [label for label, _ in jobs]},
-                  standing=fleet(max(node_counts(cfg))))
+        return sweep.Sweep(
+            sweep_cfg, [block(k, rate) for k, rate in self.blocks(cfg)], "the sweep fleet and its cluster",
+            {"blocks": [block_name(k, rate) for k, rate in self.blocks(cfg)], "points": [label for label, _ in jobs]},
+            standing=fleet(max(node_counts(cfg))))
 
     def _points(self, ctx: RunContext, tb: Testbed | SweptOverHosts, record: TestbedRecord | SpanningRecord,
                 nodes: int, rate: int) -> list[Point]:
