@@ -18,16 +18,18 @@ if [ -n "${FIO_MKFS:-}" ]; then
   dev=$mnt/vtb-fio.dat
   export FIO_OFFSET=0
 fi
-if [ -n "${FIO_START_AT:-}" ]; then  # a start shared with the point's other participants (this node's clock)
-  fio --version >/dev/null   # fio paged in first, so that starting it costs the same everywhere
-  # bounded: a wrong clock offset must cost overlap (which the harness checks), never a hung point
-  sleep "$(awk -v t="$FIO_START_AT" -v n="$(date +%s.%N)" -v m="${FIO_START_MAX_WAIT:-10}" \
-    'BEGIN { d = t - n; if (d < 0) d = 0; if (d > m) d = m; printf "%.3f", d }')"
-fi
 job=$(cat)
 if [ -n "${rbd_image:-}" ]; then   # the job's own section gets librbd: the engine, the pool and the image
   job=$(printf '%s\nioengine=rbd\nclientname=%s\npool=%s\nrbdname=%s\n' "$job" "${FIO_RBD_ID:-admin}" \
     "${rbd_image%%/*}" "${rbd_image#*/}")
+fi
+if [ -n "${FIO_START_AT:-}" ]; then  # a start shared with the point's other participants (this node's clock)
+  # Each job waits for it in fio's own prerun, which comes after the job's set-up (its engine, its
+  # buffers, its files opened): a slow node sets up while it waits, rather than starting late.
+  # Bounded: a wrong clock offset must cost overlap (which the harness checks), never a hung point.
+  # fio reads `;` and `#` as a comment and expands ${VAR} itself, so the command has neither of the first.
+  wait='exec_prerun=sh -c '"'"'sleep $(awk -v t=${FIO_START_AT} -v m=${FIO_START_MAX_WAIT} -v n=$(date +%s.%N) "BEGIN { printf \"%.3f\", (t - n < 0) ? 0 : ((t - n > m) ? m : t - n) }")'"'"
+  job=$(printf '%s\n' "$job" | VTB_WAIT=$wait awk '{ print } /^\[/ && $0 != "[global]" { print ENVIRON["VTB_WAIT"] }')
 fi
 fname=$dev
 # librbd takes the image from rbdname; a filename with the pool in it would make fio create a
