@@ -27,8 +27,10 @@ if [ -n "${FIO_START_AT:-}" ]; then  # a start shared with the point's other par
   # Each job waits for it in fio's own prerun, which comes after the job's set-up (its engine, its
   # buffers, its files opened): a slow node sets up while it waits, rather than starting late.
   # Bounded: a wrong clock offset must cost overlap (which the harness checks), never a hung point.
-  # fio reads `;` and `#` as a comment and expands ${VAR} itself, so the command has neither of the first.
-  wait='exec_prerun=sh -c '"'"'sleep $(awk -v t=${FIO_START_AT} -v m=${FIO_START_MAX_WAIT} -v n=$(date +%s.%N) "BEGIN { printf \"%.3f\", (t - n < 0) ? 0 : ((t - n > m) ? m : t - n) }")'"'"
+  # fio reads `;` and `#` as a comment and expands ${VAR} itself, so the command has neither of the
+  # first. awk by its real path: the host's sandbox has no /etc/alternatives to resolve the name.
+  awk=$(readlink -f "$(command -v awk)")
+  wait='exec_prerun=sh -c '"'"'sleep $('"$awk"' -v t=${FIO_START_AT} -v m=${FIO_START_MAX_WAIT} -v n=$(date +%s.%N) "BEGIN { printf \"%.3f\", (t - n < 0) ? 0 : ((t - n > m) ? m : t - n) }")'"'"
   job=$(printf '%s\n' "$job" | VTB_WAIT=$wait awk '{ print } /^\[/ && $0 != "[global]" { print ENVIRON["VTB_WAIT"] }')
 fi
 fname=$dev

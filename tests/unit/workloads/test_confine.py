@@ -176,3 +176,18 @@ def test_the_cgroups_of_a_killed_sandbox_are_removed_by_gc():
     left = sandbox_cgroups(shell.pid)   # their shell could not remove them (another sandbox here may have)
     assert {f"cgroup {d}" for d in left} <= set(gc.collect("vtb-confine-test-"))
     assert not sandbox_cgroups(shell.pid)
+
+
+def test_host_slots_wait_for_their_shared_start_inside_fio_in_the_sandbox(loops):
+    """Two host slots at once: each job waits for the shared start in its prerun, in the sandbox,
+    and neither begins before it nor far after the other."""
+    from harness.workloads import fio, fio_output
+    job = fio.FioJob(rw="randread", bs="4k", iodepth=1, runtime_s=1, ramp_s=0)
+    before = time.time()
+    outs = fio.on_host(LocalHost(), job, device=loops[0], slots=[(0, 4 << 20), (4 << 20, 4 << 20)])
+    reports = [fio_output.read(o.raw) for o in outs]
+    assert all(r.jobs[0].runtime_s >= 1 for r in reports)   # a prerun that failed in the sandbox: no I/O at all
+    starts = [r.window[0] for r in reports]
+    assert min(starts) >= before + LocalHost.start_lead_s - 0.5   # fio's windows: to its report's second
+    assert abs(starts[0] - starts[1]) < 0.5
+    assert all("exec_prerun" in json.loads(o.raw[o.raw.index("{"):])["jobs"][0]["job options"] for o in outs)
