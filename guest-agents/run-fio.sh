@@ -30,6 +30,7 @@ if [ -n "${FIO_START_AT:-}" ]; then  # a start shared with the point's other par
   # fio reads `;` and `#` as a comment and expands ${VAR} itself, so the command has neither of the
   # first. awk by its real path: the host's sandbox has no /etc/alternatives to resolve the name.
   awk=$(readlink -f "$(command -v awk)")
+  export FIO_START_MAX_WAIT="${FIO_START_MAX_WAIT:-10}"
   wait='exec_prerun=sh -c '"'"'sleep $('"$awk"' -v t=${FIO_START_AT} -v m=${FIO_START_MAX_WAIT} -v n=$(date +%s.%N) "BEGIN { printf \"%.3f\", (t - n < 0) ? 0 : ((t - n > m) ? m : t - n) }")'"'"
   job=$(printf '%s\n' "$job" | VTB_WAIT=$wait awk '{ print } /^\[/ && $0 != "[global]" { print ENVIRON["VTB_WAIT"] }')
 fi

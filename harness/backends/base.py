@@ -5,7 +5,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 from harness.common import pids
 from harness.common.exits import StepFailed
@@ -154,10 +154,12 @@ class Backend:
         """None when this host can serve the backend, else why not, in one sentence."""
         return None
 
-    def disk_store(self, ceph: CephFleet, hosts: list[Host], host: Host, host_dir: Path, image_base: str):
+    def disk_store(self, ceph: CephFleet, hosts: Callable[[], list[Host]], host: Host, host_dir: Path,
+                   image_base: str):
         """Where the fleet's disks are kept when they are not slices of a host device (the rbd
-        backend's Ceph, from `ceph`: harness/resources/ceph/fleet_store.py), or None. `hosts`: the
-        fleet's. The fleet asks the store for its device, checks, hooks, record and teardown."""
+        backend's Ceph, from `ceph`: harness/resources/ceph/fleet_store.py), or None. `hosts()`:
+        the fleet's, asked only by a store that needs them (it may reach each host). The fleet asks
+        the store for its device, checks, hooks, record and teardown."""
         return None
 
     def host_up(self, host: LocalHost, plan: HostPlan) -> None:

@@ -8,6 +8,7 @@ The host-kernel krbd path is not here: this machine's kernel has no rbd module."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from harness.backends.base import Attachment, Backend, HostPlan, HostProcess, VmSlot, virtio_blk_args
 from harness.hosts import Host
@@ -28,7 +29,8 @@ class Rbd(Backend):
     summary = "virtio-blk over a Ceph RBD image (QEMU's librbd), in a cluster vtb makes or yours ([ceph])"
     host_slices = False
 
-    def disk_store(self, ceph: CephFleet, hosts: list[Host], host: Host, host_dir: Path, image_base: str) -> FleetCeph:
+    def disk_store(self, ceph: CephFleet, hosts: Callable[[], list[Host]], host: Host, host_dir: Path,
+                   image_base: str) -> FleetCeph:
         return FleetCeph(ceph, hosts, host, host_dir, image_base)
 
     def preflight(self, host: Host, plan: HostPlan) -> str | None:

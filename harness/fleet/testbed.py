@@ -148,7 +148,7 @@ class Testbed:
         self.host_dir = self.host.fleet_dir(self.dir, cfg.fleet.name)         # the same, on the host
         # the fleet's disks kept elsewhere than on a host device (the rbd backend's Ceph), or None
         self.store = backends.get(cfg.disk.backend).disk_store(
-            cfg.ceph_fleet, hosts.all_placed(cfg.placement), self.host, self.host_dir,
+            cfg.ceph_fleet, lambda: hosts.all_placed(cfg.placement), self.host, self.host_dir,
             f"{cfg.prefix}-{self.host.name}" if self.part else cfg.prefix)
         self.record_path = self.dir / "testbed.json"
         log = f"{cfg.prefix}-{self.host.name}-terraform.log" if self.part else f"{cfg.prefix}-terraform.log"

@@ -10,7 +10,7 @@ before (`costs.json` in the results folder, kept per host and learnt after every
   smallest difference its repeats can resolve and how many repeats 5% and 10% would need.
 
 A host without a figure of its own (a fresh one) starts from the development machine's, shipped
-with vtb (`development-costs.json`, per host kind measured there: local so far), and the plan says
+with vtb (`development-costs.json`, per host kind measured there: local and nested), and the plan says
 so; its own runs' figures replace them.
 """
 from __future__ import annotations

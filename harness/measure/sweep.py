@@ -49,7 +49,7 @@ class Scratch:
     def made(self, ctx: RunContext, sweep_cfg: Config, label: str) -> Iterator[dict | None]:
         """Testbed arguments for the block ({"device": ...}), or None when it cannot be had here (said)."""
         if not ctx.host.is_this_machine:
-            warn(f"{label} skipped: its device ({self.kind}) is made on this machine, and the fleet is on the "
+            warn(f"{label} skipped: it is made on this machine ({self.kind}), and the fleet is on the "
                  f"{ctx.host.name} host{f'. Fix: {self.elsewhere}' if self.elsewhere else ''}")
             yield None
             return
@@ -234,7 +234,7 @@ def run(ctx: RunContext, sweep_cfg: Config, blocks: list[SweepBlock], what: str,
                 step(f"{said}: measured before, its ratios and derived values too: kept")
                 ctx.plan(-runs)
                 continue
-            with b.fleet.scratch.made(ctx, sweep_cfg, said) if b.fleet.scratch else b.place() as where:
+            with b.fleet.scratch.made(ctx, sweep_cfg, b.label) if b.fleet.scratch else b.place() as where:
                 if where is None:
                     ctx.plan(-runs)
                     continue

@@ -23,12 +23,12 @@ class FleetCeph:
     what = "Ceph"          # where the fleet's disks are, in a refusal's words
     device_kind = "rbd"    # the kind of the fleet's device (HostDevice.kind)
 
-    def __init__(self, fleet: CephFleet, hosts: list[Host], host: Host, host_dir: Path, image_base: str):
-        """`hosts`: the fleet's; in hosts mode the storage nodes are the first of them. `image_base`:
+    def __init__(self, fleet: CephFleet, hosts: Callable[[], list[Host]], host: Host, host_dir: Path, image_base: str):
+        """`hosts()`: the fleet's; in hosts mode the storage nodes are the first of them. `image_base`:
         the fleet's image name before its suffix (a host's part has its own)."""
         self.fleet, self.ceph = fleet, fleet.ceph
         self.host, self.host_dir, self.image_base = host, host_dir, image_base
-        self.plan: CephPlan | None = (plan_for(fleet, host_dir, hosts) if self.ceph.mode != "existing"
+        self.plan: CephPlan | None = (plan_for(fleet, host_dir, hosts()) if self.ceph.mode != "existing"
                                       else None)   # None: your cluster, not made by vtb
 
     @property

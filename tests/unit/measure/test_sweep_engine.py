@@ -310,8 +310,8 @@ def test_a_scratch_device_is_made_for_its_block_and_removed_after_or_skipped_on_
 
     class Elsewhere:
         is_this_machine, name = False, "h1"
-    with loop.made(SimpleNamespace(host=Elsewhere()), cfg, "[2/3] backend passthrough-block") as where:
+    with loop.made(SimpleNamespace(host=Elsewhere()), cfg, "backend passthrough-block") as where:
         assert where is None
     said = " ".join(capsys.readouterr().out.split())
-    assert ("[2/3] backend passthrough-block skipped: its device (loop) is made on this machine, and the fleet is on "
-            "the h1 host. Fix: name a device there") in said
+    assert ("backend passthrough-block skipped: it is made on this machine (loop), and the fleet is on the h1 host. "
+            "Fix: name a device there") in said

@@ -11,13 +11,13 @@ from harness.resources.ceph.fleet_store import FleetCeph
 
 def store(tmp_path, **ceph) -> FleetCeph:
     cfg = Config.model_validate({"state_dir": str(tmp_path), "disk": {"backend": "rbd"}, "ceph": ceph})
-    return backends.get("rbd").disk_store(cfg.ceph_fleet, [LocalHost()], LocalHost(), tmp_path / "default",
+    return backends.get("rbd").disk_store(cfg.ceph_fleet, lambda: [LocalHost()], LocalHost(), tmp_path / "default",
                                             cfg.prefix)
 
 
 def test_only_a_backend_whose_disks_are_not_host_slices_gives_a_store(tmp_path):
     cfg = Config.model_validate({"state_dir": str(tmp_path)})
-    assert backends.get("virtio-blk").disk_store(cfg.ceph_fleet, [LocalHost()], LocalHost(), tmp_path, cfg.prefix) is None
+    assert backends.get("virtio-blk").disk_store(cfg.ceph_fleet, lambda: [LocalHost()], LocalHost(), tmp_path, cfg.prefix) is None
     assert isinstance(store(tmp_path), FleetCeph)
 
 
@@ -45,3 +45,16 @@ def test_your_cluster_is_only_read_and_its_image_named_for_this_installation(tmp
     assert img.pool == "tenant-pool" and img.image.endswith("-device") and img.client == "tenant"
     assert img.image != "vtb-default-device"   # named for this machine and state dir too
     assert s.refusal().startswith("ceph (existing): ") and s.size_problem() is None
+
+
+def test_a_fleet_whose_disks_need_no_store_never_reaches_its_hosts(tmp_path):
+    """A Testbed for a nested host that is gone (a teardown removed it; `testbed down --all`'s
+    fallback) is made without reaching any host: only a Ceph cluster over the hosts asks for them."""
+    from harness.fleet.testbed import Testbed
+    cfg = Config.model_validate({"state_dir": str(tmp_path), "host": {"kind": "nested"}})
+    assert Testbed(cfg, LocalHost()).store is None
+
+    def unreachable():
+        raise AssertionError("the fleet's hosts were asked for")
+    assert backends.get("virtio-blk").disk_store(cfg.ceph_fleet, unreachable, LocalHost(), tmp_path, cfg.prefix) is None
+    assert store(tmp_path).plan is not None   # a local cluster's plan: made from [ceph], the hosts asked
