@@ -52,7 +52,10 @@ target=$dev
 scratch=${FIO_TRACE:-${FIO_IOLOG:-}}
 export FIO_FILENAME="$fname"
 rc=0
-(cd "$work" && printf '%s\n' "$job" | confined "$target" "${scratch%/*}" fio --output-format=json+ - 2> "$work/stderr") || rc=$?
+(cd "$work" && printf '%s\n' "$job" | confined "$target" "${scratch%/*}" fio --output-format=json+ - \
+  > "$work/stdout" 2> "$work/stderr") || rc=$?
+# fio's report unchanged, without the line fio prints before it for each prerun (the shared start's)
+awk '/^\{/ { report = 1 } report || !/^[^ ]+ : Saving output of prerun in [^ ]+\.prerun\.txt$/' "$work/stdout"
 cat "$work/stderr" >&2
 # A job process that dies of a signal leaves fio's exit status 0 and its job's error 0: its figures
 # are only what it did before, never a measurement.

@@ -191,3 +191,4 @@ def test_host_slots_wait_for_their_shared_start_inside_fio_in_the_sandbox(loops)
     assert min(starts) >= before + LocalHost.start_lead_s - 0.5   # fio's windows: to its report's second
     assert abs(starts[0] - starts[1]) < 0.5
     assert all("exec_prerun" in json.loads(o.raw[o.raw.index("{"):])["jobs"][0]["job options"] for o in outs)
+    assert not any("prerun" in o.raw[:o.raw.index("{")] for o in outs)   # fio's own line of it is not kept
