@@ -78,6 +78,14 @@ def main(actions: dict[str, Action], argv: list[str], prog: str) -> None:
     sys.exit(Exit.OK)
 
 
+def on_plan(parse: Callable[[str], T], act: Callable[[T], "str | None"], undo: bool = False) -> Action:
+    """An action on the plan `parse` reads from its file; undoing from a file that is gone does
+    nothing (nothing was made from it, or it is already removed)."""
+    def action(path: Path) -> str | None:
+        return None if undo and not path.exists() else act(plan_in(path, parse))
+    return action
+
+
 def plan_in(path: Path, parse: Callable[[str], T]) -> T:
     """The plan `parse` reads from a plan file, or a ConfigError that names the file."""
     try:
