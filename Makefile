@@ -7,13 +7,13 @@ LAUNCHER := /usr/local/bin/harness
 PYTEST_ARGS ?=
 export PYTEST_ARGS   # scripts/tests.sh passes them to pytest
 
-.PHONY: testbed up down test test-all test-times lint bench bootstrap host-packages venv libvirtd provider image host-image spdk launcher
+.PHONY: testbed up down test test-all test-times lint bench setup bootstrap all-packages host-packages venv libvirtd provider image host-image spdk launcher
 
 # `make testbed up` / `make testbed down` read as one phrase: `testbed` itself does nothing.
 testbed:
 	@:
 
-up: bootstrap
+up: setup
 	$(HARNESS) testbed up
 
 # Always leaves a clean host: destroy the fleet, collect every vtb- leftover, stop the libvirtd
@@ -48,30 +48,41 @@ lint: venv
 bench: bootstrap host-image
 	$(HARNESS) bench --nested --docs docs/benchmarks.md
 
-bootstrap: host-packages venv libvirtd provider image spdk launcher
+# What the main job needs: its host packages first, then the venv, libvirtd, the Terraform
+# provider and the guest image side by side (each line says its step; each step says its time).
+# An experiment or backend that needs more installs it on first use (harness/hosts/packages.py).
+setup:
+	@$(MAKE) --no-print-directory -j4 --output-sync=line venv libvirtd provider image launcher
+
+# Everything up front: every experiment's and backend's host packages, and SPDK's vhost target.
+bootstrap: all-packages
+	@$(MAKE) --no-print-directory -j4 --output-sync=line venv libvirtd provider image spdk launcher
+
+all-packages:
+	@scripts/step.sh packages scripts/host-packages.sh --all
 
 host-packages:
-	scripts/host-packages.sh
+	@scripts/step.sh packages scripts/host-packages.sh
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml | host-packages
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q -e '.[test]'
-	touch $@
+	@scripts/step.sh venv sh -c 'echo "the harness and its Python libraries (pip)"; \
+	  $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q -e ".[test]"'
+	@touch $@
 
 libvirtd: host-packages
-	scripts/libvirtd.sh start
+	@scripts/step.sh libvirtd scripts/libvirtd.sh start
 
-provider:
-	scripts/provider.sh
+provider: host-packages
+	@scripts/step.sh provider scripts/provider.sh
 
 image: host-packages
-	images/build.sh
+	@scripts/step.sh image images/build.sh
 
 # SPDK's vhost target (vhost-user-blk-spdk), from ../shared/vendor or $$VTB_SPDK_SOURCE: cached by
 # recipe and source; without a source the backend is listed as unavailable, with the fix.
 spdk: host-packages
-	scripts/spdk.sh --optional
+	@scripts/step.sh spdk scripts/spdk.sh --optional
 
 # The nested host's image (`harness host nested up` also builds it when missing).
 host-image: host-packages

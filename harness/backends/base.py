@@ -11,7 +11,7 @@ from harness.common import pids
 from harness.common.exits import StepFailed
 from harness.common.paths import safe_path
 from harness.common.schema import Section
-from harness.hosts import Host, LocalHost, descriptor_problem
+from harness.hosts import Host, LocalHost, descriptor_problem, packages
 from harness.libvirt.libvirt_xml import attr, qemu_commandline, qemu_opt
 from harness.resources.ceph.plan import CephFleet
 
@@ -140,6 +140,8 @@ class Backend:
     host_slices: ClassVar[bool] = True
     needs_block_device: ClassVar[bool] = False  # its disks must be slices of a host block device, not a file
     processes: ClassVar[tuple[HostProcess, ...]] = ()  # the daemons its host side runs
+    host_packages: ClassVar[tuple[str, ...]] = ()  # Debian packages its host side needs beyond the main job's,
+                                                   # installed on first use where the host allows (hosts.packages)
 
     @property
     def options(self) -> frozenset[str]:
@@ -149,6 +151,11 @@ class Backend:
     def check(self, disk) -> str | None:
         """A config the backend cannot honour (beyond unsupported options), as one sentence."""
         return None
+
+    def first_use(self, host: Host, plan: HostPlan) -> None:
+        """Installs what its host side needs beyond the main job's, where the host lets vtb install
+        (its `host_packages`; a backend that needs a build also builds it), before `preflight`."""
+        packages.ensure(host, self.host_packages, f"the {self.name} backend")
 
     def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
         """None when this host can serve the backend, else why not, in one sentence."""

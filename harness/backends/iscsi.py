@@ -90,6 +90,7 @@ def _admin(host: Host, plan: HostPlan, *args: str, check: bool = True):
 class Iscsi(Backend):
     name = "iscsi"
     processes = (HostProcess("tgt", TGTD, f"{TGTD} "),)
+    host_packages = ("tgt", "qemu-block-extra")   # the target; QEMU's libiscsi initiator
     shared_options = frozenset({"cache", "iothreads", "num_queues"})
     summary = "virtio-blk over iSCSI: tgt's userspace target on the host's loopback, QEMU's libiscsi initiator"
 

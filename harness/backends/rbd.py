@@ -25,6 +25,7 @@ class Rbd(Backend):
     name = "rbd"
     # a cluster vtb made on this machine (an existing one's daemons are counted where they run here)
     processes = tuple(HostProcess("ceph", d, f"{d} ", what="Ceph daemons") for d in ("ceph-osd", "ceph-mon", "ceph-mgr"))
+    host_packages = ("ceph-common", "qemu-block-extra")   # rbd for the images; QEMU's librbd driver
     shared_options = frozenset({"cache", "iothreads", "num_queues"})
     summary = "virtio-blk over a Ceph RBD image (QEMU's librbd), in a cluster vtb makes or yours ([ceph])"
     host_slices = False

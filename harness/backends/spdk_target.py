@@ -6,6 +6,8 @@ The build is `make spdk`'s (scripts/spdk.sh, cached under the cache dir) or one 
 (disk.spdk_build). The reactor polls its core at 100% unless started in interrupt mode."""
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 from spdk.rpc.client import JSONRPCClient, JSONRPCException
@@ -13,9 +15,13 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 
 from harness.backends.base import daemon_alive, record_daemon, stop_daemon
 from harness.common import paths
+from harness.common.bounded import heartbeat
+from harness.common.console import step
 from harness.common.exits import StepFailed
 
 CACHED_BUILD = paths.CACHE / "spdk" / "current"
+BUILDER = paths.REPO / "scripts" / "spdk.sh"
+BUILD_BOUND_S = 3600          # 1 min on the development machine's 2 cores; DPDK's packages first
 VENDOR_GLOB = "spdk-*.tar.gz"
 MEM_MIB = 256                 # the target's own DPDK memory (-s), taken from its hugepages
 CORE_MASK = "0x1"             # one reactor, on the first core
@@ -28,7 +34,10 @@ class SpdkError(StepFailed):
 
 
 def vendored_source() -> Path | None:
-    """The source archive CI and the development machine use (../shared/vendor beside the checkout)."""
+    """The source scripts/spdk.sh builds from: $VTB_SPDK_SOURCE, else the archive CI and the
+    development machine use (../shared/vendor beside the checkout)."""
+    if given := os.environ.get("VTB_SPDK_SOURCE"):
+        return Path(given)
     found = sorted((paths.REPO.parent / "shared" / "vendor").glob(VENDOR_GLOB))
     return found[-1] if found else None
 
@@ -60,6 +69,23 @@ def missing_build(spdk_build: str) -> str | None:
     return ("no SPDK build and no SPDK source here. Fix: `VTB_SPDK_SOURCE=/path/to/spdk-v25.09.tar.gz make spdk` "
             "(an SPDK v25.09 archive or source tree), or set disk.spdk_build to an SPDK build/ folder, or "
             "disk.spdk_socket to a vhost target you run")
+
+
+def build(host) -> None:
+    """Builds the cached target with scripts/spdk.sh from the source at hand, saying so first (the
+    backend's first use on a host where `make testbed up` built none)."""
+    step(f"building SPDK's vhost target from {vendored_source()} on {host.label}: the first "
+         "use of vhost-user-blk-spdk (1-5 min once, then cached)")
+    with heartbeat("SPDK's build (scripts/spdk.sh)", BUILD_BOUND_S):
+        try:
+            done = host.run([str(BUILDER)], check=False, timeout=BUILD_BOUND_S)
+        except subprocess.TimeoutExpired:
+            raise SpdkError(f"SPDK's build did not finish within {BUILD_BOUND_S} s. Fix: run `make spdk` and see "
+                            "where it stops") from None
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()[-3:]
+        raise SpdkError(f"SPDK's build failed (exit {done.returncode}): {' / '.join(said)}. Fix: run `make spdk` "
+                        "and see its log")
 
 
 def client(sock: str | Path, timeout: float = 30) -> JSONRPCClient:

@@ -82,6 +82,13 @@ class VhostUserSpdk(Backend):
         return spdk_target.Target(host, plan.run_dir, spdk_target.build_dir(plan.disk["spdk_build"]),
                                   hugepage_plan(plan).mount, plan.disk["spdk_interrupt"])
 
+    def first_use(self, host: Host, plan: HostPlan) -> None:
+        """Builds the cached target where none is built yet and a source is at hand (this machine only)."""
+        super().first_use(host, plan)
+        if (self._own(plan) and not plan.disk["spdk_build"] and host.installs_packages
+                and spdk_target.missing_build("") and spdk_target.vendored_source()):
+            spdk_target.build(host)
+
     def preflight(self, host: Host, plan: HostPlan) -> str | None:
         if len({vm.size for vm in plan.vms}) > 1 or any(vm.size % (1 << 20) for vm in plan.vms):
             return "SPDK splits the device into equal whole-MiB slices: use a whole-MiB fleet.disk_size_mib"

@@ -540,10 +540,16 @@ def results_schema(of) -> None:
 
 @cli.command()
 @with_config
-def doctor(config_path, overrides) -> None:
+@click.option("--install", is_flag=True, help="First install every experiment's and backend's host packages "
+                                              "(default: each is installed on its first use).")
+def doctor(config_path, overrides, install) -> None:
     """What this host has and lacks for the testbed."""
     from harness.cli import doctor_checks
-    ok = doctor_checks.report(load(config_path, overrides))
+    cfg = load(config_path, overrides)
+    if install:
+        from harness.hosts import LocalHost, packages
+        packages.ensure(LocalHost(), doctor_checks.plugin_packages(cfg), "`harness doctor --install`")
+    ok = doctor_checks.report(cfg)
     sys.exit(Exit.OK if ok else Exit.HOST_FAILED)
 
 

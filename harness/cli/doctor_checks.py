@@ -9,7 +9,7 @@ from rich.table import Table
 from harness.common import paths
 from harness.common.console import console
 from harness.config.core import Config
-from harness.hosts import Host, accel
+from harness.hosts import Host, accel, packages
 from harness.hosts.environment import libvirt_version
 from harness.libvirt.libvirt_conn import connect
 
@@ -39,10 +39,28 @@ def host_checks(host: Host) -> list[tuple[str, bool, str]]:
     return out
 
 
+def plugin_packages(cfg: Config) -> list[str]:
+    """Every Debian package a backend, a Ceph cluster vtb makes, an experiment or a workload tool
+    declares it needs on this machine beyond the main job's (each installed on its first use)."""
+    from harness import backends, workloads
+    from harness.experiments import registry
+    from harness.resources.ceph.bootstrap import PACKAGES as CEPH
+    from harness.workloads import sysbench
+    declared = [*CEPH, *sysbench.HOST_PACKAGES]
+    declared += [p for b in backends.all_backends().values() for p in b.host_packages]
+    declared += [p for t in workloads.tools().values() for p in t.host_packages]
+    declared += [p for e in registry().values() if hasattr(e, "host_packages") for p in e.host_packages(cfg)]
+    return sorted(set(declared))
+
+
 def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     from harness.hosts import LocalHost
     from harness.hosts.nested import HOST_IMAGE_DIR, NestedHost, NestedHostError
     out = host_checks(LocalHost())
+    lacking = packages.missing(LocalHost(), plugin_packages(cfg))
+    out.append(("experiments' and backends' host packages", not lacking,
+                "all installed" if not lacking else f"missing {' '.join(lacking)}: each is installed on its first use; "
+                "`harness doctor --install` (or `make bootstrap`) installs them now"))
     kernel = paths.IMAGE_DIR / "vmlinuz"
     if kernel.exists():
         choice = accel.choose("auto", kernel)

@@ -26,7 +26,7 @@ from harness.engine import settings
 from harness.experiments import RunContext, registry
 from harness.fleet import gc, users_fleet
 from harness.fleet.testbed import Testbed, TestbedRecord
-from harness.hosts import LocalHost, accel, environment
+from harness.hosts import LocalHost, accel, environment, packages
 from harness.hosts.folders import state_dir_problem
 from harness.libvirt.agent import in_parallel
 from harness.measure import plan as plan_mod
@@ -216,6 +216,9 @@ def fleet_for(experiment, cfg: Config) -> tuple[list, list[TestbedRecord]]:
         raise settings.ConfigError(f"{experiment.name} runs on one host; the config's fleet spans "
                                    f"{len(fleet.hosts)} ([[hosts]]). Fix: keep one [[hosts]] table for it, "
                                    "or run vm-scaling, which spreads its VM counts over the hosts")
+    if hasattr(experiment, "host_packages"):   # its own tools' (each backend's come with its fleet)
+        for host in fleet.hosts:
+            packages.ensure(host, experiment.host_packages(cfg), f"harness run {experiment.name}")
     return fleet.hosts, fleet.ensure() if uses_fleet(experiment, cfg) else []
 
 

@@ -66,7 +66,8 @@ class Experiment(Protocol):
         """Writes plots and prints the summary, from the samples stored so far."""
 
     # Optional: `refusal(cfg) -> str | None`, why the config cannot run it (naming the field and
-    # the fix), asked before anything starts.
+    # the fix), asked before anything starts; `host_packages(cfg) -> tuple[str, ...]`, the Debian
+    # packages its own tools need on the host beyond the main job's (a backend declares its own).
 
 
 @cache

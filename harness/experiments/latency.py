@@ -33,6 +33,9 @@ class Latency(FioMatrix):
     headline = "lat_mean"
     flags = sweep_flags("latency", backends_field="latency.backends")
 
+    def host_packages(self, cfg) -> tuple[str, ...]:
+        return tuple(p for name in self.settings(cfg).tools for p in tools()[name].host_packages)
+
     def group_points(self, cfg) -> list[FioPoint]:
         c = self.settings(cfg)
         found = tools()

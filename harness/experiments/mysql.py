@@ -94,6 +94,9 @@ class Mysql:
              Flag("--runtime", ("mysql.runtime_s",)))
     uses_fleet = True
 
+    def host_packages(self, cfg: Config) -> tuple[str, ...]:
+        return sysbench.HOST_PACKAGES
+
     def fleet_size(self, cfg: Config) -> int:
         return max(cfg.mysql.vm_counts)
 

@@ -99,6 +99,9 @@ class MysqlRaid(WorkloadSweep):
              Flag("--pe-only", ("mysql_raid.ve",), "Measure on the host only (no VM counterpart).", switch=False),
              full_flag("mysql_raid"))
 
+    def host_packages(self, cfg) -> tuple[str, ...]:
+        return sysbench.HOST_PACKAGES
+
     def points(self, cfg: Config, fs_ok=lambda fs: True) -> list[SweepPoint]:
         c = cfg.mysql_raid
         return [SweepPoint(t, c.point(t)) for t in c.tests] if fs_ok(c.filesystem) else []

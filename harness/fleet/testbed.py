@@ -26,7 +26,7 @@ from harness.common.pids import owner
 from harness.common.schema import Refusal
 from harness.config.core import Config
 from harness.fleet import gc, guest_consoles, host_images, vm_start
-from harness.hosts import Host, LocalHost, accel, page_cache
+from harness.hosts import Host, LocalHost, accel, packages, page_cache
 from harness.hosts.folders import state_dir_problem
 from harness.hosts.local import Stopped
 from harness.hosts.ssh import SshError
@@ -277,6 +277,9 @@ class Testbed:
         backend = backends.get(self.cfg.disk.backend)
         self._fit_to_drive()
         plan = self.plan()
+        backend.first_use(self.host, plan)
+        if self.store:
+            packages.ensure(self.host, self.store.host_packages(), f"a {self.store.what} cluster under the fleet")
         self._placement_refusal(backend, plan)
         # the fleet's disks on fleet.device (not an array's, nor a device a sweep hands over): checked
         # now, on its host, however long ago the config loaded

@@ -47,6 +47,7 @@ class Host(Node, Protocol):
     keeps_guest_image: ClassVar[bool]   # it keeps the guest image in its own pool, uploaded once
     no_restore: ClassVar[str | None]    # why fleets there boot rather than restore from a saved guest, or None
     rebuildable: ClassVar[bool]         # vtb booted it, so it boots it anew when it is lost
+    installs_packages: ClassVar[bool]   # vtb installs there what a plug-in needs on its first use (hosts.packages)
     uri: str
     name: str                   # "local", "nested", or an ssh host's own name
     drives: tuple[str, ...]     # block devices there the harness may use: a nested host's own drives, an

@@ -38,6 +38,7 @@ class LocalHost:
     keeps_guest_image: ClassVar[bool] = False
     no_restore: ClassVar[str | None] = None
     rebuildable: ClassVar[bool] = False
+    installs_packages: ClassVar[bool] = True
     uri: str = paths.LIBVIRT_URI
     name: str = "local"
     label: str = "this machine"

@@ -75,6 +75,7 @@ class NestedHost:
     no_restore = ("L2 fleets in a nested host boot for now (an L1 under TCG hangs now and then as an L2 "
                   "starts, and a restore once hung it)")
     rebuildable = True
+    installs_packages = False   # its image has every package
     name = "nested"
     label = "the nested host"
 

@@ -66,6 +66,7 @@ class SshHost:
     keeps_guest_image: ClassVar[bool] = False
     no_restore: ClassVar[str | None] = "restores run on this machine only for now, not on an ssh host"
     rebuildable: ClassVar[bool] = False
+    installs_packages: ClassVar[bool] = False
     name: str                     # the config's name for it ([[hosts]] name)
     target: str                   # user@address
     port: int = 22

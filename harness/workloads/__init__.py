@@ -25,6 +25,7 @@ class Tool:
     job_meta: Callable[[Any], dict]
     tool_seconds: Callable[[Any], float]
     qd1_job: Callable[..., Any] | None = None   # (settings, rw, bs) -> job
+    host_packages: tuple[str, ...] = ()         # Debian packages it needs on a host beyond the main job's
 
 
 def tools() -> dict[str, Tool]:

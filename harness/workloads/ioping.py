@@ -140,4 +140,4 @@ def qd1_job(settings, rw: str, bs: str) -> IopingJob:
     return IopingJob(rw=rw, bs=bs, runtime_s=settings.runtime_s + settings.ramp_s)
 
 
-TOOL = Tool("ioping", on_host, in_guests, parse, job_meta, tool_seconds, qd1_job)
+TOOL = Tool("ioping", on_host, in_guests, parse, job_meta, tool_seconds, qd1_job, host_packages=("ioping",))

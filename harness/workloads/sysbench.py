@@ -17,6 +17,7 @@ from harness.results.outputs import Output
 from harness.workloads import runner_cpu_s
 
 RUNNER = paths.GUEST_AGENTS / "run-mysql.sh"
+HOST_PACKAGES = ("mariadb-server-core", "mariadb-client-core", "sysbench")   # the physical side's server and client
 ROW_BYTES = 250          # sysbench sbtest row plus its share of the indexes, for sizing only
 PAGE_BYTES = {"4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536}
 

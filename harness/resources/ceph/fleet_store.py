@@ -15,6 +15,7 @@ from harness.common.files import write_atomic
 from harness.hosts import Host, LocalHost
 from harness.resources import entry
 from harness.resources.ceph import clusters, existing
+from harness.resources.ceph.bootstrap import PACKAGES
 from harness.resources.ceph.images import RbdImage
 from harness.resources.ceph.plan import CephFleet, CephPlan, fleet_image, fleet_images, osd_size_problem, plan_for
 
@@ -43,6 +44,11 @@ class FleetCeph:
         if self.plan is not None:
             return fleet_image(self.plan, f"{self.image_base}-device", c.pool_nodes)
         return existing.image(c, self.host_dir, f"{self.image_base}-{existing.installation(self.fleet.state_dir)}-device")
+
+    def host_packages(self) -> tuple[str, ...]:
+        """What the fleet's host needs for a cluster vtb makes there (its daemons); none for yours or
+        one over the [[hosts]] (their packages are their owner's)."""
+        return PACKAGES if self.plan is not None and not self.spans_hosts else ()
 
     def size_problem(self) -> str | None:
         """Why a cluster vtb makes would fill under the fleet's images, before anything is made."""
