@@ -264,6 +264,7 @@ def steady_state(run: fio_output.Job | None) -> dict:
 # says its own lead (`start_lead_s`: this machine's processes start at once); this is the default.
 START_MARGIN_S = 1.5
 MAX_START_MARGIN_S = 30.0
+LAG_DECAY = 0.5   # what a learnt lag keeps after a point its kind met in time
 
 
 class SharedStart:
@@ -271,7 +272,9 @@ class SharedStart:
     in time. How late participants turned up (seen from fio's own timestamps) is learned per
     participant and per kind of node, so that a loaded host (4 TCG guests on 2 cores start seconds
     apart) gets a wider margin from then on instead of measuring its participants one after
-    another, while the host's own fio processes, which start at once, do not wait for the guests' lag."""
+    another, while the host's own fio processes, which start at once, do not wait for the guests' lag.
+    What is learnt halves with every point the kind then meets in time: a run's first point (guests
+    just restored page fio in; seen 4.4 s late) does not widen all the later ones."""
 
     def __init__(self) -> None:
         self.lag_per_participant_s: dict[str, float] = {}   # by kind of node (its class)
@@ -299,8 +302,10 @@ class SharedStart:
         for kind in dict.fromkeys(kinds):
             starts = [w[0] - off for w, off, k in zip(windows, offsets, kinds) if w and k == kind]
             late, count = max(starts, default=planned_s) - planned_s, kinds.count(kind)
-            if late > 0.25 * lead_s and late / count > self.lag_per_participant_s.get(kind, 0.0):
-                self.lag_per_participant_s[kind] = late / count
+            learnt = self.lag_per_participant_s.get(kind, 0.0)
+            seen = late / count if late > 0.25 * lead_s else 0.0
+            self.lag_per_participant_s[kind] = max(seen, LAG_DECAY * learnt)
+            if seen > learnt:
                 step(f"  participants ({kind}) began up to {late:.1f} s after their shared start (by fio's report "
                      f"times): shared starts of {count} now allow {self.margin_s([kind] * count, lead_s):.1f} s")
 
