@@ -35,6 +35,17 @@ LABELS = {
     "nested_raid5_destroy_s": "the same array's `raid destroy` (stop, zero superblocks), s",
     "nested_down_s": "`harness host nested down`, s",
     "nested_failed": "the nested host's figures stopped",
+    "main_job_run_id": "the main job (`harness run vm-scaling`, its defaults): its last run here, read from its samples",
+    "main_job_wall_s": "its wall time, s",
+    "main_job_fio_s": "the time fio ran in it (each point run's runtime and ramp), s",
+    "main_job_wall_over_fio": "its wall time over its fio time",
+    "main_job_overhead_per_point_s": "its overhead per point beyond fio and the settle wait, s",
+    "main_job_settle_wait_per_point_s": "its settle wait per point, s",
+    "main_job_start_skew_s": "how far apart a point's participants began their measured runs (fio's own times), s",
+    "first_result_steps_s": "a fresh machine (`scripts/first-result.sh`): each set-up step's own time (they run side by side), s",
+    "first_result_testbed_up_s": "the same: `make testbed up`, from the first command, s",
+    "first_result_s": "the same: the main job's result, from the first command, s",
+    "first_result_measured_on": "the same: measured on",
 }
 _AGENTS = re.compile(r"agents_ready_(\d+)_vms_(booted|restored)_s")
 _MERGED = re.compile(r"percentiles_of_(\d+)_merged_histograms_ms")
