@@ -277,9 +277,9 @@ class Testbed:
         backend = backends.get(self.cfg.disk.backend)
         self._fit_to_drive()
         plan = self.plan()
-        backend.first_use(self.host, plan)
         if self.store:
             packages.ensure(self.host, self.store.host_packages(), f"a {self.store.what} cluster under the fleet")
+        backend.first_use(self.host, plan)
         self._placement_refusal(backend, plan)
         # the fleet's disks on fleet.device (not an array's, nor a device a sweep hands over): checked
         # now, on its host, however long ago the config loaded

@@ -240,3 +240,30 @@ def test_an_existing_cluster_with_cephx_where_vtb_touches_only_its_own_image(tmp
         harness("testbed", "down", *fleet, check=False)
         hook("resources", "ceph", "destroy", str(plan_file))
     assert not gc.leftovers("vtb-cexi-") and not gc.leftovers(plan.name)
+
+
+@pytest.mark.extended(why="takes Ceph's packages off this machine and apt installs them again (2-4 min of apt)")
+@pytest.mark.covers(experiments="vm-scaling", backends="rbd")
+def test_a_run_on_ceph_on_a_host_without_ceph_installs_it_on_first_use(tmp_path):
+    """`make testbed up` installs the main job's packages only: the first run that needs Ceph (a
+    fleet on the rbd backend, its cluster made here) installs Ceph's daemons and client, saying so."""
+    from harness.hosts import packages
+    from harness.resources.ceph.bootstrap import PACKAGES
+    ceph = [*PACKAGES, "qemu-block-extra"]
+    subprocess.run(["apt-get", "remove", "-y", "-qq", *PACKAGES], check=True, timeout=600,
+                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    try:
+        assert set(packages.missing(LocalHost(), ceph)) == set(PACKAGES)
+        run = harness("run", "vm-scaling", *RBD_FLEET, "--set", f"results_dir={tmp_path}", "--set",
+                      "vm_scaling.vm_counts=[1]", "--set", "repeat.count=1")
+        said = run.stdout + run.stderr
+        assert "installing ceph-common ceph-mgr ceph-mon ceph-osd on this machine: a Ceph cluster under the fleet" in said, \
+            said[-3000:]
+        assert packages.missing(LocalHost(), ceph) == []
+        (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+        rows = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+        assert rows and all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows]
+    finally:
+        harness("testbed", "down", *RBD_FLEET, check=False)
+        packages.ensure(LocalHost(), ceph, "the test's clean-up")   # the host as it was, whatever failed
+    assert not gc.leftovers("vtb-rbd-") and not (STATE / "rbd").exists()
