@@ -18,7 +18,7 @@ LABELS = {
     "qemu_start_to_guest_ping_s": "QEMU start to guest-ping, a cold boot, s",
     "qemu_start_to_guest_ping_generic_kernel_s": "QEMU start to guest-ping with the generic kernel (f2fs, nilfs2), s",
     "overhead_per_point_s": "orchestration overhead per point (wall minus runtime and ramp, settle wait included), s",
-    "settle_wait_per_point_s": "of which the settle wait (the quiet host is checked over 1 s windows), s",
+    "settle_wait_per_point_s": "of which the settle wait (the quiet host is checked over `settle.window_s` windows), s",
     "harness_to_plain_ratio": "harness physical IOPS / plain `fio` by hand, same device and job: mean",
     "harness_to_plain_ci95": "the same: 95% CI half-width",
     "harness_to_plain_pairs": "the same: interleaved pairs measured",
