@@ -13,8 +13,11 @@ export PYTEST_ARGS   # scripts/tests.sh passes them to pytest
 testbed:
 	@:
 
+# The fleet the main job runs on: vm-scaling's largest VM count (its run then starts at once).
+MAIN_JOB_VMS := 4
+
 up: setup
-	$(HARNESS) testbed up
+	$(HARNESS) testbed up --set fleet.vms=$(MAIN_JOB_VMS)
 
 # Always leaves a clean host: destroy the fleet, collect every vtb- leftover, stop the libvirtd
 # the testbed started (libvirtd is started first if needed, so that domains can be undefined).
