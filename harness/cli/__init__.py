@@ -564,13 +564,27 @@ def doctor(config_path, overrides, install) -> None:
                    "default: measure).")
 @click.option("--nested", is_flag=True, help="Also the nested host's own costs: boots one, then removes it (not "
                                              "while a nested host runs here).")
-def bench(config_path, overrides, runtime, docs_page, from_json, nested) -> None:
+@click.option("--runs", "runs_only", is_flag=True,
+              help="Measure nothing: read the main job's last run here and a fresh machine's log "
+                   "(scripts/first-result.sh) into their own table (with --docs: its `harness bench --runs` section; "
+                   "a full bench writes that section too).")
+def bench(config_path, overrides, runtime, docs_page, from_json, nested, runs_only) -> None:
     """The harness's own cost: bring-up time, agent-ready time, overhead per point, agreement with plain fio."""
-    from harness.cli import self_bench
+    from harness.cli import bench_runs, self_bench
     from harness.report import bench_table
-    if docs_page and not bench_table.has_section(docs_page):
-        raise click.BadParameter(f"{docs_page} has no `{bench_table.BEGIN}` ... `{bench_table.END}` section; "
-                                 "fix: add both markers where the table goes", param_hint="--docs")
+    sections = [bench_table.RUNS] if runs_only else [(bench_table.BEGIN, bench_table.END), bench_table.RUNS]
+    for begin, end in sections if docs_page else ():
+        if not bench_table.has_section(docs_page, (begin, end)):
+            raise click.BadParameter(f"{docs_page} has no `{begin}` ... `{end}` section; "
+                                     "fix: add both markers where the table goes", param_hint="--docs")
+    cfg = load(config_path, overrides)
+    read = bench_table.runs_markdown({**bench_runs.main_job(cfg.results_dir), **bench_runs.first_result()})
+    if runs_only:
+        if docs_page:
+            bench_table.splice(docs_page, read, bench_table.RUNS)
+        else:
+            click.echo(read, nl=False)
+        return
     if from_json:
         try:
             figures = json.loads(from_json.read_text())
@@ -580,10 +594,11 @@ def bench(config_path, overrides, runtime, docs_page, from_json, nested) -> None
             raise click.BadParameter(f"{from_json} is not the figures `harness bench` writes; fix: name a "
                                      "results/bench-*.json", param_hint="--from")
     else:
-        figures = self_bench.run(load(config_path, overrides), runtime, nested)
+        figures = self_bench.run(cfg, runtime, nested)
     table = bench_table.markdown(figures)
     if docs_page:
         bench_table.splice(docs_page, table)
+        bench_table.splice(docs_page, read, bench_table.RUNS)
     elif from_json:
         click.echo(table, nl=False)
 

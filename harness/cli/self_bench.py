@@ -25,7 +25,6 @@ import time
 from rich.table import Table
 
 from harness.analysis.stats import summarize
-from harness.cli import bench_runs
 from harness.common import paths
 from harness.common.console import console, step, warn
 from harness.common.exits import StepFailed
@@ -277,7 +276,6 @@ def run(user_cfg: Config, runtime: int, nested: bool = False) -> dict:
                        runtime_s=runtime, run_id=ctx.store.run_id, measured_on=time.strftime("%Y-%m-%d"),
                        machine=_machine(record.accel))
         figures.update(_parse_costs(ctx.store.dir / "raw"))
-        figures.update(bench_runs.main_job(user_cfg.results_dir), **bench_runs.first_result())
         step("bench: a local Ceph cluster of 3 storage nodes, from nothing to all PGs active+clean")
         figures["ceph_3_nodes_active_clean_s"] = _ceph_up_s(cfg)
         figures.update(_image_sizes())

@@ -47,3 +47,16 @@ def test_a_failed_first_result_gives_no_figure(tmp_path):
     log.write_text("230.0 vtb-first-result: testbed up done\n300.0 vtb-first-result: done (exit 1)\n")
     assert bench_runs.first_result(log) == {}
     assert bench_runs.first_result(tmp_path / "none.log") == {}
+
+
+def test_bench_runs_writes_its_own_section_and_measures_nothing(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import cli
+    shutil.copytree(RECORDED, tmp_path / "results")
+    page = tmp_path / "page.md"
+    page.write_text(f"before\n{bench_table.BEGIN}\nkept\n{bench_table.END}\n{bench_table.RUNS[0]}\n{bench_table.RUNS[1]}\nafter\n")
+    done = CliRunner().invoke(cli, ["bench", "--runs", "--docs", str(page), "--set", f"results_dir={tmp_path / 'results'}"])
+    assert done.exit_code == 0, done.output
+    text = page.read_text()
+    assert "kept" in text and "| its wall time over its fio time | 1.788 |" in text and text.endswith("after\n")
