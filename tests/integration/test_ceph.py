@@ -244,9 +244,9 @@ def test_an_existing_cluster_with_cephx_where_vtb_touches_only_its_own_image(tmp
 
 @pytest.mark.extended(why="takes Ceph's packages off this machine and apt installs them again (2-4 min of apt)")
 @pytest.mark.covers(experiments="vm-scaling", backends="rbd")
-def test_a_run_on_ceph_on_a_host_without_ceph_installs_it_on_first_use(tmp_path):
-    """`make testbed up` installs the main job's packages only: the first run that needs Ceph (a
-    fleet on the rbd backend, its cluster made here) installs Ceph's daemons and client, saying so."""
+def test_a_fleet_on_ceph_on_a_host_without_ceph_installs_it_on_first_use(tmp_path):
+    """`make testbed up` installs the main job's packages only: the first fleet that needs Ceph (on
+    the rbd backend, its cluster made here) installs Ceph's daemons and client, saying so; a run measures on it."""
     from harness.hosts import packages
     from harness.resources.ceph.bootstrap import PACKAGES
     ceph = [*PACKAGES, "qemu-block-extra"]
@@ -254,12 +254,13 @@ def test_a_run_on_ceph_on_a_host_without_ceph_installs_it_on_first_use(tmp_path)
                    env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
     try:
         assert set(packages.missing(LocalHost(), ceph)) == set(PACKAGES)
-        run = harness("run", "vm-scaling", *RBD_FLEET, "--set", f"results_dir={tmp_path}", "--set",
-                      "vm_scaling.vm_counts=[1]", "--set", "repeat.count=1")
-        said = run.stdout + run.stderr
+        up = harness("testbed", "up", *RBD_FLEET)
+        said = up.stdout + up.stderr
         assert "installing ceph-common ceph-mgr ceph-mon ceph-osd on this machine: a Ceph cluster under the fleet" in said, \
             said[-3000:]
         assert packages.missing(LocalHost(), ceph) == []
+        harness("run", "vm-scaling", *RBD_FLEET, "--set", f"results_dir={tmp_path}", "--set", "vm_scaling.vm_counts=[1]",
+                "--set", "repeat.count=1")
         (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
         rows = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
         assert rows and all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows]
