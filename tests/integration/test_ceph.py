@@ -242,7 +242,7 @@ def test_an_existing_cluster_with_cephx_where_vtb_touches_only_its_own_image(tmp
     assert not gc.leftovers("vtb-cexi-") and not gc.leftovers(plan.name)
 
 
-@pytest.mark.extended(why="takes Ceph's packages off this machine and apt installs them again (2-4 min of apt)")
+@pytest.mark.extended(why="takes Ceph's packages off this machine, then apt installs them again")
 @pytest.mark.covers(experiments="vm-scaling", backends="rbd")
 def test_a_fleet_on_ceph_on_a_host_without_ceph_installs_it_on_first_use(tmp_path):
     """`make testbed up` installs the main job's packages only: the first fleet that needs Ceph (on
