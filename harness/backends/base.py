@@ -126,6 +126,22 @@ class NoOptions(Section):
     """A backend with no [disk] fields of its own."""
 
 
+@dataclass(frozen=True)
+class Knob:
+    """A [disk] field worth tuning, the values a tuning study tries (the first is QEMU's usual
+    choice), and what changing it trades."""
+    field: str
+    values: tuple
+    trades: str
+
+
+AIO = Knob("aio", ("native", "io_uring", "threads"), "how QEMU submits the disk's I/O: Linux AIO, io_uring or a thread pool")
+CACHE = Knob("cache", ("none", "directsync", "writeback"),
+             "the host's page cache: bypassed, bypassed with a flush after each write, or used")
+IOTHREADS = Knob("iothreads", (1, 0), "an I/O thread of the disk's own, or QEMU's main loop")
+NUM_QUEUES = Knob("num_queues", (1, 2, 4), "the disk's virtqueues (NVMe: I/O queue pairs)")
+
+
 class Backend:
     """One way to serve a VM's data disk. Subclasses live one per module in this package."""
     name: ClassVar[str]
@@ -140,6 +156,7 @@ class Backend:
     host_slices: ClassVar[bool] = True
     needs_block_device: ClassVar[bool] = False  # its disks must be slices of a host block device, not a file
     processes: ClassVar[tuple[HostProcess, ...]] = ()  # the daemons its host side runs
+    knobs: ClassVar[tuple[Knob, ...]] = ()  # the settings `harness run tuning` varies, with their values
     host_packages: ClassVar[tuple[str, ...]] = ()  # Debian packages its host side needs beyond the main job's,
                                                    # installed on first use where the host allows (hosts.packages)
 
@@ -160,6 +177,11 @@ class Backend:
     def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
         """None when this host can serve the backend, else why not, in one sentence."""
         return None
+
+    def host_command(self, plan: HostPlan) -> list[str]:
+        """The command line of the host-side daemon serving the first VM's disk, where the backend
+        runs one (a tuning study's answer gives it beside the XML); none here."""
+        return []
 
     def disk_store(self, ceph: CephFleet, hosts: Callable[[], list[Host]], host: Host, host_dir: Path,
                    image_base: str):
@@ -211,16 +233,20 @@ def listening(host, path: Path) -> bool:
     return host.run(["python3", "-c", _LISTENING, str(path)], check=False, timeout=30).returncode == 0
 
 
-def start_qsd(host, pidfile: Path, plan: "HostPlan", vms: list["VmSlot"], exports: list[str], what: str) -> None:
-    """A daemonized qemu-storage-daemon (its pid file `pidfile`) serving each VM's slice as the
-    block node `<vm>-data`, with these export (and server) arguments; StepFailed with its own
-    message when it does not start."""
+def qsd_command(pidfile: Path, plan: "HostPlan", vms: list["VmSlot"], exports: list[str]) -> list[str]:
+    """A daemonized qemu-storage-daemon's command line (its pid file `pidfile`): each VM's slice as
+    the block node `<vm>-data`, with these export (and server) arguments."""
     d = plan.disk
     args = [QSD, "--daemonize", "--pidfile", str(pidfile)]
     for vm in vms:
         args += [a for spec in file_blockdev(f"{vm.name}-data", plan.device.path, d["cache"], d["aio"], vm)
                  for a in ("--blockdev", spec)]
-    out = host.run([*args, *exports], check=False, timeout=120)
+    return [*args, *exports]
+
+
+def start_qsd(host, pidfile: Path, plan: "HostPlan", vms: list["VmSlot"], exports: list[str], what: str) -> None:
+    """qsd_command's daemon, started on the host; StepFailed with its own message when it does not start."""
+    out = host.run(qsd_command(pidfile, plan, vms, exports), check=False, timeout=120)
     if out.returncode != 0:
         raise StepFailed(f"{QSD} for {what} failed to start on {host.label}: {out.stderr.decode(errors='replace').strip()}")
     record_daemon(host, pidfile, what)

@@ -2,13 +2,26 @@
 on the QEMU command line with an explicit PCI address (which the guest finds it by)."""
 from __future__ import annotations
 
-from harness.backends.base import DATA_PCI_SLOT, DATA_SERIAL, Attachment, Backend, HostPlan, VmSlot, file_blockdev, pci_address
+from harness.backends.base import (
+    AIO,
+    CACHE,
+    DATA_PCI_SLOT,
+    DATA_SERIAL,
+    NUM_QUEUES,
+    Attachment,
+    Backend,
+    HostPlan,
+    VmSlot,
+    file_blockdev,
+    pci_address,
+)
 from harness.libvirt.libvirt_xml import qemu_commandline
 
 
 class Nvme(Backend):
     name = "nvme"
     shared_options = frozenset({"cache", "aio", "num_queues"})  # QEMU 7.2's nvme device takes no iothread
+    knobs = (AIO, CACHE, NUM_QUEUES)
     summary = "emulated NVMe controller (QEMU nvme device)"
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:

@@ -12,6 +12,9 @@ from typing import Literal
 from pydantic import Field
 
 from harness.backends.base import (
+    AIO,
+    CACHE,
+    NUM_QUEUES,
     QSD,
     QSD_PROCESS,
     Attachment,
@@ -21,6 +24,7 @@ from harness.backends.base import (
     check_listening,
     daemon_alive,
     listening,
+    qsd_command,
     start_qsd,
     stop_daemon,
     succeeds,
@@ -52,6 +56,7 @@ class VhostUserQsd(Backend):
     name = "vhost-user-blk-qsd"
     processes = (QSD_PROCESS,)
     shared_options = frozenset({"cache", "aio", "num_queues"})
+    knobs = (AIO, CACHE, NUM_QUEUES)
     Options = QsdOptions
     summary = "vhost-user-blk, served by qemu-storage-daemon"
 
@@ -71,11 +76,7 @@ class VhostUserQsd(Backend):
             for daemon, vms in _daemons(plan).items():
                 pidfile = plan.run_dir / f"{daemon}.pid"
                 if not daemon_alive(host, pidfile):
-                    start_qsd(host, pidfile, plan, vms, [
-                        a for vm in vms for a in (
-                            "--export", f"type=vhost-user-blk,id={vm.name}-export,node-name={vm.name}-data,"
-                                        f"addr.type=unix,addr.path={qemu_opt(socket_path(plan, vm))},writable=on,"
-                                        f"num-queues={plan.disk['num_queues']}")], daemon)
+                    start_qsd(host, pidfile, plan, vms, _exports(plan, vms), daemon)
             check_listening(host, [socket_path(plan, vm) for vm in plan.vms])
         except StepFailed:
             self.host_down(host, plan)
@@ -86,11 +87,23 @@ class VhostUserQsd(Backend):
             stop_daemon(host, plan.run_dir / f"{daemon}.pid")
         host.run(["rm", "-f", *(str(socket_path(plan, vm)) for vm in plan.vms)], check=False, timeout=30)
 
+    def host_command(self, plan: HostPlan) -> list[str]:
+        daemon, vms = next(iter(_daemons(plan).items()))
+        return qsd_command(plan.run_dir / f"{daemon}.pid", plan, vms, _exports(plan, vms))
+
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:
         return vhost_user_blk(socket_path(plan, vm), plan.disk["num_queues"])
 
     def metadata(self, disk) -> dict:
         return {**super().metadata(disk), "qsd_per": disk.qsd_per}
+
+
+def _exports(plan: HostPlan, vms: list[VmSlot]) -> list[str]:
+    """qemu-storage-daemon's vhost-user-blk export of each VM's block node, on its socket."""
+    return [a for vm in vms for a in (
+        "--export", f"type=vhost-user-blk,id={vm.name}-export,node-name={vm.name}-data,"
+                    f"addr.type=unix,addr.path={qemu_opt(socket_path(plan, vm))},writable=on,"
+                    f"num-queues={plan.disk['num_queues']}")]
 
 
 BACKEND = VhostUserQsd()

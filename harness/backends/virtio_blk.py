@@ -1,13 +1,14 @@
 """virtio-blk: QEMU's paravirtual block device, with cache/aio, iothreads and queues."""
 from __future__ import annotations
 
-from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, data_disk, iothreads
+from harness.backends.base import AIO, CACHE, IOTHREADS, NUM_QUEUES, Attachment, Backend, HostPlan, VmSlot, data_disk, iothreads
 from harness.libvirt.libvirt_xml import attr
 
 
 class VirtioBlk(Backend):
     name = "virtio-blk"
     shared_options = frozenset({"cache", "aio", "iothreads", "num_queues"})
+    knobs = (AIO, CACHE, IOTHREADS, NUM_QUEUES)
     summary = "virtio-blk PCI device, QEMU block layer"
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:

@@ -1,13 +1,14 @@
 """virtio-scsi: a virtio SCSI controller (iothread and queues on the controller) with one LUN."""
 from __future__ import annotations
 
-from harness.backends.base import Attachment, Backend, HostPlan, VmSlot, data_disk, iothreads
+from harness.backends.base import AIO, CACHE, IOTHREADS, NUM_QUEUES, Attachment, Backend, HostPlan, VmSlot, data_disk, iothreads
 from harness.libvirt.libvirt_xml import attr
 
 
 class VirtioScsi(Backend):
     name = "virtio-scsi"
     shared_options = frozenset({"cache", "aio", "iothreads", "num_queues"})
+    knobs = (AIO, CACHE, IOTHREADS, NUM_QUEUES)
     summary = "virtio-scsi controller with a scsi-hd LUN"
 
     def attach(self, plan: HostPlan, vm: VmSlot) -> Attachment:

@@ -211,7 +211,8 @@ def experiment_command(experiment) -> click.Command:
         click_type = (click.Choice([str(a) for a in typing.get_args(annotation)])
                       if typing.get_origin(annotation) is typing.Literal else
                       {int: click.INT, float: click.FLOAT}.get(annotation, click.STRING))
-        options.append(click.Option([flag.option], type=click_type, default=None, help=help_text))
+        options.append(click.Option([flag.option], type=click_type, default=None, help=help_text,
+                                    multiple=flag.repeatable))
 
     options += [click.Option(["--run-id"], metavar="ID", default=None,
                              help="Name the new run folder (default: <time>-<experiment>-<pid>), e.g. for CI."),
@@ -242,8 +243,9 @@ def experiment_command(experiment) -> click.Command:
                  if value is not None]
         for flag in experiment.flags:
             value = given[flag.option.lstrip("-").replace("-", "_")]
-            if value is None or value is False:
+            if value is None or value is False or value == ():
                 continue
+            value = list(value) if isinstance(value, tuple) else value
             for path in flag.fields:
                 keys = path.split(".")
                 typed.append((keys, flag.switch if flag.switch is not None else
@@ -572,8 +574,7 @@ def bench(config_path, overrides, runtime, docs_page, from_json, nested, runs_on
     """The harness's own cost: bring-up time, agent-ready time, overhead per point, agreement with plain fio."""
     from harness.cli import bench_runs, self_bench
     from harness.report import bench_table
-    sections = [bench_table.RUNS] if runs_only else [(bench_table.BEGIN, bench_table.END), bench_table.RUNS]
-    for begin, end in sections if docs_page else ():
+    for begin, end in ([bench_table.RUNS] if runs_only else [(bench_table.BEGIN, bench_table.END)]) if docs_page else ():
         if not bench_table.has_section(docs_page, (begin, end)):
             raise click.BadParameter(f"{docs_page} has no `{begin}` ... `{end}` section; "
                                      "fix: add both markers where the table goes", param_hint="--docs")
@@ -598,7 +599,8 @@ def bench(config_path, overrides, runtime, docs_page, from_json, nested, runs_on
     table = bench_table.markdown(figures)
     if docs_page:
         bench_table.splice(docs_page, table)
-        bench_table.splice(docs_page, read, bench_table.RUNS)
+        if bench_table.has_section(docs_page, bench_table.RUNS):
+            bench_table.splice(docs_page, read, bench_table.RUNS)
     elif from_json:
         click.echo(table, nl=False)
 

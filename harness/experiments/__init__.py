@@ -26,6 +26,7 @@ class Flag:
     fields: tuple[str, ...]
     help: str = ""
     switch: Any = None           # not None: an on/off flag that sets the fields to this value
+    repeatable: bool = False     # given once or more, its values a list (the field's)
 
 
 CONFIG_BACKEND = "(default: the config's disk.backend, virtio-blk unless set)"   # a --backend flag's default
