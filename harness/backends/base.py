@@ -128,8 +128,8 @@ class NoOptions(Section):
 
 @dataclass(frozen=True)
 class Knob:
-    """A [disk] field worth tuning, the values a tuning study tries (the first is QEMU's usual
-    choice), and what changing it trades."""
+    """A [disk] field worth tuning, the values a tuning study tries (the first is vtb's default),
+    and what changing it trades (the study's answer says it beside a knob that made no difference)."""
     field: str
     values: tuple
     trades: str

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
+from harness import backends
 from harness.analysis.stats import Difference, center, difference, holm, on_logs, p_text, summarize, wins
 from harness.common.console import console
 from harness.common.files import write_atomic
@@ -162,7 +163,9 @@ def report(ctx: RunContext) -> None:
             table.add_row(w.name, c.label, _share(c), c.against_default.percent() if c.against_default else "-",
                           p_text(c.p) if c.p is not None else "-", _per_cpu(c))
     idle = idle_knobs(found)
-    notes = [f"{k} ({', '.join(v)}): no difference from the configured disk at this precision" for k, v in idle.items()]
+    trades = {k.field: k.trades for k in backends.get(backend).knobs}
+    notes = [f"{k} = {', '.join(v)} ({trades.get(k, 'a knob of ' + backend)}): no difference from the configured disk "
+             "at this precision" for k, v in idle.items()]
     chosen = winner(found)
     kept = ctx.store.dir / "raw" / GROUP
     xml = (kept / f"{chosen}.xml").read_text() if (kept / f"{chosen}.xml").exists() else ""
