@@ -54,12 +54,13 @@ bench: bootstrap host-image
 # What the main job needs: its host packages first, then the venv, libvirtd, the Terraform
 # provider and the guest image side by side (each line says its step; each step says its time).
 # An experiment or backend that needs more installs it on first use (harness/hosts/packages.py).
+SETUP_STEPS := venv libvirtd provider image launcher
 setup:
-	@$(MAKE) --no-print-directory -j4 --output-sync=line venv libvirtd provider image launcher
+	@$(MAKE) --no-print-directory -j4 $(SETUP_STEPS)
 
 # Everything up front: every experiment's and backend's host packages, and SPDK's vhost target.
 bootstrap: all-packages
-	@$(MAKE) --no-print-directory -j4 --output-sync=line venv libvirtd provider image spdk launcher
+	@$(MAKE) --no-print-directory -j4 $(SETUP_STEPS) spdk
 
 all-packages:
 	@scripts/step.sh packages scripts/host-packages.sh --all

@@ -96,7 +96,7 @@ class Iscsi(Backend):
 
     def preflight(self, host: Host, plan: HostPlan) -> str | None:
         if not succeeds(host, f"command -v {TGTD} && command -v {TGTADM}"):
-            return f"tgt is not installed on {host.label} (Debian: apt install tgt; scripts/host-packages.sh does)"
+            return f"tgt is not installed on {host.label} (Debian: apt install tgt qemu-block-extra)"
         if not succeeds(host, "ls /usr/lib/x86_64-linux-gnu/qemu/block-iscsi.so"):
             return f"QEMU's iSCSI initiator is missing on {host.label} (Debian: apt install qemu-block-extra)"
         portal, control = ports(plan)

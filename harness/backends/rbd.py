@@ -38,7 +38,7 @@ class Rbd(Backend):
         missing = host.run(["sh", "-c", f"command -v rbd >/dev/null || echo ceph-common; [ -e {QEMU_DRIVER} ] || "
                             "echo qemu-block-extra"], check=False, timeout=30).stdout.decode().split()
         if missing:
-            return f"{' and '.join(missing)} missing on {host.label} (scripts/host-packages.sh installs them)"
+            return f"{' and '.join(missing)} missing on {host.label} (Debian: apt install {' '.join(missing)})"
         conf = RbdImage.parse(plan.device.path).conf
         if not host.is_this_machine and host.run(["test", "-f", conf], timeout=30, check=False).returncode != 0:
             # a local cluster (made by the fleet's own Terraform, after this check) serves this machine

@@ -37,7 +37,7 @@ def vendored_source() -> Path | None:
     """The source scripts/spdk.sh builds from: $VTB_SPDK_SOURCE, else the archive CI and the
     development machine use (../shared/vendor beside the checkout)."""
     if given := os.environ.get("VTB_SPDK_SOURCE"):
-        return Path(given)
+        return Path(given) if Path(given).exists() else None
     found = sorted((paths.REPO.parent / "shared" / "vendor").glob(VENDOR_GLOB))
     return found[-1] if found else None
 

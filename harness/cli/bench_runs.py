@@ -23,8 +23,11 @@ def last_main_job(results_dir: Path) -> RunStore | None:
     """The last completed run of the README's main job, as typed (no option), in the results folder."""
     runs = []
     for manifest in results_dir.glob("*/run.json"):
-        m = json.loads(manifest.read_text())
-        if m.get("command") == MAIN_JOB and m.get("status") == "completed" and m.get("wall_s"):
+        try:
+            m = json.loads(manifest.read_text())
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            continue   # not a run's manifest as vtb writes it: not the main job's
+        if isinstance(m, dict) and m.get("command") == MAIN_JOB and m.get("status") == "completed" and m.get("wall_s"):
             runs.append((m.get("started", 0), manifest.parent))
     return RunStore.reopened(max(runs)[1]) if runs else None
 
@@ -36,7 +39,9 @@ def main_job(results_dir: Path) -> dict:
     store = last_main_job(results_dir)
     if store is None:
         return {}
-    rows = [s.metadata for s in store.samples if s.metric == "aggregate_iops" and s.metadata.get("point_wall_s")]
+    needed = ("point", "point_wall_s", "runtime_s", "ramp_s", "settle_wait_s")
+    rows = [s.metadata for s in store.samples
+            if s.metric == "aggregate_iops" and all(s.metadata.get(k) is not None for k in needed)]
     fio_s = sum(r["runtime_s"] + r["ramp_s"] for r in rows)
     by_point: dict[str, list[dict]] = {}
     for r in rows:

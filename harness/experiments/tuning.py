@@ -16,13 +16,14 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
 from harness import backends
 from harness.backends.base import VmSlot, file_blockdev
-from harness.common.schema import Section
+from harness.common.schema import Refusal, Section
 from harness.config.core import Config
 from harness.experiments import Flag, RunContext, registry, tuning_answer
 from harness.experiments.fio_matrix import FioPoint
@@ -134,7 +135,7 @@ def design(cfg: Config) -> tuple[list[Configuration], dict[str, str]]:
     kept, refused = [], {}
     for conf in made:
         try:
-            type(disk).model_validate(conf.disk(disk.model_dump(exclude_unset=True) | {"backend": c.backend}))
+            validated_disk(cfg, conf)
         except ValidationError as e:
             said = "; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors())
             refused[conf.label] = (f"{said}. In this study: give the other knob too, with --knob for each and "
@@ -144,10 +145,19 @@ def design(cfg: Config) -> tuple[list[Configuration], dict[str, str]]:
     return kept, refused
 
 
-def qemu_refusal(disk: dict) -> str | None:
+def validated_disk(cfg: Config, conf: Configuration):
+    """The backend's [disk] with the configuration's knobs, as the config's own validation reads it
+    (raises ValidationError naming the knob and the fix)."""
+    disk = cfg.disk.with_backend(cfg.tuning.backend)
+    return type(disk).model_validate(conf.disk(disk.model_dump(exclude_unset=True) | {"backend": cfg.tuning.backend}))
+
+
+def qemu_refusal(disk: dict, folder: Path) -> str | None:
     """Why this machine's QEMU refuses the disk's block node as the backend renders it (its AIO
-    engine, O_DIRECT), in QEMU's own words, or None."""
-    with tempfile.NamedTemporaryFile(prefix="vtb-tuning-probe-") as f:
+    engine, O_DIRECT), in QEMU's own words, or None: on a file in `folder` (the state dir, where
+    fleets keep their disks; not /tmp, a tmpfs that may refuse O_DIRECT)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(prefix="vtb-tuning-probe-", dir=folder) as f:
         f.truncate(1 << 20)
         vm = VmSlot(0, "probe", 0, 1 << 20)
         args = [a for spec in file_blockdev("probe", f.name, disk["cache"], disk["aio"], vm) for a in ("-blockdev", spec)]
@@ -218,9 +228,13 @@ class Tuning:
         kept, refused = design(ctx.cfg)
         if ctx.host.is_this_machine:   # QEMU's own judgment, on the node the backend renders
             base = sweep_cfg.disk.with_backend(c.backend).model_dump()
-            judged = {conf: qemu_refusal(conf.disk(base)) for conf in kept}
+            judged = {conf: qemu_refusal(conf.disk(base), ctx.cfg.state_dir) for conf in kept}
             refused |= {conf.label: why for conf, why in judged.items() if why}
             kept = [conf for conf in kept if not judged[conf]]
+        if len(kept) < 2 or kept[0].label != DEFAULT:
+            raise Refusal(f"tuning: this machine's QEMU leaves nothing to compare with the configured {c.backend}: "
+                          + "; ".join(f"{label}: {why}" for label, why in refused.items())
+                          + ". Fix: choose other values with --knob FIELD=V1,V2, or another [disk] to start from")
         planned = {"backend": c.backend, "configurations": [conf.label for conf in kept],
                    "points": [p.label for p in points(ctx.cfg)]}
         return sweep.Sweep(sweep_cfg, [self.block(ctx, sweep_cfg, conf) for conf in kept], "the tuning fleet", planned,
@@ -228,10 +242,9 @@ class Tuning:
 
     def block(self, ctx: RunContext, sweep_cfg: Config, conf: Configuration) -> sweep.SweepBlock:
         """One configuration: the tuning fleet's VM served with it, the host's points beside it."""
-        c = ctx.cfg.tuning
-        disk = sweep_cfg.disk.with_backend(c.backend)
-        disk = type(disk).model_validate(conf.disk(disk.model_dump(exclude_unset=True) | {"backend": c.backend}))
-        return sweep.SweepBlock(f"{c.backend} {conf.label}", fleet=sweep.Fleet(sweep_cfg.model_copy(update={"disk": disk})),
+        disk = validated_disk(sweep_cfg, conf)
+        return sweep.SweepBlock(f"{ctx.cfg.tuning.backend} {conf.label}",
+                                fleet=sweep.Fleet(sweep_cfg.model_copy(update={"disk": disk})),
                                 points=lambda record, tb: self.block_points(ctx, record, tb, conf))
 
     def block_points(self, ctx: RunContext, record, tb, conf: Configuration) -> list:

@@ -9,6 +9,7 @@ over every comparison of the run (workloads x configurations), and a winner need
 its lead on the better side."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from rich.table import Table
@@ -41,6 +42,15 @@ class Choice:
         """Significantly apart from the default, either way (its CI clear of 1, Holm-adjusted p)."""
         d = self.against_default
         return d is not None and self.p is not None and self.p < ALPHA and not d.low <= 1 <= d.high
+
+    def lags(self) -> bool:
+        """Significantly behind the default."""
+        return self.differs() and not self.lead
+
+    def best_case(self, lower: bool) -> float | None:
+        """The largest lead over the default its CI allows (0 where it allows none), or None untested."""
+        d = self.against_default
+        return None if d is None else max(0.0, (1 - d.low) if lower else (d.high - 1))
 
 
 @dataclass
@@ -99,6 +109,8 @@ def idle_knobs(found: list[Workload]) -> dict[str, list[str]]:
     moved: set[str] = set()
     for w in found:
         for c in w.choices.values():
+            if c.against_default is None:   # untested (one repeat, or no spread): says nothing
+                continue
             for change in c.label.split(",") if c.label != DEFAULT else ():
                 knob, value = change.split("=", 1)
                 tried.setdefault(knob, set()).add(value)
@@ -108,12 +120,15 @@ def idle_knobs(found: list[Workload]) -> dict[str, list[str]]:
 
 
 def winner(found: list[Workload]) -> str:
-    """The configuration that leads on the most workloads (the default where none leads)."""
-    counts: dict[str, int] = {}
+    """The configuration that leads on the most workloads and lags on none (the default where none
+    does); between as many leads, the larger product of its leads."""
+    lagging = {c.label for w in found for c in w.choices.values() if c.lags()}
+    leads: dict[str, list[float]] = {}
     for w in found:
-        if best := w.best():
-            counts[best.label] = counts.get(best.label, 0) + 1
-    return max(counts, key=lambda k: (counts[k], k)) if counts else DEFAULT
+        if (best := w.best()) and best.label not in lagging:
+            change = best.against_default.ratio
+            leads.setdefault(best.label, []).append(1 / change if w.lower else change)
+    return max(leads, key=lambda k: (len(leads[k]), math.prod(leads[k]))) if leads else DEFAULT
 
 
 def _share(c: Choice) -> str:
@@ -131,8 +146,8 @@ def answer_lines(found: list[Workload], backend: str) -> list[str]:
     for w in found:
         best, default = w.best(), w.choices[DEFAULT]
         if best is None:
-            ties = [c for c in w.choices.values() if c.label != DEFAULT and c.against_default is not None]
-            bound = max((c.against_default.bound for c in ties), default=None)
+            bound = max((b for c in w.choices.values() if not c.lags()
+                         and (b := c.best_case(w.lower)) is not None), default=None)
             lines.append(f"{w.name}: keep the configured {backend} ({_share(default)} of the host's {w.metric}); no "
                          "setting tried beat it at this precision" + (f" (none by more than {bound:.0%})" if bound else ""))
             continue
@@ -169,15 +184,17 @@ def report(ctx: RunContext) -> None:
     chosen = winner(found)
     kept = ctx.store.dir / "raw" / GROUP
     xml = (kept / f"{chosen}.xml").read_text() if (kept / f"{chosen}.xml").exists() else ""
-    if (command := kept / f"{chosen}.host-command").exists():
-        xml += f"<!-- its host side -->\n{command.read_text()}"
+    command = (kept / f"{chosen}.host-command").read_text() if (kept / f"{chosen}.host-command").exists() else ""
     said = (f"the best configuration ({chosen})" if chosen != DEFAULT else f"the configured {backend} ({DEFAULT}), "
             "which no setting tried beat") + ": its libvirt XML"
     table_text = tables.render([table], [])          # recorded after the answer, before the XML the report ends with
     tables.record_text("knobs that made no difference", notes)
     tables.record_text(said, xml.splitlines() or ["not kept with the run"])
+    host_side = f"\nits host side's command line:\n{command}" if command else ""
+    if command:
+        tables.record_text("its host side's command line", [command])
     for line in answer + notes:
         console.print(line, highlight=False)
-    console.print(f"{said}:\n{xml}", highlight=False, markup=False)
+    console.print(f"{said}:\n{xml}{host_side}", highlight=False, markup=False)
     text = "\n".join(answer) + "\n\n" + table_text + "\n".join(notes)
-    write_atomic(ctx.store.dir / "summary.txt", f"{text}\n\n{said}:\n{xml}")
+    write_atomic(ctx.store.dir / "summary.txt", f"{text}\n\n{said}:\n{xml}{host_side}")

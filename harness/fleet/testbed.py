@@ -269,6 +269,14 @@ class Testbed:
             return f"its host side runs on this machine only for now, not on the {self.host.name} host"
         return backend.preflight(self.host, plan or self.plan())
 
+    def first_use(self, plan: HostPlan | None = None) -> None:
+        """What the fleet's backend (and a cluster vtb makes under it) needs on the host beyond the
+        main job's, installed (one apt run) or built on its first use, where the host lets vtb."""
+        backend = backends.get(self.cfg.disk.backend)
+        store = self.store.host_packages() if self.store else ()
+        packages.ensure(self.host, (*store, *backend.host_packages), f"the {backend.name} backend")
+        backend.first_use(self.host, plan or self.plan())
+
     # --- lifecycle -------------------------------------------------------------------------
     def preflight(self) -> tuple[backends.Backend, HostPlan]:
         """Every check before anything is made: what the host needs (the image, Terraform, libvirt),
@@ -277,9 +285,7 @@ class Testbed:
         backend = backends.get(self.cfg.disk.backend)
         self._fit_to_drive()
         plan = self.plan()
-        if self.store:
-            packages.ensure(self.host, self.store.host_packages(), f"a {self.store.what} cluster under the fleet")
-        backend.first_use(self.host, plan)
+        self.first_use(plan)
         self._placement_refusal(backend, plan)
         # the fleet's disks on fleet.device (not an array's, nor a device a sweep hands over): checked
         # now, on its host, however long ago the config loaded

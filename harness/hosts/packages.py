@@ -13,8 +13,9 @@ from harness.common.bounded import heartbeat
 from harness.common.console import step
 from harness.common.exits import StepFailed
 
-INSTALLER = paths.REPO / "scripts" / "host-packages.sh"   # apt, after any other apt's lock (waits at most 10 min)
-INSTALL_BOUND_S = 1500
+INSTALLER = paths.REPO / "scripts" / "host-packages.sh"
+# apt after another apt's lock (the script waits for it up to 10 min, twice) and the install itself
+INSTALL_BOUND_S = 2700
 
 
 class PackagesFailed(StepFailed):
@@ -44,7 +45,8 @@ def ensure(host, packages: Iterable[str], needed_by: str) -> None:
             done = host.run([str(INSTALLER), "--packages", *lacking], check=False, timeout=INSTALL_BOUND_S)
         except subprocess.TimeoutExpired:
             raise PackagesFailed(f"installing {names} for {needed_by} did not finish within {INSTALL_BOUND_S} s. "
-                                 f"Fix: run `{INSTALLER} --packages {names}` and see where it stops") from None
+                                 f"Fix: run `dpkg --configure -a`, then `{INSTALLER} --packages {names}`, and see "
+                                 "where it stops") from None
     if done.returncode != 0 or (still := missing(host, lacking)):
         said = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()[-3:]
         raise PackagesFailed(f"installing {names} for {needed_by} failed (exit {done.returncode}"

@@ -301,7 +301,9 @@ class SharedStart:
         """planned_s: when the measured runs should have begun (the start plus the ramp), here."""
         for kind in dict.fromkeys(kinds):
             starts = [w[0] - off for w, off, k in zip(windows, offsets, kinds) if w and k == kind]
-            late, count = max(starts, default=planned_s) - planned_s, kinds.count(kind)
+            if not starts:   # no report says when they began (a failed run): nothing to learn
+                continue
+            late, count = max(starts) - planned_s, kinds.count(kind)
             learnt = self.lag_per_participant_s.get(kind, 0.0)
             seen = late / count if late > 0.25 * lead_s else 0.0
             self.lag_per_participant_s[kind] = max(seen, LAG_DECAY * learnt)

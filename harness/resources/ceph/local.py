@@ -50,7 +50,7 @@ def create(host, plan: CephPlan) -> str:
     problems = refusals(plan)
     if missing := missing_tools(host, ("ip", "tc")):
         problems.append(f"{', '.join(missing)} missing on {host.label}: install {' '.join(PACKAGES)} "
-                        "(scripts/host-packages.sh does)")
+                        "(harness doctor --install does; a fleet on this machine installs them on first use)")
     elif clash := _subnet_in_use(host, plan):
         problems.append(clash)
     if problems:

@@ -54,9 +54,9 @@ def test_a_design_with_nothing_to_compare_is_refused_before_anything_starts():
     assert registry()["tuning"].refusal(settings.load(None, [])) is None
 
 
-def test_qemu_itself_judges_a_block_node():
-    assert qemu_refusal(BASE) is None
-    assert "requires cache.direct=on" in qemu_refusal({**BASE, "cache": "writeback"})
+def test_qemu_itself_judges_a_block_node(tmp_path):
+    assert qemu_refusal(BASE, tmp_path) is None
+    assert "requires cache.direct=on" in qemu_refusal({**BASE, "cache": "writeback"}, tmp_path)
 
 
 def _rows(choice: str, ratios: list[float], workload: str = "randread-qd1", metric: str = "iops") -> list[dict]:
