@@ -45,8 +45,7 @@ def plugin_packages(cfg: Config) -> list[str]:
     from harness import backends, workloads
     from harness.experiments import registry
     from harness.resources.ceph.bootstrap import PACKAGES as CEPH
-    from harness.workloads import sysbench
-    declared = [*CEPH, *sysbench.HOST_PACKAGES]
+    declared = list(CEPH)   # a cluster vtb makes under an rbd fleet
     declared += [p for b in backends.all_backends().values() for p in b.host_packages]
     declared += [p for t in workloads.tools().values() for p in t.host_packages]
     declared += [p for e in registry().values() if hasattr(e, "host_packages") for p in e.host_packages(cfg)]
