@@ -17,6 +17,7 @@ FIRST_RESULT_LOG = Path("/var/tmp/vtb-first-result.log")
 # scripts/first-result.sh's lines: "<seconds since the first command> <line>"
 _LINE = re.compile(r"^(\d+(?:\.\d+)?) (.*)$")
 _STEP_DONE = re.compile(r"^\[([\w-]+)\] done in (\d+) s$")
+_MEASURED = re.compile(r"^[\d.]+s +aggregate_iops [\d,.]+ IOPS")   # a point's figure, as the run prints it
 
 
 def last_main_job(results_dir: Path) -> RunStore | None:
@@ -69,7 +70,7 @@ def first_result(log: Path = FIRST_RESULT_LOG) -> dict:
     if not log.is_file():
         return {}
     steps: dict[str, float] = {}
-    up_done = done = None
+    up_done = done = first = None
     for line in log.read_text(errors="replace").splitlines():
         if not (m := _LINE.match(line)):
             continue
@@ -80,7 +81,10 @@ def first_result(log: Path = FIRST_RESULT_LOG) -> dict:
             up_done = t
         elif text == "vtb-first-result: done (exit 0)":
             done = t
+        elif first is None and up_done is not None and _MEASURED.search(text):
+            first = t
     if up_done is None or done is None:
         return {}   # a run that failed gives no figure
-    return {"first_result_steps_s": steps, "first_result_testbed_up_s": up_done, "first_result_s": done,
+    return {"first_result_steps_s": steps, "first_result_testbed_up_s": up_done, "first_result_first_point_s": first,
+            "first_result_s": done,
             "first_result_measured_on": time.strftime("%Y-%m-%d", time.localtime(log.stat().st_mtime))}

@@ -45,7 +45,8 @@ LABELS = {
     "main_job_start_skew_s": "how far apart a point's participants began their measured runs (fio's own times), s",
     "first_result_steps_s": "a fresh machine (`scripts/first-result.sh`): each set-up step's own time (they run side by side), s",
     "first_result_testbed_up_s": "the same: `make testbed up`, from the first command, s",
-    "first_result_s": "the same: the main job's result, from the first command, s",
+    "first_result_first_point_s": "the same: the main job's first measured point, from the first command, s",
+    "first_result_s": "the same: the main job's result (its run complete), from the first command, s",
     "first_result_measured_on": "the same: measured on",
 }
 _AGENTS = re.compile(r"agents_ready_(\d+)_vms_(booted|restored)_s")

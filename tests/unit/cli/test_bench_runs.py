@@ -35,11 +35,13 @@ def test_a_fresh_machines_log_by_step(tmp_path):
                    "99.2 [venv] done in 38 s\n"
                    "190.5 [image] done in 129 s\n"
                    "230.0 vtb-first-result: testbed up done\n"
-                   "   12.3s  virtual-n1 (repeat 1)\n"
+                   "250.1    12.3s    virtual-n1 (repeat 1)\n"
+                   "265.0    27.2s        aggregate_iops 5,640.2 IOPS; host busy 63%, settled in 0.5s\n"
                    "530.4 vtb-first-result: done (exit 0)\n")
     figures = bench_runs.first_result(log)
     assert figures["first_result_steps_s"] == {"packages": 61.0, "venv": 38.0, "image": 129.0}
-    assert (figures["first_result_testbed_up_s"], figures["first_result_s"]) == (230.0, 530.4)
+    assert (figures["first_result_testbed_up_s"], figures["first_result_first_point_s"], figures["first_result_s"]) \
+        == (230.0, 265.0, 530.4)
 
 
 def test_a_failed_first_result_gives_no_figure(tmp_path):
