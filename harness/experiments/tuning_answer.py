@@ -132,7 +132,10 @@ def winner(found: list[Workload]) -> str:
 
 
 def _share(c: Choice) -> str:
+    """Its VE/PE ratio: a share of the host's figure, or a multiple of it past 2 (a latency)."""
     st = summarize(c.ratios)
+    if st.mean >= 2:
+        return f"{st.mean:.1f}x" + (f" ± {st.ci95:.1f}" if st.ci95 is not None else "")
     form = ".0%" if st.mean >= 0.1 else ".1%"
     return f"{st.mean:{form}}" + (f" ± {st.ci95:{form}}" if st.ci95 is not None else "")
 
@@ -148,12 +151,12 @@ def answer_lines(found: list[Workload], backend: str) -> list[str]:
         if best is None:
             bound = max((b for c in w.choices.values() if not c.lags()
                          and (b := c.best_case(w.lower)) is not None), default=None)
-            lines.append(f"{w.name}: keep the configured {backend} ({_share(default)} of the host's {w.metric}); no "
+            lines.append(f"{w.name}: keep the configured {backend} ({w.metric} {_share(default)} the host's); no "
                          "setting tried beat it at this precision" + (f" (none by more than {bound:.0%})" if bound else ""))
             continue
         d = best.against_default
         lines.append(f"{w.name}: {best.label}, {d.percent()} against the configured {backend} ({p_text(best.p)}, Holm); "
-                     f"{_share(best)} of the host's {w.metric} against {_share(default)}")
+                     f"{w.metric} {_share(best)} the host's, against {_share(default)}")
     return lines
 
 

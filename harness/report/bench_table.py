@@ -36,7 +36,8 @@ LABELS = {
     "nested_raid5_destroy_s": "the same array's `raid destroy` (stop, zero superblocks), s",
     "nested_down_s": "`harness host nested down`, s",
     "nested_failed": "the nested host's figures stopped",
-    "main_job_run_id": "the main job (`harness run vm-scaling`, its defaults): its last run here, read from its samples",
+    "main_job_run_id": "the main job (`harness run vm-scaling`, its defaults): its last run in the results folder, "
+                       "read from its samples",
     "main_job_wall_s": "its wall time, s",
     "main_job_fio_s": "the time fio ran in it (each point run's runtime and ramp), s",
     "main_job_wall_over_fio": "its wall time over its fio time",
