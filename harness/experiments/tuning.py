@@ -138,8 +138,9 @@ def design(cfg: Config) -> tuple[list[Configuration], dict[str, str]]:
             validated_disk(cfg, conf)
         except ValidationError as e:
             said = "; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors())
-            refused[conf.label] = (f"{said}. In this study: give the other knob too, with --knob for each and "
-                                   "--full (every combination), e.g. --knob aio=io_uring --knob cache=writeback --full")
+            refused[conf.label] = said if c.full else (
+                f"{said}. In this study: give the other knob too, with --knob for each and --full (every "
+                "combination), e.g. --knob aio=io_uring --knob cache=writeback --full")
             continue
         kept.append(conf)
     return kept, refused
