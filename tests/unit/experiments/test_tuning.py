@@ -1,5 +1,8 @@
 """The tuning study's design (one knob at a time, a full factorial, refusals in the plan) and its
 answer (a configuration that wins, one that ties, one that loses)."""
+import json
+from pathlib import Path
+
 import pytest
 
 from harness import backends
@@ -87,3 +90,15 @@ def test_no_lead_keeps_the_configured_disk():
     found = collect(rows)
     decide(found)
     assert found[0].best() is None and winner(found) == DEFAULT
+
+
+def test_a_recorded_run_where_no_setting_leads_keeps_the_configured_disk():
+    """`harness run tuning --knob aio=native,threads --knob cache=none,writeback --full` on
+    write-128k-j4 and randread-qd1, 4 s points, 3 repeats, under TCG (its rows as recorded)."""
+    recorded = Path(__file__).parents[2] / "fixtures" / "runs" / "tuning-aio-cache.samples.jsonl"
+    found = collect([json.loads(line) for line in recorded.read_text().splitlines()])
+    decide(found)
+    assert [w.name for w in found] == ["randread-qd1", "write-128k-j4"]
+    assert set(found[0].choices) == {"default", "aio=threads", "aio=threads,cache=writeback"}
+    assert all(w.best() is None for w in found) and winner(found) == DEFAULT
+    assert idle_knobs(found) == {"aio": ["threads"], "cache": ["writeback"]}
