@@ -11,7 +11,7 @@ from harness.common import pids
 from harness.common.exits import StepFailed
 from harness.common.paths import safe_path
 from harness.common.schema import Section
-from harness.hosts import Host, LocalHost, descriptor_problem, packages
+from harness.hosts import Host, LocalHost, descriptor_problem
 from harness.libvirt.libvirt_xml import attr, qemu_commandline, qemu_opt
 from harness.resources.ceph.plan import CephFleet
 
@@ -170,9 +170,8 @@ class Backend:
         return None
 
     def first_use(self, host: Host, plan: HostPlan) -> None:
-        """Installs what its host side needs beyond the main job's, where the host lets vtb install
-        (its `host_packages`; a backend that needs a build also builds it), before `preflight`."""
-        packages.ensure(host, self.host_packages, f"the {self.name} backend")
+        """Builds what its host side needs on its first use, where the host lets vtb (its
+        `host_packages` are installed by its fleet first, Testbed.first_use); nothing here."""
 
     def preflight(self, host: LocalHost, plan: HostPlan) -> str | None:
         """None when this host can serve the backend, else why not, in one sentence."""

@@ -7,7 +7,6 @@ The build is `make spdk`'s (scripts/spdk.sh, cached under the cache dir) or one 
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from spdk.rpc.client import JSONRPCClient, JSONRPCException
@@ -15,9 +14,9 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 
 from harness.backends.base import daemon_alive, record_daemon, stop_daemon
 from harness.common import paths
-from harness.common.bounded import heartbeat
 from harness.common.console import step
 from harness.common.exits import StepFailed
+from harness.hosts import long_step
 
 CACHED_BUILD = paths.CACHE / "spdk" / "current"
 BUILDER = paths.REPO / "scripts" / "spdk.sh"
@@ -76,16 +75,8 @@ def build(host) -> None:
     backend's first use on a host where `make testbed up` built none)."""
     step(f"building SPDK's vhost target from {vendored_source()} on {host.label}: the first "
          "use of vhost-user-blk-spdk (1-5 min once, then cached)")
-    with heartbeat("SPDK's build (scripts/spdk.sh)", BUILD_BOUND_S):
-        try:
-            done = host.run([str(BUILDER)], check=False, timeout=BUILD_BOUND_S)
-        except subprocess.TimeoutExpired:
-            raise SpdkError(f"SPDK's build did not finish within {BUILD_BOUND_S} s. Fix: run `make spdk` and see "
-                            "where it stops") from None
-    if done.returncode != 0:
-        said = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()[-3:]
-        raise SpdkError(f"SPDK's build failed (exit {done.returncode}): {' / '.join(said)}. Fix: run `make spdk` "
-                        "and see its log")
+    long_step(host, [str(BUILDER)], "SPDK's build (scripts/spdk.sh)", BUILD_BOUND_S, SpdkError,
+              "run `make spdk` and see where it stops")
 
 
 def client(sock: str | Path, timeout: float = 30) -> JSONRPCClient:

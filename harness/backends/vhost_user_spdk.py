@@ -84,7 +84,6 @@ class VhostUserSpdk(Backend):
 
     def first_use(self, host: Host, plan: HostPlan) -> None:
         """Builds the cached target where none is built yet and a source is at hand (this machine only)."""
-        super().first_use(host, plan)
         if (self._own(plan) and not plan.disk["spdk_build"] and host.installs_packages
                 and spdk_target.missing_build("") and spdk_target.vendored_source()):
             spdk_target.build(host)

@@ -574,10 +574,10 @@ def bench(config_path, overrides, runtime, docs_page, from_json, nested, runs_on
     """The harness's own cost: bring-up time, agent-ready time, overhead per point, agreement with plain fio."""
     from harness.cli import bench_runs, self_bench
     from harness.report import bench_table
-    for begin, end in ([bench_table.RUNS] if runs_only else [(bench_table.BEGIN, bench_table.END)]) if docs_page else ():
-        if not bench_table.has_section(docs_page, (begin, end)):
-            raise click.BadParameter(f"{docs_page} has no `{begin}` ... `{end}` section; "
-                                     "fix: add both markers where the table goes", param_hint="--docs")
+    section = bench_table.RUNS if runs_only else (bench_table.BEGIN, bench_table.END)
+    if docs_page and not bench_table.has_section(docs_page, section):
+        raise click.BadParameter(f"{docs_page} has no `{section[0]}` ... `{section[1]}` section; "
+                                 "fix: add both markers where the table goes", param_hint="--docs")
     cfg = load(config_path, overrides)
     read = bench_table.runs_markdown({**bench_runs.main_job(cfg.results_dir), **bench_runs.first_result()})
     if runs_only:

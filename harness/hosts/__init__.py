@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol
 
 from harness.common import paths
+from harness.common.bounded import heartbeat
 from harness.common.exits import StepFailed
 from harness.common.plugins import discover
 from harness.hosts.local import LocalHost
@@ -67,6 +68,26 @@ class Host(Node, Protocol):
 
     def stopped(self) -> str | None:
         """Why the host itself is no longer running (a nested host that reset), or None."""
+
+
+def long_step(host, argv: list[str], what: str, bound_s: float, error: type[StepFailed],
+              fix: str) -> subprocess.CompletedProcess:
+    """A long command on a host (an install, a build), said while it runs; `error` naming what was
+    awaited when it does not end within the bound, or with its last words when it fails."""
+    with heartbeat(what, bound_s):
+        try:
+            done = host.run(argv, check=False, timeout=bound_s)
+        except subprocess.TimeoutExpired:
+            raise error(f"{what} did not finish within {bound_s:g} s. Fix: {fix}") from None
+    if done.returncode != 0:
+        raise error(f"{what} failed (exit {done.returncode}): {last_words(done)}. Fix: {fix}")
+    return done
+
+
+def last_words(done: subprocess.CompletedProcess) -> str:
+    """A command's last three lines of output (its errors, else what it printed), on one line."""
+    said = (done.stderr or done.stdout or b"").decode(errors="replace").strip().splitlines()[-3:]
+    return " / ".join(said) or "it said nothing"
 
 
 def kinds() -> dict[str, type]:

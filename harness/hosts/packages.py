@@ -5,13 +5,12 @@ nested host's image has them all; an ssh host is the user's) a missing package s
 own refusal, with its fix."""
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterable
 
 from harness.common import paths
-from harness.common.bounded import heartbeat
 from harness.common.console import step
 from harness.common.exits import StepFailed
+from harness.hosts import last_words, long_step
 
 INSTALLER = paths.REPO / "scripts" / "host-packages.sh"
 # apt after another apt's lock (the script waits for it up to 10 min, twice) and the install itself
@@ -39,17 +38,10 @@ def ensure(host, packages: Iterable[str], needed_by: str) -> None:
     if not host.installs_packages or not (lacking := missing(host, packages)):
         return
     names = " ".join(lacking)
+    what = f"installing {names} for {needed_by}"
+    fix = (f"run `{INSTALLER} --packages {names}` (after `dpkg --configure -a` where apt was stopped), or "
+           "`make bootstrap` (every experiment's packages up front), and retry")
     step(f"installing {names} on {host.label}: {needed_by} needs them (first use; apt, about a minute)")
-    with heartbeat(f"apt to install {names}", INSTALL_BOUND_S):
-        try:
-            done = host.run([str(INSTALLER), "--packages", *lacking], check=False, timeout=INSTALL_BOUND_S)
-        except subprocess.TimeoutExpired:
-            raise PackagesFailed(f"installing {names} for {needed_by} did not finish within {INSTALL_BOUND_S} s. "
-                                 f"Fix: run `dpkg --configure -a`, then `{INSTALLER} --packages {names}`, and see "
-                                 "where it stops") from None
-    if done.returncode != 0 or (still := missing(host, lacking)):
-        said = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()[-3:]
-        raise PackagesFailed(f"installing {names} for {needed_by} failed (exit {done.returncode}"
-                             + (f"; still missing: {' '.join(still)}" if done.returncode == 0 else "")
-                             + f"): {' / '.join(said) or 'apt said nothing'}. Fix: run `{INSTALLER} --packages {names}`, "
-                             "or `make bootstrap` (every experiment's packages up front), and retry")
+    done = long_step(host, [str(INSTALLER), "--packages", *lacking], what, INSTALL_BOUND_S, PackagesFailed, fix)
+    if still := missing(host, lacking):
+        raise PackagesFailed(f"{what} failed (exit 0; still missing: {' '.join(still)}): {last_words(done)}. Fix: {fix}")

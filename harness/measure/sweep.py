@@ -12,7 +12,6 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Callable, ContextManager, Iterator
 
-from harness import backends
 from harness.common.cancel import CANCEL, interrupt_in, lowered
 from harness.common.console import step, warn
 from harness.common.exits import StepFailed
@@ -88,7 +87,7 @@ def verdicts(host: Host, sweep_cfg: Config, names: list[str]) -> dict[str, str |
     """Each backend's reason it cannot serve the sweep's fleet on the host, or None; what a
     backend needs on the host is installed or built first (its first use), where the host lets vtb."""
     fleet = Testbed(sweep_cfg, host, run_scoped=True)
-    return {name: backend_verdict(fleet, name, first_use=True) for name in names}
+    return {name: backend_verdict(fleet, name) for name in names}
 
 
 class SweepFleet:
@@ -132,13 +131,12 @@ def point_in(env: str, label: str, host: Callable, guest: Guest, ids: tuple[str,
     return Point(virtual_id, VIRTUAL, backend, vms, run=run, baseline=physical_id, **common)
 
 
-def backend_verdict(fleet: Testbed, backend: str, first_use: bool = False) -> str | None:
+def backend_verdict(fleet: Testbed, backend: str) -> str | None:
     """Why the fleet cannot be served by the backend on its host (its options, the host's side), or
-    None; with `first_use`, after installing or building what it needs there."""
+    None, once what it needs there is installed or built (its first use)."""
     try:
         served = fleet.for_backend(backend)
-        if first_use and not (backends.get(backend).local_host_only and not fleet.host.is_this_machine):
-            served.first_use()
+        served.first_use()
         return served.backend_verdict()
     except (ConfigError, StepFailed) as e:
         return str(e)
