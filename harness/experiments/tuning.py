@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
-from harness import backends
+from harness import backends, hosts
 from harness.backends.base import VmSlot, file_blockdev
 from harness.common.schema import Refusal, Section
 from harness.config.core import Config
@@ -153,6 +153,19 @@ def validated_disk(cfg: Config, conf: Configuration):
     return type(disk).model_validate(conf.disk(disk.model_dump(exclude_unset=True) | {"backend": cfg.tuning.backend}))
 
 
+def configurations(cfg: Config, on_this_machine: bool) -> tuple[list[Configuration], dict[str, str]]:
+    """The design's configurations less those this machine's QEMU refuses on the block node the
+    backend renders (judged only where the fleet is this machine's), and every refused one with why:
+    the plan and the run both take theirs from here."""
+    kept, refused = design(cfg)
+    if on_this_machine:
+        base = cfg.disk.with_backend(cfg.tuning.backend).model_dump()
+        judged = {conf: qemu_refusal(conf.disk(base), cfg.state_dir) for conf in kept}
+        refused |= {conf.label: why for conf, why in judged.items() if why}
+        kept = [conf for conf in kept if not judged[conf]]
+    return kept, refused
+
+
 def qemu_refusal(disk: dict, folder: Path) -> str | None:
     """Why this machine's QEMU refuses the disk's block node as the backend renders it (its AIO
     engine, O_DIRECT), in QEMU's own words, or None: on a file in `folder` (the state dir, where
@@ -219,19 +232,14 @@ class Tuning:
                              tuple(Declared(p.label, p, p.tool.tool_seconds(p.job)) for p in points(cfg)))
 
     def plan(self, cfg: Config) -> Plan:
-        kept, refused = design(cfg)
+        kept, refused = configurations(cfg, hosts.this_machine_for(cfg.placement) is not None)
         return plan_of(self.name, [self.declared(cfg, conf) for conf in kept], cfg.repeat.count,
                        {f"{cfg.tuning.backend} {label}": why for label, why in refused.items()})
 
     def measures(self, ctx: RunContext) -> sweep.Sweep:
         c = ctx.cfg.tuning
         sweep_cfg = sweep.fleet_config(ctx.cfg, "tu", vms=1)
-        kept, refused = design(ctx.cfg)
-        if ctx.host.is_this_machine:   # QEMU's own judgment, on the node the backend renders
-            base = sweep_cfg.disk.with_backend(c.backend).model_dump()
-            judged = {conf: qemu_refusal(conf.disk(base), ctx.cfg.state_dir) for conf in kept}
-            refused |= {conf.label: why for conf, why in judged.items() if why}
-            kept = [conf for conf in kept if not judged[conf]]
+        kept, refused = configurations(ctx.cfg, ctx.host.is_this_machine)
         if len(kept) < 2 or kept[0].label != DEFAULT:
             raise Refusal(f"tuning: this machine's QEMU leaves nothing to compare with the configured {c.backend}: "
                           + "; ".join(f"{label}: {why}" for label, why in refused.items())

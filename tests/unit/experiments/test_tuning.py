@@ -7,7 +7,7 @@ import pytest
 
 from harness import backends
 from harness.engine import settings
-from harness.experiments import registry
+from harness.experiments import registry, tuning
 from harness.experiments.tuning import Configuration, design, factorial, knob_values, one_at_a_time, qemu_refusal
 from harness.experiments.tuning_answer import DEFAULT, collect, decide, idle_knobs, winner
 
@@ -60,6 +60,19 @@ def test_a_design_with_nothing_to_compare_is_refused_before_anything_starts():
 def test_qemu_itself_judges_a_block_node(tmp_path):
     assert qemu_refusal(BASE, tmp_path) is None
     assert "requires cache.direct=on" in qemu_refusal({**BASE, "cache": "writeback"}, tmp_path)
+
+
+def test_the_plan_shows_what_this_machines_qemu_refuses_as_the_run_does(monkeypatch, tmp_path):
+    cfg = settings.load(None, [f"state_dir={tmp_path}", 'tuning.knobs=["aio=native,threads,io_uring"]'])
+    plan = registry()["tuning"].plan(cfg)   # this machine's QEMU accepts each of them
+    assert [b.label for b in plan.blocks] == ["virtio-blk default", "virtio-blk aio=threads", "virtio-blk aio=io_uring"]
+    said = "aio=io_uring is not supported by this QEMU build"   # as a QEMU without liburing would refuse it
+    monkeypatch.setattr(tuning, "qemu_refusal", lambda disk, folder: said if disk["aio"] == "io_uring" else None)
+    plan = registry()["tuning"].plan(cfg)
+    assert [b.label for b in plan.blocks] == ["virtio-blk default", "virtio-blk aio=threads"]
+    assert plan.skipped == {"virtio-blk aio=io_uring": said}
+    nested = settings.load(None, [f"state_dir={tmp_path}", "host.kind=nested", 'tuning.knobs=["aio=native,io_uring"]'])
+    assert len(registry()["tuning"].plan(nested).blocks) == 2   # another host's QEMU judges at its run
 
 
 def _rows(choice: str, ratios: list[float], workload: str = "randread-qd1", metric: str = "iops") -> list[dict]:
