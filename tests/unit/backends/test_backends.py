@@ -36,7 +36,7 @@ def test_registry_has_every_backend():
 
 
 def test_virtio_blk_slice_of_a_file_volume(tmp_path):
-    p = plan(tmp_path, "virtio-blk", cache="none", aio="io_uring", iothreads=2, num_queues=4)
+    p = plan(tmp_path, "virtio-blk", cache="none", aio="io_uring", iothreads=2, num_queues=4, queue_size=1024)
     root = parse(backends.get("virtio-blk").attach(p, p.vms[1]))
     disk = root.find("devices/disk")
     assert disk.get("type") == "volume" and disk.find("source").get("volume") == "vtb-x-device.raw"
@@ -44,8 +44,16 @@ def test_virtio_blk_slice_of_a_file_volume(tmp_path):
     assert (sl.get("offset"), sl.get("size")) == (str(64 * MIB), str(64 * MIB))
     drv = disk.find("driver")
     assert (drv.get("cache"), drv.get("io"), drv.get("iothread"), drv.get("queues")) == ("none", "io_uring", "1", "4")
+    assert drv.get("queue_size") == "1024"
     assert disk.find("target").get("bus") == "virtio" and disk.find("serial").text == "vtb-data"
     assert root.find("iothreads").text == "2"
+
+
+def test_a_virtqueue_size_is_qemus_power_of_two(tmp_path):
+    p = plan(tmp_path, "virtio-blk")
+    assert parse(backends.get("virtio-blk").attach(p, p.vms[0])).find("devices/disk/driver").get("queue_size") == "256"
+    with pytest.raises(ValueError, match="a virtqueue's size is a power of two from 4 to 1024"):
+        plan(tmp_path, "virtio-blk", queue_size=1000)
 
 
 def test_block_source_and_no_iothread(tmp_path):

@@ -28,9 +28,9 @@ def test_a_full_factorial_has_every_combination_once_the_default_first():
 
 def test_the_backend_declares_its_knobs_and_the_values_are_typed_as_its_own():
     blk = backends.get("virtio-blk")
-    assert set(knob_values(blk, {})) == {"aio", "cache", "iothreads", "num_queues"}
+    assert set(knob_values(blk, {})) == {"aio", "cache", "iothreads", "num_queues", "queue_size"}
     assert knob_values(blk, {"iothreads": ["0", "1"]}) == {"iothreads": (0, 1)}
-    with pytest.raises(ValueError, match="no knob 'queue_depth'; its knobs: aio, cache, iothreads, num_queues"):
+    with pytest.raises(ValueError, match="no knob 'queue_depth'; its knobs: aio, cache, iothreads, num_queues, queue_size"):
         knob_values(blk, {"queue_depth": ["1"]})
     with pytest.raises(ValueError, match="aio=posix is not a value virtio-blk tries; choose from native,io_uring,threads"):
         knob_values(blk, {"aio": ["posix"]})
@@ -41,7 +41,7 @@ def test_the_default_design_refuses_what_the_config_refuses_naming_the_knob_and_
     cfg = settings.load(None, [])
     kept, refused = design(cfg)
     assert [c.label for c in kept] == ["default", "aio=io_uring", "aio=threads", "cache=directsync", "iothreads=0",
-                                       "num_queues=2", "num_queues=4"]
+                                       "num_queues=2", "num_queues=4", "queue_size=1024"]
     assert set(refused) == {"cache=writeback"}
     assert "aio=native needs cache=none or directsync" in refused["cache=writeback"]
     assert "--knob aio=io_uring --knob cache=writeback --full" in refused["cache=writeback"]
