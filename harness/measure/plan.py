@@ -9,9 +9,9 @@ before (`costs.json` in the results folder, kept per host and learnt after every
 - the noise of a point's repeats (the median CV of its headline), from which the plan says the
   smallest difference its repeats can resolve and how many repeats 5% and 10% would need.
 
-A host without a figure of its own (a fresh one) starts from the development machine's, shipped
-with vtb (`development-costs.json`, per host kind measured there: local and nested), and the plan says
-so; its own runs' figures replace them.
+A figure the host has not measured yet (a fresh host's every figure, or an experiment it has not run)
+is the development machine's, shipped with vtb (`development-costs.json`, per host kind measured
+there: local and nested), and the plan says so; the host's own runs' figures replace them.
 """
 from __future__ import annotations
 
@@ -83,65 +83,86 @@ def host_key(host_name: str) -> str:
 
 
 class Costs:
-    """What runs on one host have cost, in the results folder's costs.json."""
+    """What runs on one host have cost, in the results folder's costs.json; where the host has no
+    figure of its own for an experiment yet, the development machine's for it (shipped with vtb),
+    then the host's own typical figures, then the development machine's."""
 
     def __init__(self, results_dir: Path, host: str, shipped: Path | None = None):
-        """`shipped`: figures to start from where this host has none of its own (SHIPPED)."""
+        """`shipped`: the development machine's figures (SHIPPED), by host kind."""
         self.path = Path(results_dir) / "costs.json"
         self.where = f"host {host}" if "," not in host else f"hosts {host} (costs as measured on {host_key(host)})"
         self.host = host_key(host)
         self.all = _read(self.path)
         self.mine: dict = self.all.get(self.host, {})
-        start = _read(shipped).get(self.host) if shipped and not self.mine else None
-        self.shipped = bool(start)
-        if start:
-            self.mine = start
+        self.dev: dict = _read(shipped).get(self.host, {}) if shipped else {}
 
-    def _mean(self, kind: str, key: str) -> float | None:
-        values = self.mine.get(kind, {}).get(key)
-        return statistics.fmean(values) if values else None
+    @property
+    def shipped(self) -> bool:
+        """Whether every figure is the development machine's: this host has none of its own yet."""
+        return bool(self.dev) and not self.mine
 
-    def _typical(self, kind: str, key: str) -> float | None:
-        """Every experiment's figures under a shared key, as a median: one whose points hold a
-        workload's own set-up (a database's) would pull a mean far from a fio experiment's."""
-        values = self.mine.get(kind, {}).get(key)
-        return statistics.median(values) if values else None
+    def _sources(self) -> tuple[tuple[dict, str], ...]:
+        return (self.mine, "this host"), (self.dev, "the development machine")
+
+    def _scaled(self, value: float, kind: str, suffixes: tuple[str, ...]) -> tuple[float, str]:
+        """A development machine's figure for an experiment not run here yet, scaled by how this
+        host's figures of the experiments run on both compare (the median ratio: its speed)."""
+        here, there = self.mine.get(kind, {}), self.dev.get(kind, {})
+        for suffix in suffixes:
+            ratios = [statistics.fmean(here[k]) / statistics.fmean(there[k]) for k in here
+                      if k.endswith(suffix) and here[k] and there.get(k) and statistics.fmean(there[k]) > 0]
+            if ratios:
+                return value * statistics.median(ratios), "the development machine's, scaled to this host's"
+        return value, "the development machine's"
 
     def setup_s(self, experiment: str) -> tuple[float, str]:
         """A block's setup cost for the experiment, and where it comes from."""
-        if (own := self._mean("setup_s", experiment)) is not None:
-            return own, "measured"
-        others = [statistics.fmean(v) for v in self.mine.get("setup_s", {}).values() if v]
-        if others:
-            return statistics.median(others), "other experiments' (none of this one's yet)"
+        if values := self.mine.get("setup_s", {}).get(experiment):
+            return statistics.fmean(values), "measured"
+        if values := self.dev.get("setup_s", {}).get(experiment):
+            return self._scaled(statistics.fmean(values), "setup_s", ("",))   # every key is an experiment
+        for figures, whose in self._sources():
+            if (typical := _typical(figures, "setup_s", "")) is not None:
+                return typical, f"other experiments' on {whose} (none of this one's yet)"
         return 0.0, "none measured on this host yet"
 
     def overhead_s(self, env: str, participants: int, experiment: str = "") -> float | None:
-        """A point's overhead beyond its tool's time: this experiment's own where measured (a
-        workload's set-up, such as a database's, is part of it), else a typical experiment's."""
-        own = (f"{experiment}:{env}/{participants}", f"{experiment}:{env}") if experiment else ()
-        for key in own:
-            if (v := self._mean("overhead_s", key)) is not None:
-                return v
-        for key in (f"{env}/{participants}", env):
-            if (v := self._typical("overhead_s", key)) is not None:
-                return v
-        return None
+        return self.overhead_from(env, participants, experiment)[0]
+
+    def overhead_from(self, env: str, participants: int, experiment: str = "") -> tuple[float | None, str]:
+        """A point's overhead beyond its tool's time, and whose: this experiment's own where measured
+        here, else on the development machine, scaled (a workload's set-up, such as a database's,
+        is part of it); else a typical experiment's (a median: a database's would pull a mean far
+        from fio's)."""
+        shared = (f"{env}/{participants}", env)
+        own = tuple(f"{experiment}:{key}" for key in shared) if experiment else ()
+        if values := next((v for key in own if (v := self.mine.get("overhead_s", {}).get(key))), None):
+            return statistics.fmean(values), "measured"
+        if values := next((v for key in own if (v := self.dev.get("overhead_s", {}).get(key))), None):
+            return self._scaled(statistics.fmean(values), "overhead_s", tuple(f":{key}" for key in shared))
+        for figures, whose in self._sources():
+            for key in shared:
+                if (typical := _typical(figures, "overhead_s", key)) is not None:
+                    return typical, f"other experiments' on {whose}"
+        return None, ""
 
     def measured(self, experiment: str) -> bool:
         """Whether a run of the experiment has taught its own point costs on this host."""
         return any(key.startswith(f"{experiment}:") for key in self.mine.get("overhead_s", {}))
 
     def noise_cv(self) -> float | None:
-        return self._mean("noise_cv", "headline")
+        for figures, _ in self._sources():
+            if values := figures.get("noise_cv", {}).get("headline"):
+                return statistics.fmean(values)
+        return None
+
+    def noise_from(self) -> str:
+        return "this host" if self.mine.get("noise_cv", {}).get("headline") else "the development machine"
 
     def learn(self, experiment: str, setup_s: float | None, overheads: dict[str, list[float]],
               noise: float | None, shared: bool = True) -> None:
         """Adds one run's costs and writes the file (atomically). `shared`: its point overheads
         stand for every experiment's too (not when they hold tool time the plan could not tell)."""
-        if self.shipped:   # the host's own figures from now on, not added to the development machine's
-            self.mine, self.shipped = {}, False
-
         def keep(kind: str, key: str, value: float) -> None:
             values = self.mine.setdefault(kind, {}).setdefault(key, [])
             values.append(round(value, 3))
@@ -156,6 +177,15 @@ class Costs:
             keep("noise_cv", "headline", noise)
         self.all[self.host] = self.mine
         write_atomic(self.path, json.dumps(self.all, indent=1, sort_keys=True))
+
+
+def _typical(figures: dict, kind: str, key: str) -> float | None:
+    """The median of a shared figure (key "": the median of every experiment's mean, as setup_s keeps them)."""
+    if key:
+        values = figures.get(kind, {}).get(key)
+        return statistics.median(values) if values else None
+    means = [statistics.fmean(v) for v in figures.get(kind, {}).values() if v]
+    return statistics.median(means) if means else None
 
 
 def _read(path: Path) -> dict:
@@ -175,16 +205,17 @@ class Estimate:
 def estimate(plan: Plan, costs: Costs) -> Estimate:
     """The plan's duration from the host's costs, and what the figure lacks."""
     notes = ["the development machine's costs, shipped with vtb (2 cores, guests under TCG): this host's own "
-             "replace them after its first completed run"] if costs.shipped else []
+             "replace them as it runs"] if costs.shipped else []
     setup, source = costs.setup_s(plan.experiment)
     if source != "measured":
         notes.append(f"block setup: {source}")
-    total, unknown = setup * len(plan.blocks), set()
+    total, unknown, whose = setup * len(plan.blocks), set(), set()
     for block in plan.blocks:
         for p in block.points:
-            overhead = costs.overhead_s(p.env, p.participants, plan.experiment)
+            overhead, came_from = costs.overhead_from(p.env, p.participants, plan.experiment)
             if overhead is None:
                 unknown.add(p.env)
+            whose.add(came_from)
             total += plan.repeats * (p.seconds + (overhead or 0.0))
     if unknown:
         notes.append(f"no per-point overhead measured on this host yet for {', '.join(sorted(unknown))} points: "
@@ -192,9 +223,12 @@ def estimate(plan: Plan, costs: Costs) -> Estimate:
     if (untimed := plan.untimed) and not costs.measured(plan.experiment):
         notes.append(f"{untimed} point(s) end when their requests are done, which a first run of {plan.experiment} "
                      "measures: until then, their overhead only")
-    elif not unknown and not costs.measured(plan.experiment):
-        notes.append(f"per-point overhead: other experiments' (a workload's own set-up, such as a database's, is "
-                     f"counted once a run of {plan.experiment} has measured it)")
+    elif others := sorted(w for w in whose if w.startswith("other")):
+        notes.append(f"per-point overhead: {' and '.join(others)} (a workload's own set-up, such as a database's, "
+                     f"is counted once a run of {plan.experiment} has measured it)")
+    elif not costs.shipped and (dev := sorted(w for w in whose if w not in ("measured", ""))):
+        notes.append(f"per-point overhead of {plan.experiment}: {dev[-1]} (this host's own replace it after its "
+                     "first run of it)")
     return Estimate(total, notes)
 
 
@@ -231,7 +265,7 @@ def describe(plan: Plan, costs: Costs, precision: float | None = None, max_count
                      + (f"until the budget of {duration(budget_s)} ({bound})" if budget_s else bound))
     if (cv := costs.noise_cv()) is not None:
         need = {d: repeats_for(cv, d) for d in (0.05, 0.10)}
-        lines.append(f"noise on {'the development machine' if costs.shipped else 'this host'}: repeats vary by a CV of "
+        lines.append(f"noise on {costs.noise_from()}: repeats vary by a CV of "
                      f"{cv:.0%}; {plan.repeats} repeat(s) resolve a "
                      f"difference of {resolvable(cv, plan.repeats):.0%} or more; 10% needs "
                      f"{need[0.10] or '>1000'} repeats, 5% needs {need[0.05] or '>1000'} (repeat.count)")

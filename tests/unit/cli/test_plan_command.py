@@ -29,7 +29,7 @@ def test_plan_uses_what_this_host_has_cost_before(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     (results / "costs.json").write_text(json.dumps({"local": {
-        "setup_s": {"vm-scaling": [60.0]}, "overhead_s": {"physical": [5.0], "virtual": [10.0]},
+        "setup_s": {"vm-scaling": [60.0]}, "overhead_s": {"vm-scaling:physical": [5.0], "vm-scaling:virtual": [10.0]},
         "noise_cv": {"headline": [0.08]}}}))
     out = subprocess.run([HARNESS, "run", "vm-scaling", "--plan", "--vm-counts", "1", "--set", "repeat.count=2",
                           "--set", f"results_dir={results}"], capture_output=True, text=True, timeout=120)

@@ -35,14 +35,36 @@ def test_a_fresh_host_starts_from_the_development_machines_costs_says_so_and_its
     est = plan.estimate(two_blocks(), fresh)
     assert est.seconds == pytest.approx(2 * 30 + 2 * 3 * (12 + 2 + 12 + 4))
     assert est.notes[0] == ("the development machine's costs, shipped with vtb (2 cores, guests under TCG): this "
-                            "host's own replace them after its first completed run")
+                            "host's own replace them as it runs")
     assert "noise on the development machine: repeats vary by a CV of 5%" in plan.describe(two_blocks(), fresh)
     assert not Costs(tmp_path / "results", "an-ssh-host", shipped).shipped   # no kind of it shipped
     fresh.learn("demo", 10.0, {"physical/1": [1.0]}, None)
     own = json.loads((tmp_path / "results" / "costs.json").read_text())["local"]
     assert own == {"setup_s": {"demo": [10.0]}, "overhead_s": {"demo:physical/1": [1.0], "physical/1": [1.0]}}
     again = Costs(tmp_path / "results", "local", shipped)
-    assert not again.shipped and again.setup_s("demo") == (10.0, "measured") and again.noise_cv() is None
+    assert not again.shipped and again.setup_s("demo") == (10.0, "measured")
+    assert again.noise_cv() == 0.05 and again.noise_from() == "the development machine"   # none of its own yet
+
+
+def test_an_experiment_not_run_here_starts_from_the_development_machines_figure_scaled_to_this_host(tmp_path):
+    """A database's per-point set-up is its own: a fio experiment's figures here would hide it; the
+    development machine's, scaled by how this host compares on the experiments both have run, do not."""
+    shipped = tmp_path / "development-costs.json"
+    shipped.write_text(json.dumps({"local": {
+        "setup_s": {"iops": [20.0], "mysql": [60.0]},
+        "overhead_s": {"iops:virtual/1": [4.0], "mysql:virtual/1": [40.0], "virtual/1": [4.0, 40.0]}}}))
+    costs = Costs(tmp_path / "results", "local", shipped)
+    costs.learn("iops", 10.0, {"virtual/1": [2.0]}, None)   # this host: twice as fast
+    here = Costs(tmp_path / "results", "local", shipped)
+    assert here.overhead_from("virtual", 1, "mysql") == (20.0, "the development machine's, scaled to this host's")
+    assert here.setup_s("mysql") == (30.0, "the development machine's, scaled to this host's")
+    assert here.overhead_from("virtual", 1, "iops") == (2.0, "measured")
+    assert here.overhead_from("virtual", 1, "latency") == (2.0, "other experiments' on this host")
+    est = plan.estimate(Plan("mysql", [Block("one", [PlannedPoint("p", "virtual", 10)])], repeats=2), here)
+    assert est.seconds == pytest.approx(30 + 2 * (10 + 20))
+    assert est.notes == ["block setup: the development machine's, scaled to this host's",
+                         "per-point overhead of mysql: the development machine's, scaled to this host's (this "
+                         "host's own replace it after its first run of it)"]
 
 
 def test_a_plan_over_several_hosts_names_them_all_and_whose_costs_it_takes(tmp_path):
