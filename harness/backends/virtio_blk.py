@@ -5,7 +5,19 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from harness.backends.base import AIO, CACHE, IOTHREADS, NUM_QUEUES, Attachment, Backend, HostPlan, Knob, VmSlot, data_disk, iothreads
+from harness.backends.base import (
+    AIO,
+    CACHE,
+    IOTHREADS,
+    NUM_QUEUES,
+    Attachment,
+    Backend,
+    HostPlan,
+    Knob,
+    VmSlot,
+    data_disk,
+    iothreads,
+)
 from harness.common.schema import Section
 from harness.libvirt.libvirt_xml import attr
 
