@@ -289,7 +289,10 @@ def learnt_from(plan: Plan, rows: list[dict], wall_s: float, blocks_run: int) ->
         overheads.setdefault(f"{env}/{n}", []).append(beyond)
         overheads.setdefault(env, []).append(beyond)
     points_s = sum(sum(v) for v in walls.values())
-    setup = max(0.0, wall_s - points_s) / blocks_run if blocks_run and walls else None
+    # a point that failed, or was measured again after its guest stopped answering, spent its wait
+    # outside the points measured: as setup, it would stretch every later plan of the experiment
+    waited = any(r.get("status") not in (None, "ok") or r.get("retried_after") for r in rows)
+    setup = max(0.0, wall_s - points_s) / blocks_run if blocks_run and walls and not waited else None
     return setup, overheads, _median_cv(headline)
 
 

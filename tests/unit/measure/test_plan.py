@@ -90,6 +90,16 @@ def test_a_finished_run_teaches_setup_overhead_and_noise_kept_per_host(tmp_path)
     assert set(json.loads((tmp_path / "costs.json").read_text())) == {"nested"}
 
 
+def test_a_run_that_waited_for_a_guest_teaches_no_setup(tmp_path):
+    """A point measured again after its guest stopped answering waited some 90 s outside the
+    points: as setup, the next plan of the experiment would be that much too long."""
+    rows = [{"point_id": f"p/{env}", "repeat": r, "status": "ok", "env": env, "point_wall_s": 20.0,
+             "retried_after": "fio on vm0 did not finish within 72 s" if (env, r) == ("virtual", 0) else ""}
+            for env in ("physical", "virtual") for r in range(3)]
+    setup, overheads, _ = plan.learnt_from(two_blocks(), rows, wall_s=400.0, blocks_run=2)
+    assert setup is None and overheads["virtual/1"] == [pytest.approx(8.0)]
+
+
 def test_the_difference_repeats_resolve_shrinks_with_repeats():
     assert plan.resolvable(0.1, 1) == float("inf")
     assert plan.resolvable(0.1, 3) > plan.resolvable(0.1, 10) > 0
