@@ -146,9 +146,11 @@ class Costs:
                     return typical, f"other experiments' on {whose}"
         return None, ""
 
-    def measured(self, experiment: str) -> bool:
-        """Whether a run of the experiment has taught its own point costs on this host."""
-        return any(key.startswith(f"{experiment}:") for key in self.mine.get("overhead_s", {}))
+    def measured(self, experiment: str, or_shipped: bool = False) -> bool:
+        """Whether a run of the experiment has taught its own point costs on this host (or, with
+        `or_shipped`, on the development machine)."""
+        return any(key.startswith(f"{experiment}:") for figures in ((self.mine, self.dev) if or_shipped else (self.mine,))
+                   for key in figures.get("overhead_s", {}))
 
     def noise_cv(self) -> float | None:
         for figures, _ in self._sources():
@@ -220,7 +222,7 @@ def estimate(plan: Plan, costs: Costs) -> Estimate:
     if unknown:
         notes.append(f"no per-point overhead measured on this host yet for {', '.join(sorted(unknown))} points: "
                      "their tools' own time only")
-    if (untimed := plan.untimed) and not costs.measured(plan.experiment):
+    if (untimed := plan.untimed) and not costs.measured(plan.experiment, or_shipped=True):
         notes.append(f"{untimed} point(s) end when their requests are done, which a first run of {plan.experiment} "
                      "measures: until then, their overhead only")
     elif others := sorted(w for w in whose if w.startswith("other")):

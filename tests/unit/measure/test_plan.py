@@ -143,6 +143,9 @@ def test_points_that_end_by_request_count_are_timed_by_a_run_not_by_their_bound(
     est = plan.estimate(counted, Costs(tmp_path, "local"))
     assert est.seconds == pytest.approx(50.0) and not est.notes   # the run's own time, learnt
     assert Costs(tmp_path, "local").overhead_s("physical", 1) is None   # not every experiment's overhead
+    fresh = Costs(tmp_path / "fresh", "local", tmp_path / "costs.json")   # a host that starts from these figures
+    assert plan.estimate(counted, fresh).seconds == pytest.approx(50.0)
+    assert not any("end when their requests are done" in n for n in plan.estimate(counted, fresh).notes)
 
 
 def test_an_experiment_not_run_here_yet_takes_a_typical_experiments_overhead_and_says_so(tmp_path):
