@@ -152,14 +152,18 @@ class Costs:
         return any(key.startswith(f"{experiment}:") for figures in ((self.mine, self.dev) if or_shipped else (self.mine,))
                    for key in figures.get("overhead_s", {}))
 
-    def noise_cv(self) -> float | None:
-        for figures, _ in self._sources():
+    def _noise(self) -> tuple[float | None, str]:
+        """The repeats' CV, and whose: this host's, else the development machine's."""
+        for figures, whose in self._sources():
             if values := figures.get("noise_cv", {}).get("headline"):
-                return statistics.fmean(values)
-        return None
+                return statistics.fmean(values), whose
+        return None, "this host"
+
+    def noise_cv(self) -> float | None:
+        return self._noise()[0]
 
     def noise_from(self) -> str:
-        return "this host" if self.mine.get("noise_cv", {}).get("headline") else "the development machine"
+        return self._noise()[1]
 
     def learn(self, experiment: str, setup_s: float | None, overheads: dict[str, list[float]],
               noise: float | None, shared: bool = True) -> None:
