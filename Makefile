@@ -7,7 +7,7 @@ LAUNCHER := /usr/local/bin/harness
 PYTEST_ARGS ?=
 export PYTEST_ARGS   # scripts/tests.sh passes them to pytest
 
-.PHONY: testbed up down test test-all test-times lint bench setup bootstrap all-packages host-packages venv libvirtd provider image host-image spdk launcher
+.PHONY: testbed up down test test-all test-times lint bench setup bootstrap all-packages host-packages venv test-tools libvirtd provider image host-image spdk launcher
 
 # `make testbed up` / `make testbed down` read as one phrase: `testbed` itself does nothing.
 testbed:
@@ -30,11 +30,11 @@ down:
 # The tests also boot a nested host (RAID on emulated NVMe): build its image up front.
 # `make test` is the `core` tier: every unit test and each plug-in's smallest live test;
 # `make test-all` runs the `extended` tier after it (docs/testing.md: what each runs, and how long).
-test: venv lint bootstrap host-image
+test: test-tools lint bootstrap host-image
 	scripts/host-packages.sh --test
 	scripts/tests.sh core
 
-test-all: venv lint bootstrap host-image
+test-all: test-tools lint bootstrap host-image
 	scripts/host-packages.sh --test
 	scripts/tests.sh core extended
 
@@ -42,7 +42,7 @@ test-all: venv lint bootstrap host-image
 test-times: venv
 	$(VENV)/bin/python scripts/test_times.py docs/testing.md
 
-lint: venv
+lint: test-tools
 	$(VENV)/bin/ruff check harness tests
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/xenon --max-absolute C harness
@@ -68,10 +68,16 @@ all-packages:
 host-packages:
 	@scripts/step.sh packages scripts/host-packages.sh
 
+# The harness and what it runs with; the test and lint tools only for `make test`, `make lint`.
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml | host-packages
 	@scripts/step.sh venv sh -c 'echo "the harness and its Python libraries (pip)"; \
-	  $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q -e ".[test]"'
+	  $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q -e .'
+	@touch $@
+
+test-tools: $(VENV)/.test-tools
+$(VENV)/.test-tools: $(VENV)/.installed
+	@scripts/step.sh test-tools sh -c 'echo "pytest, ruff and the lint gates (pip)"; $(VENV)/bin/pip install -q -e ".[test]"'
 	@touch $@
 
 libvirtd: host-packages

@@ -288,25 +288,40 @@ def run() -> None:
     """Run an experiment against the deployed testbed (`harness run NAME --help` lists its flags)."""
 
 
+def _durations(folders: list[Path], docs_page: Path | None) -> None:
+    from harness.report import durations, sections
+    if not docs_page:
+        click.echo(durations.markdown(folders), nl=False)
+        return
+    if not sections.has_section(docs_page, durations.MARKERS):
+        raise click.BadParameter(f"{docs_page} has no `{durations.MARKERS[0]}` ... `{durations.MARKERS[1]}` section; "
+                                 "fix: add both markers where the table goes", param_hint="--docs")
+    sections.splice(docs_page, durations.markdown(folders, sections.section(docs_page, durations.MARKERS)),
+                    durations.MARKERS)
+
+
 @cli.command()
 @with_config
 @click.option("--rebuild", is_flag=True, help="Recreate the index from the run folders first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON list instead.")
 @click.option("--durations", is_flag=True, help="Print the finished runs' durations as a Markdown table instead.")
-def runs(config_path, overrides, rebuild, as_json, durations) -> None:
+@click.option("--docs", "docs_page", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --durations: a page whose `<!-- begin: harness runs --durations -->` section gets the "
+                   "table, its rows of commands not run here kept (docs/experiments.md; default: none, printed).")
+def runs(config_path, overrides, rebuild, as_json, durations, docs_page) -> None:
     """The runs in the results folder, oldest first."""
     import time as _time
 
     from rich.table import Table
 
     from harness.results.store import RunIndex
+    if docs_page and not durations:
+        raise click.BadParameter("is the page of the durations table; fix: add --durations", param_hint="--docs")
     index = RunIndex(load(config_path, overrides).results_dir)
     if rebuild:
         index.rebuild()
     if durations:
-        from harness.report import durations as durations_table
-        click.echo(durations_table.markdown([Path(r["path"]) for r in index.list() if (Path(r["path"]) / "run.json").exists()]),
-                   nl=False)
+        _durations([Path(r["path"]) for r in index.list() if (Path(r["path"]) / "run.json").exists()], docs_page)
         return
     table = Table(title=f"runs in {index.path.parent}")
     for col in ("run id", "experiment", "status", "started", "accel", "backend"):
@@ -573,16 +588,16 @@ def doctor(config_path, overrides, install) -> None:
 def bench(config_path, overrides, runtime, docs_page, from_json, nested, runs_only) -> None:
     """The harness's own cost: bring-up time, agent-ready time, overhead per point, agreement with plain fio."""
     from harness.cli import bench_runs, self_bench
-    from harness.report import bench_table
-    section = bench_table.RUNS if runs_only else (bench_table.BEGIN, bench_table.END)
-    if docs_page and not bench_table.has_section(docs_page, section):
+    from harness.report import bench_table, sections
+    section = bench_table.RUNS if runs_only else bench_table.FIGURES
+    if docs_page and not sections.has_section(docs_page, section):
         raise click.BadParameter(f"{docs_page} has no `{section[0]}` ... `{section[1]}` section; "
                                  "fix: add both markers where the table goes", param_hint="--docs")
     cfg = load(config_path, overrides)
     read = bench_table.runs_markdown({**bench_runs.main_job(cfg.results_dir), **bench_runs.first_result()})
     if runs_only:
         if docs_page:
-            bench_table.splice(docs_page, read, bench_table.RUNS)
+            sections.splice(docs_page, read, bench_table.RUNS)
         else:
             click.echo(read, nl=False)
         return
@@ -598,9 +613,9 @@ def bench(config_path, overrides, runtime, docs_page, from_json, nested, runs_on
         figures = self_bench.run(cfg, runtime, nested)
     table = bench_table.markdown(figures)
     if docs_page:
-        bench_table.splice(docs_page, table)
-        if bench_table.has_section(docs_page, bench_table.RUNS):
-            bench_table.splice(docs_page, read, bench_table.RUNS)
+        sections.splice(docs_page, table, bench_table.FIGURES)
+        if sections.has_section(docs_page, bench_table.RUNS):
+            sections.splice(docs_page, read, bench_table.RUNS)
     elif from_json:
         click.echo(table, nl=False)
 

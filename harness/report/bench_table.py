@@ -3,11 +3,8 @@ what it measures, and the date, machine and accelerator of the run that measured
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from harness.common.files import write_atomic
-
-BEGIN, END = "<!-- begin: harness bench -->", "<!-- end: harness bench -->"
+FIGURES = ("<!-- begin: harness bench -->", "<!-- end: harness bench -->")
 RUNS = ("<!-- begin: harness bench --runs -->", "<!-- end: harness bench --runs -->")   # the figures read from runs
 
 # figure key -> what it measures; a figure not listed here is shown under its key
@@ -102,16 +99,3 @@ def runs_markdown(figures: dict) -> str:
 def is_bench(figures) -> bool:
     """Whether a JSON document is the figures a bench writes (a mapping with its bring-up figures)."""
     return isinstance(figures, dict) and "cold_up_s" in figures and "accel" in figures
-
-
-def has_section(page: Path, markers: tuple[str, str] = (BEGIN, END)) -> bool:
-    begin, end = markers
-    text = page.read_text()
-    return begin in text and end in text.split(begin, 1)[1]
-
-
-def splice(page: Path, table: str, markers: tuple[str, str] = (BEGIN, END)) -> None:
-    """Puts the table between the page's markers (see has_section)."""
-    begin, end = markers
-    head, rest = page.read_text().split(begin, 1)
-    write_atomic(page, f"{head}{begin}\n{table}{end}{rest.split(end, 1)[1]}")

@@ -57,7 +57,7 @@ def test_bench_runs_writes_its_own_section_and_measures_nothing(tmp_path):
     from harness.cli import cli
     shutil.copytree(RECORDED, tmp_path / "results")
     page = tmp_path / "page.md"
-    page.write_text(f"before\n{bench_table.BEGIN}\nkept\n{bench_table.END}\n{bench_table.RUNS[0]}\n{bench_table.RUNS[1]}\nafter\n")
+    page.write_text(f"before\n{bench_table.FIGURES[0]}\nkept\n{bench_table.FIGURES[1]}\n{bench_table.RUNS[0]}\n{bench_table.RUNS[1]}\nafter\n")
     done = CliRunner().invoke(cli, ["bench", "--runs", "--docs", str(page), "--set", f"results_dir={tmp_path / 'results'}"])
     assert done.exit_code == 0, done.output
     text = page.read_text()

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.report import bench_table
+from harness.report import bench_table, sections
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 
@@ -50,16 +50,16 @@ def test_the_images_and_the_nested_host_have_rows_of_their_own():
 
 def test_only_the_marked_section_changes(tmp_path):
     page = tmp_path / "benchmarks.md"
-    page.write_text(f"# B\n\nbefore\n\n{bench_table.BEGIN}\nold\n{bench_table.END}\n\nafter\n")
-    assert bench_table.has_section(page)
-    bench_table.splice(page, "new table\n")
-    assert page.read_text() == f"# B\n\nbefore\n\n{bench_table.BEGIN}\nnew table\n{bench_table.END}\n\nafter\n"
+    page.write_text(f"# B\n\nbefore\n\n{bench_table.FIGURES[0]}\nold\n{bench_table.FIGURES[1]}\n\nafter\n")
+    assert sections.has_section(page, bench_table.FIGURES)
+    sections.splice(page, "new table\n", bench_table.FIGURES)
+    assert page.read_text() == f"# B\n\nbefore\n\n{bench_table.FIGURES[0]}\nnew table\n{bench_table.FIGURES[1]}\n\nafter\n"
 
 
 def test_the_command_writes_an_earlier_runs_table(tmp_path):
     figures, page = tmp_path / "bench.json", tmp_path / "benchmarks.md"
     figures.write_text(json.dumps(FIGURES))
-    page.write_text(f"# B\n{bench_table.BEGIN}\n{bench_table.END}\n")
+    page.write_text(f"# B\n{bench_table.FIGURES[0]}\n{bench_table.FIGURES[1]}\n")
     done = subprocess.run([HARNESS, "bench", "--from", str(figures), "--docs", str(page)], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -78,7 +78,7 @@ def test_a_page_without_the_section_is_refused_unchanged(tmp_path):
 
 
 def test_docs_page_has_the_section():
-    assert bench_table.has_section(Path(__file__).parents[3] / "docs" / "benchmarks.md")
+    assert sections.has_section(Path(__file__).parents[3] / "docs" / "benchmarks.md", bench_table.FIGURES)
 
 
 def test_an_earlier_run_without_a_page_prints_its_table_and_other_json_is_refused(tmp_path):
