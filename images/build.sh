@@ -69,13 +69,16 @@ if [ "$role" = host ]; then
 vmlinuz-generic initrd-generic.img; do cp '$guest/'\$f \"\$1/var/lib/vtb/images/$guest_key-\$f\"; done")
 fi
 work=$(mktemp -d "$CACHE/images/.build-XXXXXX")
+echo $$ > "$work/builder.pid"   # a build killed outright leaves its tree: `harness gc` removes it (harness/resources/image_builds.py)
 # An interrupted mmdebstrap can leave /proc, /sys or /dev mounted in the tree: unmount before removing,
-# and never let rm cross into another filesystem.
+# and never let rm cross into another filesystem. bash runs no EXIT trap when a signal kills it: exit on one.
 cleanup() {
   awk -v w="$work/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l
   rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 echo "$role image: building $SUITE with mmdebstrap (about 2 min)"
 # Kernel modules no guest or nested host here loads (graphics, media, sound, radios, InfiniBand)
 # are left out: they were some 40% of the image.

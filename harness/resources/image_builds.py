@@ -1,0 +1,42 @@
+"""An image build (images/build.sh) killed outright, before its own clean-up ran: its tree in the
+image cache, perhaps with /proc, /sys and /dev still mounted inside. The build writes its pid into
+the tree first; gc removes a tree whose builder is gone, unmounting what is mounted in it first."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from harness.common.paths import CACHE
+from harness.resources.leftovers import Leftover, Scope
+
+PID_FILE = "builder.pid"   # written by images/build.sh as soon as its tree exists
+
+
+def _builder_gone(tree: Path) -> bool:
+    try:
+        pid = int((tree / PID_FILE).read_text())
+    except (OSError, ValueError):
+        return False   # a build that has not written it yet: not judged
+    return not Path(f"/proc/{pid}").exists()
+
+
+def remove_dead(builds: Path) -> list[str]:
+    """The trees of dead builds in `builds`, unmounted and removed (never crossing into another filesystem)."""
+    removed = []
+    for tree in sorted(builds.glob(".build-*")):
+        if not tree.is_dir() or not _builder_gone(tree):
+            continue
+        mounted = [f[1] for f in map(str.split, Path("/proc/mounts").read_text().splitlines())
+                   if len(f) > 1 and f[1].startswith(f"{tree}/")]
+        for point in sorted(mounted, reverse=True):
+            subprocess.run(["umount", "-l", point], capture_output=True, check=False, timeout=60)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(tree)], capture_output=True, check=False, timeout=600)
+        removed.append(f"image build tree {tree}" + (f" ({len(mounted)} mounts in it)" if mounted else ""))
+    return removed
+
+
+def _dead_builds(s: Scope) -> list[str]:
+    return remove_dead(CACHE / "images")
+
+
+LEFTOVERS = (Leftover("image builds killed before their clean-up", _dead_builds),)
