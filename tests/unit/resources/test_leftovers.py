@@ -8,7 +8,8 @@ from harness.resources.ceph import leftovers as ceph_leftovers
 
 def test_every_resource_modules_leftovers_are_found_in_module_order():
     found = leftovers.registered()
-    assert [*ceph_leftovers.LEFTOVERS, *hugepages.LEFTOVERS, *image_builds.LEFTOVERS, *raid.LEFTOVERS, *scratch.LEFTOVERS] == found
+    assert [*ceph_leftovers.LEFTOVERS, *hugepages.LEFTOVERS, *image_builds.LEFTOVERS, *raid.LEFTOVERS,
+            *scratch.LEFTOVERS] == found
     assert "mariadbd" in leftovers.processes()   # a host slot's database server (resources/database_server.py)
 
 
