@@ -104,13 +104,14 @@ class Costs:
     def _sources(self) -> tuple[tuple[dict, str], ...]:
         return (self.mine, "this host"), (self.dev, "the development machine")
 
-    def _scaled(self, value: float, kind: str, suffixes: tuple[str, ...]) -> tuple[float, str]:
+    def _scaled(self, value: float, suffixes: tuple[str, ...]) -> tuple[float, str]:
         """A development machine's figure for an experiment not run here yet, scaled by how this
-        host's figures of the experiments run on both compare (the median ratio: its speed)."""
-        here, there = self.mine.get(kind, {}), self.dev.get(kind, {})
+        host's per-point overheads of the experiments run on both compare (the median ratio: its
+        speed; a setup's own figures would not tell it: a fleet already up makes one near 0)."""
+        here, there = self.mine.get("overhead_s", {}), self.dev.get("overhead_s", {})
         for suffix in suffixes:
             ratios = [statistics.fmean(here[k]) / statistics.fmean(there[k]) for k in here
-                      if k.endswith(suffix) and here[k] and there.get(k) and statistics.fmean(there[k]) > 0]
+                      if ":" in k and k.endswith(suffix) and here[k] and there.get(k) and statistics.fmean(there[k]) > 0]
             if ratios:
                 return value * statistics.median(ratios), "the development machine's, scaled to this host's"
         return value, "the development machine's"
@@ -120,7 +121,7 @@ class Costs:
         if values := self.mine.get("setup_s", {}).get(experiment):
             return statistics.fmean(values), "measured"
         if values := self.dev.get("setup_s", {}).get(experiment):
-            return self._scaled(statistics.fmean(values), "setup_s", ("",))   # every key is an experiment
+            return self._scaled(statistics.fmean(values), ("",))
         for figures, whose in self._sources():
             if (typical := _typical(figures, "setup_s", "")) is not None:
                 return typical, f"other experiments' on {whose} (none of this one's yet)"
@@ -139,7 +140,7 @@ class Costs:
         if values := next((v for key in own if (v := self.mine.get("overhead_s", {}).get(key))), None):
             return statistics.fmean(values), "measured"
         if values := next((v for key in own if (v := self.dev.get("overhead_s", {}).get(key))), None):
-            return self._scaled(statistics.fmean(values), "overhead_s", tuple(f":{key}" for key in shared))
+            return self._scaled(statistics.fmean(values), tuple(f":{key}" for key in shared))
         for figures, whose in self._sources():
             for key in shared:
                 if (typical := _typical(figures, "overhead_s", key)) is not None:

@@ -54,7 +54,7 @@ def test_an_experiment_not_run_here_starts_from_the_development_machines_figure_
         "setup_s": {"iops": [20.0], "mysql": [60.0]},
         "overhead_s": {"iops:virtual/1": [4.0], "mysql:virtual/1": [40.0], "virtual/1": [4.0, 40.0]}}}))
     costs = Costs(tmp_path / "results", "local", shipped)
-    costs.learn("iops", 10.0, {"virtual/1": [2.0]}, None)   # this host: twice as fast
+    costs.learn("iops", 1.0, {"virtual/1": [2.0]}, None)   # this host: twice as fast; its fleet was up already
     here = Costs(tmp_path / "results", "local", shipped)
     assert here.overhead_from("virtual", 1, "mysql") == (20.0, "the development machine's, scaled to this host's")
     assert here.setup_s("mysql") == (30.0, "the development machine's, scaled to this host's")
