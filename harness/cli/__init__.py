@@ -293,9 +293,8 @@ def _durations(folders: list[Path], docs_page: Path | None) -> None:
     if not docs_page:
         click.echo(durations.markdown(folders), nl=False)
         return
-    if not sections.has_section(docs_page, durations.MARKERS):
-        raise click.BadParameter(f"{docs_page} has no `{durations.MARKERS[0]}` ... `{durations.MARKERS[1]}` section; "
-                                 "fix: add both markers where the table goes", param_hint="--docs")
+    if refused := sections.refusal(docs_page, durations.MARKERS):
+        raise click.BadParameter(refused, param_hint="--docs")
     sections.splice(docs_page, durations.markdown(folders, sections.section(docs_page, durations.MARKERS)),
                     durations.MARKERS)
 
@@ -590,9 +589,8 @@ def bench(config_path, overrides, runtime, docs_page, from_json, nested, runs_on
     from harness.cli import bench_runs, self_bench
     from harness.report import bench_table, sections
     section = bench_table.RUNS if runs_only else bench_table.FIGURES
-    if docs_page and not sections.has_section(docs_page, section):
-        raise click.BadParameter(f"{docs_page} has no `{section[0]}` ... `{section[1]}` section; "
-                                 "fix: add both markers where the table goes", param_hint="--docs")
+    if docs_page and (refused := sections.refusal(docs_page, section)):
+        raise click.BadParameter(refused, param_hint="--docs")
     cfg = load(config_path, overrides)
     read = bench_table.runs_markdown({**bench_runs.main_job(cfg.results_dir), **bench_runs.first_result()})
     if runs_only:

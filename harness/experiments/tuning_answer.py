@@ -192,10 +192,10 @@ def report(ctx: RunContext) -> None:
             "which no setting tried beat") + ": its libvirt XML"
     table_text = tables.render([table], [])          # recorded after the answer, before the XML the report ends with
     tables.record_text("knobs that made no difference", notes)
-    tables.record_text(said, xml.splitlines() or ["not kept with the run"])
+    tables.record_text(said, xml.splitlines() or ["not kept with the run"], code=bool(xml))
     host_side = f"\nits host side's command line:\n{command}" if command else ""
     if command:
-        tables.record_text("its host side's command line", [command])
+        tables.record_text("its host side's command line", [command], code=True)
     for line in answer + notes:
         console.print(line, highlight=False)
     console.print(f"{said}:\n{xml}{host_side}", highlight=False, markup=False)

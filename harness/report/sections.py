@@ -13,6 +13,13 @@ def has_section(page: Path, markers: tuple[str, str]) -> bool:
     return begin in text and end in text.split(begin, 1)[1]
 
 
+def refusal(page: Path, markers: tuple[str, str]) -> str | None:
+    """Why the page cannot take the section, with the fix (None: it can)."""
+    if has_section(page, markers):
+        return None
+    return f"{page} has no `{markers[0]}` ... `{markers[1]}` section; fix: add both markers where the table goes"
+
+
 def section(page: Path, markers: tuple[str, str]) -> str:
     """The text between the page's markers (see has_section)."""
     begin, end = markers

@@ -71,12 +71,14 @@ def recorded() -> Iterator[list[dict]]:
         _RECORDED.reset(token)
 
 
-def record_text(title: str, paragraphs: list[str], verdict: bool = False) -> None:
+def record_text(title: str, paragraphs: list[str], verdict: bool = False, code: bool = False) -> None:
     """What a summary says that is not a table (a study's comparison, a method's limits), kept for
-    the report beside its tables; `verdict`: the study's own answer, which the report opens with."""
+    the report beside its tables; `verdict`: the study's own answer, which the report opens with;
+    `code`: lines to paste as they are (XML, a command line), shown as one preformatted block."""
     if (kept := _RECORDED.get()) is not None:
-        kept.append({"title": title, "text": [" ".join(p.split()) for p in paragraphs if p.strip()],
-                     **({"verdict": True} if verdict else {})})
+        text = [p for p in paragraphs if p.strip()] if code else [" ".join(p.split()) for p in paragraphs if p.strip()]
+        kept.append({"title": title, "text": text, **({"verdict": True} if verdict else {}),
+                     **({"code": True} if code else {})})
 
 
 def as_data(t: Table) -> dict:

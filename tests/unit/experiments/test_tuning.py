@@ -115,3 +115,18 @@ def test_a_recorded_run_where_no_setting_leads_keeps_the_configured_disk():
     assert set(found[0].choices) == {"default", "aio=threads", "aio=threads,cache=writeback"}
     assert all(w.best() is None for w in found) and winner(found) == DEFAULT
     assert idle_knobs(found) == {"aio": ["threads"], "cache": ["writeback"]}
+
+
+def test_a_recorded_run_where_a_setting_leads_names_it_with_its_lead_and_interval():
+    """`harness run tuning --set 'tuning.workloads=["randwrite-qd1"]' --set disk.aio=io_uring --set
+    disk.cache=directsync --knob cache=none,writeback --runtime 4` under TCG (its rows as recorded):
+    a flush after every 4 KiB write costs the configured disk; the host's page cache wins most."""
+    recorded = Path(__file__).parents[2] / "fixtures" / "runs" / "tuning-cache-randwrite.samples.jsonl"
+    found = collect([json.loads(line) for line in recorded.read_text().splitlines()])
+    decide(found)
+    (w,) = found
+    best = w.best()
+    assert w.name == "randwrite-qd1" and best.label == "cache=writeback" and winner(found) == "cache=writeback"
+    assert best.against_default.change == pytest.approx(-0.47, abs=0.01)
+    assert best.against_default.high < 1 and best.lead   # its whole interval is below the configured disk's latency
+    assert w.choices["cache=none"].differs() and idle_knobs(found) == {}
