@@ -10,6 +10,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from harness.common.console import warn
 from harness.common.files import write_atomic
 from harness.common.pids import owner_alive
 from harness.results.samples import Sample, read_rows
@@ -119,8 +120,15 @@ class RunIndex:
             db.execute("insert or replace into runs values (?, ?, ?, ?, ?, ?, ?, ?)", row)
 
     def rebuild(self) -> None:
+        """Recreates the index from the run folders; a folder whose run.json is not a run's manifest
+        (unreadable, not JSON, no run id) is left out of it, and said."""
         for manifest in sorted(self.path.parent.glob("*/run.json")):
-            self.record(json.loads(manifest.read_text()), manifest.parent)
+            try:
+                found = json.loads(manifest.read_text())
+                self.record(found, manifest.parent)
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                warn(f"{manifest}: not a run's manifest (vtb writes one with a run_id); left out of the runs index. "
+                     "Fix: remove that folder, or put back the run.json the run wrote")
 
     def list(self) -> list[sqlite3.Row]:
         with self._db() as db:
