@@ -62,7 +62,8 @@ def markdown(runs: list[Path], kept: str = "") -> str:
     lines = {_key(line): line for line in kept.splitlines() if line.startswith("| `")}
     cpus = {cpu for m in _MEASURED_ON.finditer(kept) for cpu in m[1].split(", ")} - {"unknown CPU"}
     for r in filter(None, map(row, runs)):
-        lines[_key(_line(r))] = _line(r)
+        line = _line(r)
+        lines[_key(line)] = line
         cpus |= {r["cpu"]} - {""}
     out = ["| command | point runs measured (failed) | wall time | the plan's estimate | host, accel | date |",
            "|---|---|---|---|---|---|", *lines.values()]

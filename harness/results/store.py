@@ -124,8 +124,7 @@ class RunIndex:
         (unreadable, not JSON, no run id) is left out of it, and said."""
         for manifest in sorted(self.path.parent.glob("*/run.json")):
             try:
-                found = json.loads(manifest.read_text())
-                self.record(found, manifest.parent)
+                self.record(json.loads(manifest.read_text()), manifest.parent)
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 warn(f"{manifest}: not a run's manifest (vtb writes one with a run_id); left out of the runs index. "
                      "Fix: remove that folder, or put back the run.json the run wrote")
