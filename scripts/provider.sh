@@ -15,9 +15,15 @@ mkdir -p "$CACHE/terraform"
 ln -sfn "$key" "$CACHE/terraform/current"
 
 GO_TOOLCHAIN=go1.23.1   # the provider's go.mod asks for Go 1.23
+# `make setup` starts this step beside the host packages' (it needs none of them): what it does
+# need it installs itself (host-packages.sh installs only what is missing, after apt's locks).
 need_go() {
   command -v go >/dev/null || { [ -x /usr/local/go/bin/go ] && export PATH=$PATH:/usr/local/go/bin; }
-  command -v go >/dev/null && return 0
+  if command -v go >/dev/null; then
+    "$here/host-packages.sh" --packages ca-certificates >/dev/null   # the module proxy is HTTPS
+    return 0
+  fi
+  "$here/host-packages.sh" --packages ca-certificates curl unzip
   # No Go on this machine: fetch the official toolchain from the Go module proxy (it serves
   # golang.org/toolchain as a module zip), into the cache.
   local dir=$CACHE/go/$GO_TOOLCHAIN

@@ -10,7 +10,7 @@ def test_tcg_requested_skips_the_probe():
 
 def test_auto_uses_kvm_only_when_a_guest_booted():
     assert decide("auto", (True, "booted")).domain_type == "kvm"
-    c = decide("auto", (False, "no kernel boot under KVM within 20 s"))
+    c = decide("auto", (False, "no kernel boot under KVM within 10 s"))
     assert (c.accel, c.domain_type) == ("tcg", "qemu") and "no kernel boot" in c.reason
 
 

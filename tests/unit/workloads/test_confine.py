@@ -192,3 +192,18 @@ def test_host_slots_wait_for_their_shared_start_inside_fio_in_the_sandbox(loops)
     assert abs(starts[0] - starts[1]) < 0.5
     assert all("exec_prerun" in json.loads(o.raw[o.raw.index("{"):])["jobs"][0]["job options"] for o in outs)
     assert not any("prerun" in o.raw[:o.raw.index("{")] for o in outs)   # fio's own line of it is not kept
+
+
+def test_the_tools_cpu_time_reaches_the_runner_and_the_harness(loops):
+    """A host point counts its tool's CPU as its own work (report_cpu's `times`, the harness's
+    waited-for children), not as other work on the host: the sandbox must pass it on."""
+    burn = "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"
+    script = ((paths.GUEST_AGENTS / "confine.sh").read_text() + (paths.GUEST_AGENTS / "runner-cpu.sh").read_text() +
+              f'confined "$1" "" sh -c {shlex.quote(burn)} && report_cpu')
+    before = os.times()
+    out = LocalHost().run(["sh", "-c", script, "confine", loops[0]], env={"PATH": PATH, "VTB_CONFINE": "1"},
+                          timeout=60).stdout.decode()
+    after = os.times()
+    reported = float(out.split("vtb-runner-cpu-s: ")[1])
+    waited = after.children_user + after.children_system - before.children_user - before.children_system
+    assert reported > 0.1 and waited >= reported * 0.9, (reported, waited)
