@@ -7,7 +7,7 @@ LAUNCHER := /usr/local/bin/harness
 PYTEST_ARGS ?=
 export PYTEST_ARGS   # scripts/tests.sh passes them to pytest
 
-.PHONY: testbed up down test test-all test-times lint bench setup bootstrap all-packages host-packages venv test-tools libvirtd provider image host-image spdk launcher
+.PHONY: testbed up down test test-all test-times lint bench setup bootstrap all-packages host-packages venv test-tools libvirtd provider image image-full host-image spdk launcher
 
 # `make testbed up` / `make testbed down` read as one phrase: `testbed` itself does nothing.
 testbed:
@@ -58,9 +58,10 @@ SETUP_STEPS := venv libvirtd provider image launcher
 setup:
 	@$(MAKE) --no-print-directory -j4 $(SETUP_STEPS)
 
-# Everything up front: every experiment's and backend's host packages, and SPDK's vhost target.
+# Everything up front: every experiment's and backend's host packages, the guest image of every
+# workload, and SPDK's vhost target.
 bootstrap: all-packages
-	@$(MAKE) --no-print-directory -j4 $(SETUP_STEPS) spdk
+	@$(MAKE) --no-print-directory -j4 $(SETUP_STEPS) image-full spdk
 
 all-packages:
 	@scripts/step.sh packages scripts/host-packages.sh --all
@@ -90,6 +91,10 @@ provider:
 
 image: host-packages
 	@scripts/step.sh image images/build.sh
+
+# The guest image of every workload (a fleet whose guests need more than fio builds it on first use).
+image-full: host-packages
+	@scripts/step.sh image-full images/build.sh guest-full
 
 # SPDK's vhost target (vhost-user-blk-spdk), from ../shared/vendor or $$VTB_SPDK_SOURCE: cached by
 # recipe and source; without a source the backend is listed as unavailable, with the fix.

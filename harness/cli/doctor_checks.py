@@ -72,6 +72,9 @@ def checks(cfg: Config) -> list[tuple[str, bool, str]]:
     image = paths.IMAGE_DIR / "rootfs.qcow2"
     out.append(("guest image", image.exists(), str(image.resolve()) if image.exists() else
                 "not built; run `make testbed up`"))
+    full = paths.FULL_IMAGE_DIR / "rootfs.qcow2"
+    out.append(("full guest image", full.exists(), str(full.resolve()) if full.exists() else
+                "not built (the first fleet whose guests need more than fio builds it, or `make bootstrap`)"))
     tf = paths.TERRAFORM_CACHE / "bin" / "terraform"
     out.append(("terraform", tf.exists(), str(tf) if tf.exists() else "missing; run `make testbed up`"))
     mirror = list((paths.TERRAFORM_CACHE / "mirror").rglob("terraform-provider-libvirt_*")) \

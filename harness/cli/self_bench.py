@@ -160,6 +160,7 @@ def _bring_up(cfg: Config) -> dict:
 def _image_sizes() -> dict:
     """The images' sizes, MiB: what a fresh machine builds and a nested host's upload would carry."""
     files = {"guest_image_qcow2_mib": paths.IMAGE_DIR / "rootfs.qcow2", "guest_initramfs_mib": paths.IMAGE_DIR / "initrd.img",
+             "full_guest_image_qcow2_mib": paths.FULL_IMAGE_DIR / "rootfs.qcow2",
              "nested_host_image_qcow2_mib": HOST_IMAGE_DIR / "rootfs.qcow2"}
     return {key: f.stat().st_size / 2**20 for key, f in files.items() if f.exists()}
 

@@ -49,7 +49,11 @@ class FleetConfig(Section):
     wipe: bool = Field(False, description="allow using a device that carries a partition table or filesystem signature")
     accel: Literal["auto", "kvm", "tcg"] = Field("auto", description="accelerator; auto probes KVM by booting a guest")
     kernel: Literal["cloud", "generic"] = Field("cloud", description="the guest kernel: Debian's cloud kernel boots "
-                                                "fastest; the generic one has f2fs and nilfs2")
+                                                "fastest; the generic one has f2fs and nilfs2 (it is in the full image)")
+    image: Literal["fio", "full"] = Field("fio", description="the guest image: `fio`, the main job's (the cloud kernel, "
+                                          "fio and the guest agent); `full`, also every other workload's tools and the "
+                                          "generic kernel (built on its first use, about a minute). An experiment whose "
+                                          "guests need it asks for it; a host that holds it already (a nested host) runs it")
     restore: bool = Field(True, description="start VMs from a booted guest saved once per VM shape (a libvirt save "
                           "image, cached) instead of booting each; a VM whose restore is refused boots, with the reason")
 

@@ -81,9 +81,12 @@ def uses_fleet(experiment, cfg: Config) -> bool:
 
 def configured(experiment, cfg: Config) -> Config:
     """The config as the experiment reads its own settings (vm-scaling's one backend is the
-    fleet's), after its refusal of a config it cannot run (naming the field and the fix)."""
+    fleet's; the full guest image where its guests need it), after its refusal of a config it
+    cannot run (naming the field and the fix)."""
     if hasattr(experiment, "refusal") and (why := experiment.refusal(cfg)):
         raise settings.ConfigError(why)
+    if hasattr(experiment, "guest_image") and experiment.guest_image(cfg) == "full":
+        cfg = cfg.model_copy(update={"fleet": cfg.fleet.model_copy(update={"image": "full"})})
     return experiment.configured(cfg) if hasattr(experiment, "configured") else cfg
 
 

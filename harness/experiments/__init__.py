@@ -68,7 +68,9 @@ class Experiment(Protocol):
 
     # Optional: `refusal(cfg) -> str | None`, why the config cannot run it (naming the field and
     # the fix), asked before anything starts; `host_packages(cfg) -> tuple[str, ...]`, the Debian
-    # packages its own tools need on the host beyond the main job's (a backend declares its own).
+    # packages its own tools need on the host beyond the main job's (a backend declares its own);
+    # `guest_image(cfg) -> "fio" | "full"`, the full guest image where its guests run more than
+    # fio (fleet.image: built on its first use).
 
 
 @cache

@@ -33,6 +33,10 @@ class Latency(FioMatrix):
     headline = "lat_mean"
     flags = sweep_flags("latency", backends_field="latency.backends")
 
+    def guest_image(self, cfg) -> str:
+        """The full image where another tool than fio measures (it holds every workload's)."""
+        return "full" if set(self.settings(cfg).tools) - {"fio"} else "fio"
+
     def host_packages(self, cfg) -> tuple[str, ...]:
         return tuple(p for name in self.settings(cfg).tools for p in tools()[name].host_packages)
 

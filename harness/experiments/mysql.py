@@ -94,6 +94,10 @@ class Mysql:
              Flag("--runtime", ("mysql.runtime_s",)))
     uses_fleet = True
 
+    def guest_image(self, cfg: Config) -> str:
+        """The full image: MariaDB and sysbench are in it."""
+        return "full"
+
     def host_packages(self, cfg: Config) -> tuple[str, ...]:
         return sysbench.HOST_PACKAGES
 

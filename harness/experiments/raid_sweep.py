@@ -128,6 +128,11 @@ class RaidSweep:
     def filesystems(self, cfg: Config) -> list[str | None]:
         return [None]
 
+    def guest_image(self, cfg: Config) -> str:
+        """The full image where its guests make a filesystem other than ext4 (the main job's image
+        has only ext4's tools)."""
+        return "full" if set(self.filesystems(cfg)) - {None, "ext4"} else "fio"
+
     def guest_kernel(self, cfg: Config) -> str:
         """The VM's kernel: the generic one where a filesystem needs it (GENERIC_ONLY), else the config's."""
         return "generic" if set(self.filesystems(cfg)) & GENERIC_ONLY else cfg.fleet.kernel
@@ -302,6 +307,10 @@ class WorkloadSweep(RaidSweep):
 
     def filesystems(self, cfg: Config) -> list[str | None]:
         return [getattr(cfg, self.section).filesystem]
+
+    def guest_image(self, cfg: Config) -> str:
+        """The full image: the database and its benchmark are in it."""
+        return "full"
 
     def expectations(self, ctx: RunContext, pipeline: Pipeline, s: Setup, block: list[Point]) -> None:
         """None (see the class)."""

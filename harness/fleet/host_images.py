@@ -22,9 +22,15 @@ from harness.libvirt.libvirt_conn import connect
 
 POOL = "images"
 POOL_DIR = "/var/lib/vtb/images"
-# the image's files (images/build.sh, which copies the same into the nested host's image)
+# the image's files (images/build.sh, which copies the same into the nested host's image); the
+# generic kernel's only in the full image
 FILES = {"rootfs": "rootfs.qcow2", "kernel": "vmlinuz", "initrd": "initrd.img",
          "kernel_generic": "vmlinuz-generic", "initrd_generic": "initrd-generic.img"}
+
+
+def files_of(image_dir: Path) -> dict[str, str]:
+    """{field: file name} of the FILES this image has."""
+    return {field: name for field, name in FILES.items() if (image_dir / name).exists()}
 
 
 def kept_on(host: Host, image_dir: Path) -> bool:
@@ -34,7 +40,7 @@ def kept_on(host: Host, image_dir: Path) -> bool:
     if host.keeps_guest_image or host.is_this_machine:
         return host.keeps_guest_image
     wanted = paths_on_host(image_dir)
-    sizes = tuple((wanted[field], (image_dir / name).stat().st_size) for field, name in FILES.items())
+    sizes = tuple((wanted[field], (image_dir / name).stat().st_size) for field, name in files_of(image_dir).items())
     key = (json.dumps(host.descriptor(), sort_keys=True), sizes)
     if key not in _HELD:   # asked once per host and image in a run: a command there costs seconds under TCG
         held = stat_numbers(host, "%s", [path for path, _ in sizes])
@@ -48,7 +54,7 @@ _HELD: dict[tuple, bool] = {}
 def paths_on_host(image_dir: Path) -> dict[str, str]:
     """Where the image of `image_dir`'s recipe is (or will be) inside the host: named by the recipe."""
     key = (image_dir / "recipe.sha").read_text().strip()
-    return {field: f"{POOL_DIR}/{key}-{name}" for field, name in FILES.items()}
+    return {field: f"{POOL_DIR}/{key}-{name}" for field, name in files_of(image_dir).items()}
 
 
 def ensure(host: Host, image_dir: Path) -> None:
@@ -59,7 +65,7 @@ def ensure(host: Host, image_dir: Path) -> None:
     conn = connect(host.uri)
     try:
         pool = _pool(conn)
-        for field, name in FILES.items():
+        for field, name in files_of(image_dir).items():
             local = image_dir / name
             fmt = "qcow2" if name.endswith(".qcow2") else "raw"
             path = wanted[field]

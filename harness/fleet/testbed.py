@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -33,7 +34,7 @@ from harness.hosts.ssh import SshError
 from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests, in_parallel, restart
 from harness.libvirt.libvirt_conn import connect, unanswered
 from harness.libvirt.libvirt_xml import owner_metadata
-from harness.resources import entry, nested_l1
+from harness.resources import entry, image_builds, nested_l1
 from harness.resources import leftovers as resource_leftovers
 from harness.resources.devices import refuse_reason_on, size_bytes_on
 from harness.resources.raid import RaidPlan, destroy_arrays, under_fleet
@@ -230,10 +231,10 @@ class Testbed:
         return path
 
     def _tfvars(self, choice: accel.AccelChoice, backend: backends.Backend, plan: HostPlan) -> dict:
-        f, img = self.cfg.fleet, paths.IMAGE_DIR
+        f, img = self.cfg.fleet, self.image_dir
         on_host = host_images.kept_on(self.host, img)
         files = host_images.paths_on_host(img) if on_host else \
-            {field: str(img / name) for field, name in host_images.FILES.items()}
+            {field: str(img / name) for field, name in host_images.files_of(img).items()}
         kernel, initrd = ("kernel", "initrd") if f.kernel == "cloud" else ("kernel_generic", "initrd_generic")
         image = {"rootfs": files["rootfs"], "kernel": files[kernel], "initrd": files[initrd], "on_host": on_host}
         # The backend's host side runs from Terraform (before the domains, after them on destroy).
@@ -298,11 +299,32 @@ class Testbed:
                 raise Refusal(f"{self.host.label}: device {plan.device.path} refused: {reason}")
         return backend, plan
 
+    @functools.cached_property
+    def image_dir(self) -> Path:
+        """The guest image the fleet boots (chosen once, for every step of one bring-up): the full
+        one where the config asks for it or for the generic kernel (only it has one), where the host
+        holds it already (a nested host's image carries it) or where the fleet runs it already (a
+        fleet of fio's guests is served by it); else the main job's, the quicker to build and upload."""
+        f, full = self.cfg.fleet, paths.FULL_IMAGE_DIR
+        if f.image == "full" or f.kernel == "generic" or self.host.keeps_guest_image:
+            return full
+        built = (full / "recipe.sha").exists()
+        if built and self.record_path.exists() and \
+                json.loads(self.record_path.read_text()).get("image") == (full / "recipe.sha").read_text().strip():
+            return full
+        if built and not self.host.is_this_machine and host_images.kept_on(self.host, full):
+            return full
+        return paths.IMAGE_DIR
+
     def _host_ready(self) -> None:
-        """The state dir, the built image and Terraform, libvirt answering, a Ceph plan whose OSDs fit."""
+        """The state dir, the built image (the full one built on its first use) and Terraform,
+        libvirt answering, a Ceph plan whose OSDs fit."""
         if why := state_dir_problem(LocalHost(), str(self.cfg.state_dir), "state_dir"):
             raise Refusal(why)
-        missing = [p for p in (paths.IMAGE_DIR / "rootfs.qcow2", paths.TERRAFORM_CACHE / "cli.tfrc",
+        image = self.image_dir
+        if image == paths.FULL_IMAGE_DIR and not (image / "rootfs.qcow2").exists():
+            image_builds.built("guest-full", "the guest image of every workload (about a minute, once)")
+        missing = [p for p in (image / "rootfs.qcow2", paths.TERRAFORM_CACHE / "cli.tfrc",
                                paths.TERRAFORM_CACHE / "bin" / "terraform") if not p.exists()]
         if missing:
             raise TestbedError(f"missing {', '.join(map(str, missing))}. Fix: run `make testbed up` "
@@ -369,7 +391,7 @@ class Testbed:
             self.cfg = self.cfg.model_copy(update={"fleet": f.model_copy(update={"disk_size_mib": fit})})
 
     def accel(self) -> accel.AccelChoice:
-        return accel.choose(self.cfg.fleet.accel, paths.IMAGE_DIR / "vmlinuz", self.host)
+        return accel.choose(self.cfg.fleet.accel, self.image_dir / "vmlinuz", self.host)   # the cloud kernel of either
 
     def up(self) -> TestbedRecord:
         backend, plan = self.preflight()
@@ -383,8 +405,9 @@ class Testbed:
         for said in self.store.prepare(self.dir, self.cfg.prefix) if self.store else []:
             step(said)
         write_atomic(self.dir / "fleet.tfvars.json", json.dumps(self._tfvars(choice, backend, plan), indent=2))
-        if host_images.kept_on(self.host, paths.IMAGE_DIR):
-            host_images.ensure(self.host, paths.IMAGE_DIR)
+        image = self.image_dir
+        if host_images.kept_on(self.host, image):
+            host_images.ensure(self.host, image)
         self._drop_stale_state()
         self._terraform("init", "-input=false", "-no-color")
         step(f"terraform apply: {len(plan.vms)} VM(s) named {self.cfg.prefix}-vm*" +
@@ -407,7 +430,7 @@ class Testbed:
             disk=backend.metadata(self.cfg.disk),
             fleet={"vms": len(vms), "vcpus": self.cfg.fleet.vcpus, "memory_mib": self.cfg.fleet.memory_mib,
                    "disk_size_mib": self.cfg.fleet.disk_size_mib, "kernel": self.cfg.fleet.kernel},
-            image=(paths.IMAGE_DIR / "recipe.sha").read_text().strip(), ready_s=ready,
+            image=(image / "recipe.sha").read_text().strip(), ready_s=ready,
             host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None,
             ceph=self.store.metadata() if self.store else None,
             boot_restarts=boot_restarts,
@@ -495,7 +518,7 @@ class Testbed:
         why_not = self._why_no_restore()
         conn = connect(self.host.uri)
         try:
-            image = f"{(paths.IMAGE_DIR / 'recipe.sha').read_text().strip()} {self.cfg.fleet.kernel}"
+            image = f"{(self.image_dir / 'recipe.sha').read_text().strip()} {self.cfg.fleet.kernel}"
             started = vm_start.start(self.host, conn, guest_views, image=image,
                                      work_dir=str(self.host_dir), restore=why_not)
         finally:

@@ -1,15 +1,36 @@
-"""An image build (images/build.sh) killed outright, before its own clean-up ran: its tree in the
-image cache, perhaps with /proc, /sys and /dev still mounted inside. The build writes its pid into
-the tree first; gc removes a tree whose builder is gone, unmounting what is mounted in it first."""
+"""Image builds (images/build.sh): an image built where it is first needed, and a build killed
+outright, before its own clean-up ran: its tree in the image cache, perhaps with /proc, /sys and
+/dev still mounted inside. The build writes its pid into the tree first; gc removes a tree whose
+builder is gone, unmounting what is mounted in it first."""
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from harness.common.paths import CACHE
+from harness.common.bounded import heartbeat
+from harness.common.exits import StepFailed
+from harness.common.paths import CACHE, REPO
 from harness.resources.leftovers import Leftover, Scope
 
 PID_FILE = "builder.pid"   # written by images/build.sh as soon as its tree exists
+BUILD_S = 3600             # an image from nothing: packages fetched and installed (minutes)
+
+
+class ImageBuildFailed(StepFailed):
+    pass
+
+
+def built(role: str, what: str) -> None:
+    """images/build.sh ROLE: at once where the image of its recipe is built (cached by its hash),
+    else built now, its output shown; a failure or a build over BUILD_S raises, with the fix."""
+    fix = f"Fix: run `images/build.sh {role}` and read its error"
+    try:
+        with heartbeat(f"{what} (images/build.sh {role})", BUILD_S):
+            failed = subprocess.run([str(REPO / "images" / "build.sh"), role], timeout=BUILD_S).returncode
+    except subprocess.TimeoutExpired:
+        raise ImageBuildFailed(f"building {what} did not finish within {BUILD_S} s; stopped it. {fix}") from None
+    if failed:
+        raise ImageBuildFailed(f"building {what} failed (see the output above). {fix}")
 
 
 def _builder_gone(tree: Path) -> bool:

@@ -42,11 +42,10 @@ from harness.hosts.nested import (
 from harness.libvirt.agent import AgentError, AgentTimeout, GuestAgent, guests
 from harness.libvirt.libvirt_conn import Unanswered, connect, define, domain_call, message, unanswered
 from harness.libvirt.libvirt_xml import UNRECORDED, attr, owner_metadata, owner_of, qemu_commandline, qemu_opt
-from harness.resources import nested_saves
+from harness.resources import image_builds, nested_saves
 from harness.resources.leftovers import Scope
 
 BOOT_TIMEOUT_S = 240
-IMAGE_BUILD_S = 3600   # the nested host's image from nothing: packages fetched and installed (minutes)
 SHARED_BRIDGE = f"{DOMAIN}-br"           # the network the nested hosts share: a bridge here, no address on it
 BRIDGE_RECORD = "nested-bridge.json"     # in the state dir, written before the bridge is made
 SHARED_ALIAS = f"{DOMAIN}-shared"        # gc keeps it while a nested host's record is live (prefix vtb-nested)
@@ -233,11 +232,10 @@ def up(place: NestedPlace, index: int = 0, port: int | None = None) -> NestedHos
         _down_one(place.state_dir, index)
     # The image of the current recipe (cached by its hash: instant when built; a few minutes once
     # after the recipe changed, so a pulled change never boots a stale host).
-    with heartbeat("the nested host image (images/build.sh host)", IMAGE_BUILD_S):
-        built = subprocess.run([str(paths.REPO / "images" / "build.sh"), "host"], timeout=IMAGE_BUILD_S).returncode
-    if built != 0:
-        raise NestedHostError("building the nested host image failed (see the output above). "
-                              "Fix: run `images/build.sh host` and read its error")
+    try:
+        image_builds.built("host", "the nested host image")
+    except image_builds.ImageBuildFailed as e:
+        raise NestedHostError(str(e)) from None
     n = place.nested
     t0 = time.monotonic()
     (state_dir / "drives").mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,8 @@ from harness.fleet import host_images
 
 def test_paths_are_named_by_the_recipe(tmp_path):
     (tmp_path / "recipe.sha").write_text("abc123\n")
+    for name in host_images.FILES.values():
+        (tmp_path / name).write_bytes(b"x")
     assert host_images.paths_on_host(tmp_path) == {
         "rootfs": "/var/lib/vtb/images/abc123-rootfs.qcow2", "kernel": "/var/lib/vtb/images/abc123-vmlinuz",
         "initrd": "/var/lib/vtb/images/abc123-initrd.img", "kernel_generic": "/var/lib/vtb/images/abc123-vmlinuz-generic",
@@ -57,3 +59,13 @@ def test_this_machine_uses_the_image_where_it_is(tmp_path):
     host = _Host([1, 2, 3, 4, 5])
     host.is_this_machine = True
     assert not host_images.kept_on(host, _image(tmp_path)) and host.commands == []
+
+
+def test_the_main_jobs_image_has_no_generic_kernel_and_is_kept_without_one(tmp_path):
+    """The main job's image (images/build.sh guest) holds only the cloud kernel."""
+    image = _image(tmp_path)
+    for name in ("vmlinuz-generic", "initrd-generic.img"):
+        (image / name).unlink()
+    assert set(host_images.paths_on_host(image)) == {"rootfs", "kernel", "initrd"}
+    host = _Host([1, 2, 3])
+    assert host_images.kept_on(host, image) and host.commands[0][-1] == "/var/lib/vtb/images/abc123-initrd.img"
