@@ -70,12 +70,10 @@ host-packages:
 	@scripts/step.sh packages scripts/host-packages.sh
 
 # The harness and what it runs with; the test and lint tools only for `make test`, `make lint`.
-# Not byte-compiled at install (every module of numpy, scipy, matplotlib: 7 s of CPU beside the
-# image's build on 2 cores): Python compiles what the harness imports as it first does (0.4 s, checked).
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml | host-packages
 	@scripts/step.sh venv sh -c 'echo "the harness and its Python libraries (pip)"; \
-	  $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --no-compile -e .'
+	  $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q -e .'
 	@touch $@
 
 test-tools: $(VENV)/.test-tools
