@@ -39,9 +39,9 @@ def test_every_figure_has_a_row_and_the_run_is_named():
 
 
 def test_the_images_and_the_nested_host_have_rows_of_their_own():
-    nested = {**FIGURES, "guest_image_qcow2_mib": 129.7, "full_guest_image_qcow2_mib": 258.5, "nested_up_s": 15.2, "nested_kvm_probe_s": 7.7,
-              "nested_l2_agents_ready_1_vm_s": 44.0, "nested_raid5_create_s": 8.4, "nested_raid5_destroy_s": 3.1,
-              "nested_down_s": 1.2}
+    nested = {**FIGURES, "guest_image_qcow2_mib": 129.7, "full_guest_image_qcow2_mib": 258.5, "nested_up_s": 15.2,
+              "nested_kvm_probe_s": 7.7, "nested_l2_agents_ready_1_vm_s": 44.0, "nested_raid5_create_s": 8.4,
+              "nested_raid5_destroy_s": 3.1, "nested_down_s": 1.2}
     text = bench_table.markdown(nested)
     assert "| the main job's guest image (qcow2, zstd-compressed), MiB | 129.7 |" in text
     assert "| the full guest image (every workload's tools, both kernels), MiB | 258.5 |" in text
