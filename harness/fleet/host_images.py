@@ -51,9 +51,15 @@ def kept_on(host: Host, image_dir: Path) -> bool:
 _HELD: dict[tuple, bool] = {}
 
 
+def recipe(image_dir: Path) -> str | None:
+    """The image's recipe key (images/build.sh), None where it is not built."""
+    path = image_dir / "recipe.sha"
+    return path.read_text().strip() if path.exists() else None
+
+
 def paths_on_host(image_dir: Path) -> dict[str, str]:
     """Where the image of `image_dir`'s recipe is (or will be) inside the host: named by the recipe."""
-    key = (image_dir / "recipe.sha").read_text().strip()
+    key = recipe(image_dir)
     return {field: f"{POOL_DIR}/{key}-{name}" for field, name in files_of(image_dir).items()}
 
 

@@ -308,11 +308,10 @@ class Testbed:
         f, full = self.cfg.fleet, paths.FULL_IMAGE_DIR
         if f.image == "full" or f.kernel == "generic" or self.host.keeps_guest_image:
             return full
-        built = (full / "recipe.sha").exists()
-        if built and self.record_path.exists() and \
-                json.loads(self.record_path.read_text()).get("image") == (full / "recipe.sha").read_text().strip():
-            return full
-        if built and not self.host.is_this_machine and host_images.kept_on(self.host, full):
+        if (key := host_images.recipe(full)) is None:
+            return paths.IMAGE_DIR
+        runs_it = self.record_path.exists() and json.loads(self.record_path.read_text()).get("image") == key
+        if runs_it or (not self.host.is_this_machine and host_images.kept_on(self.host, full)):
             return full
         return paths.IMAGE_DIR
 
@@ -430,7 +429,7 @@ class Testbed:
             disk=backend.metadata(self.cfg.disk),
             fleet={"vms": len(vms), "vcpus": self.cfg.fleet.vcpus, "memory_mib": self.cfg.fleet.memory_mib,
                    "disk_size_mib": self.cfg.fleet.disk_size_mib, "kernel": self.cfg.fleet.kernel},
-            image=(image / "recipe.sha").read_text().strip(), ready_s=ready,
+            image=host_images.recipe(image), ready_s=ready,
             host=self.host.descriptor(), raid=json.loads(self.raid.to_json()) if self.raid else None,
             ceph=self.store.metadata() if self.store else None,
             boot_restarts=boot_restarts,
@@ -518,7 +517,7 @@ class Testbed:
         why_not = self._why_no_restore()
         conn = connect(self.host.uri)
         try:
-            image = f"{(self.image_dir / 'recipe.sha').read_text().strip()} {self.cfg.fleet.kernel}"
+            image = f"{host_images.recipe(self.image_dir)} {self.cfg.fleet.kernel}"
             started = vm_start.start(self.host, conn, guest_views, image=image,
                                      work_dir=str(self.host_dir), restore=why_not)
         finally:
